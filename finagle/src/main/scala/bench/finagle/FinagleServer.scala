@@ -1,0 +1,65 @@
+package bench.finagle
+
+import com.twitter.concurrent.NamedPoolThreadFactory
+import com.twitter.finagle.Http
+import com.twitter.finagle.server.Listener
+import com.twitter.finagle.stats.NullStatsReceiver
+import com.twitter.finagle.tracing.NullTracer
+import com.twitter.util.{Await, Duration, FuturePool}
+import java.net.{InetSocketAddress, URI}
+import java.util.concurrent.Executors
+
+/** The benchmark contract (CONTRACT.md) on a plain Finagle `Http.server`: no TwitterServer, so no admin port and no stats. */
+object FinagleServer {
+
+  def main(args: Array[String]): Unit = {
+    val host = sys.env.getOrElse("HOST", "127.0.0.1")
+    val port = sys.env.get("PORT").map(_.toInt).getOrElse(8084)
+    val cores = sys.env.get("SERVER_CORES").map(_.toInt).getOrElse(Runtime.getRuntime.availableProcessors)
+    val upstreamUrl = URI.create(sys.env.getOrElse("UPSTREAM_URL", "http://127.0.0.1:8000/weather.json"))
+
+    // One Netty event loop per CPU we are pinned to. Finagle's default is max(8, 2 x CPUs), sized for hosts that
+    // share CPUs with blocking work; here the I/O threads never block. This global flag is read from a system
+    // property the first time Finagle builds its worker pool, so it must be set before any server or client exists.
+    if (System.getProperty("com.twitter.finagle.netty4.numWorkers") == null)
+      System.setProperty("com.twitter.finagle.netty4.numWorkers", cores.toString)
+
+    // Finagle's rule: never block or burn CPU on the Netty I/O threads, they serve every connection. /fibonacci runs on
+    // a FuturePool over a fixed pool of SERVER_CORES threads: as many as the CPUs, so CPU-bound jobs queue instead of
+    // time-slicing each other (an unbounded pool would only add threads competing for the same cores).
+    val cpuPool = FuturePool(Executors.newFixedThreadPool(cores, new NamedPoolThreadFactory("fibonacci", makeDaemons = true)))
+
+    val upstream = Http.client
+      .withLabel("upstream")
+      .withStatsReceiver(NullStatsReceiver)
+      .withTracer(NullTracer)
+      .withNoHttp2 // nginx speaks HTTP/1.1; skip the h2c upgrade attempt
+      .withRequestTimeout(Duration.fromSeconds(5)) // a hung upstream becomes a 502, not a hung request
+      .newService(s"${upstreamUrl.getHost}:${portOf(upstreamUrl)}", "upstream")
+    val weather = new WeatherClient(upstream, upstreamUrl)
+
+    val server = Http.server
+      .withLabel("finagle")
+      .withStatsReceiver(NullStatsReceiver)
+      .withTracer(NullTracer)
+      .withNoHttp2          // the contract is HTTP/1.x: no h2c upgrade handler in the pipeline
+      .withCompressionLevel(0) // no gzip handler: the contract's responses are tiny and clients ask none
+      // accept-queue length, room for ab's 1000-connection burst (Linux caps it at net.core.somaxconn)
+      .configured(Listener.Backlog(Some(4096)))
+      .serve(new InetSocketAddress(host, port), ServerHeaders.andThen(new Routes(weather, cpuPool)))
+
+    println(
+      s"finagle listening on http://$host:$port (SERVER_CORES=$cores, " +
+        s"availableProcessors=${Runtime.getRuntime.availableProcessors}, upstream=$upstreamUrl)")
+
+    // SIGTERM runs the shutdown hooks, then the JVM exits: stop accepting, give in-flight requests a moment.
+    sys.addShutdownHook {
+      Await.ready(server.close(Duration.fromSeconds(2)))
+      Await.ready(upstream.close())
+    }
+    Await.ready(server)
+  }
+
+  private def portOf(url: URI): Int =
+    if (url.getPort != -1) url.getPort else if (url.getScheme == "https") 443 else 80
+}

@@ -1,0 +1,92 @@
+package bench.finagle
+
+import com.fasterxml.jackson.databind.json.JsonMapper
+import com.fasterxml.jackson.module.scala.DefaultScalaModule
+import com.twitter.finagle.{Service, SimpleFilter}
+import com.twitter.finagle.http.{Fields, MediaType, Method, Request, Response, Status, Version}
+import com.twitter.io.Buf
+import com.twitter.util.{Future, FuturePool}
+import java.util.concurrent.atomic.AtomicLong
+
+final case class Tweet(id: Long, author: String, content: String)
+
+/** Shared Jackson mapper (thread-safe once configured); the Scala module serializes case classes and Seqs. */
+object Json {
+  val mapper: JsonMapper = JsonMapper.builder().addModule(DefaultScalaModule).build()
+}
+
+/** The contract's routes: a pattern match on (method, path). Everything not listed is a 404. */
+final class Routes(weather: WeatherClient, cpuPool: FuturePool) extends Service[Request, Response] {
+  private val tweetIds = new AtomicLong(1000000L)
+
+  def apply(req: Request): Future[Response] = (req.method, req.path) match {
+    case (Method.Get, "/id")        => text(Status.Ok, "finagle", "text/plain")
+    case (Method.Get, "/hello")     => text(Status.Ok, "Hello World", MediaType.PlainTextUtf8)
+    case (Method.Get, "/backend")   => text(Status.Ok, "<h1>Say hello to akka-http</h1>", MediaType.HtmlUtf8)
+    case (Method.Get, "/v1/tweets") => tweets()
+    case (Method.Get, "/factorial") =>
+      withParam(req, max = 5000)(n => text(Status.Ok, factorial(n).toString, "text/plain"))
+    case (Method.Get, "/fibonacci") =>
+      // the recursion runs on the CPU pool, never on a Netty I/O thread (see FinagleServer)
+      withParam(req, max = 45)(n => cpuPool(fibonacci(n)).flatMap(fib => text(Status.Ok, fib.toString, "text/plain")))
+    case (Method.Get, WeatherPath(_)) => weather.current()
+    case _                            => text(Status.NotFound, "Not Found", "text/plain")
+  }
+
+  private def tweets(): Future[Response] = {
+    val body = Json.mapper.writeValueAsBytes(Seq(Tweet(tweetIds.getAndIncrement(), "author1", "Hello, World!")))
+    Future.value(Responses.json(Status.Ok, body))
+  }
+
+  /** Runs `handle` with the integer `param` in [0, max], or answers 400. */
+  private def withParam(req: Request, max: Int)(handle: Int => Future[Response]): Future[Response] =
+    req.params.get("param").flatMap(_.toIntOption) match {
+      case Some(n) if n >= 0 && n <= max => handle(n)
+      case _ => text(Status.BadRequest, s"param must be an integer between 0 and $max", "text/plain")
+    }
+
+  private def text(status: Status, body: String, contentType: String): Future[Response] =
+    Future.value(Responses.text(status, body, contentType))
+
+  private def factorial(n: Int): BigInt = (2 to n).foldLeft(BigInt(1))(_ * _)
+
+  private def fibonacci(n: Int): Long = if (n < 2) 1L else fibonacci(n - 1) + fibonacci(n - 2)
+
+  /** `/weather/{city}`: exactly one non-empty path segment after /weather/. */
+  private object WeatherPath {
+    private val Pattern = "/weather/([^/]+)".r
+    def unapply(path: String): Option[String] = path match {
+      case Pattern(city) => Some(city)
+      case _             => None
+    }
+  }
+}
+
+object Responses {
+  def text(status: Status, body: String, contentType: String): Response = {
+    val rep = Response(status)
+    rep.contentType = contentType
+    rep.contentString = body
+    rep
+  }
+
+  def json(status: Status, body: Array[Byte]): Response = {
+    val rep = Response(status)
+    rep.contentType = MediaType.Json
+    rep.content = Buf.ByteArray.Owned(body)
+    rep
+  }
+}
+
+/**
+ * Adds what every response needs and Finagle does not add itself: `Server`, `Date` (formatted once per second), and
+ * `Connection: keep-alive` for an HTTP/1.0 client that asked to keep the connection.
+ */
+object ServerHeaders extends SimpleFilter[Request, Response] {
+  def apply(req: Request, service: Service[Request, Response]): Future[Response] =
+    service(req).map { rep =>
+      rep.headerMap.set(Fields.Server, "finagle").set(Fields.Date, HttpDate.now())
+      if (req.version == Version.Http10 && req.keepAlive) rep.headerMap.set(Fields.Connection, "keep-alive")
+      rep
+    }
+}

@@ -1,0 +1,85 @@
+"""Load tool adapters: each builds its command line from a LoadSpec and parses its output into a Measurement.
+
+Adding a tool means adding a module here with a class implementing `LoadTool` and listing it in `TOOLS`.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from harness.result import Measurement
+
+
+class ToolFailed(Exception):
+    """The tool ran but produced no usable summary (aborted, refused, bad arguments)."""
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """One load: what to send, how hard. Fields a tool does not use are ignored by it."""
+
+    url: str
+    concurrency: int
+    requests: int | None = None  # ab: total requests
+    duration_s: float | None = None  # wrk: test length
+    threads: int = 1  # wrk
+    keepalive: bool = False  # ab -k (wrk and httperf always keep connections alive)
+    timeout_s: float | None = None  # per request/socket timeout
+    continue_on_error: bool = False  # ab -r
+    rate: float | None = None  # httperf: new connections per second
+    calls_per_connection: int | None = None  # httperf --num-calls
+
+    def split(self, parts: int) -> LoadSpec:
+        """The share of this load one of `parts` tool processes runs at the same time."""
+        if parts == 1:
+            return self
+        return replace(
+            self,
+            concurrency=math.ceil(self.concurrency / parts),
+            requests=math.ceil(self.requests / parts) if self.requests else self.requests,
+            threads=max(1, self.threads // parts),
+            rate=self.rate / parts if self.rate else self.rate,
+        )
+
+
+class LoadTool(Protocol):
+    name: str
+    binary: str
+    install_hint: str
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        """Most connections one process of the tool can hold."""
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        """argv for one tool process; `scratch` is a folder for side files (e.g. ab's percentile CSV)."""
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        """Measurement from the tool's stdout+stderr (and side files); ToolFailed when there is no summary."""
+
+
+def tool_version(binary: str, args: list[str]) -> str:
+    try:
+        proc = subprocess.run([binary, *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    text = (proc.stdout + proc.stderr).strip().splitlines()
+    return text[0].strip() if text else "unknown"
+
+
+def find_binary(tool: LoadTool) -> str | None:
+    return shutil.which(tool.binary)
+
+
+def _registry() -> dict[str, LoadTool]:
+    from harness.tools.ab import ApacheBench
+    from harness.tools.httperf import Httperf
+    from harness.tools.wrk import Wrk
+
+    return {t.name: t for t in (ApacheBench(), Wrk(), Httperf())}
+
+
+TOOLS: dict[str, LoadTool] = _registry()

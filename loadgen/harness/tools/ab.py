@@ -1,0 +1,84 @@
+"""ApacheBench (ab): HTTP/1.0, one request per connection unless -k; prints a text summary."""
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from harness.result import Errors, Measurement
+from harness.tools import LoadSpec, ToolFailed, tool_version
+
+FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epoll)
+
+
+def _int(pattern: str, text: str, default: int = 0) -> int:
+    found = re.search(pattern, text, re.MULTILINE)
+    return int(found.group(1)) if found else default
+
+
+class ApacheBench:
+    name = "ab"
+    binary = "ab"
+    install_hint = "apt-get install apache2-utils (or: make setup)"
+
+    def version(self) -> str:
+        return tool_version(self.binary, ["-V"])
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        return nofile_limit - FD_MARGIN
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        if not spec.requests:
+            raise ValueError("ab needs a request count")
+        argv = [self.binary]
+        if spec.keepalive:
+            argv.append("-k")
+        if spec.continue_on_error:
+            argv.append("-r")
+        if spec.timeout_s:
+            argv += ["-s", str(int(spec.timeout_s))]
+        # ab refuses a concurrency above its request count
+        argv += ["-n", str(spec.requests), "-c", str(min(spec.concurrency, spec.requests))]
+        argv += ["-e", str(scratch / "percentiles.csv"), spec.url]
+        return argv
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        if "Complete requests:" not in output:
+            last = [line for line in output.strip().splitlines() if line.strip()][-1:] or ["no output"]
+            raise ToolFailed(f"ab printed no summary: {last[0].strip()}")
+        failed = re.search(
+            r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", output
+        )
+        connect, receive, length, exceptions = (int(g) for g in failed.groups()) if failed else (0, 0, 0, 0)
+        errors = Errors(
+            connect=connect,
+            read=receive,
+            write=_int(r"^Write errors:\s+(\d+)", output),
+            non_2xx=_int(r"^Non-2xx responses:\s+(\d+)", output),
+            length=length,
+            other=exceptions,
+        )
+        duration = float(re.search(r"^Time taken for tests:\s+([\d.]+)", output, re.MULTILINE).group(1))
+        rps = float(re.search(r"^Requests per second:\s+([\d.]+)", output, re.MULTILINE).group(1))
+        table = {int(p): float(ms) for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", output, re.MULTILINE)}
+        latency = {"p50": table.get(50), "p90": table.get(90), "p99": table.get(99), "max": table.get(100)}
+        mean = re.search(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$", output, re.MULTILINE)
+        if mean:
+            latency["mean"] = float(mean.group(1))
+        return Measurement(
+            requests=_int(r"^Complete requests:\s+(\d+)", output),
+            errors=errors,
+            duration_s=duration,
+            rps=rps,
+            latency_ms=latency,
+            quantiles=_read_percentiles(scratch / "percentiles.csv"),
+        )
+
+
+def _read_percentiles(path: Path) -> list[tuple[float, float]]:
+    """ab -e writes the time (ms) under which 0..100 % of requests were served; 1..100 stand for 1 % slices each."""
+    if not path.exists():
+        return []
+    with path.open() as f:
+        rows = list(csv.reader(f))
+    return [(float(p), float(ms)) for p, ms in rows[1:] if p and ms and float(p) > 0]

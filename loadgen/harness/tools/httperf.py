@@ -1,0 +1,74 @@
+"""httperf: opens connections at a fixed rate, each sending a number of calls (keep-alive, not pipelined)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harness.result import Errors, Measurement
+from harness.tools import LoadSpec, ToolFailed, tool_version
+
+# httperf waits on its sockets with select(), which cannot watch descriptors above FD_SETSIZE (1024).
+SELECT_LIMIT = 1024
+FD_MARGIN = 24
+
+
+def _ints(pattern: str, text: str) -> tuple[int, ...]:
+    found = re.search(pattern, text)
+    if not found:
+        raise ToolFailed(f"httperf output lacks {pattern!r}")
+    return tuple(int(float(g)) for g in found.groups())
+
+
+class Httperf:
+    name = "httperf"
+    binary = "httperf"
+    install_hint = "apt-get install httperf (or: make setup)"
+
+    def version(self) -> str:
+        return tool_version(self.binary, ["-V"])
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        return min(nofile_limit, SELECT_LIMIT) - FD_MARGIN
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        if not (spec.rate and spec.calls_per_connection):
+            raise ValueError("httperf needs a rate and calls per connection")
+        url = urlsplit(spec.url)
+        path = url.path + (f"?{url.query}" if url.query else "")
+        argv = [self.binary, "--hog", "--server", url.hostname, "--port", str(url.port), "--uri", path]
+        argv += ["--num-conns", str(spec.concurrency), "--num-calls", str(spec.calls_per_connection)]
+        argv += ["--rate", f"{spec.rate:g}"]
+        if spec.timeout_s:
+            argv += ["--timeout", f"{spec.timeout_s:g}"]
+        return argv
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        if "Total: connections" not in output:
+            raise ToolFailed("httperf printed no summary: " + (output.strip().splitlines() or ["no output"])[-1])
+        found = re.search(r"Total: connections (\d+) requests (\d+) replies (\d+) test-duration ([\d.]+) s", output)
+        replies, duration = int(found.group(3)), float(found.group(4))
+        s1xx, s2xx, s3xx, s4xx, s5xx = _ints(r"Reply status: 1xx=(\d+) 2xx=(\d+) 3xx=(\d+) 4xx=(\d+) 5xx=(\d+)", output)
+        _, client_timo, socket_timo, refused, reset = _ints(
+            r"Errors: total (\d+) client-timo (\d+) socket-timo (\d+) connrefused (\d+) connreset (\d+)", output
+        )
+        fd_unavail, addr_unavail, ftab_full, other = _ints(
+            r"Errors: fd-unavail (\d+) addrunavail (\d+) ftab-full (\d+) other (\d+)", output
+        )
+        response_ms = re.search(r"Reply time \[ms\]: response ([\d.]+) transfer ([\d.]+)", output)
+        latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "max": None}
+        if response_ms and replies:
+            latency["mean"] = float(response_ms.group(1)) + float(response_ms.group(2))
+        return Measurement(
+            requests=replies,
+            errors=Errors(
+                connect=refused,
+                read=reset,
+                timeout=client_timo + socket_timo,
+                non_2xx=s1xx + s3xx + s4xx + s5xx,
+                other=fd_unavail + addr_unavail + ftab_full + other,
+            ),
+            duration_s=duration,
+            rps=replies / duration if duration else 0.0,
+            latency_ms=latency,
+        )

@@ -1,0 +1,89 @@
+"""wrk: keep-alive HTTP/1.1 load for a fixed time; percentiles come from wrk_report.lua as JSON."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from harness.result import Errors, Measurement
+from harness.tools import LoadSpec, ToolFailed, tool_version
+
+REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
+FD_MARGIN = 64
+UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+
+
+class Wrk:
+    name = "wrk"
+    binary = "wrk"
+    install_hint = "apt-get install wrk (or: make setup)"
+
+    def version(self) -> str:
+        return tool_version(self.binary, ["-v"])
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        return nofile_limit - FD_MARGIN
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        if not spec.duration_s:
+            raise ValueError("wrk needs a duration")
+        threads = min(spec.threads, spec.concurrency)  # wrk refuses more threads than connections
+        argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{spec.duration_s:g}s", "--latency"]
+        if spec.timeout_s:
+            argv += ["--timeout", f"{spec.timeout_s:g}s"]
+        return [*argv, "-s", str(REPORT_SCRIPT), spec.url]
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        line = next((l for l in output.splitlines() if l.startswith("WRK_JSON ")), None)
+        if line is None:
+            return parse_text(output)
+        data = json.loads(line[len("WRK_JSON "):])
+        e = data["errors"]
+        duration = data["duration_us"] / 1e6
+        quantiles = [(float(p), float(ms)) for p, ms in data["quantiles_ms"]]
+        by_pct = dict(quantiles)
+        return Measurement(
+            requests=data["requests"],
+            errors=Errors(connect=e["connect"], read=e["read"], write=e["write"], timeout=e["timeout"], non_2xx=e["status"]),
+            duration_s=duration,
+            rps=data["requests"] / duration if duration else 0.0,
+            latency_ms={
+                "p50": by_pct[50.0],
+                "p90": by_pct[90.0],
+                "p99": by_pct[99.0],
+                "max": data["latency_us"]["max"] / 1000,
+                "mean": round(data["latency_us"]["mean"] / 1000, 3),
+            },
+            quantiles=quantiles,
+        )
+
+
+def _ms(value: str, unit: str) -> float:
+    return float(value) * UNIT_MS[unit]
+
+
+def parse_text(output: str) -> Measurement:
+    """wrk's own text summary (outputs saved without the report script, such as the seeds')."""
+    total = re.search(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m),", output, re.MULTILINE)
+    if not total:
+        raise ToolFailed("wrk printed no summary: " + (output.strip().splitlines() or ["no output"])[-1])
+    requests = int(total.group(1))
+    duration = _ms(total.group(2), total.group(3)) / 1000
+    socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    connect, read, write, timeout = (int(g) for g in socket.groups()) if socket else (0, 0, 0, 0)
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "max": None}
+    for pct, value, unit in re.findall(r"^\s+(50|90|99)%\s+([\d.]+)(us|ms|s|m)\s*$", output, re.MULTILINE):
+        latency[f"p{pct}"] = _ms(value, unit)
+    stats = re.search(r"^\s+Latency\s+([\d.]+)(us|ms|s|m)\s+[\d.]+\w+\s+([\d.]+)(us|ms|s|m)", output, re.MULTILINE)
+    if stats:
+        latency["mean"] = _ms(stats.group(1), stats.group(2))
+        latency["max"] = _ms(stats.group(3), stats.group(4))
+    rps = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.MULTILINE)
+    return Measurement(
+        requests=requests,
+        errors=Errors(connect=connect, read=read, write=write, timeout=timeout, non_2xx=int(non_2xx.group(1)) if non_2xx else 0),
+        duration_s=duration,
+        rps=float(rps.group(1)) if rps else requests / duration,
+        latency_ms=latency,
+    )

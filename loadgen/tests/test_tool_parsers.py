@@ -1,0 +1,139 @@
+"""The tool adapters parse real outputs of ab, wrk and httperf (saved under fixtures/, some from the seeds)."""
+from pathlib import Path
+
+import pytest
+
+from harness.result import Errors
+from harness.tools import LoadSpec, ToolFailed
+from harness.tools.ab import ApacheBench
+from harness.tools.httperf import Httperf
+from harness.tools.wrk import Wrk
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def ab(name):
+    folder = FIXTURES / name
+    if folder.is_dir():
+        return ApacheBench().parse((folder / "output.txt").read_text(), folder)
+    return ApacheBench().parse((FIXTURES / name).read_text(), FIXTURES)
+
+
+def fixture(name):
+    return (FIXTURES / name).read_text()
+
+
+def test_ab_success_with_percentile_csv():
+    m = ab("ab_ok")
+    assert m.requests == 2000
+    assert m.errors == Errors()
+    assert m.rps == 15133.40
+    assert m.duration_s == pytest.approx(2000 / 15133.40, rel=0.01)
+    assert m.latency_ms["p50"] == 3 and m.latency_ms["p90"] == 5 and m.latency_ms["p99"] == 6
+    assert m.latency_ms["max"] == 6
+    assert len(m.quantiles) == 100 and m.quantiles[0][0] == 1.0
+
+
+def test_ab_keepalive():
+    m = ab("ab_keepalive")
+    assert m.requests == 5000 and m.errors.total == 0 and m.rps == 58876.17
+
+
+def test_ab_non_2xx_are_errors():
+    m = ab("ab_non2xx")
+    assert m.requests == 500
+    assert m.errors.non_2xx == 500
+    assert m.good_requests == 0
+
+
+def test_ab_refused_prints_a_rate_over_nothing_but_we_count_no_good_request():
+    m = ab("ab_refused")
+    assert m.rps == 47058.82  # what ab claims
+    assert m.errors.read == 100 and m.errors.other == 50
+    assert m.good_requests == 0
+
+
+def test_ab_timeout_aborts_without_summary():
+    with pytest.raises(ToolFailed, match="timeout specified has expired"):
+        ab("ab_timeout")
+
+
+def test_seed_ab_long_runs_with_failures():
+    node = ab("seed001_ab_long_node.txt")
+    assert node.requests == 1_000_000
+    assert node.errors.length == 23791 and node.errors.total == 23791
+    assert node.latency_ms == {"p50": 1584, "p90": 2550, "p99": 8599, "max": 17130, "mean": 1893.179}
+    akka = ab("seed001_ab_long_akka.txt")
+    assert akka.errors == Errors(read=35959, length=833207, other=35962, non_2xx=437974)
+    assert akka.good_requests == 0
+    assert akka.rps == 1149.15
+
+
+def test_ab_command_caps_concurrency_and_keeps_flags(tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:8080/x", concurrency=50, requests=10, keepalive=True, timeout_s=10000,
+                    continue_on_error=True)
+    argv = ApacheBench().command(spec, tmp_path)
+    assert argv[:8] == ["ab", "-k", "-r", "-s", "10000", "-n", "10", "-c"]
+    assert argv[8] == "10"
+    assert argv[-1] == "http://127.0.0.1:8080/x"
+
+
+def test_wrk_json_report():
+    m = Wrk().parse(fixture("wrk_ok.txt"), FIXTURES)
+    assert m.requests == 55038
+    assert m.duration_s == pytest.approx(2.003196)
+    assert m.rps == pytest.approx(55038 / 2.003196)
+    assert m.latency_ms["max"] == pytest.approx(5.172)
+    assert m.latency_ms["p50"] == pytest.approx(0.335, abs=0.01)
+    assert len(m.quantiles) == 100
+
+
+def test_wrk_non_2xx():
+    m = Wrk().parse(fixture("wrk_non2xx.txt"), FIXTURES)
+    assert m.errors.non_2xx == m.requests == 90661
+    assert m.good_requests == 0
+
+
+def test_wrk_refused_connection_has_no_summary():
+    with pytest.raises(ToolFailed, match="Connection refused"):
+        Wrk().parse(fixture("wrk_connect_errors.txt"), FIXTURES)
+
+
+def test_wrk_silent_server_gives_zero_requests():
+    m = Wrk().parse(fixture("wrk_timeout.txt"), FIXTURES)
+    assert m.requests == 0 and m.rps == 0
+
+
+def test_wrk_text_output_from_seeds():
+    play = Wrk().parse(fixture("seed002_wrk_play_c128_timeouts.txt"), FIXTURES)
+    assert play.requests == 5751009 and play.duration_s == 120
+    assert play.errors == Errors(timeout=30)
+    assert play.latency_ms["p99"] == pytest.approx(921.08) and play.latency_ms["max"] == pytest.approx(1840)
+    spray = Wrk().parse(fixture("seed002_wrk_spray_c128_non2xx.txt"), FIXTURES)
+    assert spray.errors == Errors(non_2xx=2) and spray.rps == 45976.17
+    hello = Wrk().parse(fixture("seed003_wrk_akka_hello.txt"), FIXTURES)
+    assert hello.requests == 1248199 and hello.latency_ms["p50"] is None
+    assert hello.latency_ms["mean"] == pytest.approx(3.88)
+
+
+def test_wrk_command_never_asks_more_threads_than_connections(tmp_path):
+    argv = Wrk().command(LoadSpec(url="http://127.0.0.1:1/", concurrency=1, threads=8, duration_s=2), tmp_path)
+    assert argv[:5] == ["wrk", "-t", "1", "-c", "1"]
+
+
+def test_httperf_success():
+    m = Httperf().parse(fixture("httperf_ok.txt"), FIXTURES)
+    assert m.requests == 10000 and m.duration_s == 0.540 and m.errors.total == 0
+    assert m.rps == pytest.approx(10000 / 0.540)
+    assert m.latency_ms["mean"] == 1.0 and m.latency_ms["p99"] is None
+
+
+def test_httperf_errors():
+    assert Httperf().parse(fixture("httperf_non2xx.txt"), FIXTURES).errors == Errors(non_2xx=1000)
+    refused = Httperf().parse(fixture("httperf_refused.txt"), FIXTURES)
+    assert refused.errors == Errors(connect=10) and refused.requests == 0
+    assert Httperf().parse(fixture("httperf_timeout.txt"), FIXTURES).errors == Errors(timeout=5)
+
+
+def test_httperf_stays_under_select_limit():
+    assert Httperf().max_connections_per_process(20000) < 1024

@@ -1,0 +1,84 @@
+'use strict';
+// Shared bootstrap of both servers: the cluster primary forks one worker process per core
+// (a Node process runs JavaScript on one thread), and every worker serves the whole contract.
+
+const cluster = require('node:cluster');
+const http = require('node:http');
+const os = require('node:os');
+
+const host = process.env.HOST || '127.0.0.1';
+
+// os.availableParallelism() honours the CPU affinity the harness pins us to; os.cpus() lists every core of the host.
+function workerCount() {
+  const cores = Number.parseInt(process.env.SERVER_CORES, 10);
+  return cores > 0 ? cores : os.availableParallelism();
+}
+
+/** Runs `handler` (a `(req, res)` request listener, e.g. an Express app) on every worker. */
+function runCluster({ name, defaultPort, handler }) {
+  const port = Number.parseInt(process.env.PORT, 10) || defaultPort;
+  if (cluster.isPrimary) {
+    runPrimary(name, port);
+  } else {
+    runWorker(name, port, handler);
+  }
+}
+
+// The primary only accepts connections and hands them to the workers (Node's default round-robin scheduling on Linux).
+function runPrimary(name, port) {
+  const workers = workerCount();
+  for (let i = 0; i < workers; i++) cluster.fork();
+  cluster.once('listening', () => {
+    console.log(`${name}: node ${process.version}, ${workers} workers, listening on http://${host}:${port}`);
+  });
+
+  let stopping = false;
+  const stop = () => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers)) worker.process.kill('SIGTERM');
+    setTimeout(() => process.exit(0), 5000).unref(); // in case a worker hangs
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  // No restarts: a dying worker is a bug the logs must show, not something to paper over in a benchmark.
+  cluster.on('exit', (worker, code, signal) => {
+    if (!stopping) console.error(`${name}: worker ${worker.process.pid} died (${signal || `exit code ${code}`})`);
+    if (Object.keys(cluster.workers).length === 0) process.exit(stopping ? 0 : 1);
+  });
+}
+
+function runWorker(name, port, handler) {
+  const server = http.createServer(handler);
+  // Node's default of 5 s drops keep-alive connections that sit idle briefly (say, behind a slow /fibonacci);
+  // 65 s, like the nginx config.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000; // must exceed keepAliveTimeout
+  server.on('clientError', respondToClientError(name));
+  // Node's default backlog is 511; `ab -c 1000` opens its connections all at once. Same value as the nginx config.
+  server.listen({ host, port, backlog: 4096 });
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+// Node answers an unparsable request itself, but with a bare status line: this does the same
+// (same statuses, same care not to corrupt a response already under way) plus the Date and
+// Server headers that the contract wants on every response.
+const clientErrorStatus = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+};
+
+function respondToClientError(name) {
+  return (err, socket) => {
+    // The same check Node's default handler makes (_httpMessage is the response being written, if any).
+    const responseUnderWay = socket._httpMessage && socket._httpMessage.headersSent;
+    if (err.code !== 'ECONNRESET' && socket.writable && !responseUnderWay) {
+      const status = clientErrorStatus[err.code] || '400 Bad Request';
+      socket.write(`HTTP/1.1 ${status}\r\nServer: ${name}\r\nDate: ${new Date().toUTCString()}\r\n` +
+        'Content-Length: 0\r\nConnection: close\r\n\r\n');
+    }
+    socket.destroy(err);
+  };
+}
+
+module.exports = { runCluster };

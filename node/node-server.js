@@ -1,0 +1,74 @@
+'use strict';
+// The contract (../CONTRACT.md) on Node's core http module: a switch on the path, no framework.
+
+const { runCluster } = require('./cluster');
+const {
+  FACTORIAL_MAX, FIBONACCI_MAX, parseParam, paramError, factorial, fibonacci, tweets, fetchWeather,
+} = require('./contract');
+
+const NAME = 'node';
+const TEXT = 'text/plain; charset=utf-8';
+const HTML = 'text/html; charset=utf-8';
+const JSON_TYPE = 'application/json';
+
+// Core http sends Date itself but no Server header.
+function send(res, status, contentType, body) {
+  res.writeHead(status, {
+    'Content-Type': contentType,
+    'Content-Length': Buffer.byteLength(body),
+    Server: NAME,
+  });
+  res.end(body);
+}
+
+function queryParam(url, queryStart) {
+  return queryStart < 0 ? undefined : new URLSearchParams(url.slice(queryStart + 1)).get('param');
+}
+
+// /weather/{city}: exactly one non-empty segment after /weather/.
+function isWeatherPath(path) {
+  return path.startsWith('/weather/') && path.length > '/weather/'.length && path.indexOf('/', '/weather/'.length) < 0;
+}
+
+async function weather(res) {
+  try {
+    send(res, 200, JSON_TYPE, JSON.stringify(await fetchWeather()));
+  } catch (err) {
+    send(res, 502, JSON_TYPE, JSON.stringify({ error: err.message }));
+  }
+}
+
+function handle(req, res) {
+  // HEAD is answered like GET; Node leaves the body out by itself.
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 404, TEXT, 'Not Found\n');
+  const queryStart = req.url.indexOf('?');
+  const path = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
+  switch (path) {
+    case '/id':
+      return send(res, 200, TEXT, NAME);
+    case '/hello':
+      return send(res, 200, TEXT, 'Hello World');
+    case '/backend':
+      return send(res, 200, HTML, '<h1>Say hello to akka-http</h1>');
+    case '/v1/tweets':
+      return send(res, 200, JSON_TYPE, JSON.stringify(tweets()));
+    case '/factorial': {
+      const n = parseParam(queryParam(req.url, queryStart), FACTORIAL_MAX);
+      if (n === null) return send(res, 400, TEXT, paramError(FACTORIAL_MAX));
+      return send(res, 200, TEXT, factorial(n).toString());
+    }
+    case '/fibonacci': {
+      const n = parseParam(queryParam(req.url, queryStart), FIBONACCI_MAX);
+      if (n === null) return send(res, 400, TEXT, paramError(FIBONACCI_MAX));
+      // Computed right here, on the event loop: a worker has one JavaScript thread, so the honest
+      // equivalent of "CPU work on a worker thread" is the worker process itself. While it
+      // recurses, this worker serves nothing else: that is what the CPU-bound test measures.
+      return send(res, 200, TEXT, String(fibonacci(n)));
+    }
+    default:
+      if (isWeatherPath(path)) return weather(res);
+      return send(res, 404, TEXT, 'Not Found\n');
+  }
+}
+
+runCluster({ name: NAME, defaultPort: 8080, handler: handle });
