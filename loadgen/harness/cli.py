@@ -1,0 +1,146 @@
+"""Command line of the harness; the Makefile's targets call it (see README.md)."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+
+from harness import scenarios as scenario_data
+from harness.campaign import print_summary, run_campaign, verify
+from harness.conditions import collect
+from harness.console import fail, say, warn
+from harness.cpus import CpuPlanError, plan_from_env
+from harness.manifest import ManifestError, Server, discover, select
+from harness.preflight import PreflightError, announce_limits, check_tools
+from harness.runtime import RuntimeError_, get_runtime
+from harness.session import Session
+from harness.store import RunStore, new_run_id
+
+
+def names(text: str | None) -> list[str]:
+    return [n for n in (text or "").replace(",", " ").split() if n]
+
+
+def parse_ports(text: str | None) -> dict[str, int]:
+    ports = {}
+    for item in names(text):
+        name, _, port = item.partition("=")
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ManifestError(f"bad port override {item!r}: use PORTS=\"node=9090 rust=9091\"")
+        ports[name] = int(port)
+    return ports
+
+
+def cmd_build(args, servers: list[Server]) -> int:
+    done = set()
+    for server in servers:
+        if not server.build or (server.folder, server.build) in done:
+            continue
+        done.add((server.folder, server.build))
+        say(f"building {server.name}: {server.build}  (in {server.folder.name}/)")
+        if subprocess.run(server.build, shell=True, cwd=server.folder).returncode != 0:
+            fail(f"building {server.name} failed (command above, run in {server.folder}); fix it and run `make build` again")
+            return 1
+    return 0
+
+
+def targets(session: Session, requested: list[str], servers: dict[str, Server]) -> list[Server]:
+    """Named servers; else the ones that are up; else all of them."""
+    if requested:
+        return select(servers, requested)
+    up = session.running()
+    return [servers[n] for n in servers if n in up] or list(servers.values())
+
+
+def cmd_up(args, session: Session, chosen: list[Server]) -> int:
+    for server in chosen:
+        session.ensure(server)
+    for name, running in session.running().items():
+        say(f"up: {name} at {running.base_url} on CPU {','.join(map(str, running.cpus))}, log {running.log}")
+    return 0
+
+
+def cmd_down(args, session: Session, chosen: list[Server]) -> int:
+    up = session.running()
+    for name in (n for n in list(up) if not args.servers or n in names(args.servers)):
+        session.stop(name)
+    if not up:
+        say("no server is up")
+    return 0
+
+
+def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
+    ok = True
+    for server in chosen:
+        running = session.ensure(server)
+        ok &= verify(running, server).ok
+        session.release(server.name)
+    return 0 if ok else 1
+
+
+def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
+    loaded = scenario_data.load(args.profile)
+    picked = scenario_data.select(loaded, names(args.scenarios))
+    check_tools(picked)
+    notes = announce_limits(picked)
+    conditions = collect(session.runtime.name, args.profile, session.plan, " ".join(sys.argv[1:]))
+    conditions["limit_notes"] = notes
+    store = RunStore(args.run_id or new_run_id(args.command if args.command == "bench" else "-".join(names(args.scenarios)) or "run"),
+                     conditions)
+    say(f"run {store.data['run_id']}: {session.plan.describe()}; profile {args.profile}")
+    try:
+        ok = run_campaign(session, store, session.plan, chosen, picked)
+    finally:
+        store.finish()
+        print_summary(store)
+    return 0 if ok else 1
+
+
+COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="harness", description="Build, start, verify and benchmark the servers of this repository.")
+    p.add_argument("--runtime", default=os.environ.get("RUNTIME", "local"))
+    p.add_argument("--servers", default=os.environ.get("SERVERS"), help='e.g. "node rust" (default: the servers that are up, else all)')
+    p.add_argument("--profile", default=os.environ.get("PROFILE") or "quick", help="quick (default) or seed")
+    p.add_argument("--ports", default=os.environ.get("PORTS"), help='port overrides, e.g. "node=9090"')
+    p.add_argument("--run-id", default=None)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build every selected server (its manifest's build command)")
+    sub.add_parser("up", help="start servers and leave them running")
+    sub.add_parser("down", help="stop the servers that are up")
+    sub.add_parser("ping", help="verify the contract on every selected server")
+    run = sub.add_parser("run", help="measure some scenarios")
+    run.add_argument("scenarios", help='scenario names, e.g. "low-compute"')
+    sub.add_parser("bench", help="every scenario on every selected server")
+    sub.add_parser("list", help="servers and scenarios")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    # SIGTERM (CI, a supervisor) unwinds like Ctrl-C, so every started server and tool is stopped
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        servers = discover()
+        if args.command == "list":
+            for s in servers.values():
+                say(f"{s.name:10} port {s.port:<5} {s.stack}")
+            for s in scenario_data.load(args.profile).values():
+                say(f"{s.name:14} {s.tool:8} {s.description}")
+            return 0
+        if args.command == "build":
+            return cmd_build(args, select(servers, names(args.servers)))
+        session = Session(get_runtime(args.runtime), plan_from_env(), servers, parse_ports(args.ports), keep=args.command == "up")
+        with session:
+            chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
+            return COMMANDS[args.command](args, session, chosen)
+    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_) as exc:
+        fail(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        warn("interrupted: stopped what this command started; results so far are kept")
+        return 130

@@ -1,0 +1,64 @@
+"""Under which conditions the numbers were taken: machine, CPU sets, versions, commit, profile."""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+
+import psutil
+
+from harness.cpus import CpuPlan
+from harness.manifest import REPO, Server
+from harness.runtime import nofile_limit
+from harness.tools import TOOLS, find_binary
+
+
+def _run(command: str, cwd=REPO) -> str:
+    try:
+        proc = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=30)
+        return (proc.stdout + proc.stderr).strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str:
+    commit = _run("git rev-parse --short HEAD")
+    dirty = _run("git status --porcelain --untracked-files=no")
+    return commit + ("-dirty" if dirty else "")
+
+
+def server_version(server: Server) -> str:
+    return " ".join(_run(server.version, server.folder).split()) if server.version else "unknown"
+
+
+def collect(runtime: str, profile: str, plan: CpuPlan, command: str) -> dict:
+    return {
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": command,
+        "runtime": runtime,
+        "profile": profile,
+        "cpus": plan.to_dict(),
+        "git_commit": git_commit(),
+        "machine": {
+            "hostname": platform.node(),
+            "kernel": platform.release(),
+            "cpu_model": cpu_model(),
+            "logical_cpus": os.cpu_count(),
+            "usable_cpus": sorted(os.sched_getaffinity(0)),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "nofile_hard_limit": nofile_limit(),
+            "somaxconn": _run("cat /proc/sys/net/core/somaxconn"),
+        },
+        "tools": {name: tool.version() for name, tool in TOOLS.items() if find_binary(tool)},
+    }

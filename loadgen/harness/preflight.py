@@ -1,0 +1,48 @@
+"""Checks before any run: tools installed, load within the open-file limits. Problems are reported before
+anything starts; loads are split across tool processes or announced, never silently cut short."""
+from __future__ import annotations
+
+import math
+
+from harness.console import warn
+from harness.runtime import nofile_limit
+from harness.scenarios import Scenario
+from harness.tools import TOOLS, find_binary
+
+
+class PreflightError(Exception):
+    pass
+
+
+def check_tools(scenarios: list[Scenario]) -> None:
+    missing = {s.tool for s in scenarios if not find_binary(TOOLS[s.tool])}
+    if missing:
+        hints = "; ".join(f"{t}: {TOOLS[t].install_hint}" for t in sorted(missing))
+        raise PreflightError(f"load tool(s) not installed: {', '.join(sorted(missing))}. Install: {hints}")
+
+
+def tool_processes(tool_name: str, concurrency: int, limit: int | None = None) -> int:
+    """How many processes of the tool share a load of `concurrency` connections."""
+    per_process = TOOLS[tool_name].max_connections_per_process(limit or nofile_limit())
+    return max(1, math.ceil(concurrency / per_process))
+
+
+def announce_limits(scenarios: list[Scenario]) -> list[str]:
+    """Warnings about loads the open-file limit shapes; returned too, for the run's conditions."""
+    limit = nofile_limit()
+    notes = []
+    for s in scenarios:
+        for run in s.runs:
+            c = run.load["concurrency"]
+            parts = tool_processes(s.tool, c, limit)
+            if parts > 1:
+                notes.append(f"{s.name} {run.label}: {c} connections exceed what one {s.tool} process holds "
+                             f"(open-file limit {limit}{', select() limit 1024' if s.tool == 'httperf' else ''}): "
+                             f"split across {parts} {s.tool} processes, results merged")
+            if c >= limit - 64:
+                notes.append(f"{s.name} {run.label}: {c} connections reach the open-file limit ({limit}) of a single "
+                             f"server process; a server with one process per core may fail to accept them all: "
+                             f"connect/read errors here may be this limit, not the framework")
+    for note in notes:
+        warn(note)
+    return notes

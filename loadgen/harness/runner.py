@@ -1,0 +1,89 @@
+"""Execution: runs a tool (split across processes where one cannot hold the load), shows progress, parses and merges."""
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness.console import console
+from harness.preflight import tool_processes
+from harness.result import Measurement, merge
+from harness.runtime import Runtime
+from harness.tools import TOOLS, LoadSpec, ToolFailed
+
+GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
+AB_PROGRESS = re.compile(rb"Completed (\d+) requests")
+
+
+@dataclass
+class Outcome:
+    measurement: Measurement | None
+    failure: str | None
+    commands: list[list[str]] = field(default_factory=list)
+    raw: list[Path] = field(default_factory=list)
+
+
+def _progress_fraction(tool: str, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
+    if spec.duration_s:
+        return min(elapsed / spec.duration_s, 1.0)
+    if tool == "ab" and spec.requests:
+        done = 0
+        for path in outputs:
+            counts = AB_PROGRESS.findall(path.read_bytes()[-4096:]) if path.exists() else []
+            done += int(counts[-1]) if counts else 0
+        return min(done / (spec.requests * len(outputs)), 1.0)
+    return None
+
+
+def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str) -> Outcome:
+    tool = TOOLS[tool_name]
+    parts = tool_processes(tool_name, spec.concurrency)
+    part_spec = spec.split(parts)
+    scratches = [raw_dir / (stem if parts == 1 else f"{stem}.part{i + 1}") for i in range(parts)]
+    outcome = Outcome(None, None)
+    procs: list[subprocess.Popen] = []
+    try:
+        for scratch in scratches:
+            scratch.mkdir(parents=True, exist_ok=True)
+            argv = tool.command(part_spec, scratch)
+            outcome.commands.append(argv)
+            outcome.raw.append(scratch / "output.txt")
+            procs.append(runtime.tool_process(argv, cpus, scratch / "output.txt"))
+        _wait(procs, tool_name, part_spec, outcome.raw, label)
+    finally:
+        for proc in procs:  # Ctrl-C or a failure: no tool outlives the harness
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    try:
+        measured = [tool.parse(path.read_text(errors="replace"), scratch) for path, scratch in zip(outcome.raw, scratches)]
+        outcome.measurement = merge(measured)
+        if outcome.measurement.requests == 0:
+            outcome.failure = "no request completed"
+    except ToolFailed as exc:
+        outcome.failure = str(exc)
+    return outcome
+
+
+def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs: list[Path], label: str) -> None:
+    started = time.monotonic()
+    deadline = started + spec.duration_s + GRACE_S if spec.duration_s else None
+    with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(label, total=1.0)
+        while any(p.poll() is None for p in procs):
+            elapsed = time.monotonic() - started
+            fraction = _progress_fraction(tool_name, spec, outputs, elapsed)
+            progress.update(task, completed=fraction if fraction is not None else 0.0)
+            if deadline and time.monotonic() > deadline:
+                for p in procs:
+                    p.kill()
+                break
+            time.sleep(0.25)

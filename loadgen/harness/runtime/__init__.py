@@ -1,0 +1,117 @@
+"""Runtimes start and stop servers and run load tools, pinned to CPUs. `local` runs host processes."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+from harness.manifest import REPO, Server
+
+STATE_DIR = REPO / ".run"
+DEFAULT_UPSTREAM = "http://127.0.0.1:8000/weather.json"
+
+
+class RuntimeError_(Exception):
+    """A runtime could not do what was asked; the message says what to do."""
+
+
+@dataclass
+class RunningServer:
+    name: str
+    host: str
+    port: int
+    cpus: list[int]
+    pid: int  # local: the process group leader; docker: the container's main process
+    log: str
+    started_at: float
+    startup_s: float  # from start to the first correct answer on /id
+    runtime: str
+    container: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+class Runtime(Protocol):
+    name: str
+
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer: ...
+
+    def stop(self, running: RunningServer) -> None: ...
+
+    def alive(self, running: RunningServer) -> bool: ...
+
+    def pin(self, running: RunningServer, cpus: list[int]) -> None:
+        """Move a running server to other CPUs (nginx: upstream cores, or server cores while it is measured)."""
+
+    def pids(self, running: RunningServer) -> list[int]:
+        """Every process of the server, for sampling."""
+
+    def tool_process(self, argv: list[str], cpus: list[int], output: Path):
+        """Start a load tool pinned to `cpus`, stdout+stderr to `output`; returns a Popen."""
+
+
+class State:
+    """Which servers are up (`make up` leaves them running for `make ping` and the test-* targets)."""
+
+    def __init__(self, path: Path = STATE_DIR / "state.json"):
+        self.path = path
+
+    def load(self) -> dict[str, RunningServer]:
+        if not self.path.exists():
+            return {}
+        data = json.loads(self.path.read_text())
+        return {name: RunningServer(**entry) for name, entry in data.get("servers", {}).items()}
+
+    def save(self, servers: dict[str, RunningServer]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"servers": {n: asdict(s) for n, s in servers.items()}}, indent=2))
+        tmp.replace(self.path)
+
+    def put(self, running: RunningServer) -> None:
+        servers = self.load()
+        servers[running.name] = running
+        self.save(servers)
+
+    def drop(self, name: str) -> None:
+        servers = self.load()
+        servers.pop(name, None)
+        self.save(servers)
+
+
+def pinned_child_setup(cpus: list[int]):
+    """preexec_fn for children: pin to `cpus` and allow as many open files as the hard limit permits."""
+
+    def setup() -> None:
+        os.sched_setaffinity(0, cpus)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    return setup
+
+
+def nofile_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+def wait_until(predicate, timeout_s: float, interval_s: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()
+
+
+def get_runtime(name: str) -> Runtime:
+    if name == "local":
+        from harness.runtime.local import LocalRuntime
+
+        return LocalRuntime()
+    raise RuntimeError_(f"unknown runtime {name!r}: use RUNTIME=local")

@@ -1,0 +1,141 @@
+"""The local runtime: servers and tools as host processes, pinned with sched_setaffinity."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from harness import httpclient
+from harness.manifest import Server
+from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, pinned_child_setup, wait_until
+
+STOP_GRACE_S = 15
+
+
+def port_owner(host: str, port: int) -> str | None:
+    """Who listens on host:port ('pid 123 (nginx)'), or None when the port is free."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+            return None
+        except OSError:
+            pass
+    for conn in psutil.net_connections("tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            try:
+                return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+            except psutil.Error:
+                return f"pid {conn.pid}"
+    return "another process"
+
+
+def log_tail(path: str | Path, lines: int = 15) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join("    " + line for line in text[-lines:]) or "    (empty log)"
+
+
+class LocalRuntime:
+    name = "local"
+
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
+        host = env.get("HOST", "127.0.0.1")
+        owner = port_owner(host, port)
+        if owner:
+            raise RuntimeError_(
+                f"cannot start {server.name}: port {port} is in use by {owner}. "
+                f"Stop it (make down, if it is ours) or choose another port: PORTS=\"{server.name}=<port>\""
+            )
+        run_dir = STATE_DIR / server.name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = run_dir / "server.log"
+        values = {"port": str(port), "host": host, "cores": str(len(cpus)), "run_dir": str(run_dir),
+                  "upstream_url": env.get("UPSTREAM_URL", "")}
+        argv = [arg.format(**values) for arg in server.run]
+        child_env = {**os.environ, **server.env, **env, "PORT": str(port), "HOST": host,
+                     "SERVER_CORES": str(len(cpus)), "RUN_DIR": str(run_dir)}
+        started = time.monotonic()
+        with log.open("wb") as log_file:
+            try:
+                proc = subprocess.Popen(argv, cwd=server.folder, env=child_env, stdout=log_file, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=pinned_child_setup(cpus))
+            except OSError as exc:
+                raise RuntimeError_(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
+        running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
+                                started_at=time.time(), startup_s=0.0, runtime=self.name)
+        try:
+            self._wait_ready(server, running, proc, started)
+        except BaseException:
+            self.stop(running)
+            raise
+        running.startup_s = round(time.monotonic() - started, 3)
+        return running
+
+    def _wait_ready(self, server: Server, running: RunningServer, proc: subprocess.Popen, started: float) -> None:
+        def answers() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError_(f"{server.name} exited with code {proc.returncode} while starting; its log:\n"
+                                    f"{log_tail(running.log)}")
+            try:
+                response = httpclient.get(running.host, running.port, "/id", timeout=2)
+            except (OSError, httpclient.HttpError):
+                return False
+            return response.status == 200 and response.text == server.name
+
+        if not wait_until(answers, server.startup_timeout_s, interval_s=0.05):
+            raise RuntimeError_(f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
+                                f"its log:\n{log_tail(running.log)}")
+
+    def alive(self, running: RunningServer) -> bool:
+        try:
+            proc = psutil.Process(running.pid)
+            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= running.started_at + 1
+        except psutil.Error:
+            return False
+
+    def pids(self, running: RunningServer) -> list[int]:
+        if not self.alive(running):
+            return []
+        leader = psutil.Process(running.pid)
+        return [leader.pid, *(child.pid for child in leader.children(recursive=True))]
+
+    def pin(self, running: RunningServer, cpus: list[int]) -> None:
+        for pid in self.pids(running):
+            try:
+                for thread in psutil.Process(pid).threads():  # affinity is per thread on Linux
+                    os.sched_setaffinity(thread.id, cpus)
+            except (psutil.Error, OSError):
+                pass
+        running.cpus = list(cpus)
+
+    def stop(self, running: RunningServer) -> None:
+        """SIGTERM to the server's process group, SIGKILL to whatever is left after a grace period."""
+        pids = self.pids(running)
+        if not pids:
+            return
+        try:
+            os.killpg(running.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        procs = [psutil.Process(p) for p in pids if psutil.pid_exists(p)]
+        _, alive = psutil.wait_procs(procs, timeout=STOP_GRACE_S)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+
+    def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> subprocess.Popen:
+        with output.open("wb") as out:
+            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    preexec_fn=pinned_child_setup(cpus))

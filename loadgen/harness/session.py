@@ -1,0 +1,95 @@
+"""Which servers are up, which this command started (and so must stop), and the upstream nginx they share."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from harness.console import say
+from harness.cpus import CpuPlan, format_cpus
+from harness.manifest import Server
+from harness.runtime import Runtime, RunningServer, State
+
+UPSTREAM = "nginx"
+UPSTREAM_PATH = "/weather.json"
+
+
+class Session:
+    """Starts servers on demand and stops, on exit (also on failure and Ctrl-C), every server it started,
+    unless `keep` is set (`make up`)."""
+
+    def __init__(self, runtime: Runtime, plan: CpuPlan, servers: dict[str, Server], ports: dict[str, int], keep: bool = False):
+        self.runtime, self.plan, self.servers, self.ports, self.keep = runtime, plan, servers, ports, keep
+        self.state = State()
+        self.started: list[str] = []
+
+    def running(self) -> dict[str, RunningServer]:
+        """Servers recorded as up that are still alive (dead entries are dropped)."""
+        up = {}
+        for name, entry in self.state.load().items():
+            if entry.runtime == self.runtime.name and self.runtime.alive(entry):
+                up[name] = entry
+            else:
+                self.state.drop(name)
+        return up
+
+    def port(self, server: Server) -> int:
+        return self.ports.get(server.name, server.port)
+
+    def upstream_url(self) -> str:
+        nginx = self.servers[UPSTREAM]
+        return f"http://127.0.0.1:{self.port(nginx)}{UPSTREAM_PATH}"
+
+    def ensure(self, server: Server) -> RunningServer:
+        """The server, running: the one already up, or started now (its upstream first where it needs one)."""
+        up = self.running()
+        if server.name in up:
+            return up[server.name]
+        if server.needs_upstream and UPSTREAM in self.servers:
+            self.ensure_upstream()
+        cpus = self.plan.upstream if server.name == UPSTREAM else self.plan.server
+        say(f"starting {server.name} on port {self.port(server)}, CPU {format_cpus(cpus)}")
+        running = self.runtime.start(server, list(cpus), self.port(server), {"UPSTREAM_URL": self.upstream_url()})
+        self.state.put(running)
+        self.started.append(server.name)
+        say(f"  {server.name} answered after {running.startup_s:.2f} s")
+        return running
+
+    def ensure_upstream(self) -> RunningServer:
+        return self.ensure(self.servers[UPSTREAM])
+
+    def stop(self, name: str) -> None:
+        entry = self.state.load().get(name)
+        if entry:
+            say(f"stopping {name}")
+            self.runtime.stop(entry)
+            self.state.drop(name)
+        if name in self.started:
+            self.started.remove(name)
+
+    def stop_started(self) -> None:
+        for name in reversed(list(self.started)):
+            self.stop(name)
+
+    def release(self, name: str) -> None:
+        """Stop `name` if this session started it; the upstream stays until the session ends (others may need it)."""
+        if name in self.started and name != UPSTREAM:
+            self.stop(name)
+
+    @contextmanager
+    def measuring(self, running: RunningServer):
+        """While nginx itself is measured it runs on the server's CPUs like every other server, then goes back."""
+        if running.name == UPSTREAM and list(running.cpus) != list(self.plan.server):
+            before = list(running.cpus)
+            self.runtime.pin(running, list(self.plan.server))
+            try:
+                yield running
+            finally:
+                self.runtime.pin(running, before)
+        else:
+            yield running
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.keep:
+            self.stop_started()
