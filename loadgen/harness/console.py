@@ -4,7 +4,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-console = Console(highlight=False)
+import sys
+
+# Wide enough for the results table when the output is a log file rather than a terminal
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 def say(message: str) -> None:

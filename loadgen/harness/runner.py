@@ -76,7 +76,8 @@ def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs
     started = time.monotonic()
     deadline = started + spec.duration_s + GRACE_S if spec.duration_s else None
     with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+                  TimeElapsedColumn(), console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
         task = progress.add_task(label, total=1.0)
         while any(p.poll() is None for p in procs):
             elapsed = time.monotonic() - started

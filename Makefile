@@ -1,0 +1,62 @@
+# The user's commands. Every target takes SERVERS="node rust", PROFILE=quick|seed, RUNTIME=local, PORTS="node=9090".
+# `make bench` is the main job; `make test` runs the project's tests. See README.md.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+HARNESS = cd loadgen && ../$(PY) -m harness
+SERVERS ?=
+PROFILE ?= quick
+RUNTIME ?= local
+export SERVERS PROFILE RUNTIME PORTS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM
+
+APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
+SERVER_NAMES := $(patsubst %/manifest.toml,%,$(wildcard */manifest.toml)) express
+
+.PHONY: setup build ping up down bench test list $(addprefix up-,$(SERVER_NAMES)) $(addprefix test-long-,$(SERVER_NAMES))
+
+# Installs what is missing: the load tools and nginx from Debian, the harness's Python packages into .venv.
+setup: $(VENV)/.installed
+	@missing=""; for bin in wrk ab httperf nginx envsubst; do command -v $$bin >/dev/null || [ -x /usr/sbin/$$bin ] || missing="$$missing $$bin"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing (apt-get install $(APT_PACKAGES))"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
+	fi
+
+$(VENV)/.installed: loadgen/requirements.txt
+	@python3 -m venv $(VENV) || { echo "python3 -m venv failed: apt-get install python3-venv"; exit 1; }
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r loadgen/requirements.txt
+	@touch $@
+
+build: setup
+	$(HARNESS) build
+
+ping: setup
+	$(HARNESS) ping
+
+up: setup
+	$(HARNESS) up
+
+up-%: setup
+	$(HARNESS) --servers $* up
+
+down: setup
+	$(HARNESS) down
+
+list: setup
+	$(HARNESS) list
+
+# Each scenario of loadgen/scenarios.toml is a target: test-low-compute, test-high-compute, test-backend, ...
+test-long-%: setup
+	$(HARNESS) --servers $* run long
+
+test-%: setup
+	$(HARNESS) run $*
+
+# The main job: build, verify, measure every scenario on every server, report.
+bench: build
+	$(HARNESS) bench
+
+# The project's tests: unit tests, then integration tests against real servers on loopback.
+test: build
+	cd loadgen && ../$(PY) -m pytest -q tests
