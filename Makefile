@@ -7,7 +7,7 @@ HARNESS = cd loadgen && ../$(PY) -m harness
 SERVERS ?=
 PROFILE ?= quick
 RUNTIME ?= local
-export SERVERS PROFILE RUNTIME PORTS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM
+export SERVERS PROFILE RUNTIME PORTS REPEAT CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
 SERVER_NAMES := $(patsubst %/manifest.toml,%,$(wildcard */manifest.toml)) express

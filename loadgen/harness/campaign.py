@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import time
 
-from harness import contract
+import statistics
+
+from harness import contract, httpclient
 from harness.conditions import server_version
 from harness.console import console, fail, results_table, say, warn
-from harness.cpus import CpuPlan
 from harness.manifest import REPO, Server
+from harness.result import Errors
 from harness.runner import measure
 from harness.runtime import RunningServer, RuntimeError_
-from harness.scenarios import Scenario
+from harness.scenarios import Scenario, Settings, Warmup
+from harness.tools import LoadSpec
 from harness.session import Session
 from harness.store import RunStore
 
@@ -28,35 +31,64 @@ def verify(running: RunningServer, server: Server) -> contract.Report:
     return report
 
 
-def record_for(server: Server, scenario: Scenario, run, attempt: int, path: str, outcome, store: RunStore, started: float) -> dict:
+def attempt_record(attempt: int, outcome, store: RunStore, started: float) -> dict:
     m = outcome.measurement
-    load = run.load
-    record = {
-        "server": server.name,
-        "scenario": scenario.name,
-        "run": run.label,
-        "tool": scenario.tool,
-        "path": path,
+    entry = {
         "attempt": attempt,
-        "attempts": scenario.attempts,
-        "concurrency": load["concurrency"],
-        "threads": load.get("threads"),
-        "load": load,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "tool_processes": len(outcome.commands),
         "commands": [" ".join(c) for c in outcome.commands],
         "raw": [str(p.relative_to(store.dir)) for p in outcome.raw],
         "failed": outcome.failure,
+        "samples": outcome.samples,
     }
     if m:
-        record.update(m.to_dict())
+        entry.update(m.to_dict())
     else:
-        record.update({"requests": 0, "good_requests": 0, "errors": {"total": 0}, "duration_s": None, "rps": None,
-                       "latency_ms": {}})
-    return record
+        entry.update({"requests": 0, "good_requests": 0, "errors": Errors().to_dict(), "duration_s": None, "rps": None,
+                      "latency_ms": {}})
+    return entry
 
 
-def run_campaign(session: Session, store: RunStore, plan: CpuPlan, servers: list[Server], scenarios: list[Scenario]) -> bool:
+def aggregate(server: Server, scenario: Scenario, run, path: str, attempts: list[dict], warmup: dict) -> dict:
+    """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
+    measured = [a for a in attempts if a["rps"] is not None]
+    median_attempt = sorted(measured, key=lambda a: a["rps"])[(len(measured) - 1) // 2] if measured else None
+    errors = Errors()
+    for a in attempts:
+        errors = errors + Errors(**{k: v for k, v in a["errors"].items() if k != "total"})
+
+    def sample(role: str, key: str, pick):
+        values = [a["samples"][role][key] for a in attempts if a["samples"].get(role, {}).get(key) is not None]
+        return pick(values) if values else None
+
+    return {
+        "server": server.name,
+        "scenario": scenario.name,
+        "run": run.label,
+        "tool": scenario.tool,
+        "path": path,
+        "concurrency": run.load["concurrency"],
+        "threads": run.load.get("threads"),
+        "load": run.load,
+        "requests": sum(a["requests"] for a in attempts),
+        "good_requests": sum(a["good_requests"] for a in attempts),
+        "errors": errors.to_dict(),
+        "duration_s": round(sum(a["duration_s"] or 0 for a in attempts), 3),
+        "rps": median_attempt["rps"] if median_attempt else None,
+        "latency_ms": median_attempt["latency_ms"] if median_attempt else {},
+        "failed": next((f"attempt {a['attempt']}: {a['failed']}" for a in attempts if a["failed"]), None),
+        "attempts": attempts,
+        "warmup": warmup,
+        "summary": None,
+        "samples": {role: {"cpu_util": sample(role, "cpu_util", statistics.median),
+                           "peak_rss_mb": sample(role, "peak_rss_mb", max)} for role in ("server", "loadgen")},
+        "flags": [],
+        "ranked": True,
+    }
+
+
+def run_campaign(session: Session, store: RunStore, servers: list[Server], scenarios: list[Scenario], settings: Settings) -> bool:
     """Returns False when a server could not start or failed its contract (it is then not measured)."""
     all_ok = True
     for server in servers:
@@ -83,25 +115,83 @@ def run_campaign(session: Session, store: RunStore, plan: CpuPlan, servers: list
                 warn(f"{server.name} is not benchmarked: it fails the contract")
                 continue
             for scenario in applicable:
-                measure_scenario(session, store, plan, server, running, scenario)
+                measure_scenario(session, store, server, running, scenario, settings)
         finally:
             session.release(server.name)
     return all_ok
 
 
-def measure_scenario(session: Session, store: RunStore, plan: CpuPlan, server: Server, running: RunningServer, scenario: Scenario) -> None:
+def summarize(record: dict):
+    try:  # TODO(lead): plain import once harness.stats lands
+        from harness import stats
+    except ImportError:
+        return None
+    return stats.summarize(record)
+
+
+def evaluate_flags(store: RunStore) -> None:
+    try:  # TODO(lead): plain import once harness.flags lands
+        from harness import flags
+    except ImportError:
+        return
+    flags.evaluate(store.data)
+    store.save()
+
+
+def _measure(session: Session, store: RunStore, running: RunningServer, tool: str, spec: LoadSpec, stem: str, label: str):
+    with session.measuring(running):
+        return measure(session.runtime, tool, spec, list(session.plan.loadgen), store.raw, stem, label,
+                       server_pids=lambda: session.runtime.pids(running), server_cores=len(running.cpus))
+
+
+def warm_up(session: Session, store: RunStore, server: Server, running: RunningServer, scenario: Scenario,
+            rule: Warmup) -> dict:
+    """A primer (a few sequential requests), then short wrk runs until two in a row agree within the tolerance."""
+    path = scenario.path_for(server)
+    for _ in range(10):
+        try:
+            httpclient.get(running.host, running.port, path, timeout=60)
+        except (OSError, httpclient.HttpError):
+            break
+    first = scenario.runs[0].load
+    spec = LoadSpec(url=running.base_url + path, concurrency=min(first["concurrency"], rule.concurrency),
+                    threads=min(first.get("threads") or rule.threads, rule.threads), duration_s=rule.duration_s,
+                    timeout_s=first.get("timeout_s"))
+    runs, steady = [], False
+    while len(runs) < rule.max_runs and not steady:
+        n = len(runs) + 1
+        outcome = _measure(session, store, running, "wrk", spec, f"warmup/{server.name}-{scenario.name}-{n}",
+                           f"{server.name} {scenario.name} warm-up {n}")
+        rps = outcome.measurement.rps if outcome.measurement and not outcome.failure else None
+        runs.append({"rps": round(rps, 1) if rps is not None else None, "duration_s": rule.duration_s,
+                     "errors": outcome.measurement.errors.total if outcome.measurement else None})
+        if len(runs) >= 2 and runs[-1]["rps"] and runs[-2]["rps"]:
+            steady = abs(runs[-1]["rps"] - runs[-2]["rps"]) / runs[-2]["rps"] <= rule.tolerance
+    rates = ", ".join(f"{r['rps']:,.0f}" if r["rps"] else "failed" for r in runs)
+    verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
+    say(f"  {server.name} {scenario.name} warm-up: {len(runs)} run(s) of {rule.duration_s:g} s, {verdict} ({rates} req/s)")
+    return {"runs": runs, "steady": steady, "tolerance": rule.tolerance, "max_runs": rule.max_runs}
+
+
+def measure_scenario(session: Session, store: RunStore, server: Server, running: RunningServer, scenario: Scenario,
+                     settings: Settings) -> None:
     path = scenario.path_for(server)
     url = running.base_url + path
+    repeat = settings.repeat if settings.forced else max(settings.repeat, scenario.attempts)
+    warmup = warm_up(session, store, server, running, scenario, settings.warmup)
     for run in scenario.runs:
-        for attempt in range(1, scenario.attempts + 1):
-            label = f"{server.name} {scenario.name} {run.label}" + (f" #{attempt}" if scenario.attempts > 1 else "")
-            stem = f"{server.name}-{scenario.name}-{run.label}-{attempt}"
+        attempts = []
+        for attempt in range(1, repeat + 1):
+            label = f"{server.name} {scenario.name} {run.label}" + (f" #{attempt}" if repeat > 1 else "")
             started = time.time()
-            with session.measuring(running):
-                outcome = measure(session.runtime, scenario.tool, run.spec(url), list(plan.loadgen), store.raw, stem, label)
-            record = record_for(server, scenario, run, attempt, path, outcome, store, started)
-            store.add_record(record)
-            say(_line(label, record))
+            outcome = _measure(session, store, running, scenario.tool, run.spec(url),
+                               f"{server.name}-{scenario.name}-{run.label}-{attempt}", label)
+            attempts.append(attempt_record(attempt, outcome, store, started))
+            say(_line(label, attempts[-1]))
+        record = aggregate(server, scenario, run, path, attempts, warmup)
+        record["summary"] = summarize(record)
+        store.add_record(record)
+        evaluate_flags(store)
 
 
 def _line(label: str, r: dict) -> str:

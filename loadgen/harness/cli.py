@@ -33,6 +33,14 @@ def parse_ports(text: str | None) -> dict[str, int]:
     return ports
 
 
+def parse_repeat(text: str | None) -> int | None:
+    if text in (None, ""):
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise scenario_data.ScenarioError(f"REPEAT={text!r}: must be a positive integer")
+    return int(text)
+
+
 def cmd_build(args, servers: list[Server]) -> int:
     done = set()
     for server in servers:
@@ -83,15 +91,16 @@ def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
 def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     loaded = scenario_data.load(args.profile)
     picked = scenario_data.select(loaded, names(args.scenarios))
-    check_tools(picked)
+    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
+    check_tools(picked, warmup=True)
     notes = announce_limits(picked)
     conditions = collect(session.runtime.name, args.profile, session.plan, " ".join(sys.argv[1:]))
-    conditions["limit_notes"] = notes
+    conditions.update(limit_notes=notes, repeat=settings.repeat, warmup=vars(settings.warmup))
     store = RunStore(args.run_id or new_run_id(args.command if args.command == "bench" else "-".join(names(args.scenarios)) or "run"),
                      conditions)
     say(f"run {store.data['run_id']}: {session.plan.describe()}; profile {args.profile}")
     try:
-        ok = run_campaign(session, store, session.plan, chosen, picked)
+        ok = run_campaign(session, store, chosen, picked, settings)
     finally:
         store.finish()
         print_summary(store)
@@ -107,6 +116,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--servers", default=os.environ.get("SERVERS"), help='e.g. "node rust" (default: the servers that are up, else all)')
     p.add_argument("--profile", default=os.environ.get("PROFILE") or "quick", help="quick (default) or seed")
     p.add_argument("--ports", default=os.environ.get("PORTS"), help='port overrides, e.g. "node=9090"')
+    p.add_argument("--repeat", default=os.environ.get("REPEAT"), help="measured attempts per scenario (default: the profile's)")
     p.add_argument("--run-id", default=None)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every selected server (its manifest's build command)")

@@ -47,7 +47,7 @@ def results_table(records: list[dict], title: str) -> Table:
             errors = f"[red]{r['errors']['total']:,} ({parts})[/red]"
         else:
             errors = "0"
-        run = r.get("run", "") + (f" #{r['attempt']}" if r.get("attempts", 1) > 1 else "")
+        run = f"{r.get('run', '')} ×{len(r.get('attempts', []))}"
         table.add_row(r["server"], r["scenario"], run, r["tool"], fmt(r["concurrency"]), fmt(r.get("requests")),
                       errors, fmt(r.get("rps")), fmt(lat.get("p50"), 2), fmt(lat.get("p99"), 2), fmt(lat.get("max"), 2))
     return table

@@ -14,8 +14,9 @@ class PreflightError(Exception):
     pass
 
 
-def check_tools(scenarios: list[Scenario]) -> None:
-    missing = {s.tool for s in scenarios if not find_binary(TOOLS[s.tool])}
+def check_tools(scenarios: list[Scenario], warmup: bool = True) -> None:
+    needed = {s.tool for s in scenarios} | ({"wrk"} if warmup else set())  # warm-ups run wrk
+    missing = {t for t in needed if not find_binary(TOOLS[t])}
     if missing:
         hints = "; ".join(f"{t}: {TOOLS[t].install_hint}" for t in sorted(missing))
         raise PreflightError(f"load tool(s) not installed: {', '.join(sorted(missing))}. Install: {hints}")

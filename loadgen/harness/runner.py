@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import re
+import resource
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.console import console
 from harness.preflight import tool_processes
 from harness.result import Measurement, merge
 from harness.runtime import Runtime
+from harness.sampling import ProcessSampler
 from harness.tools import TOOLS, LoadSpec, ToolFailed
 
 GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
@@ -25,6 +28,7 @@ class Outcome:
     failure: str | None
     commands: list[list[str]] = field(default_factory=list)
     raw: list[Path] = field(default_factory=list)
+    samples: dict = field(default_factory=dict)  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
 
 
 def _progress_fraction(tool: str, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
@@ -39,14 +43,38 @@ def _progress_fraction(tool: str, spec: LoadSpec, outputs: list[Path], elapsed: 
     return None
 
 
-def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str) -> Outcome:
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _tree(procs: list[subprocess.Popen]) -> list[int]:
+    pids = []
+    for proc in procs:
+        if proc.poll() is None:
+            pids.append(proc.pid)
+            try:
+                pids.extend(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
+            except psutil.Error:
+                pass
+    return pids
+
+
+def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str,
+            server_pids=None, server_cores: int = 1) -> Outcome:
+    """Runs the load; while it runs, samples the server's processes (`server_pids()`) and the tool's."""
     tool = TOOLS[tool_name]
     parts = tool_processes(tool_name, spec.concurrency)
     part_spec = spec.split(parts)
     scratches = [raw_dir / (stem if parts == 1 else f"{stem}.part{i + 1}") for i in range(parts)]
     outcome = Outcome(None, None)
     procs: list[subprocess.Popen] = []
+    server_sampler = ProcessSampler(server_pids or (lambda: []), server_cores)
+    loadgen_sampler = ProcessSampler(lambda: _tree(procs), len(cpus))
+    children_cpu_before = _children_cpu_s()
     try:
+        server_sampler.start()
+        loadgen_sampler.start()
         for scratch in scratches:
             scratch.mkdir(parents=True, exist_ok=True)
             argv = tool.command(part_spec, scratch)
@@ -54,7 +82,16 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
             outcome.raw.append(scratch / "output.txt")
             procs.append(runtime.tool_process(argv, cpus, scratch / "output.txt"))
         _wait(procs, tool_name, part_spec, outcome.raw, label)
+        for proc in procs:
+            proc.wait()
+        outcome.samples["server"] = server_sampler.stop()
+        loadgen_sampler.stop()
+        # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's last moments.
+        exact = _children_cpu_s() - children_cpu_before if getattr(runtime, "tools_are_children", False) else None
+        outcome.samples["loadgen"] = loadgen_sampler.result(exact)
     finally:
+        server_sampler.cancel()
+        loadgen_sampler.cancel()
         for proc in procs:  # Ctrl-C or a failure: no tool outlives the harness
             if proc.poll() is None:
                 proc.terminate()

@@ -21,6 +21,22 @@ class ScenarioError(Exception):
 
 
 @dataclass(frozen=True)
+class Warmup:
+    duration_s: float
+    concurrency: int
+    threads: int
+    tolerance: float
+    max_runs: int
+
+
+@dataclass(frozen=True)
+class Settings:
+    repeat: int
+    warmup: Warmup
+    forced: bool = False  # REPEAT given: it wins over a scenario's own attempts
+
+
+@dataclass(frozen=True)
 class Run:
     label: str
     load: dict  # LoadSpec fields except the URL
@@ -62,10 +78,23 @@ def _run(raw: dict, where: str, index: int) -> Run:
     return Run(label=label, load=load)
 
 
+def settings(profile: str, repeat: int | None = None, path: Path = SCENARIO_FILE) -> Settings:
+    """The profile's repeat count (REPEAT overrides it) and warm-up rule."""
+    table = tomllib.loads(path.read_text())["settings"][profile]
+    count = table["repeat"] if repeat is None else repeat
+    if not isinstance(count, int) or count < 1:
+        raise ScenarioError(f"REPEAT={count!r}: must be a positive integer")
+    try:
+        return Settings(repeat=count, warmup=Warmup(**table["warmup"]), forced=repeat is not None)
+    except TypeError as exc:
+        raise ScenarioError(f"{path.name} [settings.{profile}] warmup: {exc}") from None
+
+
 def load(profile: str, path: Path = SCENARIO_FILE) -> dict[str, Scenario]:
     if profile not in PROFILES:
         raise ScenarioError(f"unknown profile {profile!r}: use one of {', '.join(PROFILES)}")
     data = tomllib.loads(path.read_text())
+    data.pop("settings", None)
     scenarios = {}
     for name, table in data.items():
         where = f"{path.name} [{name}] profile {profile}"

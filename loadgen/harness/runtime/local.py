@@ -45,6 +45,7 @@ def log_tail(path: str | Path, lines: int = 15) -> str:
 
 class LocalRuntime:
     name = "local"
+    tools_are_children = True  # their CPU time is exact in RUSAGE_CHILDREN
 
     def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
         host = env.get("HOST", "127.0.0.1")

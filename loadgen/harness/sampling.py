@@ -1,0 +1,76 @@
+"""CPU and memory of a set of processes while a load runs (psutil), sampled in a background thread."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+import psutil
+
+INTERVAL_S = 0.25
+
+
+class ProcessSampler:
+    """Sums CPU seconds used between start() and stop() by the processes `pids()` names (processes may come and go)
+    and tracks the peak of their summed resident memory."""
+
+    def __init__(self, pids: Callable[[], list[int]], cores: int):
+        self.pids, self.cores = pids, cores
+        self._procs: dict[int, psutil.Process] = {}
+        self._base: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self.peak_rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._started = 0.0
+        self.wall_s = 0.0
+
+    def _sample(self, first: bool = False) -> None:
+        rss = 0
+        for pid in self.pids():
+            try:
+                proc = self._procs.get(pid) or self._procs.setdefault(pid, psutil.Process(pid))
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    used = times.user + times.system
+                    rss += proc.memory_info().rss
+            except psutil.Error:
+                continue
+            if pid not in self._base:
+                # a process already running when sampling began counts from then; a new one from its birth
+                self._base[pid] = used if first or proc.create_time() < self._started else 0.0
+            self._last[pid] = used
+        self.peak_rss = max(self.peak_rss, rss)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(INTERVAL_S):
+            self._sample()
+
+    def start(self) -> ProcessSampler:
+        self._started = time.time()
+        self._t0 = time.monotonic()
+        self._sample(first=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict:
+        self._sample()
+        self._stop.set()
+        self._thread.join()
+        self.wall_s = time.monotonic() - self._t0
+        return self.result()
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def cpu_s(self) -> float:
+        return sum(self._last[pid] - self._base[pid] for pid in self._last)
+
+    def result(self, cpu_s: float | None = None) -> dict:
+        cpu = self.cpu_s() if cpu_s is None else cpu_s
+        return {
+            "cores": self.cores,
+            "cpu_s": round(cpu, 3),
+            "cpu_util": round(cpu / (self.wall_s * self.cores), 3) if self.wall_s else None,
+            "peak_rss_mb": round(self.peak_rss / 2**20, 1),
+        }
