@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         session = Session(get_runtime(args.runtime), plan_from_env(), servers, parse_ports(args.ports), keep=args.command == "up")
         with session:
             chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
+            if args.command in ("up", "ping", "run", "bench"):
+                session.check_ports(chosen)
             return COMMANDS[args.command](args, session, chosen)
     except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_) as exc:
         fail(str(exc))

@@ -6,7 +6,8 @@ from contextlib import contextmanager
 from harness.console import say
 from harness.cpus import CpuPlan, format_cpus
 from harness.manifest import Server
-from harness.runtime import Runtime, RunningServer, State
+from harness.runtime import Runtime, RunningServer, RuntimeError_, State
+from harness.runtime.local import port_owner
 
 UPSTREAM = "nginx"
 UPSTREAM_PATH = "/weather.json"
@@ -37,6 +38,21 @@ class Session:
     def upstream_url(self) -> str:
         nginx = self.servers[UPSTREAM]
         return f"http://127.0.0.1:{self.port(nginx)}{UPSTREAM_PATH}"
+
+    def check_ports(self, servers: list[Server]) -> None:
+        """Before anything starts: every server this session may start (and the upstream) has its port free."""
+        up = self.running()
+        wanted = [s for s in servers if s.name not in up]
+        if any(s.needs_upstream for s in wanted) and UPSTREAM in self.servers and UPSTREAM not in up:
+            wanted.append(self.servers[UPSTREAM])
+        busy = []
+        for server in {s.name: s for s in wanted}.values():
+            owner = port_owner("127.0.0.1", self.port(server))
+            if owner:
+                busy.append(f"{server.name}'s port {self.port(server)} is in use by {owner}")
+        if busy:
+            raise RuntimeError_("; ".join(busy) + ". Stop those processes (`make down` if they are ours) or move the "
+                                "servers: PORTS=\"name=port ...\"")
 
     def ensure(self, server: Server) -> RunningServer:
         """The server, running: the one already up, or started now (its upstream first where it needs one)."""
