@@ -12,7 +12,7 @@ export SERVERS PROFILE RUNTIME PORTS REPEAT CPUS_SERVER CPUS_LOADGEN CPUS_UPSTRE
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
 SERVER_NAMES := $(patsubst %/manifest.toml,%,$(wildcard */manifest.toml)) express
 
-.PHONY: setup build ping up down bench test list $(addprefix up-,$(SERVER_NAMES)) $(addprefix test-long-,$(SERVER_NAMES))
+.PHONY: setup build ping up down bench test list report compare $(addprefix up-,$(SERVER_NAMES)) $(addprefix test-long-,$(SERVER_NAMES))
 
 # Installs what is missing: the load tools and nginx from Debian, the harness's Python packages into .venv.
 setup: $(VENV)/.installed
@@ -56,6 +56,15 @@ test-%: setup
 # The main job: build, verify, measure every scenario on every server, report.
 bench: build
 	$(HARNESS) bench
+
+# The HTML report (with PNG charts, summary.md, summary.csv) of a run: RUN=<run-id>, default the latest.
+report: setup
+	$(HARNESS) report $(or $(RUN),latest)
+
+# Change in req/s and p99 between two runs, and whether it exceeds their measured spread: A=<run-id> B=<run-id>
+compare: setup
+	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "usage: make compare A=<run-id> B=<run-id> (run ids: ls results/)"; exit 2; }
+	$(HARNESS) compare $(A) $(B)
 
 # The project's tests: unit tests, then integration tests against real servers on loopback.
 test: build

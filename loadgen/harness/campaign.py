@@ -5,9 +5,9 @@ import time
 
 import statistics
 
-from harness import contract, httpclient
+from harness import contract, flags, httpclient, inventory, stats, summary_table
 from harness.conditions import server_version
-from harness.console import console, fail, results_table, say, warn
+from harness.console import console, fail, say, warn
 from harness.manifest import REPO, Server
 from harness.result import Errors
 from harness.runner import measure
@@ -109,7 +109,8 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             store.set("servers", server.name, {
                 "started": True, "version": server_version(server), "stack": server.stack, "port": running.port,
                 "cpus": running.cpus, "startup_s": running.startup_s if server.name in session.started else None,
-                "started_by_this_run": server.name in session.started, "log": running.log})
+                "started_by_this_run": server.name in session.started, "log": running.log,
+                **inventory.describe(server, session.servers)})
             if not report.ok:
                 all_ok = False
                 warn(f"{server.name} is not benchmarked: it fails the contract")
@@ -121,19 +122,7 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
     return all_ok
 
 
-def summarize(record: dict):
-    try:  # TODO(lead): plain import once harness.stats lands
-        from harness import stats
-    except ImportError:
-        return None
-    return stats.summarize(record)
-
-
 def evaluate_flags(store: RunStore) -> None:
-    try:  # TODO(lead): plain import once harness.flags lands
-        from harness import flags
-    except ImportError:
-        return
     flags.evaluate(store.data)
     store.save()
 
@@ -189,7 +178,7 @@ def measure_scenario(session: Session, store: RunStore, server: Server, running:
             attempts.append(attempt_record(attempt, outcome, store, started))
             say(_line(label, attempts[-1]))
         record = aggregate(server, scenario, run, path, attempts, warmup)
-        record["summary"] = summarize(record)
+        record["summary"] = stats.summarize(record)
         store.add_record(record)
         evaluate_flags(store)
 
@@ -207,6 +196,6 @@ def _line(label: str, r: dict) -> str:
 def print_summary(store: RunStore) -> None:
     records = store.data["records"]
     if records:
-        console.print(results_table(records, f"run {store.data['run_id']} ({store.data['conditions']['profile']} profile, "
-                                             f"{store.data['conditions']['runtime']} runtime)"))
+        console.print(summary_table.flags_table(records, f"run {store.data['run_id']} ({store.data['conditions']['profile']} "
+                                                         f"profile, {store.data['conditions']['runtime']} runtime)"))
     say(f"results: {store.path}")

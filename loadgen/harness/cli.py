@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 
+from harness import compare, flags
 from harness import scenarios as scenario_data
 from harness.campaign import print_summary, run_campaign, verify
 from harness.conditions import collect
@@ -90,20 +91,26 @@ def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
 
 def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     loaded = scenario_data.load(args.profile)
-    picked = scenario_data.select(loaded, names(args.scenarios))
+    picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
     settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
     check_tools(picked, warmup=True)
     notes = announce_limits(picked)
     conditions = collect(session.runtime.name, args.profile, session.plan, " ".join(sys.argv[1:]))
     conditions.update(limit_notes=notes, repeat=settings.repeat, warmup=vars(settings.warmup))
-    store = RunStore(args.run_id or new_run_id(args.command if args.command == "bench" else "-".join(names(args.scenarios)) or "run"),
-                     conditions)
+    kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
+    store = RunStore(args.run_id or new_run_id(kind), conditions)
     say(f"run {store.data['run_id']}: {session.plan.describe()}; profile {args.profile}")
     try:
         ok = run_campaign(session, store, chosen, picked, settings)
     finally:
         store.finish()
+        flags.evaluate(store.data)
+        store.save()
         print_summary(store)
+        try:  # a chart that cannot be drawn must not lose the run: results.json is already written
+            compare.cmd_report(str(store.dir))
+        except Exception as exc:  # noqa: BLE001
+            warn(f"the report could not be written ({exc}); results.json is complete: retry with `make report`")
     return 0 if ok else 1
 
 
@@ -126,6 +133,11 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="measure some scenarios")
     run.add_argument("scenarios", help='scenario names, e.g. "low-compute"')
     sub.add_parser("bench", help="every scenario on every selected server")
+    sub.add_parser("report", help="write the HTML report, charts, summary.md and summary.csv of a run").add_argument(
+        "run", nargs="?", default="latest")
+    comparison = sub.add_parser("compare", help="change in req/s and p99 between two runs, against their spread")
+    comparison.add_argument("a")
+    comparison.add_argument("b")
     sub.add_parser("list", help="servers and scenarios")
     return p
 
@@ -142,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             for s in scenario_data.load(args.profile).values():
                 say(f"{s.name:14} {s.tool:8} {s.description}")
             return 0
+        if args.command == "report":
+            return compare.cmd_report(args.run)
+        if args.command == "compare":
+            return compare.cmd_compare(args.a, args.b)
         if args.command == "build":
             return cmd_build(args, select(servers, names(args.servers)))
         session = Session(get_runtime(args.runtime), plan_from_env(), servers, parse_ports(args.ports), keep=args.command == "up")

@@ -1,0 +1,232 @@
+"""Compare two runs like benchstat: per (server, scenario, run) the change of the median req/s and p99 from A to B,
+and whether it exceeds the spread measured in the runs (the rule is in harness.stats.compare_metric).
+
+  python -m harness compare A B    (A, B: run ids under results/, `latest`, a unique prefix, or paths)
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from harness import flags as flag_rules
+from harness import stats
+from harness.stats import Change, fmt_ms, fmt_rate
+
+
+class CompareError(Exception):
+    pass
+
+
+def results_root() -> Path:
+    from harness.store import RESULTS
+    return RESULTS
+
+
+def resolve(run: str, root: Path | None = None) -> Path:
+    """A run folder from a run id, `latest`, a unique prefix of a run id, a folder or a results.json path."""
+    root = root or results_root()
+    given = Path(run)
+    for candidate in (given, root / run):
+        if candidate.is_file() and candidate.name == "results.json":
+            return candidate.parent
+        if (candidate / "results.json").is_file():
+            return candidate
+    matches = sorted(p for p in root.glob(f"{run}*") if (p / "results.json").is_file() and p.name != "latest") if root.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise CompareError(f"{run!r} names several runs: {', '.join(p.name for p in matches)}")
+    known = sorted(p.name for p in root.iterdir() if (p / "results.json").is_file()) if root.is_dir() else []
+    raise CompareError(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
+
+
+def load(run_dir: Path) -> dict:
+    data = json.loads((run_dir / "results.json").read_text())
+    for r in data.get("records") or []:
+        if not isinstance(r.get("attempts"), list):
+            raise CompareError(f"{run_dir / 'results.json'} was written by an older harness (records without their attempts)")
+    flag_rules.evaluate(data)
+    return data
+
+
+@dataclass
+class Row:
+    server: str
+    scenario: str
+    run: str
+    a: dict | None
+    b: dict | None
+    rps: Change | None = None
+    p99: Change | None = None
+
+    @property
+    def flags(self) -> list[str]:
+        out = []
+        for side, r in (("A", self.a), ("B", self.b)):
+            for name in flag_rules.names(r or {}):
+                out.append(f"{side}:{name}")
+        return out
+
+
+def rows(a: dict, b: dict) -> list[Row]:
+    """Every (server, scenario, run) of either run, in A's order then B's new ones."""
+    def index(data):
+        return {(r["server"], r["scenario"], r.get("run", "")): r for r in data.get("records") or []}
+
+    ia, ib = index(a), index(b)
+    keys = list(ia) + [k for k in ib if k not in ia]
+    out = []
+    for key in keys:
+        ra, rb = ia.get(key), ib.get(key)
+        row = Row(*key, ra, rb)
+        if ra and rb:
+            sa, sb = stats.summary_of(ra), stats.summary_of(rb)
+            row.rps = stats.compare_metric(sa.get("rps"), sb.get("rps"))
+            row.p99 = stats.compare_metric(sa.get("p99"), sb.get("p99"))
+        out.append(row)
+    return out
+
+
+def condition_differences(a: dict, b: dict) -> list[str]:
+    """What differs between the runs' conditions and could explain a change on its own."""
+    ca, cb = a.get("conditions") or {}, b.get("conditions") or {}
+    out = []
+    for key in ("profile", "runtime", "repeat", "cpus", "git_commit"):
+        if ca.get(key) != cb.get(key):
+            out.append(f"{key}: {ca.get(key)} → {cb.get(key)}")
+    ma, mb = ca.get("machine") or {}, cb.get("machine") or {}
+    for key in ("cpu_model", "logical_cpus", "kernel", "hostname"):
+        if ma.get(key) != mb.get(key):
+            out.append(f"machine {key}: {ma.get(key)} → {mb.get(key)}")
+    for name in sorted(set(ca.get("tools") or {}) | set(cb.get("tools") or {})):
+        if (ca.get("tools") or {}).get(name) != (cb.get("tools") or {}).get(name):
+            out.append(f"tool {name}: {(ca.get('tools') or {}).get(name)} → {(cb.get('tools') or {}).get(name)}")
+    sa, sb = a.get("servers") or {}, b.get("servers") or {}
+    for name in sorted(set(sa) & set(sb)):
+        if sa[name].get("version") != sb[name].get("version"):
+            out.append(f"{name} version: {sa[name].get('version')} → {sb[name].get('version')}")
+    return out
+
+
+def _spread(summary: dict | None) -> str:
+    if not summary:
+        return ""
+    return f" ±{summary['cv']:.0%}" if summary.get("cv") is not None else " (n=1)"
+
+
+def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
+    """(text, rich style) of a change."""
+    if change is None or change.delta is None:
+        return "", ""
+    pct = f"{change.delta_pct:+.1f}%"
+    if change.significant is None:
+        return f"{pct} ?", "dim"
+    if not change.significant:
+        return f"~ ({pct})", "dim"
+    better = (change.delta > 0) == higher_is_better
+    return pct, "green" if better else "red"
+
+
+def table(a: dict, b: dict, compared: list[Row]) -> Table:
+    t = Table(title=f"A = {a.get('run_id')}   B = {b.get('run_id')}: measurements in both runs", title_justify="left")
+    for col, just in (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
+                      ("B req/s", "right"), ("Δ req/s", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
+                      ("Δ p99", "right"), ("flags", "left")):
+        t.add_column(col, justify=just)
+    for row in compared:
+        sa = stats.summary_of(row.a) if row.a else {}
+        sb = stats.summary_of(row.b) if row.b else {}
+        if not row.a or not row.b:
+            continue  # listed under the table (only_in)
+        d_rps, s_rps = _verdict(row.rps, higher_is_better=True)
+        d_p99, s_p99 = _verdict(row.p99, higher_is_better=False)
+        t.add_row(
+            row.server, row.scenario, row.run,
+            fmt_rate(row.a.get("rps")) + _spread(sa.get("rps")), fmt_rate(row.b.get("rps")) + _spread(sb.get("rps")),
+            f"[{s_rps}]{d_rps}[/{s_rps}]" if s_rps else d_rps,
+            fmt_ms((sa.get("p99") or {}).get("median")), fmt_ms((sb.get("p99") or {}).get("median")),
+            f"[{s_p99}]{d_p99}[/{s_p99}]" if s_p99 else d_p99,
+            "[yellow]" + " ".join(row.flags) + "[/yellow]" if row.flags else "")
+    return t
+
+
+def only_in(compared: list[Row]) -> list[str]:
+    """Measurements one run has and the other has not, per scenario (benchstat leaves them out of its table)."""
+    out = []
+    for side in ("A", "B"):
+        alone = [row for row in compared if (row.b is None if side == "A" else row.a is None)]
+        by_scenario: dict[str, set[str]] = {}
+        for row in alone:
+            by_scenario.setdefault(row.scenario, set()).add(row.server)
+        if alone:
+            out.append(f"{len(alone)} measurements only in {side}: " + "; ".join(
+                f"{scenario} ({', '.join(sorted(servers))})" for scenario, servers in by_scenario.items()))
+    return out
+
+
+def geomean_line(compared: list[Row]) -> str | None:
+    """benchstat's summary: the geometric mean of B/A over the pairs that are clean on both sides."""
+    ratios = [row.rps.b / row.rps.a for row in compared
+              if row.rps and row.rps.a and row.rps.b and not row.flags]
+    g = stats.geomean_ratio(ratios)
+    if g is None:
+        return None
+    return f"geomean of B/A req/s over {len(ratios)} measurements clean in both runs: {g:.3f} ({(g - 1) * 100:+.1f}%)"
+
+
+LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; p99: the median of the attempts' p99). ~ : within the noise (the attempts' ranges overlap, or |Δ| is not larger "
+          "than the larger coefficient of variation); ? : a side has a single attempt, so no spread is known; "
+          "a coloured Δ is significant (green better, red worse). ±N% after a figure is its spread (CV). "
+          "flags A:name / B:name: that side's number is flagged and should not be trusted as it stands.")
+
+
+def compare(a_dir: Path, b_dir: Path) -> tuple[Table, list[str]]:
+    """The comparison table and the notes to print under it."""
+    a, b = load(Path(a_dir)), load(Path(b_dir))
+    compared = rows(a, b)
+    notes = []
+    differences = condition_differences(a, b)
+    if differences:
+        notes.append("the runs' conditions differ: " + "; ".join(differences))
+    notes += only_in(compared)
+    line = geomean_line(compared)
+    if line:
+        notes.append(line)
+    notes.append(LEGEND)
+    return table(a, b, compared), notes
+
+
+def cmd_compare(run_a: str, run_b: str) -> int:
+    """`make compare A=... B=...`: prints the table; 2 when a run cannot be found or read."""
+    from harness.console import console, fail, say
+    try:
+        a_dir, b_dir = resolve(run_a), resolve(run_b)
+        t, notes = compare(a_dir, b_dir)
+    except (CompareError, OSError, json.JSONDecodeError) as exc:
+        fail(str(exc))
+        return 2
+    console.print(t)
+    for note in notes:
+        say(note)
+    return 0
+
+
+def cmd_report(run: str = "latest") -> int:
+    """`make report [RUN=...]`: writes the report of a run (default: the newest) and prints where it is."""
+    from harness.console import fail, say
+    from harness.report import ReportError, write_report
+    try:
+        run_dir = resolve(run or "latest")
+        written = write_report(run_dir)
+    except (CompareError, ReportError) as exc:
+        fail(str(exc))
+        return 2
+    pngs = [p for p in written if p.suffix == ".png"]
+    for path in written:
+        if path.suffix != ".png":
+            say(f"wrote {path}")
+    say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
+    return 0

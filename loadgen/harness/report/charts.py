@@ -1,0 +1,209 @@
+"""PNG charts (matplotlib, Agg backend: no display needed): req/s bars per (scenario, run) with the nginx ceiling,
+latency percentiles, and req/s and p99 against concurrency for a matrix scenario (weather)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+from harness.report.model import CEILING, CEILING_COLOR, Group, Model, Scenario, flag_names, latency, summary  # noqa: E402
+from harness.stats import fmt_ms, fmt_rate  # noqa: E402
+
+DPI = 110
+FLAGGED_ALPHA = 0.35
+PERCENTILES = (("p50", 0.45), ("p90", 0.7), ("p99", 1.0))  # key, opacity
+
+plt.rcParams.update({
+    "font.size": 9, "axes.titlesize": 11, "axes.titleweight": "bold", "axes.spines.top": False,
+    "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True,
+    "figure.facecolor": "white", "savefig.facecolor": "white",
+})
+
+RATE_AXIS = FuncFormatter(lambda v, _: fmt_rate(v) if v else "0")
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _log_ms_axis(ax) -> None:
+    """A log-scale milliseconds axis labelled 1, 2, 5, 10, 20, 50... in plain numbers (no 2×10¹)."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_ms(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _short_flags(r: dict) -> str:
+    return ", ".join(flag_names(r))
+
+
+def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
+    """Median req/s per server (whiskers: min and max of the attempts); flagged bars faded and hatched, their flags
+    under their names (red); nginx drawn as a horizontal ceiling line, not a bar."""
+    rows = group.ranked + group.flagged
+    if not rows and not group.ceiling:
+        return None
+    fig, ax = plt.subplots(figsize=(max(4.8, 1.0 + 0.8 * len(rows)), 3.6))
+    xs = list(range(len(rows)))
+    top = 0.0
+    for x, r in zip(xs, rows):
+        s = summary(r).get("rps")
+        value = r.get("rps") or 0.0
+        clean = bool(r.get("ranked"))
+        ax.bar(x, value, width=0.65, color=model.colors.get(r["server"]), alpha=1.0 if clean else FLAGGED_ALPHA,
+               hatch=None if clean else "//", edgecolor=model.colors.get(r["server"]), linewidth=0.8)
+        label_at = value
+        if s and s["n"] >= 2:
+            ax.errorbar(x, value, yerr=[[value - s["min"]], [s["max"] - value]], fmt="none", ecolor="#222", capsize=3, lw=1)
+            top = max(top, s["max"])
+            label_at = max(value, s["max"])  # above the whisker, not through it
+        top = max(top, value)
+        label = fmt_rate(value) if r.get("rps") is not None else "failed"
+        ax.annotate(label, (x, label_at), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8,
+                    fontweight="bold" if clean else "normal")
+    ceiling = group.ceiling.get("rps") if group.ceiling else None
+    if ceiling:
+        flagged = "" if group.ceiling.get("ranked") else f" (⚑ {_short_flags(group.ceiling)})"
+        ax.axhline(ceiling, color=CEILING_COLOR, ls="--", lw=1.3)
+        ax.annotate(f"nginx ceiling {fmt_rate(ceiling)} req/s{flagged}", (0, ceiling), xycoords=("axes fraction", "data"),
+                    textcoords="offset points", xytext=(3, 3), fontsize=8, color=CEILING_COLOR, va="bottom",
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
+        top = max(top, ceiling)
+    ax.set_xticks(xs, [r["server"] + ("" if r.get("ranked") else "\n⚑ " + _short_flags(r).replace(", ", "\n"))
+                       for r in rows])
+    for tick, r in zip(ax.get_xticklabels(), rows):
+        if not r.get("ranked"):
+            tick.set_color("#a30000")
+    pad = max(0, 3 - len(rows)) / 2  # one or two bars keep a bar's width, centred
+    ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
+    ax.set_ylim(0, top * 1.18 if top else 1)
+    ax.yaxis.set_major_formatter(RATE_AXIS)
+    ax.set_ylabel("req/s (median of attempts)")
+    ax.set_title(f"{group.scenario} · {group.run}: requests per second")
+    return _save(fig, path)
+
+
+def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
+    """p50, p90, p99 per server on a log scale (the tool's median attempt); nginx included as the reference."""
+    rows = ([group.ceiling] if group.ceiling else []) + group.ranked + group.flagged
+    rows = [r for r in rows if any(latency(r, k) for k, _ in PERCENTILES)]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(max(4.8, 1.0 + 0.9 * len(rows)), 3.6))
+    width = 0.8 / len(PERCENTILES)
+    for i, (key, alpha) in enumerate(PERCENTILES):
+        for x, r in enumerate(rows):
+            value = latency(r, key)
+            if not value:
+                continue
+            clean = bool(r.get("ranked"))
+            ax.bar(x + (i - 1) * width, value, width=width * 0.95, color=model.colors.get(r["server"]),
+                   alpha=alpha * (1.0 if clean else 0.5), hatch=None if clean else "//", edgecolor="white", lw=0.3)
+            if key == "p99":
+                ax.annotate(fmt_ms(value), (x + (i - 1) * width, value), textcoords="offset points", xytext=(0, 2),
+                            ha="center", va="bottom", fontsize=7)
+    _log_ms_axis(ax)
+    drawn = [latency(r, k) for r in rows for k, _ in PERCENTILES if latency(r, k)]
+    ax.set_ylim(bottom=min(drawn) / 2.5)  # the smallest bar stays visible on the log scale
+    ax.set_xticks(range(len(rows)), [r["server"] + (" ⚑" if not r.get("ranked") else "") for r in rows])
+    ax.set_ylabel("latency, ms (log scale)")
+    ax.set_title(f"{group.scenario} · {group.run}: latency p50 / p90 / p99")
+    pad = max(0, 3 - len(rows)) / 2
+    ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
+    ax.legend(handles=[Patch(facecolor="#555", alpha=a, label=k) for k, a in PERCENTILES], loc="upper left",
+              fontsize=7, frameon=False, ncols=3)
+    ax.set_ylim(top=ax.get_ylim()[1] * 2.5)
+    return _save(fig, path)
+
+
+def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path | None:
+    labels = [g.run for g in scenario.groups]
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
+    drawn = False
+    for server in scenario.servers:
+        xs, ys, flagged = [], [], []
+        for x, g in enumerate(scenario.groups):
+            r = next((r for r in g.records if r["server"] == server), None)
+            if r is None:
+                continue
+            value = r.get("rps") if metric == "rps" else latency(r, "p99")
+            if value is None:
+                continue
+            xs.append(x)
+            ys.append(value)
+            flagged.append(not r.get("ranked"))
+        if not xs:
+            continue
+        drawn = True
+        color = model.colors.get(server)
+        ceiling = server == CEILING
+        name = f"nginx {scenario.groups[0].ceiling['path']} (ceiling)" if ceiling and scenario.groups[0].ceiling else server
+        ax.plot(xs, ys, color=color, lw=2.2 if ceiling else 1.6, ls="--" if ceiling else "-", label=name, zorder=3)
+        ax.scatter([x for x, f in zip(xs, flagged) if not f], [y for y, f in zip(ys, flagged) if not f], color=color,
+                   s=28, zorder=4)
+        ax.scatter([x for x, f in zip(xs, flagged) if f], [y for y, f in zip(ys, flagged) if f], facecolor="white",
+                   edgecolor=color, s=34, lw=1.4, zorder=4)
+        if metric == "rps":  # a min–max band of the attempts
+            lo, hi = [], []
+            for x in xs:
+                r = next(r for r in scenario.groups[x].records if r["server"] == server)
+                s = summary(r).get("rps")
+                lo.append(s["min"] if s else r["rps"])
+                hi.append(s["max"] if s else r["rps"])
+            ax.fill_between(xs, lo, hi, color=color, alpha=0.07 if ceiling else 0.15, lw=0)
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlabel("load (connections c, wrk threads t)")
+    if metric == "rps":
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(RATE_AXIS)
+        ax.set_ylabel("req/s (median; band: min–max)")
+        ax.set_title(f"{scenario.name}: requests per second against concurrency")
+    else:
+        _log_ms_axis(ax)
+        ax.set_ylabel("p99 latency, ms (log scale)")
+        ax.set_title(f"{scenario.name}: p99 latency against concurrency")
+    handles, names = ax.get_legend_handles_labels()
+    handles.append(plt.Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="#555"))
+    names.append("hollow point: flagged")
+    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    return _save(fig, path)
+
+
+def rps_matrix(model: Model, scenario: Scenario, path: Path) -> Path | None:
+    return _matrix(model, scenario, path, "rps")
+
+
+def p99_matrix(model: Model, scenario: Scenario, path: Path) -> Path | None:
+    return _matrix(model, scenario, path, "p99")
+
+
+def write(model: Model, folder: Path) -> dict[str, Path]:
+    """Every chart of the run into folder; returns {chart id: path} (ids: '<group key>-rps', '<scenario>-rps-matrix'...)."""
+    out: dict[str, Path] = {}
+    for scenario in model.scenarios:
+        if scenario.is_matrix:
+            for kind, draw in (("rps-matrix", rps_matrix), ("p99-matrix", p99_matrix)):
+                key = f"{scenario.name}-{kind}"
+                path = draw(model, scenario, folder / f"{key}.png")
+                if path:
+                    out[key] = path
+            continue
+        for group in scenario.groups:
+            for kind, draw in (("rps", rps_bars), ("latency", latency_bars)):
+                key = f"{group.key}-{kind}"
+                path = draw(model, group, folder / f"{key}.png")
+                if path:
+                    out[key] = path
+    return out

@@ -1,0 +1,88 @@
+"""The run's conditions as (label, text) pairs, and the flags' legend: shared by the HTML and Markdown exports."""
+from __future__ import annotations
+
+from harness import flags as rules
+
+
+def _cpus(cpus) -> str:
+    if not cpus:
+        return "-"
+    if isinstance(cpus, dict):
+        return ", ".join(f"{role} {','.join(map(str, ids))}" for role, ids in cpus.items())
+    return ",".join(map(str, cpus))
+
+
+def _warmup(w) -> str:
+    if not w:
+        return "-"
+    return (f"wrk runs of {w.get('duration_s')} s at {w.get('concurrency')} connections, {w.get('threads')} thread(s), "
+            f"until two in a row agree within {w.get('tolerance', 0):.0%} (at most {w.get('max_runs')} runs)")
+
+
+def items(data: dict) -> list[tuple[str, str]]:
+    c = data.get("conditions") or {}
+    m = c.get("machine") or {}
+    out = [
+        ("run", data.get("run_id", "?")),
+        ("started", c.get("started_at", "-")),
+        ("finished", c.get("finished_at", "- (interrupted?)")),
+        ("profile", c.get("profile", "-")),
+        ("attempts per measurement (REPEAT)", str(c.get("repeat", "-"))),
+        ("warm-up", _warmup(c.get("warmup"))),
+        ("runtime", c.get("runtime", "-")),
+        ("CPU sets", _cpus(c.get("cpus"))),
+        ("machine", ", ".join(x for x in [
+            m.get("cpu_model"), f"{m.get('logical_cpus')} logical CPUs" if m.get("logical_cpus") else None,
+            f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,
+            f"kernel {m.get('kernel')}" if m.get("kernel") else None,
+            f"host {m.get('hostname')}" if m.get("hostname") else None] if x) or "-"),
+        ("limits", ", ".join(x for x in [
+            f"open files {m.get('nofile_hard_limit')}" if m.get("nofile_hard_limit") else None,
+            f"somaxconn {m.get('somaxconn')}" if m.get("somaxconn") else None] if x) or "-"),
+        ("git commit", c.get("git_commit", "-")),
+        ("command", c.get("command", "-")),
+    ]
+    for name, version in (c.get("tools") or {}).items():
+        out.append((f"tool {name}", str(version)))
+    for note in c.get("limit_notes") or []:
+        out.append(("note", str(note)))
+    return out
+
+
+def contract_text(data: dict, server: str) -> str:
+    v = (data.get("verification") or {}).get(server)
+    if not v:
+        return "not verified"
+    if v.get("ok"):
+        return f"OK ({v.get('checks', '?')} checks)"
+    return f"FAILED ({len(v.get('failures') or [])} of {v.get('checks', '?')} checks)"
+
+
+def flag_legend() -> list[tuple[str, str]]:
+    return [
+        ("failed", "an attempt produced no measurement"),
+        ("contract-failed", "the server failed this run's contract verification"),
+        ("errors", "some requests failed (connect, read, write, timeout, non-2xx, length): the rate counts them"),
+        ("loadgen-saturated", f"the load generator used ≥ {rules.LOADGEN_SATURATED:.0%} of its CPUs while the server "
+                              f"used less than {rules.SERVER_BUSY:.0%} of its own: the number measures the tool"),
+        ("upstream-limit", f"a weather figure within {rules.UPSTREAM_MARGIN:.0%} of nginx's own "
+                           f"{rules.UPSTREAM_PATH} at the same load: the upstream is the limit"),
+        ("spread", f"req/s varies more than {rules.SPREAD_MAX_CV:.0%} (coefficient of variation) between attempts, "
+                   "or a single attempt was made"),
+    ]
+
+
+def not_measured(data: dict) -> list[str]:
+    """Servers of the run that have no measurement, and why (did not start, failed the contract)."""
+    measured = {r.get("server") for r in data.get("records") or []}
+    out = []
+    for name, s in (data.get("servers") or {}).items():
+        if name in measured:
+            continue
+        if not s.get("started", True):
+            out.append(f"{name}: did not start ({s.get('error', 'no reason recorded')})")
+        elif not ((data.get("verification") or {}).get(name) or {}).get("ok", True):
+            out.append(f"{name}: not benchmarked, it fails the contract: {contract_text(data, name)}")
+        else:
+            out.append(f"{name}: no measurement")
+    return out

@@ -1,0 +1,70 @@
+"""summary.csv: one row per record (server, scenario, run) with its statistics, samples and flags."""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from harness import flags as flag_rules
+from harness.report.model import Model, latency, n_attempts, summary
+
+COLUMNS = [
+    "scenario", "run", "server", "rank", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
+    "attempts", "rps_median", "rps_min", "rps_max", "rps_cv", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
+    "p99_min_ms", "p99_max_ms", "p99_cv", "requests", "good_requests", "errors", "error_rate", "server_cpu_util",
+    "loadgen_cpu_util", "server_peak_rss_mb", "loadgen_peak_rss_mb", "attempt_rps", "warmup_runs", "warmup_steady",
+    "failed",
+]
+
+
+def _num(value, digits: int = 4):
+    if value is None:
+        return ""
+    return round(value, digits) if isinstance(value, float) else value
+
+
+def row(r: dict) -> dict:
+    s = summary(r)
+    rps, p99 = s.get("rps") or {}, s.get("p99") or {}
+    samples = r.get("samples") or {}
+    warmup = r.get("warmup") or {}
+    attempts = r.get("attempts") if isinstance(r.get("attempts"), list) else []
+    return {
+        "scenario": r["scenario"], "run": r.get("run", ""), "server": r["server"], "rank": r.get("_rank", ""),
+        "ranked": "yes" if r.get("ranked") else "no",
+        "flags": ";".join(flag_rules.names(r)),
+        "flag_reasons": " | ".join(f"{f['flag']}: {f['reason']}" for f in r.get("flags") or []),
+        "tool": r.get("tool", ""), "path": r.get("path", ""), "concurrency": r.get("concurrency", ""),
+        "threads": r.get("threads") or "", "attempts": n_attempts(r),
+        "rps_median": _num(rps.get("median", r.get("rps")), 2), "rps_min": _num(rps.get("min"), 2),
+        "rps_max": _num(rps.get("max"), 2), "rps_cv": _num(rps.get("cv")),
+        "p50_ms": _num(latency(r, "p50")), "p90_ms": _num(latency(r, "p90")), "p99_ms": _num(latency(r, "p99")),
+        "max_ms": _num(latency(r, "max")), "p99_median_ms": _num(p99.get("median")), "p99_min_ms": _num(p99.get("min")),
+        "p99_max_ms": _num(p99.get("max")), "p99_cv": _num(p99.get("cv")),
+        "requests": r.get("requests", ""), "good_requests": r.get("good_requests", ""),
+        "errors": (r.get("errors") or {}).get("total", ""), "error_rate": _num(flag_rules.error_rate(r), 6),
+        "server_cpu_util": _num(flag_rules.utilization(r, "server"), 3),
+        "loadgen_cpu_util": _num(flag_rules.utilization(r, "loadgen"), 3),
+        "server_peak_rss_mb": _num((samples.get("server") or {}).get("peak_rss_mb"), 1),
+        "loadgen_peak_rss_mb": _num((samples.get("loadgen") or {}).get("peak_rss_mb"), 1),
+        "attempt_rps": ";".join("" if a.get("rps") is None else f"{a['rps']:.2f}" for a in attempts),
+        "warmup_runs": len(warmup.get("runs") or []) if warmup else "",
+        "warmup_steady": ("yes" if warmup.get("steady") else "no") if warmup else "",
+        "failed": r.get("failed") or "",
+    }
+
+
+def render(model: Model) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for scenario in model.scenarios:
+        for group in scenario.groups:
+            for r in ([group.ceiling] if group.ceiling else []) + group.ranked + group.flagged:
+                writer.writerow(row(r))
+    return out.getvalue()
+
+
+def write(model: Model, path: Path) -> Path:
+    path.write_text(render(model))
+    return path

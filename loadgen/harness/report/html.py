@@ -1,0 +1,281 @@
+"""report.html: one self-contained page (inline CSS, charts embedded as data: URIs, no script, no external fetch), so
+it works opened from disk, offline, or mailed as one file."""
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+
+from harness.report import conditions as cond
+from harness.report.model import (Group, Model, Scenario, attempts_text, bytes_text, cpu, cv_text, errors_text,
+                                  flag_names, latency, loc_text, rps_of, rps_range, rss_text, startup_text)
+from harness.stats import fmt_ms, fmt_rate
+
+FLAG_COLORS = {
+    "failed": "#7f1d1d", "contract-failed": "#7f1d1d", "errors": "#b91c1c", "loadgen-saturated": "#c2410c",
+    "upstream-limit": "#6d28d9", "spread": "#a16207",
+}
+
+CSS = """
+:root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --soft:#f6f8fa; --bad:#fff4f4; --ceil:#f1f3f5; --accent:#0969da; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: var(--fg); margin: 0; background: #fff; }
+main { max-width: 1280px; margin: 0 auto; padding: 24px 32px 64px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 20px; margin: 40px 0 8px; padding-top: 12px; border-top: 2px solid var(--line); }
+h3 { font-size: 16px; margin: 26px 0 6px; }
+h4 { font-size: 13px; margin: 14px 0 6px; color: #a30000; text-transform: uppercase; letter-spacing: .04em; }
+p.sub, .muted { color: var(--muted); }
+.cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 16px 0; }
+.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; min-width: 130px; background: var(--soft); }
+.card b { display: block; font-size: 22px; }
+.card.bad { background: var(--bad); border-color: #f3c4c4; }
+nav { margin: 10px 0 0; font-size: 13px; }
+nav a { margin-right: 14px; color: var(--accent); text-decoration: none; }
+table { border-collapse: collapse; margin: 8px 0 4px; font-size: 13px; font-variant-numeric: tabular-nums; }
+th, td { padding: 5px 9px; border-bottom: 1px solid var(--line); text-align: right; vertical-align: top; white-space: nowrap; }
+th { background: var(--soft); font-weight: 600; position: sticky; top: 0; }
+td.l, th.l { text-align: left; }
+td.wrap { white-space: normal; max-width: 520px; }
+tr.ceiling td { background: var(--ceil); font-style: italic; }
+tr.flagged td { background: var(--bad); }
+tr.reason td { background: var(--bad); color: #7a1f1f; font-size: 12px; text-align: left; white-space: normal; border-top: 0; }
+td.rank { font-weight: 700; color: var(--muted); }
+td.rps { font-weight: 700; }
+.sw { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.badge { display: inline-block; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 11px; margin: 0 3px 2px 0; font-style: normal; white-space: nowrap; }
+.ok { color: #1a7f37; }
+.bad { color: #b91c1c; font-weight: 600; }
+.cpu { display: inline-block; width: 46px; height: 7px; background: #e5e7eb; border-radius: 3px; margin-left: 5px; vertical-align: 1px; overflow: hidden; }
+.cpu i { display: block; height: 100%; background: #6b7280; }
+.cpu i.hot { background: #c2410c; }
+.charts { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; margin: 6px 0; }
+.charts img { max-width: 100%; border: 1px solid var(--line); border-radius: 6px; }
+.load { color: var(--muted); font-size: 12px; margin: 0 0 6px; }
+details { margin: 6px 0; }
+summary { cursor: pointer; color: var(--accent); }
+dl.cond { display: grid; grid-template-columns: max-content 1fr; gap: 3px 18px; font-size: 13px; }
+dl.cond dt { color: var(--muted); }
+dl.cond dd { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-word; }
+ul.legend li { margin: 3px 0; }
+.scroll { overflow-x: auto; }
+"""
+
+
+def _img(path: Path | None, alt: str) -> str:
+    if not path or not path.exists():
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def badge(name: str) -> str:
+    return f'<span class="badge" style="background:{FLAG_COLORS.get(name, "#555")}">{escape(name)}</span>'
+
+
+def _cpu_cell(r: dict, role: str) -> str:
+    value = cpu(r, role)
+    if value is None:
+        return "-"
+    pct = max(0.0, min(value, 1.0)) * 100
+    hot = " hot" if value >= 0.9 else ""
+    return f'{value * 100:.0f} %<span class="cpu"><i class="{hot.strip()}" style="width:{pct:.0f}%"></i></span>'
+
+
+COLUMNS = [("#", ""), ("server", "l"), ("req/s", ""), ("min – max", ""), ("CV", ""), ("p50 ms", ""), ("p99 ms", ""),
+           ("p99 CV", ""), ("errors", ""), ("server CPU", ""), ("loadgen CPU", ""), ("server RSS", ""),
+           ("attempts (req/s)", "l"), ("flags", "l")]
+
+
+def _row(model: Model, r: dict, rank: str, css: str) -> str:
+    swatch = f'<span class="sw" style="background:{model.colors.get(r["server"], "#999")}"></span>'
+    rps = fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed"
+    cells = [
+        f'<td class="rank">{escape(rank)}</td>',
+        f'<td class="l">{swatch}{escape(r["server"])}</td>',
+        f'<td class="rps">{rps}</td>',
+        f"<td>{rps_range(r)}</td>",
+        f"<td>{cv_text(r)}</td>",
+        f"<td>{fmt_ms(latency(r, 'p50'))}</td>",
+        f"<td>{fmt_ms(latency(r, 'p99'))}</td>",
+        f"<td>{cv_text(r, 'p99')}</td>",
+        f"<td>{escape(errors_text(r))}</td>",
+        f"<td>{_cpu_cell(r, 'server')}</td>",
+        f"<td>{_cpu_cell(r, 'loadgen')}</td>",
+        f"<td>{rss_text(r)}</td>",
+        f'<td class="l muted">{escape(attempts_text(r))}</td>',
+        f'<td class="l">{"".join(badge(n) for n in flag_names(r)) or "<span class=ok>clean</span>"}</td>',
+    ]
+    out = f'<tr class="{css}">' + "".join(cells) + "</tr>"
+    if r.get("flags"):
+        reasons = "<br>".join(f"<b>{escape(f['flag'])}</b>: {escape(f['reason'])}" for f in r["flags"])
+        out += f'<tr class="reason"><td></td><td colspan="{len(COLUMNS) - 1}">{reasons}</td></tr>'
+    return out
+
+
+def _head() -> str:
+    return "<tr>" + "".join(f'<th class="{c}">{escape(h)}</th>' for h, c in COLUMNS) + "</tr>"
+
+
+def group_tables(model: Model, group: Group) -> str:
+    rows = []
+    if group.ceiling:
+        rows.append(_row(model, group.ceiling, "ceiling", "ceiling"))
+    rows += [_row(model, r, str(r.get("_rank", "")), "") for r in group.ranked]
+    out = []
+    if rows:
+        out.append(f'<div class="scroll"><table>{_head()}{"".join(rows)}</table></div>')
+    if not group.ranked:
+        out.append('<p class="muted">No clean record to rank in this measurement.</p>')
+    if group.flagged:
+        out.append(f"<h4>flagged: not ranked ({len(group.flagged)})</h4>")
+        out.append(f'<div class="scroll"><table>{_head()}'
+                   + "".join(_row(model, r, "⚑", "flagged") for r in group.flagged) + "</table></div>")
+    return "\n".join(out)
+
+
+def _matrix_table(model: Model, scenario: Scenario) -> str:
+    head = "<tr><th class=l>server</th>" + "".join(f"<th>{escape(g.run)}</th>" for g in scenario.groups) + "</tr>"
+    rows = []
+    for server in scenario.servers:
+        cells = []
+        for g in scenario.groups:
+            r = next((r for r in g.records if r["server"] == server), None)
+            if r is None:
+                cells.append("<td></td>")
+                continue
+            names = flag_names(r)
+            title = escape("; ".join(f"{f['flag']}: {f['reason']}" for f in r.get("flags") or []) or "clean")
+            mark = " ⚑" if names else ""
+            style = ' style="background:var(--bad)"' if names and server != "nginx" else ""
+            cells.append(f'<td title="{title}"{style}>{fmt_rate(r.get("rps"))}{mark}</td>')
+        swatch = f'<span class="sw" style="background:{model.colors.get(server, "#999")}"></span>'
+        css = ' class="ceiling"' if server == "nginx" else ""
+        label = f"{server} (ceiling)" if server == "nginx" else server
+        rows.append(f"<tr{css}><td class=l>{swatch}{escape(label)}</td>{''.join(cells)}</tr>")
+    return (f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
+            '<p class="muted">Median req/s per load; ⚑ flagged (hover for the reasons; the tables below list them).</p>')
+
+
+def scenario_section(model: Model, scenario: Scenario, charts: dict[str, Path]) -> str:
+    out = [f'<h2 id="{escape(scenario.name)}">{escape(scenario.name)}</h2>']
+    if scenario.description:
+        out.append(f'<p class="sub">{escape(scenario.description)}</p>')
+    if scenario.is_matrix:
+        imgs = [_img(charts.get(f"{scenario.name}-{k}"), f"{scenario.name} {k}") for k in ("rps-matrix", "p99-matrix")]
+        out.append(f'<div class="charts">{"".join(imgs)}</div>')
+        out.append(_matrix_table(model, scenario))
+        for group in scenario.groups:
+            n_flagged = len(group.flagged)
+            label = (f"{scenario.name} · {group.run}: {len(group.ranked)} ranked"
+                     + (f", {n_flagged} flagged" if n_flagged else ""))
+            out.append(f"<details><summary>{escape(label)}</summary><p class=load>{escape(group.load)}</p>"
+                       f"{group_tables(model, group)}</details>")
+        return "\n".join(out)
+    for group in scenario.groups:
+        if len(scenario.groups) > 1:
+            out.append(f'<h3 id="{group.key}">{escape(scenario.name)} · {escape(group.run)}</h3>')
+        out.append(f'<p class="load">{escape(group.load)}</p>')
+        imgs = [_img(charts.get(f"{group.key}-{k}"), f"{group.scenario} {group.run} {k}") for k in ("rps", "latency")]
+        out.append(f'<div class="charts">{"".join(imgs)}</div>')
+        out.append(group_tables(model, group))
+    return "\n".join(out)
+
+
+def _glance(model: Model) -> str:
+    rows = []
+    for scenario in model.scenarios:
+        for group in scenario.groups:
+            best = group.ranked[0] if group.ranked else None
+            ceiling = group.ceiling.get("rps") if group.ceiling else None
+            share = f"{best['rps'] / ceiling:.0%}" if best and ceiling and best.get("rps") else "-"
+            anchor = scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else group.key
+            name = (f'<span class="sw" style="background:{model.colors.get(best["server"])}"></span>{escape(best["server"])}'
+                    if best else '<span class="muted">none clean</span>')
+            flagged = "".join(badge(n) for n in sorted({n for r in group.flagged for n in flag_names(r)}))
+            top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best)) else None
+            faster = (f'{escape(top["server"])} {fmt_rate(top.get("rps"))} '
+                      + "".join(badge(n) for n in flag_names(top))) if top and top.get("rps") else ""
+            rows.append(
+                f'<tr><td class=l><a href="#{anchor}">{escape(scenario.name)}</a></td><td class=l>{escape(group.run)}</td>'
+                f"<td class=l>{name}</td><td class=rps>{fmt_rate(best['rps']) if best else '-'}</td>"
+                f"<td>{fmt_ms(latency(best, 'p99')) if best else '-'}</td>"
+                f"<td>{fmt_rate(ceiling) if ceiling else '-'}</td><td>{share}</td>"
+                f"<td>{len(group.ranked)}</td><td class=l>{len(group.flagged) or ''} {flagged}</td>"
+                f'<td class="l muted">{faster}</td></tr>')
+    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>fastest clean</th><th>req/s</th>"
+            "<th>p99 ms</th><th>nginx ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>flagged</th>"
+            "<th class=l>faster but flagged</th></tr>")
+    return f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
+
+
+def _servers(model: Model) -> str:
+    head = ("<tr><th class=l>server</th><th class=l>stack</th><th class=l>version</th><th>CPUs</th><th>start-up</th>"
+            "<th>artifact</th><th>lines of code</th><th class=l>contract</th></tr>")
+    rows = []
+    for name, s in (model.data.get("servers") or {}).items():
+        loc = s.get("loc") or {}
+        langs = ", ".join(f"{k} {v:,}" for k, v in (loc.get("languages") or {}).items())
+        contract = cond.contract_text(model.data, name)
+        css = "ok" if contract.startswith("OK") else "bad"
+        if not s.get("started", True):
+            contract = f"did not start: {s.get('error', '')}"
+        rows.append(
+            f'<tr><td class=l><span class="sw" style="background:{model.colors.get(name, "#999")}"></span>{escape(name)}</td>'
+            f'<td class="l wrap">{escape(s.get("stack", ""))}</td><td class="l wrap muted">{escape(s.get("version", "") or "")}</td>'
+            f'<td>{escape(",".join(map(str, s.get("cpus") or [])) or "-")}</td><td>{startup_text(s.get("startup_s"))}</td>'
+            f'<td>{bytes_text(s.get("artifact_bytes"))}</td><td title="{escape(langs)}">{escape(loc_text(s.get("loc")))}</td>'
+            f'<td class="l wrap {css}">{escape(contract)}</td></tr>')
+    return (f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
+            '<p class="muted">Start-up: from launch to the first correct response (servers this run started). '
+            "Artifact: the manifest's <code>artifacts</code> on disk. Lines of code: pygount over the server's own "
+            "source files (generated files, lockfiles and dependencies excluded), program + build/config lines; "
+            "hover for the languages.</p>")
+
+
+def render(model: Model, charts: dict[str, Path]) -> str:
+    records = model.records
+    ranked = sum(1 for r in records if r.get("ranked"))
+    c = model.conditions
+    counts: dict[str, int] = {}
+    for r in records:
+        for n in flag_names(r):
+            counts[n] = counts.get(n, 0) + 1
+    cards = [f'<div class="card"><b>{len(records)}</b>measurements</div>',
+             f'<div class="card"><b>{ranked}</b>clean, ranked</div>',
+             f'<div class="card{" bad" if ranked < len(records) else ""}"><b>{len(records) - ranked}</b>flagged, not ranked</div>']
+    cards += [f'<div class="card bad"><b>{n}</b>{badge(name)}</div>' for name, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    nav = "".join(f'<a href="#{escape(s.name)}">{escape(s.name)}</a>' for s in model.scenarios)
+    nav += '<a href="#servers">servers</a><a href="#conditions">conditions</a><a href="#flags">flags</a>'
+    subtitle = (f"{escape(str(c.get('profile', '?')))} profile · {escape(str(c.get('runtime', '?')))} runtime · "
+                f"{escape(str(c.get('repeat', '?')))} attempts per measurement · CPUs "
+                f"{escape(cond._cpus(c.get('cpus')))} · started {escape(str(c.get('started_at', '?')))} · "
+                f"commit {escape(str(c.get('git_commit', '?')))}")
+    body = [
+        f"<h1>HTTP framework benchmark · {escape(model.run_id)}</h1>",
+        f'<p class="sub">{subtitle}</p>',
+        f'<nav>{nav}</nav>',
+        f'<div class="cards">{"".join(cards)}</div>',
+        '<p class="muted">req/s is the median of the attempts, whiskers and bands their min and max, CV their spread '
+        "(coefficient of variation). Latency percentiles are those of the median attempt. CPU is the share of the CPUs each "
+        "side was pinned to. Flagged measurements are not ranked: each carries its reasons. The dashed line is nginx "
+        "serving the same bytes from a static file: the ceiling.</p>",
+        "<h2>At a glance</h2>", _glance(model),
+    ]
+    missing = cond.not_measured(model.data)
+    if missing:
+        body.append('<p class="bad">Not measured:</p><ul>' + "".join(f"<li>{escape(m)}</li>" for m in missing) + "</ul>")
+    body += [scenario_section(model, s, charts) for s in model.scenarios]
+    body += ['<h2 id="servers">Servers</h2>', _servers(model)]
+    body += ['<h2 id="conditions">Conditions</h2><dl class="cond">'
+             + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in cond.items(model.data)) + "</dl>"]
+    body += ['<h2 id="flags">Flags</h2><ul class="legend">'
+             + "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in cond.flag_legend()) + "</ul>"]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>benchmark {escape(model.run_id)}</title>"
+            f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n")
+
+
+def write(model: Model, charts: dict[str, Path], path: Path) -> Path:
+    path.write_text(render(model, charts))
+    return path

@@ -1,0 +1,94 @@
+"""summary.md: the report's tables in Markdown (GitHub flavour): per scenario and run, ranked records first, then the
+flagged ones with their reasons; the servers; the run's conditions."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.report import conditions as cond
+from harness.report.model import (Group, Model, bytes_text, cpu_text, cv_text, errors_text, flag_names,
+                                  latency, loc_text, rps_range, rss_text, startup_text)
+from harness.stats import fmt_ms, fmt_rate
+
+HEADER = ["#", "server", "req/s", "min – max", "CV", "p50 ms", "p99 ms", "errors", "server CPU", "loadgen CPU",
+          "server RSS", "flags"]
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    align = ["---:" if h in ("#", "req/s", "CV", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS", "errors",
+                             "start-up", "artifact", "checks") else "---" for h in header]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _row(r: dict, rank: str) -> list:
+    return [rank, r["server"], fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed", rps_range(r),
+            cv_text(r), fmt_ms(latency(r, "p50")), fmt_ms(latency(r, "p99")), errors_text(r), cpu_text(r, "server"),
+            cpu_text(r, "loadgen"), rss_text(r), ", ".join(flag_names(r)) or "-"]
+
+
+def group_lines(group: Group) -> list[str]:
+    rows = []
+    if group.ceiling:
+        rows.append(_row(group.ceiling, "ceiling"))
+    rows += [_row(r, str(r.get("_rank", ""))) for r in group.ranked]
+    lines = _table(HEADER, rows) if rows else ["_no clean record to rank_"]
+    if group.flagged:
+        lines += ["", "**flagged: not ranked**", ""]
+        lines += _table(HEADER, [_row(r, "⚑") for r in group.flagged])
+    flagged = [r for r in ([group.ceiling] if group.ceiling else []) + group.flagged if r.get("flags")]
+    if flagged:
+        lines.append("")
+        for r in flagged:
+            for f in r["flags"]:
+                lines.append(f"- {r['server']}: **{f['flag']}**: {f['reason']}")
+    return lines
+
+
+def render(model: Model) -> str:
+    c = model.conditions
+    records = model.records
+    ranked = sum(1 for r in records if r.get("ranked"))
+    lines = [f"# Benchmark run {model.run_id}", "",
+             f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
+             f"measurement; {len(records)} records, {ranked} clean, {len(records) - ranked} flagged (not ranked). "
+             "req/s is the median of the attempts; CV is their spread (coefficient of variation); p50/p99 are those of the "
+             "median attempt; CPU is the share of the CPUs each side was pinned to.", ""]
+    missing = cond.not_measured(model.data)
+    if missing:
+        lines += ["**Not measured:**", ""] + [f"- {m}" for m in missing] + [""]
+    for scenario in model.scenarios:
+        lines += [f"## {scenario.name}", ""]
+        if scenario.description:
+            lines += [scenario.description, ""]
+        if scenario.is_matrix:
+            lines += ["req/s (median) per load; ⚑ flagged", ""]
+            header = ["server"] + [g.run for g in scenario.groups]
+            rows = []
+            for server in scenario.servers:
+                row = [server]
+                for g in scenario.groups:
+                    r = next((r for r in g.records if r["server"] == server), None)
+                    row.append("" if r is None else fmt_rate(r.get("rps")) + ("" if r.get("ranked") else " ⚑"))
+                rows.append(row)
+            lines += _table(header, rows) + [""]
+        for group in scenario.groups:
+            lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]
+    lines += ["## Servers", ""] + _table(
+        ["server", "stack", "version", "CPUs", "start-up", "artifact", "lines of code", "contract"],
+        [[name, s.get("stack", ""), s.get("version", ""), ",".join(map(str, s.get("cpus") or [])) or "-",
+          startup_text(s.get("startup_s")), bytes_text(s.get("artifact_bytes")), loc_text(s.get("loc")),
+          cond.contract_text(model.data, name)] for name, s in (model.data.get("servers") or {}).items()]) + [""]
+    lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.data)] + [""]
+    lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in cond.flag_legend()] + [""]
+    return "\n".join(lines)
+
+
+def write(model: Model, path: Path) -> Path:
+    path.write_text(render(model))
+    return path
+

@@ -1,0 +1,85 @@
+"""The console table at the end of a run: flagged records first, each with its reasons, then the clean ones ranked per
+scenario and run by req/s (nginx, the ceiling, on top of its group)."""
+from __future__ import annotations
+
+from rich.table import Table
+
+from harness import flags as flag_rules
+from harness import stats
+from harness.stats import fmt_ms, fmt_rate
+
+
+def _cv(record: dict) -> str:
+    s = stats.summary_of(record).get("rps")
+    if not s:
+        return "-"
+    return "n=1" if s.get("cv") is None else f"{s['cv']:.1%}"
+
+
+def _cpu(record: dict, role: str) -> str:
+    value = flag_rules.utilization(record, role)
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def _rss(record: dict) -> str:
+    value = ((record.get("samples") or {}).get("server") or {}).get("peak_rss_mb")
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _errors(record: dict) -> str:
+    total = (record.get("errors") or {}).get("total") or 0
+    if not total:
+        return "0"
+    rate = flag_rules.error_rate(record)
+    return f"{total:,} ({rate:.1%})" if rate is not None else f"{total:,}"
+
+
+def ordered(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(flagged, clean): flagged by scenario and run; clean by scenario, run, then nginx first and req/s descending."""
+    scenario_order: dict[str, int] = {}
+    run_order: dict[tuple[str, str], int] = {}
+    for r in records:
+        scenario_order.setdefault(r["scenario"], len(scenario_order))
+        run_order.setdefault((r["scenario"], r.get("run", "")), len(run_order))
+
+    def place(r):
+        return scenario_order[r["scenario"]], run_order[(r["scenario"], r.get("run", ""))]
+
+    flagged = sorted((r for r in records if r.get("flags")), key=lambda r: (place(r), -(r.get("rps") or 0)))
+    clean = sorted((r for r in records if not r.get("flags")),
+                   key=lambda r: (place(r), r["server"] != flag_rules.CEILING_SERVER, -(r.get("rps") or 0)))
+    return flagged, clean
+
+
+def flags_table(records: list[dict], title: str = "") -> Table:
+    """Records must have been through flags.evaluate (they carry "flags")."""
+    flagged, clean = ordered(records)
+    table = Table(title=title or None, title_justify="left")
+    for column, justify in (("", "left"), ("server", "left"), ("scenario", "left"), ("run", "left"), ("req/s", "right"),
+                            ("CV", "right"), ("p50 ms", "right"), ("p99 ms", "right"), ("errors", "right"),
+                            ("srv CPU", "right"), ("lg CPU", "right"), ("RSS MB", "right"), ("flags", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+
+    def add(r: dict, mark: str, style: str | None, note: str) -> None:
+        lat = r.get("latency_ms") or {}
+        rps = fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed"
+        table.add_row(mark, r["server"], r["scenario"], r.get("run", ""), rps, _cv(r), fmt_ms(lat.get("p50")),
+                      fmt_ms(lat.get("p99")), _errors(r), _cpu(r, "server"), _cpu(r, "loadgen"), _rss(r), note,
+                      style=style)
+
+    for r in flagged:
+        reasons = "; ".join(f"{f['flag']}: {f['reason']}" for f in r["flags"])
+        add(r, "⚑", "red" if any(f["flag"] in ("errors", "failed", "contract-failed") for f in r["flags"]) else "yellow",
+            reasons)
+    if flagged and clean:
+        table.add_section()
+    rank, group = 0, None
+    for r in clean:
+        if (r["scenario"], r.get("run")) != group:
+            group, rank = (r["scenario"], r.get("run")), 0
+        if r["server"] == flag_rules.CEILING_SERVER:
+            add(r, "ceil", "dim", "clean (nginx: the ceiling)")
+            continue
+        rank += 1
+        add(r, str(rank), None, "clean")
+    return table

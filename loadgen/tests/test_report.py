@@ -1,0 +1,186 @@
+"""The report written from a recorded results.json (fixtures/results_v2), the console table, and `compare`."""
+import copy
+import csv
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import compare, flags
+from harness.report import ReportError, model, write_report
+from harness.summary_table import flags_table, ordered
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    run = tmp_path_factory.mktemp("run")
+    shutil.copy(FIXTURE, run / "results.json")
+    written = write_report(run)
+    return run, written
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = json.loads(FIXTURE.read_text())
+    flags.evaluate(d)
+    return d
+
+
+def test_every_file_is_written(report):
+    run, written = report
+    names = {p.name for p in written}
+    assert {"report.html", "summary.md", "summary.csv"} <= names
+    pngs = sorted((run / "charts").glob("*.png"))
+    assert pngs and {p.name for p in pngs} <= names
+    for png in pngs:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    expected = {"hello-c100-rps.png", "hello-c100-latency.png", "backend-keepalive-rps.png", "weather-rps-matrix.png",
+                "weather-p99-matrix.png", "tweets-c100-rps.png"}
+    assert expected <= {p.name for p in pngs}
+    assert not (run / "charts" / "tweets-c100-latency.png").exists()  # httperf gives no percentiles
+
+
+def test_html_is_self_contained(report):
+    run, _ = report
+    html = (run / "report.html").read_text()
+    assert "<style>" in html
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing fetched from anywhere
+    assert "<script" not in html and "@import" not in html and "url(" not in html
+    images = re.findall(r'<img alt="[^"]*" src="([^"]+)"', html)
+    assert len(images) == len(list((run / "charts").glob("*.png")))
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+
+
+def test_html_ranks_clean_records_and_sets_flagged_ones_apart(report):
+    run, _ = report
+    html = (run / "report.html").read_text()
+    for section in ("At a glance", 'id="servers"', 'id="conditions"', 'id="flags"', "flagged: not ranked"):
+        assert section in html
+    # the erroring server's reasons are on the page, in a flagged row, never with a rank
+    assert "1,136 of 1,136 requests failed" in html
+    row = re.search(r'<tr class="flagged"><td class="rank">([^<]*)</td><td class="l"><span[^>]*></span>py500<', html)
+    assert row and row.group(1) == "⚑"
+    assert "load generator at 99 % of its 1 CPU(s)" in html
+    for text in ("runtime", "CPU sets", "machine", "tool wrk", "git commit", "warm-up", "profile"):
+        assert f"<dt>{text}</dt>" in html
+
+
+def test_markdown_tables(report):
+    run, _ = report
+    md = (run / "summary.md").read_text()
+    assert md.startswith("# Benchmark run 20261122-051300-fixture")
+    section = md.split("### backend · keepalive")[1].split("###")[0]
+    ranking, flagged = section.split("**flagged: not ranked**")
+    assert "| ceiling | nginx | 30,894 |" in ranking and "| 1 | node | 12,021 |" in ranking
+    assert "| ⚑ | rust | 31,774 |" in flagged and "- rust: **spread**: req/s varies 9.2%" in flagged
+    assert "## Servers" in md and "## Conditions" in md and "| rust |" in md.split("## Servers")[1]
+
+
+def test_csv_has_one_row_per_record_with_its_flags(report, data):
+    run, _ = report
+    rows = list(csv.DictReader(io.StringIO((run / "summary.csv").read_text())))
+    assert len(rows) == len(data["records"])
+    by = {(r["server"], r["scenario"], r["run"]): r for r in rows}
+    py500 = by["py500", "hello", "c100"]
+    assert py500["ranked"] == "no" and py500["flags"] == "contract-failed;errors" and py500["rank"] == ""
+    assert float(py500["error_rate"]) == 1.0
+    node = by["node", "backend", "keepalive"]
+    assert node["rank"] == "1" and node["ranked"] == "yes" and node["attempts"] == "3"
+    assert len(node["attempt_rps"].split(";")) == 3 and float(node["rps_min"]) <= float(node["rps_median"]) <= float(node["rps_max"])
+    assert float(by["rust", "hello", "c1000-t1"]["loadgen_cpu_util"]) >= 0.9
+
+
+def test_model_groups_ceilings_and_ranks(data):
+    m = model.build(copy.deepcopy(data), {"hello": "", "backend": "", "weather": ""})
+    assert [s.name for s in m.scenarios][:3] == ["hello", "backend", "weather"]  # the scenarios file's order
+    groups = {(g.scenario, g.run): g for s in m.scenarios for g in s.groups}
+    assert groups["hello", "c100"].ceiling["server"] == "nginx"
+    assert groups["weather", "c4-t4"].ceiling["path"] == "/weather.json"
+    assert groups["tweets", "c100"].ceiling is None  # nginx does not serve tweets
+    for g in groups.values():
+        assert all(r["ranked"] for r in g.ranked) and not any(r["ranked"] for r in g.flagged)
+        assert [r["rps"] for r in g.ranked] == sorted((r["rps"] for r in g.ranked), reverse=True)
+        assert all(r["server"] != "nginx" for r in g.ranked + g.flagged)
+    weather = next(s for s in m.scenarios if s.name == "weather")
+    assert weather.is_matrix and len(weather.groups) == 9
+
+
+def test_an_older_results_file_is_refused(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps({"records": [{"server": "a", "attempts": 1}]}))
+    with pytest.raises(ReportError, match="older harness"):
+        write_report(tmp_path)
+
+
+def test_console_table_shows_flagged_first(data):
+    flagged, clean = ordered(data["records"])
+    assert all(r["flags"] for r in flagged) and not any(r["flags"] for r in clean)
+    table = flags_table(data["records"], "run")
+    assert table.row_count == len(data["records"])
+    marks = list(table.columns[0].cells)
+    assert marks[: len(flagged)] == ["⚑"] * len(flagged)
+    assert "⚑" not in marks[len(flagged):]
+
+
+# -- compare -----------------------------------------------------------------------------------------------------------
+
+def scaled(d: dict, server: str, factor: float) -> dict:
+    out = copy.deepcopy(d)
+    out["run_id"] = "b"
+    for r in out["records"]:
+        if r["server"] == server:
+            for a in r["attempts"]:
+                if a["rps"] is not None:
+                    a["rps"] *= factor
+            r["rps"] *= factor
+            r["summary"] = None
+    return out
+
+
+def test_compare_two_runs(tmp_path, data):
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir(), b_dir.mkdir()
+    shutil.copy(FIXTURE, a_dir / "results.json")
+    b = scaled(json.loads(FIXTURE.read_text()), "rust", 2.0)
+    b["records"] = [r for r in b["records"] if r["server"] != "py500"]
+    (b_dir / "results.json").write_text(json.dumps(b))
+    rows = {(r.server, r.scenario, r.run): r for r in compare.rows(compare.load(a_dir), compare.load(b_dir))}
+    hello = rows["rust", "hello", "c100"]
+    assert hello.rps.delta == pytest.approx(1.0) and hello.rps.significant is True
+    assert rows["node", "hello", "c100"].rps.delta == 0 and rows["node", "hello", "c100"].rps.significant is False
+    assert rows["py500", "hello", "c100"].b is None
+    assert "A:spread" in hello.flags
+    table, notes = compare.compare(a_dir, b_dir)
+    assert table.row_count == len(rows) - 1  # py500 is listed under the table
+    assert "1 measurements only in A: hello (py500)" in notes
+    assert any(n.startswith("geomean") for n in notes)
+
+
+def test_resolve_run_ids(tmp_path):
+    for name in ("20261122-050300-hello", "20261122-060000-bench"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text("{}")
+    (tmp_path / "latest").symlink_to("20261122-060000-bench")
+    assert compare.resolve("latest", tmp_path).name == "latest"
+    assert compare.resolve("20261122-05", tmp_path).name == "20261122-050300-hello"
+    assert compare.resolve(str(tmp_path / "20261122-060000-bench" / "results.json"), tmp_path).name == "20261122-060000-bench"
+    with pytest.raises(compare.CompareError, match="several runs"):
+        compare.resolve("20261122", tmp_path)
+    with pytest.raises(compare.CompareError, match="no run"):
+        compare.resolve("nope", tmp_path)
+
+
+def test_servers_without_measurements_are_named(tmp_path):
+    d = json.loads(FIXTURE.read_text())
+    d["servers"]["akka"] = {"started": False, "error": "port 8081 is taken"}
+    d["servers"]["spray"] = {"started": True}
+    d["verification"]["spray"] = {"ok": False, "checks": 40, "failures": ["GET /id: status 500, expected 200"]}
+    (tmp_path / "results.json").write_text(json.dumps(d))
+    write_report(tmp_path)
+    for text in ((tmp_path / "report.html").read_text(), (tmp_path / "summary.md").read_text()):
+        assert "akka: did not start (port 8081 is taken)" in text
+        assert "spray: not benchmarked, it fails the contract: FAILED (1 of 40 checks)" in text

@@ -1,0 +1,113 @@
+"""Statistics over attempts and the comparison rule, on hand-made numbers and on a recorded run."""
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from harness import stats
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
+
+
+def record(*rps, p99=None, failed_at=()):
+    attempts = []
+    for i, value in enumerate(rps, 1):
+        failed = "no request completed" if i in failed_at else None
+        attempts.append({"attempt": i, "rps": None if failed else value, "failed": failed,
+                         "latency_ms": {"p99": (p99 or {}).get(i)}})
+    return {"attempts": attempts}
+
+
+def test_describe_median_min_max_cv():
+    d = stats.describe([100.0, 110.0, 90.0])
+    assert d["median"] == 100.0 and d["min"] == 90.0 and d["max"] == 110.0 and d["n"] == 3
+    assert d["cv"] == pytest.approx(statistics.stdev([100, 110, 90]) / 100, abs=1e-4)  # 0.1
+
+
+def test_describe_even_count_takes_the_middle_mean_and_skips_none():
+    d = stats.describe([1.0, None, 3.0, 2.0, 4.0])
+    assert d["median"] == 2.5 and d["n"] == 4
+
+
+def test_describe_one_value_has_no_spread_and_nothing_is_none():
+    assert stats.describe([5.0])["cv"] is None
+    assert stats.describe([None, None]) is None
+    assert stats.describe([]) is None
+
+
+def test_summarize_ignores_failed_attempts():
+    r = record(1000.0, 0.0, 1200.0, p99={1: 5.0, 3: 7.0}, failed_at=(2,))
+    s = stats.summarize(r)
+    assert s["rps"]["n"] == 2 and s["rps"]["median"] == 1100.0
+    assert s["p99"] == {"median": 6.0, "min": 5.0, "max": 7.0, "cv": pytest.approx(0.2357, abs=1e-4), "n": 2}
+
+
+def test_summarize_without_latencies_httperf():
+    s = stats.summarize(record(10.0, 11.0, 12.0))
+    assert s["p99"] is None and s["rps"]["median"] == 11.0
+
+
+def test_summary_of_prefers_the_stored_summary():
+    r = record(1.0, 2.0, 3.0)
+    r["summary"] = {"rps": {"median": 42}}
+    assert stats.summary_of(r)["rps"]["median"] == 42
+    r["summary"] = None
+    assert stats.summary_of(r)["rps"]["median"] == 2.0
+
+
+def d(*values):
+    return stats.describe(list(values))
+
+
+def test_compare_significant_when_ranges_apart_and_change_beyond_spread():
+    c = stats.compare_metric(d(100, 101, 99), d(120, 121, 119))
+    assert c.significant is True and c.delta == pytest.approx(0.2)
+    assert c.delta_pct == pytest.approx(20.0)
+
+
+def test_compare_not_significant_when_ranges_overlap():
+    c = stats.compare_metric(d(100, 130, 90), d(120, 125, 118))
+    assert c.significant is False and "overlap" in c.reason
+
+
+def test_compare_not_significant_when_change_is_within_the_spread():
+    # ranges apart (100..102 against 103..104) but a 2.5 % change inside a side's 5 % CV
+    a, b = d(100, 101, 102), d(103, 103.5, 104)
+    noisy_a = dict(a, cv=0.05)
+    c = stats.compare_metric(noisy_a, b)
+    assert c.delta == pytest.approx(0.025, abs=1e-3) and c.significant is False and "within spread" in c.reason
+
+
+def test_compare_unknown_with_single_attempts_or_missing_side():
+    assert stats.compare_metric(d(100), d(200, 201)).significant is None
+    assert stats.compare_metric(None, d(1, 2)).significant is None
+    assert stats.compare_metric(d(0, 0), d(1, 2)).delta is None
+
+
+def test_geomean_ratio():
+    assert stats.geomean_ratio([2.0, 0.5]) == pytest.approx(1.0)
+    assert stats.geomean_ratio([]) is None
+
+
+def test_formatting():
+    assert stats.fmt_rate(12345.6) == "12,346"
+    assert stats.fmt_rate(123.45) == "123.5"
+    assert stats.fmt_rate(0.521) == "0.52"
+    assert stats.fmt_rate(None) == "-"
+    assert stats.fmt_ms(0.4211) == "0.421" and stats.fmt_ms(4.633) == "4.63" and stats.fmt_ms(1234.0) == "1,234"
+
+
+def test_recorded_run_summaries_match_the_attempts():
+    """On a real run: every summary is the statistics of its record's attempts, and the record's rps is their median
+    (an odd count of attempts: the median is one of them)."""
+    data = json.loads(FIXTURE.read_text())
+    assert data["records"]
+    for r in data["records"]:
+        s = stats.summarize(r)
+        rates = [a["rps"] for a in r["attempts"] if a["rps"] is not None and not a["failed"]]
+        assert s["rps"]["n"] == len(rates) == 3
+        assert s["rps"]["min"] == min(rates) and s["rps"]["max"] == max(rates)
+        assert r["rps"] == s["rps"]["median"]
+        if s["rps"]["cv"] is not None:
+            assert s["rps"]["cv"] == pytest.approx(statistics.stdev(rates) / statistics.fmean(rates), abs=1e-4)
