@@ -10,9 +10,7 @@ RUNTIME ?= local
 export SERVERS PROFILE RUNTIME PORTS REPEAT CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
-SERVER_NAMES := $(patsubst %/manifest.toml,%,$(wildcard */manifest.toml)) express
-
-.PHONY: setup build ping up down bench test list report compare $(addprefix up-,$(SERVER_NAMES)) $(addprefix test-long-,$(SERVER_NAMES))
+.PHONY: setup build ping up down bench test list report compare
 
 # Installs what is missing: the load tools and nginx from Debian, the harness's Python packages into .venv.
 setup: $(VENV)/.installed
@@ -46,6 +44,7 @@ down: setup
 list: setup
 	$(HARNESS) list
 
+# (up-%, test-% and test-long-% must stay out of .PHONY: make skips pattern rules for phony targets)
 # Each scenario of loadgen/scenarios.toml is a target: test-low-compute, test-high-compute, test-backend, ...
 test-long-%: setup
 	$(HARNESS) --servers $* run long
