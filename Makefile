@@ -1,4 +1,4 @@
-# The user's commands. Every target takes SERVERS="node rust", PROFILE=quick|seed, RUNTIME=local, PORTS="node=9090".
+# The user's commands. Every target takes SERVERS="node rust", PROFILE=quick|seed, RUNTIME=auto|docker|local, PORTS="node=9090".
 # `make bench` is the main job; `make test` runs the project's tests. See README.md.
 SHELL := /bin/bash
 VENV := .venv
@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 HARNESS = cd loadgen && ../$(PY) -m harness
 SERVERS ?=
 PROFILE ?= quick
-RUNTIME ?= local
+RUNTIME ?= auto
 export SERVERS PROFILE RUNTIME PORTS REPEAT CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
@@ -20,6 +20,7 @@ setup: $(VENV)/.installed
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
 	fi
+	@if [ "$(RUNTIME)" = docker ]; then $(MAKE) --no-print-directory setup-docker; fi
 
 $(VENV)/.installed: loadgen/requirements.txt
 	@python3 -m venv $(VENV) || { echo "python3 -m venv failed: apt-get install python3-venv"; exit 1; }
@@ -68,3 +69,51 @@ compare: setup
 # The project's tests: unit tests, then integration tests against real servers on loopback.
 test: build
 	cd loadgen && ../$(PY) -m pytest -q tests
+
+# ======================================================================================================================
+# Docker runtime. RUNTIME=docker runs every server in its own container and the load tools in a `loadgen` container
+# (docker-compose.yml, generated from the manifests; docker/; loadgen/harness/runtime/docker.py); RUNTIME=auto, the
+# default, picks it when a Docker engine answers and says why. The harness stays on the host and drives Compose:
+# v2 (`docker compose`) where its plugin is installed, else Debian's v1 (`docker-compose`). OFFLINE=1: build the base
+# image from Debian (debootstrap) even where $(BASE_IMAGE) is present; PULL=1: try to pull $(BASE_IMAGE) when missing.
+ifndef COMPOSE
+COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; \
+             elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
+endif
+BASE_IMAGE ?= debian:bookworm-slim
+export COMPOSE OFFLINE PULL BASE_IMAGE
+DOCKER_HARNESS = cd loadgen && ../$(PY) -m harness.runtime.docker
+
+.PHONY: setup-docker base-images docker-images docker-env docker-down docker-clean
+
+# `make setup RUNTIME=docker` runs this: apt-get install docker.io docker-compose debootstrap where missing, and a
+# Docker engine started when none answers (systemctl, else dockerd in the background; the flags that worked are
+# printed; see docker/setup-docker.sh).
+setup-docker:
+	@docker/setup-docker.sh
+
+# The base images, without a registry: bench/base:bookworm from debootstrap (+updates, +security) and `docker import`
+# when $(BASE_IMAGE) is not present or OFFLINE=1, then the runtimes bench/{jvm,node,native,nginx,loadgen}:bookworm.
+base-images:
+	@docker/base-images.sh
+
+# The server images: each server's artifacts from `make build` on its family's runtime (rebuilt when they change;
+# the harness also does this before it starts a server). SERVERS="rust nginx" picks some.
+docker-images: setup base-images
+	$(DOCKER_HARNESS) images $(SERVERS)
+
+# Rewrites docker-compose.yml from the manifests (the harness also does so when a server folder is added).
+docker-compose.yml: $(wildcard */manifest.toml) loadgen/harness/runtime/docker.py | $(VENV)/.installed
+	$(DOCKER_HARNESS) compose-file
+
+# The variables docker-compose.yml needs, for using it by hand: eval "$$(make -s docker-env)"; $(COMPOSE) ps
+docker-env: | $(VENV)/.installed
+	@$(DOCKER_HARNESS) env
+
+# Every container of the project removed (`make down` stops the servers the harness knows about).
+docker-down: | $(VENV)/.installed
+	$(DOCKER_HARNESS) down
+
+# docker-down, and the server images removed; the base images (bench/*:bookworm) stay.
+docker-clean: | $(VENV)/.installed
+	$(DOCKER_HARNESS) clean

@@ -110,8 +110,27 @@ def wait_until(predicate, timeout_s: float, interval_s: float = 0.1) -> bool:
 
 
 def get_runtime(name: str) -> Runtime:
+    """`local`, `docker`, or `auto` (the default): docker when a Docker engine answers and Compose is installed, else
+    local; auto says which it chose and why."""
+    name = (name or "auto").strip().lower()
+    if name == "auto":
+        from harness.console import say
+        from harness.runtime.docker import compose_command, engine_answers
+
+        answers, why = engine_answers()
+        if answers:
+            try:
+                compose_command()
+            except RuntimeError_ as exc:
+                answers, why = False, f"{why}, but {exc}"
+        name = "docker" if answers else "local"
+        say(f"runtime: {name} (RUNTIME=auto: {why}; RUNTIME=local or RUNTIME=docker chooses)")
     if name == "local":
         from harness.runtime.local import LocalRuntime
 
         return LocalRuntime()
-    raise RuntimeError_(f"unknown runtime {name!r}: use RUNTIME=local")
+    if name == "docker":
+        from harness.runtime.docker import DockerRuntime
+
+        return DockerRuntime()
+    raise RuntimeError_(f"unknown runtime {name!r}: use RUNTIME=auto (the default), docker or local")

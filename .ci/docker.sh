@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# CI, the Docker path (besides .ci/run's local one), on a fresh Debian machine as root, no container registry needed:
+#   1. apt-get install docker.io docker-compose debootstrap, and a Docker engine started (make setup-docker: systemctl,
+#      else dockerd in the background, with fallbacks for sandboxes; see docker/setup-docker.sh);
+#   2. make build: the artifacts every image copies;
+#   3. the base images built offline: debootstrap bookworm (+updates, +security) and `docker import` (OFFLINE=1);
+#   4. the integration test: images built, nginx + rust + node up through the CLI with RUNTIME=docker, ping, a few
+#      seconds of ab, wrk and httperf each, down; it fails if a container or a server image is left behind.
+# Base images (bench/*:bookworm) stay for the next run. The engine, when this script started it, is left running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+
+make setup RUNTIME=docker
+make build RUNTIME=local
+OFFLINE=1 make base-images
+cd loadgen
+../.venv/bin/python -m pytest -q -rs tests/test_docker_runtime.py
+# the test skips (rather than fails) without an engine; in CI an engine must have answered
+../.venv/bin/python -c 'from harness.runtime.docker import engine_answers; ok, why = engine_answers(); print(why); raise SystemExit(not ok)'
+cd ..
+leftover=$(docker ps -aq --filter label=com.docker.compose.project=bench)
+[ -z "$leftover" ] || { echo "containers left behind: $leftover"; exit 1; }

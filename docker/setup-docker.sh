@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `make setup RUNTIME=docker` (or `make setup-docker`): what the Docker runtime needs on a Debian machine.
+#   1. apt-get install docker.io docker-compose debootstrap, where missing (Compose v2, `docker compose`, is used
+#      instead of Debian's v1 `docker-compose` when its plugin is installed);
+#   2. a running Docker engine: when `docker info` does not answer, start one: `systemctl start docker` where systemd
+#      runs, else `dockerd` in the background (log: /var/log/dockerd.log), trying in turn
+#        - the defaults (overlay2, iptables): what works on the reference machine (Debian bookworm, kernel 6.x, root),
+#        - --iptables=false --bridge=none (sandboxes without netfilter; the runtime uses only the host network),
+#        - the same with --storage-driver=vfs (no overlay filesystem: slow to build, runs the same).
+#      DOCKERD_FLAGS="..." forces a set of flags.
+set -euo pipefail
+SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+say() { echo "setup-docker: $*" >&2; }
+
+missing=""
+command -v docker >/dev/null || missing="$missing docker.io"
+command -v dockerd >/dev/null || [ -x /usr/sbin/dockerd ] || missing="$missing docker.io"
+{ docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null; } || missing="$missing docker-compose"
+command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing="$missing debootstrap"
+missing=$(echo "$missing" | tr ' ' '\n' | sort -u | xargs)
+if [ -n "$missing" ]; then
+  say "installing $missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $missing >/dev/null
+fi
+
+answers() { timeout 10 docker info >/dev/null 2>&1; }
+if answers; then
+  say "a Docker engine answers ($(docker info --format '{{.ServerVersion}}, {{.Driver}}'))"
+  exit 0
+fi
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+  say "starting docker (systemctl start docker)"
+  $SUDO systemctl start docker && for _ in $(seq 30); do answers && break; sleep 1; done
+fi
+start_dockerd() {
+  say "starting dockerd $* (log: /var/log/dockerd.log)"
+  local pid
+  pid=$($SUDO sh -c "nohup dockerd $* >>/var/log/dockerd.log 2>&1 </dev/null & echo \$!")
+  for _ in $(seq 30); do answers && return 0; kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  $SUDO kill -TERM "$pid" 2>/dev/null || true  # the one just started, which never answered
+  sleep 2
+  return 1
+}
+if ! answers; then
+  if [ -n "${DOCKERD_FLAGS:-}" ]; then
+    start_dockerd "$DOCKERD_FLAGS"
+  else
+    start_dockerd "" || start_dockerd "--iptables=false --bridge=none" \
+      || start_dockerd "--iptables=false --bridge=none --storage-driver=vfs"
+  fi
+fi
+if answers; then
+  say "a Docker engine answers ($(docker info --format '{{.ServerVersion}}, {{.Driver}}'))"
+else
+  say "no Docker engine answers; see /var/log/dockerd.log"
+  exit 1
+fi

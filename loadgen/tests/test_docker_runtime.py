@@ -1,0 +1,218 @@
+"""The Docker runtime: unit tests of the compose file and the runtime's plumbing (always run), and the integration test
+of the docker path (skipped, with the reason, when no Docker engine answers): base images built offline when missing,
+images built from the artifacts of `make build`, nginx + rust + node up through the CLI with RUNTIME=docker, their
+contract checked, a few seconds of ab, wrk and httperf each, down; no container left, the server images removed
+(the base images bench/*:bookworm stay). CI runs it from .ci/docker.sh."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.cpus import plan
+from harness.manifest import REPO, discover
+from harness.runtime import RuntimeError_, State, get_runtime, nofile_limit
+from harness.runtime import docker as dk
+
+LOADGEN_DIR = Path(__file__).resolve().parents[1]
+SERVERS = ["nginx", "rust", "node"]
+# away from the default ports, so a local run on this machine is not in the way
+PORTS = "nginx=28000 rust=28086 node=28080"
+
+
+# ------------------------------------------------------------------------------------------------------ unit tests
+
+def test_compose_file_has_one_host_network_service_per_server_and_no_bridge():
+    servers = discover()
+    text = dk.render_compose(servers)
+    services = re.findall(r"^  ([a-z0-9_.-]+):$", text.split("\nservices:\n", 1)[1], flags=re.M)
+    assert services == ["loadgen", "nginx", *[n for n in servers if n != "nginx"]]
+    assert "networks:" not in text and "ports:" not in text  # no bridge network, nothing published
+    assert text.count("network_mode: host") == 1 and text.count("<<: *limits") == 3  # loadgen, server, upstream
+    for name in servers:
+        block = text.split(f"\n  {name}:\n", 1)[1].split("\n\n", 1)[0]
+        assert f"container_name: bench-{name}" in block
+        assert "<<: *server" in block or "<<: *upstream" in block
+        assert f"grep -qx {name} <&3" in block  # the healthcheck asks GET /id
+        assert ("nginx: {condition: service_healthy}" in block) == (servers[name].needs_upstream and name != "nginx")
+
+
+def test_compose_file_takes_every_cpu_value_from_the_harness():
+    text = dk.render_compose(discover())
+    assert re.findall(r"^\s+cpuset: \"\$\{(\w+):\?", text, flags=re.M) == [
+        "BENCH_SERVER_CPUSET", "BENCH_UPSTREAM_CPUSET", "BENCH_LOADGEN_CPUSET"]
+    assert re.findall(r"^\s+cpus: \"\$\{(\w+):\?", text, flags=re.M) == ["BENCH_SERVER_CPUS", "BENCH_UPSTREAM_CPUS"]
+    assert 'nofile: {soft: "${BENCH_NOFILE:-20000}", hard: "${BENCH_NOFILE:-20000}"}' in text
+    assert not re.search(r"cpus: \"?\d", text) and not re.search(r"cpuset: \"?\d", text)
+
+
+def test_compose_env_follows_the_cpu_plan():
+    env = dk.compose_env(plan((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)))
+    assert (env["BENCH_SERVER_CPUSET"], env["BENCH_SERVER_CPUS"], env["BENCH_SERVER_CORES"]) == ("0,1,2,3", "4", "4")
+    assert (env["BENCH_UPSTREAM_CPUSET"], env["BENCH_LOADGEN_CPUSET"]) == ("4", "5,6,7,8,9,10,11")
+    assert env["BENCH_NOFILE"] == str(nofile_limit())
+    two = dk.compose_env(plan((0, 1)))
+    assert (two["BENCH_SERVER_CPUSET"], two["BENCH_LOADGEN_CPUSET"], two["BENCH_UPSTREAM_CPUSET"]) == ("0", "1", "1")
+
+
+def test_families_and_image_names():
+    servers = discover()
+    assert {n: dk.family(s) for n, s in servers.items()} == {
+        "akka": "jvm", "finagle": "jvm", "nginx": "nginx", "node": "node", "express": "node", "pekko": "jvm",
+        "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm"}
+    assert dk.server_image(servers["rust"]) == "bench/server-rust:latest"
+    assert dk.app_dir(servers["express"]) == "/srv/node"
+    assert dk.static_mounts(servers["nginx"]) == ["static"]
+
+
+def test_tool_paths_map_into_the_loadgen_container():
+    from harness.store import RESULTS
+
+    assert dk.DockerRuntime.container_path(str(RESULTS / "r1/raw/x/percentiles.csv")) == "/bench/results/r1/raw/x/percentiles.csv"
+    assert dk.DockerRuntime.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua")) == \
+        "/bench/loadgen/harness/tools/wrk_report.lua"
+    assert dk.DockerRuntime.container_path("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
+    assert dk.DockerRuntime.container_path(str(REPO) + "x/y") == str(REPO) + "x/y"
+
+
+def test_auto_chooses_local_without_an_engine_and_says_why(monkeypatch, capsys):
+    monkeypatch.setattr(dk, "engine_answers", lambda timeout=10: (False, "no Docker engine answers `docker info` (test)"))
+    runtime = get_runtime("auto")
+    assert runtime.name == "local"
+    assert "runtime: local (RUNTIME=auto: no Docker engine answers" in capsys.readouterr().out
+    with pytest.raises(RuntimeError_, match="unknown runtime"):
+        get_runtime("podman")
+
+
+# -------------------------------------------------------------------------------------------------- integration
+
+ENGINE, WHY = dk.engine_answers()
+
+
+def _compose_available() -> str | None:
+    try:
+        dk.compose_command()
+        return None
+    except RuntimeError_ as exc:
+        return str(exc)
+
+
+def _docker(*args: str) -> str:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=True).stdout
+
+
+def _cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "RUNTIME": "docker", "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", **(env or {})}
+    full_env.pop("SERVERS", None)
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+    print(proc.stdout, proc.stderr)
+    return proc
+
+
+def _project_containers() -> list[str]:
+    return _docker("ps", "-a", "--filter", f"label=com.docker.compose.project={dk.PROJECT}", "--format",
+                   "{{.Names}}").split() + [n for n in _docker("ps", "-a", "--format", "{{.Names}}").split()
+                                           if n == dk.container_name(dk.LOADGEN)]
+
+
+@pytest.fixture(scope="module")
+def docker_images():
+    if not ENGINE:
+        pytest.skip(f"the Docker runtime's integration test needs a Docker engine: {WHY}")
+    reason = _compose_available()
+    if reason:
+        pytest.skip(reason)
+    alive = [name for name, entry in State().load().items() if psutil.pid_exists(entry.pid)]
+    if alive:
+        pytest.skip(f"servers are up ({', '.join(alive)}; .run/state.json is shared): make down first")
+    servers = discover()
+    families = {dk.family(servers[n]) for n in SERVERS} | {dk.LOADGEN}
+    if any(dk.image_labels(dk.runtime_image(f)) is None for f in families):
+        if os.getuid() != 0 and dk.image_labels("bench/base:bookworm") is None:
+            pytest.skip("the base images are missing and building them (debootstrap) needs root: sudo make base-images")
+        proc = subprocess.run([str(dk.DOCKER_DIR / "base-images.sh")], env={**os.environ, "OFFLINE": "1"})
+        assert proc.returncode == 0, "docker/base-images.sh failed (OFFLINE=1)"
+    for name in SERVERS:
+        for artifact in servers[name].artifacts:
+            if not (servers[name].folder / artifact).exists():
+                pytest.skip(f"{name}'s artifact {artifact} is missing: make build")
+    before = set(_docker("images", "-q", "--no-trunc").split())
+    dk.build_images([servers[n] for n in SERVERS])
+    yield servers
+    _cli("down")
+    dk.main(["down"])
+    images = [f"bench/server-{n}:latest" for n in SERVERS]
+    subprocess.run(["docker", "rmi", *images], capture_output=True)
+    leftover = set(_docker("images", "-q", "--no-trunc").split()) - before
+    assert not leftover, f"images left behind by the test: {leftover}"
+
+
+def test_docker_runtime_end_to_end(docker_images):
+    servers = docker_images
+    cpu_plan = plan()
+
+    # up: through the CLI, every server in its container with the cpuset of the plan, read back
+    proc = _cli("--servers", " ".join(SERVERS), "up")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    state = State().load()
+    assert set(SERVERS) <= set(state)
+    for name in SERVERS:
+        entry, info = state[name], json.loads(_docker("inspect", f"bench-{name}"))[0]
+        assert entry.runtime == "docker" and entry.container == f"bench-{name}"
+        expected = list(cpu_plan.upstream if name == "nginx" else cpu_plan.server)
+        assert entry.cpus == expected and info["HostConfig"]["CpusetCpus"] == ",".join(map(str, expected))
+        assert info["HostConfig"]["NanoCpus"] == len(expected) * 10**9
+        assert info["HostConfig"]["NetworkMode"] == "host"
+        assert info["HostConfig"]["Memory"] > 0
+        assert {"Name": "nofile", "Soft": nofile_limit(), "Hard": nofile_limit()} in info["HostConfig"]["Ulimits"]
+        assert info["Config"]["User"] == "bench" and info["State"]["Pid"] == entry.pid
+        assert info["State"]["Health"]["Status"] in ("starting", "healthy")
+        assert psutil.Process(entry.pid).uids().real != 0  # not root
+        assert entry.port == int(dict(p.split("=") for p in PORTS.split())[name])
+
+    # ping: the contract, byte for byte, against the containers
+    proc = _cli("--servers", " ".join(SERVERS), "ping")
+    assert proc.returncode == 0, proc.stdout
+
+    # a few seconds of each tool, in the loadgen container, on rust and nginx
+    from harness.store import RESULTS
+
+    for scenario, tool in (("hello", "wrk"), ("backend", "ab"), ("tweets", "httperf")):
+        run_id = f"docker-test-{scenario}"
+        proc = _cli("--servers", "rust", "--run-id", run_id, "run", scenario)
+        assert proc.returncode == 0, proc.stdout
+        results = json.loads((RESULTS / run_id / "results.json").read_text())
+        assert results["conditions"]["runtime"] == "docker"
+        assert results["servers"]["rust"]["cpus"] == list(cpu_plan.server)
+        records = [r for r in results["records"] if r["tool"] == tool]
+        assert records and all(r["requests"] > 0 and not r["failed"] and r["errors"]["total"] == 0 for r in records)
+        if tool == "wrk":  # seconds long: the sampler saw the tool itself (not the docker client: ~0 CPU)
+            assert all(r["samples"]["loadgen"]["cpu_util"] > 0.05 for r in records)
+        assert dk.container_name(dk.LOADGEN) not in _docker("ps", "--format", "{{.Names}}").split()
+
+    # down: nothing left
+    proc = _cli("down")
+    assert proc.returncode == 0, proc.stdout
+    assert not _project_containers()
+    assert not State().load()
+
+    # by hand, compose honours depends_on: rust starts once nginx is healthy (the harness itself orders the starts,
+    # waits for GET /id and passes --no-deps)
+    runtime = dk.DockerRuntime()
+    ports = dict(p.split("=") for p in PORTS.split())
+    overrides = {dk.port_var(servers["nginx"]): ports["nginx"], dk.port_var(servers["rust"]): ports["rust"],
+                 "BENCH_UPSTREAM_URL": f"http://127.0.0.1:{ports['nginx']}/weather.json"}
+    try:
+        runtime.compose_run("up", "-d", "rust", overrides=overrides, timeout=300)
+        assert json.loads(_docker("inspect", "bench-nginx"))[0]["State"]["Health"]["Status"] == "healthy"
+        assert json.loads(_docker("inspect", "bench-rust"))[0]["State"]["Running"]
+    finally:
+        runtime.compose_run("down", "-t", "15", overrides=overrides, check=False)
+    assert not _project_containers()
