@@ -119,7 +119,7 @@ COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "ru
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="Build, start, verify and benchmark the servers of this repository.")
-    p.add_argument("--runtime", default=os.environ.get("RUNTIME", "local"))
+    p.add_argument("--runtime", default=os.environ.get("RUNTIME") or "auto", help="auto (docker when an engine answers), docker or local")
     p.add_argument("--servers", default=os.environ.get("SERVERS"), help='e.g. "node rust" (default: the servers that are up, else all)')
     p.add_argument("--profile", default=os.environ.get("PROFILE") or "quick", help="quick (default) or seed")
     p.add_argument("--ports", default=os.environ.get("PORTS"), help='port overrides, e.g. "node=9090"')

@@ -32,7 +32,7 @@ def test_a_busy_port_is_reported_with_its_owner():
 
 def harness(*args, **env):
     ports = " ".join(f"{n}={p}" for n, p in PORTS.items())
-    return [sys.executable, "-m", "harness", "--ports", ports, *args], {**os.environ, "REPEAT": "1", **env}
+    return [sys.executable, "-m", "harness", "--ports", ports, *args], {**os.environ, "RUNTIME": "local", "REPEAT": "1", **env}
 
 
 def test_cli_run_writes_results_for_every_server_and_scenario(tmp_path):
