@@ -109,6 +109,26 @@ def wait_until(predicate, timeout_s: float, interval_s: float = 0.1) -> bool:
     return predicate()
 
 
+def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:
+    """Until the server answers GET /id with its name. `death()` says why it died (None while alive); `log_tail()`
+    gives the end of its log for the error message."""
+    from harness import httpclient
+
+    def answers() -> bool:
+        why = death()
+        if why:
+            raise RuntimeError_(f"{server.name} {why} while starting; its log:\n{log_tail()}")
+        try:
+            response = httpclient.get(running.host, running.port, "/id", timeout=2)
+        except (OSError, httpclient.HttpError):
+            return False
+        return response.status == 200 and response.text == server.name
+
+    if not wait_until(answers, server.startup_timeout_s, interval_s=0.05):
+        raise RuntimeError_(f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
+                            f"its log:\n{log_tail()}")
+
+
 def get_runtime(name: str) -> Runtime:
     """`local`, `docker`, or `auto` (the default): docker when a Docker engine answers and Compose is installed, else
     local; auto says which it chose and why."""

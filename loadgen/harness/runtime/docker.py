@@ -36,11 +36,10 @@ from pathlib import Path
 
 import psutil
 
-from harness import httpclient
 from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus, plan_from_env
 from harness.manifest import REPO, Server, discover
-from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, nofile_limit, pinned_child_setup, wait_until
+from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, nofile_limit, pinned_child_setup, wait_ready, wait_until
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
 DOCKER_DIR = REPO / "docker"
@@ -588,21 +587,13 @@ class DockerRuntime:
         return running
 
     def _wait_ready(self, server: Server, running: RunningServer) -> None:
-        def answers() -> bool:
-            if not running.pid or not psutil.pid_exists(running.pid):
-                info = inspect(running.container) or {"State": {"Status": "gone", "ExitCode": "?"}}
-                raise RuntimeError_(f"{server.name}'s container {info['State']['Status']} (exit code "
-                                    f"{info['State'].get('ExitCode')}) while starting; its log:\n"
-                                    f"{self._log_tail(server.name)}")
-            try:
-                response = httpclient.get(running.host, running.port, "/id", timeout=2)
-            except (OSError, httpclient.HttpError):
-                return False
-            return response.status == 200 and response.text == server.name
+        def death() -> str | None:
+            if running.pid and psutil.pid_exists(running.pid):
+                return None
+            info = inspect(running.container) or {"State": {"Status": "gone", "ExitCode": "?"}}
+            return f"container {info['State']['Status']} (exit code {info['State'].get('ExitCode')})"
 
-        if not wait_until(answers, server.startup_timeout_s, interval_s=0.05):
-            raise RuntimeError_(f"{server.name} did not answer GET /id with its name within "
-                                f"{server.startup_timeout_s:g} s; its log:\n{self._log_tail(server.name)}")
+        wait_ready(server, running, death, lambda: self._log_tail(server.name))
 
     def _applied_cpus(self, running: RunningServer, asked: list[int]) -> list[int]:
         """The container's CPU set read back: from the kernel (what its main process may run on), checked against

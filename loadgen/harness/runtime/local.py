@@ -10,9 +10,8 @@ from pathlib import Path
 
 import psutil
 
-from harness import httpclient
 from harness.manifest import Server
-from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, pinned_child_setup, wait_until
+from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, pinned_child_setup, wait_ready
 
 STOP_GRACE_S = 15
 
@@ -74,27 +73,18 @@ class LocalRuntime:
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name)
         try:
-            self._wait_ready(server, running, proc, started)
+            self._wait_ready(server, running, proc)
         except BaseException:
             self.stop(running)
             raise
         running.startup_s = round(time.monotonic() - started, 3)
         return running
 
-    def _wait_ready(self, server: Server, running: RunningServer, proc: subprocess.Popen, started: float) -> None:
-        def answers() -> bool:
-            if proc.poll() is not None:
-                raise RuntimeError_(f"{server.name} exited with code {proc.returncode} while starting; its log:\n"
-                                    f"{log_tail(running.log)}")
-            try:
-                response = httpclient.get(running.host, running.port, "/id", timeout=2)
-            except (OSError, httpclient.HttpError):
-                return False
-            return response.status == 200 and response.text == server.name
+    def _wait_ready(self, server: Server, running: RunningServer, proc: subprocess.Popen) -> None:
+        def death() -> str | None:
+            return None if proc.poll() is None else f"exited with code {proc.returncode}"
 
-        if not wait_until(answers, server.startup_timeout_s, interval_s=0.05):
-            raise RuntimeError_(f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
-                                f"its log:\n{log_tail(running.log)}")
+        wait_ready(server, running, death, lambda: log_tail(running.log))
 
     def alive(self, running: RunningServer) -> bool:
         try:
