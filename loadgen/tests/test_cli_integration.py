@@ -74,3 +74,12 @@ def test_unknown_server_is_a_clear_error():
     proc = subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "unknown server(s) tomcat" in proc.stdout
+
+
+def test_a_server_that_dies_while_starting_is_reported_with_its_log(tmp_path):
+    from harness.manifest import Server
+
+    dying = Server(name="dies", folder=tmp_path, port=0, routes=("id",), run=("sh", "-c", "echo boom; exit 3"))
+    port = PORTS["rust"] + 100
+    with pytest.raises(RuntimeError_, match=r"dies exited with code 3 while starting; its log:\n\s+boom"):
+        LocalRuntime().start(dying, [0], port, {})
