@@ -18,6 +18,7 @@ from harness.session import Session
 from harness.store import RunStore
 
 UPSTREAM_DOCUMENT = REPO / "nginx" / "static" / "weather.json"
+WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
 
 
 def verify(running: RunningServer, server: Server) -> contract.Report:
@@ -145,7 +146,7 @@ def warm_up(session: Session, store: RunStore, server: Server, running: RunningS
     first = scenario.runs[0].load
     spec = LoadSpec(url=running.base_url + path, concurrency=min(first["concurrency"], rule.concurrency),
                     threads=min(first.get("threads") or rule.threads, rule.threads), duration_s=rule.duration_s,
-                    timeout_s=first.get("timeout_s"))
+                    timeout_s=min(first.get("timeout_s") or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     runs, steady = [], False
     while len(runs) < rule.max_runs and not steady:
         n = len(runs) + 1

@@ -137,3 +137,8 @@ def test_httperf_errors():
 
 def test_httperf_stays_under_select_limit():
     assert Httperf().max_connections_per_process(20000) < 1024
+
+
+def test_wrk_refuses_a_timeout_it_cannot_allocate_a_histogram_for(tmp_path):
+    with pytest.raises(ValueError, match="above 600 s"):
+        Wrk().command(LoadSpec(url="http://127.0.0.1:1/", concurrency=1, duration_s=1, timeout_s=10000), tmp_path)

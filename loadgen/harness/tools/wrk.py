@@ -10,6 +10,7 @@ from harness.tools import LoadSpec, ToolFailed, tool_version
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 FD_MARGIN = 64
+MAX_TIMEOUT_S = 600
 UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 
 
@@ -30,6 +31,8 @@ class Wrk:
         threads = min(spec.threads, spec.concurrency)  # wrk refuses more threads than connections
         argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{spec.duration_s:g}s", "--latency"]
         if spec.timeout_s:
+            if spec.timeout_s > MAX_TIMEOUT_S:  # wrk allocates its latency histogram by timeout (10000 s: 80 GB)
+                raise ValueError(f"wrk timeout {spec.timeout_s:g} s is above {MAX_TIMEOUT_S} s: wrk could not allocate its histogram")
             argv += ["--timeout", f"{spec.timeout_s:g}s"]
         return [*argv, "-s", str(REPORT_SCRIPT), spec.url]
 
