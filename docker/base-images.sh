@@ -82,9 +82,13 @@ APT
 
   say "adding $SUITE-updates and $SUITE-security"
   mount -t proc proc "$root/proc"
-  chroot "$root" apt-get update -qq
-  chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get -y -qq -o Dpkg::Options::=--force-confold dist-upgrade >/dev/null
-  chroot "$root" apt-get clean
+  # (no pty and no _apt sandbox in a bare chroot: apt is told so instead of warning about it)
+  local apt=(chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get -qq -o APT::Sandbox::User=root -o Dpkg::Use-Pty=0)
+  "${apt[@]}" update
+  "${apt[@]}" -y -o Dpkg::Options::=--force-confold dist-upgrade >"$root.log" 2>&1 \
+    || { tail -20 "$root.log" >&2; say "apt-get dist-upgrade in the new rootfs failed (log above)"; exit 1; }
+  rm -f "$root.log"
+  "${apt[@]}" clean
   umount "$root/proc"
 
   # Drop what a container never needs: apt lists and caches, logs, docs (copyrights kept), man pages, locales.

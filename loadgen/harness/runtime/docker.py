@@ -529,16 +529,22 @@ class DockerRuntime:
 
         known = {e.container for e in State().load().values() if e.runtime == self.name}
         for name in self._server_containers():
-            if name not in known:
+            info = inspect(name)
+            if name not in known and info and _checkout(info) == str(REPO):  # another checkout's are not ours to remove
                 warn(f"removing the leftover container {name} (not in the harness's state: a run that was killed?)")
                 _run(["docker", "rm", "-f", "-v", name], check=False)
 
     def _remove_leftover(self, service: str) -> None:
-        info = inspect(container_name(service))
-        if info is not None:
-            state = "running" if info["State"]["Running"] else info["State"]["Status"]
-            warn(f"removing the leftover container {container_name(service)} ({state}; not in the harness's state)")
-            _run(["docker", "rm", "-f", container_name(service)], check=False)
+        name = container_name(service)
+        info = inspect(name)
+        if info is None:
+            return
+        state = "running" if info["State"]["Running"] else info["State"]["Status"]
+        if info["State"]["Running"] and _checkout(info) != str(REPO):
+            raise RuntimeError_(f"cannot start {service}: the container {name} is running from another checkout "
+                                f"({_checkout(info)}); stop it there (make down) or: docker rm -f {name}")
+        warn(f"removing the leftover container {name} ({state}; not in the harness's state)")
+        _run(["docker", "rm", "-f", name], check=False)
 
     # Runtime protocol ---------------------------------------------------------------------------------------------
     def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
@@ -766,6 +772,11 @@ class DockerRuntime:
     def _log_tail(self, service: str, lines: int = 15) -> str:
         proc = _run(["docker", "logs", "--tail", str(lines), container_name(service)], check=False)
         return _indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
+
+
+def _checkout(info: dict) -> str:
+    """The checkout (folder of docker-compose.yml) a container was created from, per Compose's labels."""
+    return (info.get("Config", {}).get("Labels") or {}).get("com.docker.compose.project.working_dir", "")
 
 
 def _compose_version(compose: list[str]) -> str:
