@@ -26,7 +26,9 @@ class Session:
         """Servers recorded as up that are still alive (dead entries are dropped)."""
         up = {}
         for name, entry in self.state.load().items():
-            if entry.runtime == self.runtime.name and self.runtime.alive(entry):
+            if entry.runtime != self.runtime.name:
+                continue  # the other runtime's servers: not ours to see, nor to forget
+            if self.runtime.alive(entry):
                 up[name] = entry
             else:
                 self.state.drop(name)

@@ -670,7 +670,11 @@ class DockerRuntime:
                                       preexec_fn=pinned_child_setup(cpus))
         return ContainerProcess(client, token, loadgen_pid)
 
-    # extras: what the records should show (see the report to the lead) ----------------------------------------------
+    # extras: for `make build` and for what the records should show --------------------------------------------------
+    def build_images(self, servers: list[Server], force: bool = False) -> None:
+        """Every server's image from its artifacts (after `make build` made them), and the loadgen image."""
+        build_images(servers, force)
+
     def version(self, server: Server) -> str:
         """The server's `version` command run in its image (the runtime's node/nginx/java), with its source folder
         mounted read-only where its image has the artifacts (pom.xml, Cargo.lock are read from there)."""
