@@ -6,6 +6,7 @@ from rich.table import Table
 
 from harness import flags as flag_rules
 from harness import stats
+from harness.report.model import errors_text
 from harness.stats import fmt_ms, fmt_rate
 
 
@@ -24,14 +25,6 @@ def _cpu(record: dict, role: str) -> str:
 def _rss(record: dict) -> str:
     value = ((record.get("samples") or {}).get("server") or {}).get("peak_rss_mb")
     return "-" if value is None else f"{value:,.0f}"
-
-
-def _errors(record: dict) -> str:
-    total = (record.get("errors") or {}).get("total") or 0
-    if not total:
-        return "0"
-    rate = flag_rules.error_rate(record)
-    return f"{total:,} ({rate:.1%})" if rate is not None else f"{total:,}"
 
 
 def ordered(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -64,7 +57,7 @@ def flags_table(records: list[dict], title: str = "") -> Table:
         lat = r.get("latency_ms") or {}
         rps = fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed"
         table.add_row(mark, r["server"], r["scenario"], r.get("run", ""), rps, _cv(r), fmt_ms(lat.get("p50")),
-                      fmt_ms(lat.get("p99")), _errors(r), _cpu(r, "server"), _cpu(r, "loadgen"), _rss(r), note,
+                      fmt_ms(lat.get("p99")), errors_text(r), _cpu(r, "server"), _cpu(r, "loadgen"), _rss(r), note,
                       style=style)
 
     for r in flagged:
