@@ -7,7 +7,7 @@ HARNESS = cd loadgen && ../$(PY) -m harness
 SERVERS ?=
 PROFILE ?= quick
 RUNTIME ?= auto
-export SERVERS PROFILE RUNTIME PORTS REPEAT CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM
+export SERVERS PROFILE RUNTIME PORTS REPEAT ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
 .PHONY: setup build ping up down bench test list report compare
@@ -84,7 +84,7 @@ BASE_IMAGE ?= debian:bookworm-slim
 export COMPOSE OFFLINE PULL BASE_IMAGE
 DOCKER_HARNESS = cd loadgen && ../$(PY) -m harness.runtime.docker
 
-.PHONY: setup-docker base-images docker-images docker-env docker-down docker-clean
+.PHONY: setup-docker base-images docker-images docker-env docker-down docker-clean docker-overhead
 
 # `make setup RUNTIME=docker` runs this: apt-get install docker.io docker-compose debootstrap where missing, and a
 # Docker engine started when none answers (systemctl, else dockerd in the background; the flags that worked are
@@ -109,6 +109,11 @@ docker-compose.yml: $(wildcard */manifest.toml) loadgen/harness/runtime/docker.p
 # The variables docker-compose.yml needs, for using it by hand: eval "$$(make -s docker-env)"; $(COMPOSE) ps
 docker-env: | $(VENV)/.installed
 	@$(DOCKER_HARNESS) env
+
+# What the Docker runtime costs: nginx /weather.json and rust /hello with wrk, docker and local alternately,
+# ROUNDS=3 times in one run; prints docker/local req/s per server and round (target: at least 0.95).
+docker-overhead: build
+	$(HARNESS) overhead
 
 # Every container of the project removed (`make down` stops the servers the harness knows about).
 docker-down: | $(VENV)/.installed

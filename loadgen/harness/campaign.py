@@ -6,7 +6,6 @@ import time
 import statistics
 
 from harness import contract, flags, httpclient, inventory, stats, summary_table
-from harness.conditions import server_version
 from harness.console import console, fail, say, warn
 from harness.manifest import REPO, Server
 from harness.result import Errors
@@ -108,8 +107,9 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             report = verify(running, server)
             store.set("verification", server.name, {"ok": report.ok, "checks": report.checks, "failures": report.failures})
             store.set("servers", server.name, {
-                "started": True, "version": server_version(server), "stack": server.stack, "port": running.port,
-                "cpus": running.cpus, "startup_s": running.startup_s if server.name in session.started else None,
+                "started": True, "version": session.runtime.version(server), "stack": server.stack,
+                "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
+                "placement": session.runtime.describe(running), "startup_s": running.startup_s if server.name in session.started else None,
                 "started_by_this_run": server.name in session.started, "log": running.log,
                 **inventory.describe(server, session.servers)})
             if not report.ok:

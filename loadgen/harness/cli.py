@@ -14,7 +14,7 @@ from harness.conditions import collect
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
 from harness.manifest import ManifestError, Server, discover, select
-from harness.preflight import PreflightError, announce_limits, check_tools
+from harness.preflight import PreflightError, announce_limits, tools_needed
 from harness.runtime import RuntimeError_, get_runtime
 from harness.session import Session
 from harness.store import RunStore, new_run_id
@@ -52,6 +52,10 @@ def cmd_build(args, servers: list[Server]) -> int:
         if subprocess.run(server.build, shell=True, cwd=server.folder).returncode != 0:
             fail(f"building {server.name} failed (command above, run in {server.folder}); fix it and run `make build` again")
             return 1
+    runtime = get_runtime(args.runtime)
+    if hasattr(runtime, "build_images"):  # docker: each server's image from the artifacts just built
+        say(f"building the images of {', '.join(s.name for s in servers)} from those artifacts")
+        runtime.build_images(servers)
     return 0
 
 
@@ -93,9 +97,9 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     loaded = scenario_data.load(args.profile)
     picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
     settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
-    check_tools(picked, warmup=True)
+    session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
-    conditions = collect(session.runtime.name, args.profile, session.plan, " ".join(sys.argv[1:]))
+    conditions = collect(session.runtime, args.profile, session.plan, " ".join(sys.argv[1:]))
     conditions.update(limit_notes=notes, repeat=settings.repeat, warmup=vars(settings.warmup))
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
     store = RunStore(args.run_id or new_run_id(kind), conditions)
@@ -103,6 +107,10 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     try:
         ok = run_campaign(session, store, chosen, picked, settings)
     finally:
+        try:  # while the run's containers are still up: the load generator's as applied
+            store.data["conditions"]["runtime_details"] = session.runtime.conditions()
+        except RuntimeError_ as exc:
+            warn(f"could not read the runtime's conditions back: {exc}")
         store.finish()
         flags.evaluate(store.data)
         store.save()
@@ -112,6 +120,18 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
         except Exception as exc:  # noqa: BLE001
             warn(f"the report could not be written ({exc}); results.json is complete: retry with `make report`")
     return 0 if ok else 1
+
+
+def cmd_overhead(args, servers: dict[str, Server]) -> int:
+    from harness import overhead
+
+    if args.rounds < 1:
+        raise scenario_data.ScenarioError(f"ROUNDS={args.rounds}: must be a positive integer")
+    scenario = scenario_data.load(args.profile)[overhead.SCENARIO]
+    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
+    chosen = select(servers, names(args.servers) or ["nginx", "rust"])
+    return overhead.run(servers, chosen, scenario, settings, plan_from_env(), parse_ports(args.ports), args.rounds,
+                        args.profile, " ".join(sys.argv[1:]))
 
 
 COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
@@ -139,6 +159,9 @@ def parser() -> argparse.ArgumentParser:
     comparison.add_argument("a")
     comparison.add_argument("b")
     sub.add_parser("list", help="servers and scenarios")
+    overhead_cmd = sub.add_parser("overhead", help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
+                                                   "alternately (default servers: nginx rust)")
+    overhead_cmd.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS") or 3))
     return p
 
 
@@ -160,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             return compare.cmd_compare(args.a, args.b)
         if args.command == "build":
             return cmd_build(args, select(servers, names(args.servers)))
+        if args.command == "overhead":
+            return cmd_overhead(args, servers)
         session = Session(get_runtime(args.runtime), plan_from_env(), servers, parse_ports(args.ports), keep=args.command == "up")
         with session:
             chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)

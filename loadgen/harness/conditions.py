@@ -9,9 +9,8 @@ import time
 import psutil
 
 from harness.cpus import CpuPlan
-from harness.manifest import REPO, Server
+from harness.manifest import REPO
 from harness.runtime import nofile_limit
-from harness.tools import TOOLS, find_binary
 
 
 def _run(command: str, cwd=REPO) -> str:
@@ -38,15 +37,13 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-def server_version(server: Server) -> str:
-    return " ".join(_run(server.version, server.folder).split()) if server.version else "unknown"
-
-
-def collect(runtime: str, profile: str, plan: CpuPlan, command: str) -> dict:
+def collect(runtime, profile: str, plan: CpuPlan, command: str) -> dict:
+    """`runtime`: the Runtime the run uses; tool versions are those it runs (the host's, or the loadgen image's)."""
     return {
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": command,
-        "runtime": runtime,
+        "runtime": runtime.name,
+        "runtime_details": runtime.conditions(),
         "profile": profile,
         "cpus": plan.to_dict(),
         "git_commit": git_commit(),
@@ -60,5 +57,5 @@ def collect(runtime: str, profile: str, plan: CpuPlan, command: str) -> dict:
             "nofile_hard_limit": nofile_limit(),
             "somaxconn": _run("cat /proc/sys/net/core/somaxconn"),
         },
-        "tools": {name: tool.version() for name, tool in TOOLS.items() if find_binary(tool)},
+        "tools": runtime.tool_versions(),
     }

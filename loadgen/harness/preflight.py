@@ -7,19 +7,15 @@ import math
 from harness.console import warn
 from harness.runtime import nofile_limit
 from harness.scenarios import Scenario
-from harness.tools import TOOLS, find_binary
+from harness.tools import TOOLS
 
 
 class PreflightError(Exception):
     pass
 
 
-def check_tools(scenarios: list[Scenario], warmup: bool = True) -> None:
-    needed = {s.tool for s in scenarios} | ({"wrk"} if warmup else set())  # warm-ups run wrk
-    missing = {t for t in needed if not find_binary(TOOLS[t])}
-    if missing:
-        hints = "; ".join(f"{t}: {TOOLS[t].install_hint}" for t in sorted(missing))
-        raise PreflightError(f"load tool(s) not installed: {', '.join(sorted(missing))}. Install: {hints}")
+def tools_needed(scenarios: list[Scenario], warmup: bool = True) -> set[str]:
+    return {s.tool for s in scenarios} | ({"wrk"} if warmup else set())  # warm-ups run wrk
 
 
 def tool_processes(tool_name: str, concurrency: int, limit: int | None = None) -> int:

@@ -53,6 +53,7 @@ class Scenario:
     targets: tuple[tuple[str, str], ...]  # (route, path) in order of preference
     runs: tuple[Run, ...]
     attempts: int
+    in_bench: bool = True  # false: measured only when named (`make test-<name>`, `make docker-overhead`)
 
     def path_for(self, server: Server) -> str | None:
         """The path this scenario measures on `server`, or None when the server serves none of its routes."""
@@ -110,13 +111,16 @@ def load(profile: str, path: Path = SCENARIO_FILE) -> dict[str, Scenario]:
         if not isinstance(attempts, int) or attempts < 1:
             raise ScenarioError(f"{where}: attempts must be a positive integer")
         runs = tuple(_run(raw, where, i) for i, raw in enumerate(chosen["runs"]))
-        scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts)
+        in_bench = table.get("in_bench", True)
+        if not isinstance(in_bench, bool):
+            raise ScenarioError(f"{path.name} [{name}]: in_bench must be true or false")
+        scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts, in_bench)
     return scenarios
 
 
 def select(scenarios: dict[str, Scenario], names: list[str] | None) -> list[Scenario]:
     if not names:
-        return list(scenarios.values())
+        return [s for s in scenarios.values() if s.in_bench]
     unknown = [n for n in names if n not in scenarios]
     if unknown:
         raise ScenarioError(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(scenarios)}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from harness.console import say
+from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus
 from harness.manifest import Server
 from harness.runtime import Runtime, RunningServer, RuntimeError_, State
@@ -80,6 +80,9 @@ class Session:
             say(f"stopping {name}")
             self.runtime.stop(entry)
             self.state.drop(name)
+            owner = port_owner(entry.host, entry.port)
+            if owner:  # never silently: whatever holds it would be measured in place of the next server here
+                warn(f"{name} was stopped but its port {entry.port} is still held by {owner}: stop that process")
         if name in self.started:
             self.started.remove(name)
 

@@ -12,6 +12,20 @@ def _cpus(cpus) -> str:
     return ",".join(map(str, cpus))
 
 
+def _placement(p: dict) -> str:
+    """A container's or process's placement as read back: CPU set and quota, memory, open files, network."""
+    nofile = next((u.get("Hard") for u in p.get("ulimits") or [] if u.get("Name") == "nofile"), None)
+    return ", ".join(x for x in [
+        p.get("container") and f"{p['container']} ({p.get('image')})",
+        p.get("cpuset") and f"cpuset {p['cpuset']}",
+        p.get("cpus") and f"cpus {p['cpus']:g}",
+        f"may run on CPU {_cpus(p.get('allowed_cpus'))}",
+        p.get("memory_bytes") and f"memory {p['memory_bytes'] / 2**30:.1f} GiB",
+        nofile and f"nofile {nofile}",
+        p.get("network_mode") and f"network {p['network_mode']}",
+        p.get("processes") and f"{p['processes']} process(es)"] if x)
+
+
 def _warmup(w) -> str:
     if not w:
         return "-"
@@ -42,6 +56,15 @@ def items(data: dict) -> list[tuple[str, str]]:
         ("git commit", c.get("git_commit", "-")),
         ("command", c.get("command", "-")),
     ]
+    details = c.get("runtime_details") or {}
+    if details.get("engine"):
+        out.append(("Docker engine", f"{details['engine']}, {details.get('storage_driver')}, cgroup "
+                                     f"{details.get('cgroup')}, {details.get('compose')}"))
+    if details.get("loadgen"):
+        out.append(("loadgen container", _placement(details["loadgen"])))
+    for name, server in (data.get("servers") or {}).items():
+        if server.get("placement"):
+            out.append((f"{name} placement", _placement(server["placement"])))
     for name, version in (c.get("tools") or {}).items():
         out.append((f"tool {name}", str(version)))
     for note in c.get("limit_notes") or []:

@@ -31,6 +31,15 @@ class RunningServer:
     startup_s: float  # from start to the first correct answer on /id
     runtime: str
     container: str | None = None
+    # the process's start time as the kernel reports it (psutil): with `pid`, identifies it. Wall-clock time is no
+    # substitute: /proc's boot time drifts from time.time() (clock adjustments), and a recycled pid must not match
+    pid_created: float | None = None
+
+    def is_process(self, pid_created: float) -> bool:
+        """Whether a process that started at `pid_created` (psutil's create_time) is this server's main process."""
+        if self.pid_created is None:  # state written by an older harness
+            return pid_created <= self.started_at + 1
+        return abs(pid_created - self.pid_created) < 0.01
 
     @property
     def base_url(self) -> str:
@@ -54,6 +63,21 @@ class Runtime(Protocol):
 
     def tool_process(self, argv: list[str], cpus: list[int], output: Path):
         """Start a load tool pinned to `cpus`, stdout+stderr to `output`; returns a Popen."""
+
+    def check_tools(self, tools: set[str]) -> None:
+        """Raise when a load tool the run needs is not where this runtime runs it."""
+
+    def version(self, server: Server) -> str:
+        """The server's `version` command, run where the server runs (the host, or its image)."""
+
+    def tool_versions(self) -> dict[str, str]:
+        """ab, wrk and httperf as this runtime runs them."""
+
+    def describe(self, running: RunningServer) -> dict:
+        """Where the server runs, read back from the system (CPUs it may run on; container, image, limits)."""
+
+    def conditions(self) -> dict:
+        """The runtime's own conditions (engine, compose, the load generator's placement), for the run's record."""
 
 
 class State:
@@ -94,6 +118,16 @@ def pinned_child_setup(cpus: list[int]):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     return setup
+
+
+def process_create_time(pid: int) -> float | None:
+    """psutil's start time of `pid` (None when it is gone): what RunningServer.pid_created records."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time() if pid else None
+    except psutil.Error:
+        return None
 
 
 def nofile_limit() -> int:

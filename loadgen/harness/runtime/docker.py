@@ -39,7 +39,8 @@ import psutil
 from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus, plan_from_env
 from harness.manifest import REPO, Server, discover
-from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, nofile_limit, pinned_child_setup, wait_ready, wait_until
+from harness.runtime import (STATE_DIR, RunningServer, RuntimeError_, nofile_limit, pinned_child_setup,
+                             process_create_time, wait_ready, wait_until)
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
 DOCKER_DIR = REPO / "docker"
@@ -340,6 +341,9 @@ def render_compose(servers: dict[str, Server]) -> str:
         "    mem_limit: 2g",
         f"    user: \"${{BENCH_LOADGEN_USER:-{IMAGE_USER}}}\"  # the host user, so result files are theirs (root: bench)",
         "    init: true  # an init as PID 1: stops at once",
+        "    # the tools are not what is measured: without the engine's seccomp filter on each of their syscalls (a few",
+        "    # hundred thousand a second at full load) they drive a server as hard as on the host; the servers keep it",
+        "    security_opt: [\"seccomp=unconfined\"]",
         "    command: [\"sleep\", \"infinity\"]",
         f"    working_dir: {CONTAINER_REPO}",
         "    volumes:",
@@ -581,7 +585,7 @@ class DockerRuntime:
         pid = info.get("State", {}).get("Pid", 0)
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
-                                container=container_name(server.name))
+                                container=container_name(server.name), pid_created=process_create_time(pid))
         self._follow_log(running)
         try:
             self._wait_ready(server, running)
@@ -617,7 +621,7 @@ class DockerRuntime:
             return False
         try:
             proc = psutil.Process(running.pid)
-            if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE or proc.create_time() > running.started_at + 1:
+            if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE or not running.is_process(proc.create_time()):
                 return False
         except psutil.Error:
             return False
@@ -628,7 +632,7 @@ class DockerRuntime:
         """The container's processes as the host sees them (psutil only: this is called while load runs)."""
         try:
             leader = psutil.Process(running.pid)
-            if leader.create_time() > running.started_at + 1:
+            if not running.is_process(leader.create_time()):
                 return []
             return [leader.pid, *(child.pid for child in leader.children(recursive=True))]
         except psutil.Error:
@@ -693,21 +697,21 @@ class DockerRuntime:
             out[tool] = lines[0].strip() if lines else "unknown"
         return out
 
+    def check_tools(self, tools: set[str]) -> None:
+        """The tools are in the loadgen image (docker/loadgen.Dockerfile): it is built here when missing."""
+        ensure_runtime_images({LOADGEN})
+
+    def describe(self, running: RunningServer) -> dict:
+        """The server's container as applied, read back from the engine and the kernel."""
+        return _container_facts(running.container) or {}
+
     def conditions(self) -> dict:
-        """The engine, compose, images and CPU sets as applied (read back from the containers)."""
+        """The engine and Compose, and the loadgen container as applied (when it runs: call this during a run)."""
         info = json.loads(_run(["docker", "info", "--format", "{{json .}}"]).stdout)
-        containers = {}
-        for service in [LOADGEN, *self.servers]:
-            c = inspect(container_name(service))
-            if c and c["State"]["Running"]:
-                containers[service] = {
-                    "cpuset": c["HostConfig"]["CpusetCpus"], "cpus": c["HostConfig"]["NanoCpus"] / 1e9,
-                    "memory_bytes": c["HostConfig"]["Memory"], "image": c["Config"]["Image"],
-                    "allowed_cpus": format_cpus(allowed_cpus(c["State"]["Pid"])),
-                    "ulimits": c["HostConfig"].get("Ulimits"), "network_mode": c["HostConfig"]["NetworkMode"]}
         return {"engine": info.get("ServerVersion"), "storage_driver": info.get("Driver"),
                 "cgroup": f"v{info.get('CgroupVersion', '1')} {info.get('CgroupDriver', '')}".strip(),
-                "compose": " ".join(self.compose) + " " + _compose_version(self.compose), "containers": containers}
+                "compose": " ".join(self.compose) + " " + _compose_version(self.compose),
+                "loadgen": _container_facts(container_name(LOADGEN))}
 
     # internals ------------------------------------------------------------------------------------------------------
     @staticmethod
@@ -776,6 +780,19 @@ class DockerRuntime:
     def _log_tail(self, service: str, lines: int = 15) -> str:
         proc = _run(["docker", "logs", "--tail", str(lines), container_name(service)], check=False)
         return _indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
+
+
+def _container_facts(name: str) -> dict | None:
+    """A running container's CPU set, quota, memory, open-file limit, network and image, as the engine applied them,
+    and the CPUs its main process may run on as the kernel says."""
+    c = inspect(name)
+    if not c or not c["State"]["Running"]:
+        return None
+    host = c["HostConfig"]
+    return {"container": name, "image": c["Config"]["Image"], "image_id": c["Image"],
+            "cpuset": host["CpusetCpus"], "cpus": host["NanoCpus"] / 1e9 or None,
+            "allowed_cpus": allowed_cpus(c["State"]["Pid"]), "memory_bytes": host["Memory"] or None,
+            "ulimits": host.get("Ulimits"), "network_mode": host["NetworkMode"], "user": c["Config"].get("User")}
 
 
 def _checkout(info: dict) -> str:

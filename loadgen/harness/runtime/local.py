@@ -11,7 +11,8 @@ from pathlib import Path
 import psutil
 
 from harness.manifest import Server
-from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, pinned_child_setup, wait_ready
+from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, pinned_child_setup, process_create_time, wait_ready
+from harness.tools import TOOLS, find_binary
 
 STOP_GRACE_S = 15
 
@@ -71,7 +72,8 @@ class LocalRuntime:
             except OSError as exc:
                 raise RuntimeError_(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
-                                started_at=time.time(), startup_s=0.0, runtime=self.name)
+                                started_at=time.time(), startup_s=0.0, runtime=self.name,
+                                pid_created=process_create_time(proc.pid))
         try:
             self._wait_ready(server, running, proc)
         except BaseException:
@@ -89,7 +91,7 @@ class LocalRuntime:
     def alive(self, running: RunningServer) -> bool:
         try:
             proc = psutil.Process(running.pid)
-            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= running.started_at + 1
+            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and running.is_process(proc.create_time())
         except psutil.Error:
             return False
 
@@ -130,3 +132,34 @@ class LocalRuntime:
         with output.open("wb") as out:
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     preexec_fn=pinned_child_setup(cpus))
+
+    def check_tools(self, tools: set[str]) -> None:
+        missing = {t for t in tools if not find_binary(TOOLS[t])}
+        if missing:
+            hints = "; ".join(f"{t}: {TOOLS[t].install_hint}" for t in sorted(missing))
+            raise RuntimeError_(f"load tool(s) not installed: {', '.join(sorted(missing))}. Install: {hints}")
+
+    def version(self, server: Server) -> str:
+        if not server.version:
+            return "unknown"
+        try:
+            proc = subprocess.run(server.version, shell=True, cwd=server.folder, capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            return "unknown (its version command did not finish within 30 s)"
+        return " ".join((proc.stdout + proc.stderr).split()) or "unknown"
+
+    def tool_versions(self) -> dict[str, str]:
+        return {name: tool.version() for name, tool in TOOLS.items() if find_binary(tool)}
+
+    def describe(self, running: RunningServer) -> dict:
+        """The CPUs each of the server's processes may run on, as the kernel reports them."""
+        allowed = set()
+        for pid in self.pids(running):
+            try:
+                allowed.update(psutil.Process(pid).cpu_affinity())
+            except psutil.Error:
+                pass
+        return {"pid": running.pid, "processes": len(self.pids(running)), "allowed_cpus": sorted(allowed)}
+
+    def conditions(self) -> dict:
+        return {}

@@ -1,0 +1,109 @@
+"""What the Docker runtime costs: the `runtime-overhead` scenario (nginx /weather.json, rust /hello, wrk) measured under
+the docker and the local runtime alternately, ROUNDS times, in one run; docker/local req/s per server and round.
+
+Alternating, rather than all docker then all local, spreads whatever else the machine does over both sides. Each
+round starts the servers afresh under its runtime (same CPU plan, ports, artifacts, warm-up and attempts) and stops
+them before the other runtime's turn. `make docker-overhead` runs it; results/<run-id>/results.json keeps every record
+(run label `docker-1`, `local-1`, ...) and the ratios under "overhead"."""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+from harness import flags
+from harness.campaign import print_summary, run_campaign
+from harness.conditions import collect
+from harness.console import console, say, warn
+from harness.cpus import CpuPlan
+from harness.manifest import Server
+from harness.preflight import tools_needed
+from harness.runtime import get_runtime
+from harness.scenarios import Scenario, Settings
+from harness.session import Session
+from harness.store import RunStore, new_run_id
+
+RUNTIMES = ("docker", "local")
+SCENARIO = "runtime-overhead"
+TARGET = 0.95  # issue 4: docker/local at least this, on this machine
+
+
+def relabel(scenario: Scenario, label: str) -> Scenario:
+    """The scenario with each run's label prefixed by `label` (docker-1, local-1, ...): one record per side and round."""
+    runs = tuple(dataclasses.replace(r, label=label if len(scenario.runs) == 1 else f"{label}-{r.label}")
+                 for r in scenario.runs)
+    return dataclasses.replace(scenario, runs=runs)
+
+
+def ratios(records: list[dict], rounds: int) -> dict[str, dict]:
+    """Per server: docker/local of the median req/s in each round, their median, and the ratio of the medians over
+    all rounds. A round where a side has no clean figure gives no ratio."""
+    rps = {}
+    for r in records:
+        side, _, n = r["run"].partition("-")
+        if r.get("rps") and not r.get("failed") and not r["errors"]["total"]:
+            rps.setdefault(r["server"], {}).setdefault(side, {})[int(n.split("-")[0])] = r["rps"]
+    out = {}
+    for server, sides in rps.items():
+        docker, local = sides.get("docker", {}), sides.get("local", {})
+        per_round = {n: round(docker[n] / local[n], 3) for n in range(1, rounds + 1) if n in docker and n in local}
+        out[server] = {
+            "path": next(r["path"] for r in records if r["server"] == server),
+            "docker_rps": [docker.get(n) for n in range(1, rounds + 1)],
+            "local_rps": [local.get(n) for n in range(1, rounds + 1)],
+            "ratio_per_round": per_round,
+            "ratio_median": round(statistics.median(per_round.values()), 3) if per_round else None,
+            "ratio_of_medians": (round(statistics.median(docker.values()) / statistics.median(local.values()), 3)
+                                 if docker and local else None),
+        }
+    return out
+
+
+def run(servers: dict[str, Server], chosen: list[Server], scenario: Scenario, settings: Settings, plan: CpuPlan,
+        ports: dict[str, int], rounds: int, profile: str, command: str) -> int:
+    runtimes = {name: get_runtime(name) for name in RUNTIMES}  # both must work before anything starts
+    for runtime in runtimes.values():
+        runtime.check_tools(tools_needed([scenario]))
+    conditions = collect(runtimes["docker"], profile, plan, command)
+    conditions.update(runtime="docker and local, alternating", rounds=rounds, repeat=settings.repeat,
+                      warmup=vars(settings.warmup), local_tools=runtimes["local"].tool_versions())
+    store = RunStore(new_run_id(SCENARIO), conditions)
+    say(f"run {store.data['run_id']}: {plan.describe()}; {rounds} rounds of docker then local; profile {profile}")
+    ok = True
+    try:
+        for n in range(1, rounds + 1):
+            for name, runtime in runtimes.items():
+                say(f"round {n} of {rounds}: {name} runtime")
+                store.raw = store.dir / "raw" / f"{name}-{n}"
+                with Session(runtime, plan, servers, ports) as session:
+                    session.check_ports(chosen)
+                    ok &= run_campaign(session, store, chosen, [relabel(scenario, f"{name}-{n}")], settings)
+                    if name == "docker":
+                        store.data["conditions"]["runtime_details"] = runtime.conditions()
+                store.data["overhead"] = ratios(store.data["records"], rounds)
+                store.save()
+    finally:
+        store.finish()
+        flags.evaluate(store.data)
+        store.save()
+        print_summary(store)
+        print_ratios(store.data.get("overhead") or {}, rounds)
+    return 0 if ok else 1
+
+
+def print_ratios(overhead: dict, rounds: int) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"docker / local req/s ({rounds} alternating rounds; target ≥ {TARGET})")
+    for column in ("server", "path", "docker req/s", "local req/s", "ratio per round", "median ratio"):
+        table.add_column(column, justify="left" if column in ("server", "path") else "right")
+    for server, o in overhead.items():
+        figures = lambda xs: ", ".join(f"{x:,.0f}" if x else "-" for x in xs)  # noqa: E731
+        median = o["ratio_median"]
+        table.add_row(server, o["path"], figures(o["docker_rps"]), figures(o["local_rps"]),
+                      ", ".join(f"{r:.3f}" for r in o["ratio_per_round"].values()) or "-",
+                      "-" if median is None else f"[{'green' if median >= TARGET else 'red'}]{median:.3f}[/]")
+    console.print(table)
+    low = [s for s, o in overhead.items() if o["ratio_median"] is not None and o["ratio_median"] < TARGET]
+    if low:
+        warn(f"docker/local is below {TARGET} for {', '.join(low)}: see the records' flags and spread before "
+             f"blaming the runtime")
