@@ -1,6 +1,7 @@
 """Execution: runs a tool (split across processes where one cannot hold the load), shows progress, parses and merges."""
 from __future__ import annotations
 
+import os
 import re
 import resource
 import subprocess
@@ -72,6 +73,10 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     server_sampler = ProcessSampler(server_pids or (lambda: []), server_cores)
     loadgen_sampler = ProcessSampler(lambda: _tree(procs), len(cpus))
     children_cpu_before = _children_cpu_s()
+    # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
+    # off the server's (threads inherit this thread's affinity when they start); restored afterwards.
+    affinity_before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
     try:
         server_sampler.start()
         loadgen_sampler.start()
@@ -90,6 +95,7 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
         exact = _children_cpu_s() - children_cpu_before if getattr(runtime, "tools_are_children", False) else None
         outcome.samples["loadgen"] = loadgen_sampler.result(exact)
     finally:
+        os.sched_setaffinity(0, affinity_before)
         server_sampler.cancel()
         loadgen_sampler.cancel()
         for proc in procs:  # Ctrl-C or a failure: no tool outlives the harness
