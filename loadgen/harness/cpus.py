@@ -80,5 +80,5 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
     return CpuPlan(**chosen)
 
 
-def plan_from_env() -> CpuPlan:
-    return plan(overrides={role: os.environ.get(f"CPUS_{role.upper()}", "") for role in ("server", "loadgen", "upstream")})
+def plan_from_env(available: tuple[int, ...] | None = None) -> CpuPlan:
+    return plan(available, overrides={role: os.environ.get(f"CPUS_{role.upper()}", "") for role in ("server", "loadgen", "upstream")})

@@ -508,6 +508,8 @@ class DockerRuntime:
         self.compose = compose_command()
         self.servers = discover()
         self._plan = plan
+        # the CPUs this process may use now: the harness pins itself to the load generator's while a load runs
+        self._available = tuple(sorted(os.sched_getaffinity(0)))
         if ensure_compose_file(self.servers):
             say(f"docker-compose.yml regenerated from the manifests ({', '.join(self.servers)})")
         self._loadgen_started = False
@@ -517,7 +519,7 @@ class DockerRuntime:
     @property
     def plan(self) -> CpuPlan:
         if self._plan is None:
-            self._plan = plan_from_env()
+            self._plan = plan_from_env(self._available)
         return self._plan
 
     # compose -------------------------------------------------------------------------------------------------------
