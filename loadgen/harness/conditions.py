@@ -9,7 +9,7 @@ import time
 import psutil
 
 from harness.cpus import CpuPlan
-from harness.manifest import REPO
+from harness.manifest import REPO, Server
 from harness.runtime import nofile_limit
 
 
@@ -35,6 +35,11 @@ def git_commit() -> str:
     commit = _run("git rev-parse --short HEAD")
     dirty = _run("git status --porcelain --untracked-files=no")
     return commit + ("-dirty" if dirty else "")
+
+
+def server_version(server: Server) -> str:
+    """The output of the server's `version` command, run on this host in its folder."""
+    return " ".join(_run(server.version, server.folder).split()) if server.version else "unknown"
 
 
 def collect(runtime, profile: str, plan: CpuPlan, command: str) -> dict:

@@ -90,6 +90,10 @@ def run(servers: dict[str, Server], chosen: list[Server], scenario: Scenario, se
     return 0 if ok else 1
 
 
+def _figures(rates: list[float | None]) -> str:
+    return ", ".join(f"{x:,.0f}" if x else "-" for x in rates)
+
+
 def print_ratios(overhead: dict, rounds: int) -> None:
     from rich.table import Table
 
@@ -97,9 +101,8 @@ def print_ratios(overhead: dict, rounds: int) -> None:
     for column in ("server", "path", "docker req/s", "local req/s", "ratio per round", "median ratio"):
         table.add_column(column, justify="left" if column in ("server", "path") else "right")
     for server, o in overhead.items():
-        figures = lambda xs: ", ".join(f"{x:,.0f}" if x else "-" for x in xs)  # noqa: E731
         median = o["ratio_median"]
-        table.add_row(server, o["path"], figures(o["docker_rps"]), figures(o["local_rps"]),
+        table.add_row(server, o["path"], _figures(o["docker_rps"]), _figures(o["local_rps"]),
                       ", ".join(f"{r:.3f}" for r in o["ratio_per_round"].values()) or "-",
                       "-" if median is None else f"[{'green' if median >= TARGET else 'red'}]{median:.3f}[/]")
     console.print(table)

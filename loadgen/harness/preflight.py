@@ -7,7 +7,7 @@ import math
 from harness.console import warn
 from harness.runtime import nofile_limit
 from harness.scenarios import Scenario
-from harness.tools import TOOLS
+from harness.tools import TOOLS, find_binary
 
 
 class PreflightError(Exception):
@@ -16,6 +16,14 @@ class PreflightError(Exception):
 
 def tools_needed(scenarios: list[Scenario], warmup: bool = True) -> set[str]:
     return {s.tool for s in scenarios} | ({"wrk"} if warmup else set())  # warm-ups run wrk
+
+
+def check_tools(tools: set[str]) -> None:
+    """The tools installed on this host (the local runtime runs them here)."""
+    missing = {t for t in tools if not find_binary(TOOLS[t])}
+    if missing:
+        hints = "; ".join(f"{t}: {TOOLS[t].install_hint}" for t in sorted(missing))
+        raise PreflightError(f"load tool(s) not installed: {', '.join(sorted(missing))}. Install: {hints}")
 
 
 def tool_processes(tool_name: str, concurrency: int, limit: int | None = None) -> int:

@@ -120,6 +120,11 @@ def pinned_child_setup(cpus: list[int]):
     return setup
 
 
+def indent(text: str) -> str:
+    """Lines of a log or of a command's output, indented under an error message."""
+    return "\n".join("    " + line for line in text.splitlines())
+
+
 def process_create_time(pid: int) -> float | None:
     """psutil's start time of `pid` (None when it is gone): what RunningServer.pid_created records."""
     import psutil

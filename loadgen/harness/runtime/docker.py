@@ -39,7 +39,7 @@ import psutil
 from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus, plan_from_env
 from harness.manifest import REPO, Server, discover
-from harness.runtime import (STATE_DIR, RunningServer, RuntimeError_, nofile_limit, pinned_child_setup,
+from harness.runtime import (STATE_DIR, RunningServer, RuntimeError_, indent, nofile_limit, pinned_child_setup,
                              process_create_time, wait_ready, wait_until)
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -70,12 +70,8 @@ def _run(argv: list[str], timeout: float = 120, env: dict | None = None, input: 
         raise RuntimeError_(f"`{shlex.join(argv)}` did not finish within {timeout:g} s") from exc
     if check and proc.returncode != 0:
         output = (proc.stdout + proc.stderr).decode(errors="replace").strip()
-        raise RuntimeError_(f"`{shlex.join(argv)}` failed (exit {proc.returncode}):\n" + _indent(output[-3000:]))
+        raise RuntimeError_(f"`{shlex.join(argv)}` failed (exit {proc.returncode}):\n" + indent(output[-3000:] or "(no output)"))
     return proc
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines()) or "    (no output)"
 
 
 def engine_answers(timeout: float = 10) -> tuple[bool, str]:
@@ -781,7 +777,7 @@ class DockerRuntime:
 
     def _log_tail(self, service: str, lines: int = 15) -> str:
         proc = _run(["docker", "logs", "--tail", str(lines), container_name(service)], check=False)
-        return _indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
+        return indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
 
 
 def _container_facts(name: str) -> dict | None:

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import psutil
 
+from harness.conditions import server_version
 from harness.manifest import Server
-from harness.runtime import STATE_DIR, RunningServer, RuntimeError_, pinned_child_setup, process_create_time, wait_ready
+from harness.preflight import check_tools
+from harness.runtime import (STATE_DIR, RunningServer, RuntimeError_, indent, pinned_child_setup, process_create_time,
+                             wait_ready)
 from harness.tools import TOOLS, find_binary
 
 STOP_GRACE_S = 15
@@ -40,7 +43,7 @@ def log_tail(path: str | Path, lines: int = 15) -> str:
         text = Path(path).read_text(errors="replace").rstrip().splitlines()
     except OSError:
         return "(no log)"
-    return "\n".join("    " + line for line in text[-lines:]) or "    (empty log)"
+    return indent("\n".join(text[-lines:]) or "(empty log)")
 
 
 class LocalRuntime:
@@ -134,32 +137,23 @@ class LocalRuntime:
                                     preexec_fn=pinned_child_setup(cpus))
 
     def check_tools(self, tools: set[str]) -> None:
-        missing = {t for t in tools if not find_binary(TOOLS[t])}
-        if missing:
-            hints = "; ".join(f"{t}: {TOOLS[t].install_hint}" for t in sorted(missing))
-            raise RuntimeError_(f"load tool(s) not installed: {', '.join(sorted(missing))}. Install: {hints}")
+        check_tools(tools)
 
     def version(self, server: Server) -> str:
-        if not server.version:
-            return "unknown"
-        try:
-            proc = subprocess.run(server.version, shell=True, cwd=server.folder, capture_output=True, text=True, timeout=30)
-        except subprocess.TimeoutExpired:
-            return "unknown (its version command did not finish within 30 s)"
-        return " ".join((proc.stdout + proc.stderr).split()) or "unknown"
+        return server_version(server)
 
     def tool_versions(self) -> dict[str, str]:
         return {name: tool.version() for name, tool in TOOLS.items() if find_binary(tool)}
 
     def describe(self, running: RunningServer) -> dict:
         """The CPUs each of the server's processes may run on, as the kernel reports them."""
-        allowed = set()
-        for pid in self.pids(running):
+        allowed, pids = set(), self.pids(running)
+        for pid in pids:
             try:
                 allowed.update(psutil.Process(pid).cpu_affinity())
             except psutil.Error:
                 pass
-        return {"pid": running.pid, "processes": len(self.pids(running)), "allowed_cpus": sorted(allowed)}
+        return {"pid": running.pid, "processes": len(pids), "allowed_cpus": sorted(allowed)}
 
     def conditions(self) -> dict:
         return {}
