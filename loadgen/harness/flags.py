@@ -6,7 +6,8 @@
 A flagged record is shown as such everywhere and never ranked beside clean ones. Flags are a pure function of the
 data (re-evaluating gives the same answer), so the report can evaluate an older results.json again.
 
-The flags, in the order they are reported:
+The flags, in the order they are reported, each explained once, here (`EXPLANATIONS`, `legend()`): the report reads
+its legend from this module.
   failed             an attempt produced no measurement
   contract-failed    the server failed (or was not given) the contract verification of this run
   errors             failed requests (connect, read, write, timeout, non-2xx, length, other), with the error rate
@@ -14,8 +15,10 @@ The flags, in the order they are reported:
                      SERVER_BUSY of its own: the figure measures the tool, not the server (see `utilization`)
   upstream-limit     a /weather/{city} figure within UPSTREAM_MARGIN of what nginx serves its own /weather.json at,
                      at the same load in the same run: the upstream is the limit, not the server
-  spread             the attempts' req/s coefficient of variation is above SPREAD_MAX_CV, or a single attempt
-                     (no spread measured)
+  spread             truly unsteady: the attempts' req/s coefficient of variation is above SPREAD_MAX_CV, or the
+                     median's confidence interval (harness.stats.median_interval) is wider than ±SPREAD_MAX_HALF_WIDTH
+                     of the median; or a single attempt (no spread measured). Ordinary noise is not flagged: it widens
+                     the interval, and the ranking shows overlapping intervals as ties instead.
 """
 from __future__ import annotations
 
@@ -26,13 +29,34 @@ from harness import stats
 LOADGEN_SATURATED = 0.90  # share of the load generator's CPUs (cpu_s / (duration * cores))
 SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator: not flagged
 UPSTREAM_MARGIN = 0.10  # weather within 10 % of (or above) nginx's own /weather.json figure
-SPREAD_MAX_CV = 0.05  # req/s coefficient of variation over the attempts
+SPREAD_MAX_CV = 0.10  # req/s coefficient of variation over the attempts
+SPREAD_MAX_HALF_WIDTH = 0.10  # the median's interval: (high − low) > 2 × this × median is flagged
 SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
-FLAG_ORDER = ("failed", "contract-failed", "errors", "loadgen-saturated", "upstream-limit", "spread")
 
 CEILING_SERVER = "nginx"
 UPSTREAM_SCENARIO = "weather"
 UPSTREAM_PATH = "/weather.json"
+
+# Each flag's explanation, in the order flags are reported: the one place it is written (the report's legend reads it).
+EXPLANATIONS = {
+    "failed": "an attempt produced no measurement",
+    "contract-failed": "the server failed (or was not given) this run's contract verification",
+    "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
+    "loadgen-saturated": f"the load generator used ≥ {LOADGEN_SATURATED:.0%} of its CPUs while the server used less "
+                         f"than {SERVER_BUSY:.0%} of its own: the number measures the tool, not the server",
+    "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) nginx's own {UPSTREAM_PATH} at the "
+                      "same load in the same run: the upstream is the limit, not the server",
+    "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
+              f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the median; "
+              "or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: it widens "
+              "the interval, and servers whose intervals overlap are ranked as ties (=)",
+}
+FLAG_ORDER = tuple(EXPLANATIONS)
+
+
+def legend() -> list[tuple[str, str]]:
+    """(flag, explanation) in the order flags are reported."""
+    return list(EXPLANATIONS.items())
 
 
 def _flag(name: str, reason: str) -> dict:
@@ -127,6 +151,22 @@ def _upstream(record: dict, ceilings: dict[str, float]) -> dict | None:
                                    "not the server")
 
 
+def spread_reasons(s: dict) -> list[str]:
+    """Why a `describe` result (two attempts or more) is truly unsteady: which rule fired, with its figures; [] if
+    neither does. The rules: CV > SPREAD_MAX_CV; interval (high − low) > 2 × SPREAD_MAX_HALF_WIDTH × median."""
+    out = []
+    if s.get("cv") is not None and s["cv"] > SPREAD_MAX_CV:
+        out.append(f"CV {s['cv']:.1%} between attempts, above {SPREAD_MAX_CV:.0%} "
+                   f"({stats.fmt_rate(s['min'])} to {stats.fmt_rate(s['max'])})")
+    ci, median = s.get("ci"), s.get("median")
+    if ci and median and (ci["high"] - ci["low"]) > 2 * SPREAD_MAX_HALF_WIDTH * median:
+        half = (ci["high"] - ci["low"]) / 2 / median
+        out.append(f"interval {stats.fmt_rate(ci['low'])} – {stats.fmt_rate(ci['high'])} "
+                   f"({stats.fmt_level(ci['level'])}) is ±{half:.1%} of the median {stats.fmt_rate(median)}, "
+                   f"wider than ±{SPREAD_MAX_HALF_WIDTH:.0%}")
+    return out
+
+
 def _spread(record: dict, summary: dict) -> dict | None:
     for metric in SPREAD_METRICS:
         s = summary.get(metric)
@@ -134,10 +174,10 @@ def _spread(record: dict, summary: dict) -> dict | None:
             continue
         if s["n"] < 2:
             return _flag("spread", "a single attempt: no spread measured (REPEAT=3 or more measures it)")
-        if s["cv"] is not None and s["cv"] > SPREAD_MAX_CV:
+        reasons = spread_reasons(s)
+        if reasons:
             label = "req/s" if metric == "rps" else metric
-            return _flag("spread", f"{label} varies {s['cv']:.1%} between attempts (CV; limit {SPREAD_MAX_CV:.0%}): "
-                                   f"{stats.fmt_rate(s['min'])} to {stats.fmt_rate(s['max'])}")
+            return _flag("spread", f"{label}: " + "; ".join(reasons))
     return None
 
 
@@ -177,13 +217,13 @@ def flags_for(record: dict, ceilings: dict[str, float], verification: dict | Non
 
 
 def evaluate(data: dict) -> None:
-    """Set record["flags"], record["ranked"] (and a missing record["summary"]) on every record of `data`."""
+    """Set record["flags"], record["ranked"] (and a missing record["summary"], or the intervals an older summary lacks)
+    on every record of `data`."""
     records = data.get("records") or []
     ceilings = _ceilings(records)
     verification = data.get("verification")
     for record in records:
-        if not record.get("summary"):
-            record["summary"] = stats.summarize(record)
+        record["summary"] = stats.summary_of(record)
         record["flags"] = flags_for(record, ceilings, verification)
         record["ranked"] = not record["flags"]
 

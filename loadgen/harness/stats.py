@@ -1,16 +1,33 @@
-"""Statistics over a record's attempts (median, min, max, spread) and a benchstat-like comparison of two records.
+"""Statistics over a record's attempts (median, min, max, spread, a confidence interval of the median) and the
+comparison of two records.
 
 Spread is the coefficient of variation: the sample standard deviation of the attempts divided by their mean
 (`statistics.stdev / statistics.mean`); it needs two attempts or more and is None with one.
 
+Uncertainty of a median: a distribution-free order-statistic interval (`median_interval`).
+For n attempts sorted x_(1) ≤ … ≤ x_(n), the interval [x_(k), x_(n+1-k)] contains the true median with probability
+    coverage(k, n) = 1 − 2·BinomCDF(k−1; n, ½)
+whatever the distribution of the attempts (each attempt falls below the true median with probability ½, so the number
+below it is Binomial(n, ½)). We take the narrowest interval (the largest k) whose coverage is ≥ 95 %. With n ≤ 5 no
+interval reaches 95 %; then it is the widest there is, the attempts' min–max (k = 1), with coverage 1 − 2^(1−n):
+75 % at n = 3, 87.5 % at n = 4, 93.75 % at n = 5; n = 6 reaches 96.9 % with min–max, n = 10 gives [x_(2), x_(9)] at
+97.9 %. The level actually reached is recorded beside the interval, never rounded up to 95 %. A single attempt gives
+an interval of one point at level 0: nothing is known about its uncertainty.
+Why not a bootstrap: with the 3–5 attempts a run makes, a bootstrap of the median is degenerate. A resample's
+median can only be one of the attempts (with n = 3: the smallest or the largest in 7/27 of resamples each, the middle
+one in 13/27), so its "95 %" percentile interval is just the attempts' min–max, labelled 95 % where its true coverage
+is 75 %. The order-statistic interval is exact for any n, assumes nothing about the distribution, and says honestly
+how little 3 attempts can tell.
+
+Ranking (harness.report.model.rank) and comparison use the intervals: two figures are told apart only when their
+intervals do not overlap.
+
 Comparison rule (`compare_metric`): a change between run A and run B is *significant* when
-  1. both sides have at least two attempts (otherwise the spread is unknown and the verdict is None), and
-  2. the ranges [min, max] of A's and B's attempts do not overlap, and
-  3. the relative change of the medians exceeds the larger of the two spreads: |Δ| > max(cv_A, cv_B).
-Why not a Mann-Whitney U test as benchstat does: with the default REPEAT=3 per side the smallest two-sided p-value
-it can give is 2/C(6,3) = 0.1, so at α = 0.05 no change would ever be significant. The range rule answers the
-question a reader asks ("is the difference larger than the noise we measured?") with the samples we have; it is
-deliberately conservative: a change inside the noise of either run is reported as not significant.
+  1. both sides have at least two attempts (otherwise nothing is known of their uncertainty and the verdict is None), and
+  2. the two medians' intervals do not overlap (touching ends count as overlapping).
+Otherwise the two are a tie ("="), whatever the size of the change of the medians. Why not a Mann-Whitney U test as
+benchstat does: with the default REPEAT=3 per side the smallest two-sided p-value it can give is 2/C(6,3) = 0.1, so
+at α = 0.05 no change would ever be significant.
 """
 from __future__ import annotations
 
@@ -18,9 +35,65 @@ import math
 import statistics
 from dataclasses import dataclass
 
+CI_LEVEL = 0.95  # the coverage sought for a median's interval (reached from n = 6 attempts on)
+CI_METHOD = "order-statistic"  # [x_(k), x_(n+1-k)] with the largest k whose coverage is >= CI_LEVEL
+CI_MIN_MAX = "min-max"  # too few attempts to reach CI_LEVEL: the attempts' min–max, at the level it has
+CI_SINGLE = "single-attempt"  # one attempt: an interval of one point, level 0
+
+INTERVAL_NOTE = (
+    "The interval beside a median is a distribution-free confidence interval of the median from order statistics: "
+    "for n attempts, [x(k), x(n+1-k)] contains the true median with probability 1 − 2·BinomCDF(k−1; n, ½). The "
+    "narrowest one reaching 95 % is used; with 5 attempts or fewer none does, and it is the attempts' min–max at the "
+    "level it has (75 % with 3 attempts, 87.5 % with 4, 93.75 % with 5). The level shown is the one reached. Not a "
+    "bootstrap: with 3–5 attempts a bootstrap of the median only ever draws the attempts themselves and labels their "
+    "min–max 95 % where it covers 75 %.")
+
+
+def coverage(k: int, n: int) -> float:
+    """The probability that [x_(k), x_(n+1-k)] of n independent attempts contains the true median:
+    1 − 2·BinomCDF(k−1; n, ½), exact (a multiple of 2^-n)."""
+    if n < 1 or not 1 <= k <= (n + 1) // 2:
+        raise ValueError(f"no interval x_({k})..x_({n + 1 - k}) among {n} attempts")
+    below = sum(math.comb(n, i) for i in range(k))  # 2^n · BinomCDF(k−1; n, ½)
+    return (2 ** n - 2 * below) / 2 ** n
+
+
+def interval_k(n: int, level: float = CI_LEVEL) -> int:
+    """The largest k (the narrowest interval) whose coverage is >= level; 1 (min–max) when none reaches it."""
+    best = 1
+    for k in range(2, (n + 1) // 2 + 1):
+        if coverage(k, n) < level:
+            break
+        best = k
+    return best
+
+
+def median_interval(values: list[float], level: float = CI_LEVEL) -> dict | None:
+    """{"low", "high", "level", "method", "k"}: the order-statistic confidence interval of the median of `values`
+    (see the module's docstring); "level" is the coverage actually reached, which is below `level` with few values."""
+    xs = sorted(values)
+    n = len(xs)
+    if not n:
+        return None
+    k = interval_k(n, level)
+    reached = coverage(k, n)
+    method = CI_SINGLE if n == 1 else CI_METHOD if reached >= level else CI_MIN_MAX
+    return {"low": xs[k - 1], "high": xs[n - k], "level": reached, "method": method, "k": k}
+
+
+def interval_from_range(s: dict) -> dict | None:
+    """The min–max interval of a stored summary that has no "ci" and whose attempts are gone: [x_(1), x_(n)] covers the
+    median with probability 1 − 2^(1−n) for any n (the widest order-statistic interval)."""
+    n = s.get("n")
+    if not n or s.get("min") is None or s.get("max") is None:
+        return None
+    return {"low": s["min"], "high": s["max"], "level": coverage(1, n),
+            "method": CI_SINGLE if n == 1 else CI_METHOD if coverage(1, n) >= CI_LEVEL else CI_MIN_MAX, "k": 1}
+
 
 def describe(values: list[float | None]) -> dict | None:
-    """median, min, max, cv (None with fewer than two values) and n of the values that are not None."""
+    """median, min, max, cv (None with fewer than two values), n, and ci (`median_interval`) of the values that are not
+    None."""
     xs = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     if not xs:
         return None
@@ -32,7 +105,28 @@ def describe(values: list[float | None]) -> dict | None:
         "max": max(xs),
         "cv": round(cv, 4) if cv is not None else None,
         "n": len(xs),
+        "ci": median_interval(xs),
     }
+
+
+def interval(s: dict | None) -> tuple[float, float] | None:
+    """(low, high) of a `describe` result: its ci, or its median as a point when it has none."""
+    if not s:
+        return None
+    ci = s.get("ci")
+    if ci:
+        return ci["low"], ci["high"]
+    return (s["median"], s["median"]) if s.get("median") is not None else None
+
+
+def above(a: dict | None, b: dict | None) -> bool:
+    """True when a's interval lies entirely above b's (touching ends are an overlap, not above)."""
+    ia, ib = interval(a), interval(b)
+    return bool(ia and ib) and ia[0] > ib[1]
+
+
+def overlap(a: dict | None, b: dict | None) -> bool:
+    return not above(a, b) and not above(b, a)
 
 
 def measured_attempts(record: dict) -> list[dict]:
@@ -53,8 +147,24 @@ def summarize(record: dict) -> dict:
 
 
 def summary_of(record: dict) -> dict:
-    """The record's stored summary, or one computed now (records written before summaries existed)."""
-    return record.get("summary") or summarize(record)
+    """The record's stored summary, or one computed now (records written before summaries existed). A stored summary
+    written before intervals existed gets its "ci" computed from the record's attempts (or, without them, the min–max
+    interval of its min, max and n); the record itself is not changed."""
+    stored = record.get("summary")
+    if not stored:
+        return summarize(record)
+    missing = [m for m, d in stored.items() if isinstance(d, dict) and "ci" not in d]
+    if not missing:
+        return stored
+    fresh = summarize(record)
+    out = dict(stored)
+    for metric in missing:
+        d = stored[metric]
+        f = fresh.get(metric)
+        ci = f["ci"] if f and f["n"] == d.get("n") else interval_from_range(d)
+        if ci:
+            out[metric] = dict(d, ci=ci)
+    return out
 
 
 @dataclass(frozen=True)
@@ -80,14 +190,28 @@ def compare_metric(a: dict | None, b: dict | None) -> Change:
         return Change(a["median"], b["median"], None, None, "A is zero")
     delta = (b["median"] - a["median"]) / a["median"]
     if a["n"] < 2 or b["n"] < 2:
-        return Change(a["median"], b["median"], delta, None, "one attempt: spread unknown")
-    noise = max(a["cv"] or 0.0, b["cv"] or 0.0)
-    overlap = a["min"] <= b["max"] and b["min"] <= a["max"]
-    if overlap:
-        return Change(a["median"], b["median"], delta, False, "ranges overlap")
-    if abs(delta) <= noise:
-        return Change(a["median"], b["median"], delta, False, f"|Δ| within spread {noise:.1%}")
-    return Change(a["median"], b["median"], delta, True, f"ranges apart, |Δ| > spread {noise:.1%}")
+        return Change(a["median"], b["median"], delta, None, "one attempt: uncertainty unknown")
+    if overlap(a, b):
+        return Change(a["median"], b["median"], delta, False, f"intervals overlap: {interval_text(a)} and {interval_text(b)}")
+    return Change(a["median"], b["median"], delta, True, f"intervals apart: {interval_text(a)} and {interval_text(b)}")
+
+
+def fmt_level(level: float | None) -> str:
+    """A coverage for people: 75 %, 87.5 %, 96.9 %."""
+    if level is None:
+        return "-"
+    return f"{level * 100:.1f}".rstrip("0").rstrip(".") + " %"
+
+
+def interval_text(s: dict | None, fmt=None) -> str:
+    """'35,266 – 40,867 (75 %)' for a `describe` result; '-' without an interval, the point with one attempt."""
+    fmt = fmt or fmt_rate
+    ci = (s or {}).get("ci")
+    if not ci:
+        return "-"
+    if ci["low"] == ci["high"] and s.get("n", 0) < 2:
+        return f"{fmt(ci['low'])} (one attempt)"
+    return f"{fmt(ci['low'])} – {fmt(ci['high'])} ({fmt_level(ci['level'])})"
 
 
 def fmt_rate(value: float | None) -> str:

@@ -121,12 +121,13 @@ def test_upstream_limit_needs_a_clean_nginx_figure_at_that_load():
     assert records[1]["flags"] == [] and records[2]["flags"] == []
 
 
-def test_spread_above_five_percent():
-    (r,) = evaluated(rec(rates=(1000.0, 1150.0, 900.0)))
+def test_spread_above_ten_percent_names_the_rules_that_fired():
+    (r,) = evaluated(rec(rates=(1000.0, 1150.0, 900.0)))  # CV 12.4 %, interval 900 – 1,150: ±12.5 %
     assert names(r) == ["spread"]
-    assert "12.4% between attempts" in r["flags"][0]["reason"] and "900 to 1,150" in r["flags"][0]["reason"]
-    (ok,) = evaluated(rec(rates=(1000.0, 1040.0, 960.0)))  # CV 4 %
-    assert ok["flags"] == []
+    assert r["flags"][0]["reason"] == ("req/s: CV 12.4% between attempts, above 10% (900 to 1,150); "
+                                       "interval 900 – 1,150 (75 %) is ±12.5% of the median 1,000, wider than ±10%")
+    (ok,) = evaluated(rec(rates=(1000.0, 1090.0, 910.0)))  # CV 9 %, ±9 %: noise, shown by the interval, not flagged
+    assert ok["flags"] == [] and ok["summary"]["rps"]["ci"]["low"] == 910.0
 
 
 def test_a_single_attempt_is_flagged_as_unknown_spread():
@@ -156,6 +157,7 @@ def test_failed_attempt_flags_the_record_and_skips_spread():
 def test_several_flags_in_a_fixed_order_and_evaluate_is_idempotent():
     errors = dict(NO_ERRORS, connect=3, total=3)
     d = data(rec(errors=errors, rates=(1000.0, 1300.0, 800.0), server_cpu=0.2, loadgen_cpu=0.99))
+    d["records"][0]["summary"] = {"rps": {"median": 1000.0, "min": 800.0, "max": 1300.0, "cv": 0.2494, "n": 3}}
     flags.evaluate(d)
     first = copy.deepcopy(d["records"][0]["flags"])
     assert [f["flag"] for f in first] == ["errors", "loadgen-saturated", "spread"]
@@ -193,4 +195,13 @@ def test_recorded_run_every_record_has_flags_ranked_and_samples(recorded):
         for a in r["attempts"]:
             assert a["samples"]["server"]["cpu_s"] is not None and a["samples"]["loadgen"]["peak_rss_mb"] is not None
         spread = next((f for f in r["flags"] if f["flag"] == "spread"), None)
-        assert (spread is not None) == (r["summary"]["rps"]["cv"] > flags.SPREAD_MAX_CV), key
+        s = r["summary"]["rps"]
+        wide = s["ci"]["high"] - s["ci"]["low"] > 2 * flags.SPREAD_MAX_HALF_WIDTH * s["median"]
+        assert (spread is not None) == (s["cv"] > flags.SPREAD_MAX_CV or wide), key
+
+
+def test_each_flag_is_explained_once_in_flags_and_the_report_reads_it():
+    from harness.report import conditions
+    assert [name for name, _ in flags.legend()] == list(flags.FLAG_ORDER)
+    assert conditions.flag_legend() == flags.legend()
+    assert "wider than ±10% of the median" in flags.EXPLANATIONS["spread"]

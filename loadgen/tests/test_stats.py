@@ -40,7 +40,8 @@ def test_summarize_ignores_failed_attempts():
     r = record(1000.0, 0.0, 1200.0, p99={1: 5.0, 3: 7.0}, failed_at=(2,))
     s = stats.summarize(r)
     assert s["rps"]["n"] == 2 and s["rps"]["median"] == 1100.0
-    assert s["p99"] == {"median": 6.0, "min": 5.0, "max": 7.0, "cv": pytest.approx(0.2357, abs=1e-4), "n": 2}
+    assert s["p99"] == {"median": 6.0, "min": 5.0, "max": 7.0, "cv": pytest.approx(0.2357, abs=1e-4), "n": 2,
+                        "ci": {"low": 5.0, "high": 7.0, "level": 0.5, "method": "min-max", "k": 1}}
 
 
 def test_summarize_without_latencies_httperf():
@@ -60,23 +61,27 @@ def d(*values):
     return stats.describe(list(values))
 
 
-def test_compare_significant_when_ranges_apart_and_change_beyond_spread():
+def test_compare_significant_when_intervals_apart():
     c = stats.compare_metric(d(100, 101, 99), d(120, 121, 119))
     assert c.significant is True and c.delta == pytest.approx(0.2)
     assert c.delta_pct == pytest.approx(20.0)
 
 
-def test_compare_not_significant_when_ranges_overlap():
+def test_compare_not_significant_when_intervals_overlap():
     c = stats.compare_metric(d(100, 130, 90), d(120, 125, 118))
-    assert c.significant is False and "overlap" in c.reason
+    assert c.significant is False and c.reason.startswith("intervals overlap")
 
 
-def test_compare_not_significant_when_change_is_within_the_spread():
-    # ranges apart (100..102 against 103..104) but a 2.5 % change inside a side's 5 % CV
+def test_compare_is_the_interval_rule_alone():
+    # intervals apart (100..102 against 103..104): significant, however small the change against the spread
     a, b = d(100, 101, 102), d(103, 103.5, 104)
-    noisy_a = dict(a, cv=0.05)
-    c = stats.compare_metric(noisy_a, b)
-    assert c.delta == pytest.approx(0.025, abs=1e-3) and c.significant is False and "within spread" in c.reason
+    c = stats.compare_metric(dict(a, cv=0.05), b)
+    assert c.delta == pytest.approx(0.0247525, abs=1e-6) and c.significant is True
+    assert c.reason == "intervals apart: 100 – 102 (75 %) and 103 – 104 (75 %)"
+    # touching ends overlap: a tie, even with a +18.8 % change of the medians
+    c = stats.compare_metric(d(100, 101, 120), d(120, 116, 130))
+    assert c.significant is False and c.delta == pytest.approx(0.1881, abs=1e-4)
+    assert c.reason == "intervals overlap: 100 – 120 (75 %) and 116 – 130 (75 %)"
 
 
 def test_compare_unknown_with_single_attempts_or_missing_side():
