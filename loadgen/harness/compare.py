@@ -1,5 +1,6 @@
 """Compare two runs like benchstat: per (server, scenario, run) the change of the median req/s and p99 from A to B,
-and whether it exceeds the spread measured in the runs (the rule is in harness.stats.compare_metric).
+and whether it is significant: only where the two medians' confidence intervals do not overlap; otherwise a tie, "="
+(the rule is in harness.stats.compare_metric).
 
   python -m harness compare A B    (A, B: run ids under results/, `latest`, a unique prefix, or paths)
 """
@@ -125,7 +126,7 @@ def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
     if change.significant is None:
         return f"{pct} ?", "dim"
     if not change.significant:
-        return f"~ ({pct})", "dim"
+        return f"= ({pct})", "dim"
     better = (change.delta > 0) == higher_is_better
     return pct, "green" if better else "red"
 
@@ -177,9 +178,11 @@ def geomean_line(compared: list[Row]) -> str | None:
     return f"geomean of B/A req/s over {len(ratios)} measurements clean in both runs: {g:.3f} ({(g - 1) * 100:+.1f}%)"
 
 
-LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; p99: the median of the attempts' p99). ~ : within the noise (the attempts' ranges overlap, or |Δ| is not larger "
-          "than the larger coefficient of variation); ? : a side has a single attempt, so no spread is known; "
-          "a coloured Δ is significant (green better, red worse). ±N% after a figure is its spread (CV). "
+LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; p99: the median of the attempts' p99). "
+          "= : a tie, the two medians' confidence intervals overlap (order-statistic intervals of the median: the "
+          "attempts' min–max with 3 attempts, at 75 %), whatever the size of Δ; ? : a side has a single attempt, so "
+          "nothing is known of its uncertainty; a coloured Δ is significant, the intervals are apart (green better, red "
+          "worse). ±N% after a figure is its spread (CV). "
           "flags A:name / B:name: that side's number is flagged and should not be trusted as it stands.")
 
 

@@ -74,10 +74,16 @@ def test_markdown_tables(report):
     run, _ = report
     md = (run / "summary.md").read_text()
     assert md.startswith("# Benchmark run 20261122-051300-fixture")
-    section = md.split("### backend · keepalive")[1].split("###")[0]
+    ranking = md.split("### backend · keepalive")[1].split("###")[0]
+    assert "**flagged: not ranked**" not in ranking
+    assert "| ceiling | nginx | 30,894 | 29,818 – 32,801 (75 %) |" in ranking
+    assert "| 1 | rust | 31,774 | 29,694 – 35,584 (75 %) | 9.2% |" in ranking  # CV 9.2 %: no longer flagged
+    assert "| 2 | node | 12,021 |" in ranking
+    section = md.split("### backend · close")[1].split("###")[0]
     ranking, flagged = section.split("**flagged: not ranked**")
-    assert "| ceiling | nginx | 30,894 |" in ranking and "| 1 | node | 12,021 |" in ranking
-    assert "| ⚑ | rust | 31,774 |" in flagged and "- rust: **spread**: req/s varies 9.2%" in flagged
+    assert "| 1 | node | 1,705 |" in ranking
+    assert "| ⚑ | rust | 6,356 |" in flagged and "- rust: **spread**: req/s: CV 25.2% between attempts" in flagged
+    assert "## At a glance" in md and "| backend | keepalive | rust | 31,774 | 103% | 2 | 0 |" in md
     assert "## Servers" in md and "## Conditions" in md and "| rust |" in md.split("## Servers")[1]
 
 
@@ -90,7 +96,9 @@ def test_csv_has_one_row_per_record_with_its_flags(report, data):
     assert py500["ranked"] == "no" and py500["flags"] == "contract-failed;errors" and py500["rank"] == ""
     assert float(py500["error_rate"]) == 1.0
     node = by["node", "backend", "keepalive"]
-    assert node["rank"] == "1" and node["ranked"] == "yes" and node["attempts"] == "3"
+    assert node["rank"] == "2" and node["ranked"] == "yes" and node["attempts"] == "3"
+    assert (node["rps_ci_low"], node["rps_ci_high"], node["rps_ci_level"], node["rps_ci_method"]) == (
+        "11415.03", "12260.37", "0.75", "min-max")
     assert len(node["attempt_rps"].split(";")) == 3 and float(node["rps_min"]) <= float(node["rps_median"]) <= float(node["rps_max"])
     assert float(by["rust", "hello", "c1000-t1"]["loadgen_cpu_util"]) >= 0.9
 
@@ -153,7 +161,7 @@ def test_compare_two_runs(tmp_path, data):
     assert hello.rps.delta == pytest.approx(1.0) and hello.rps.significant is True
     assert rows["node", "hello", "c100"].rps.delta == 0 and rows["node", "hello", "c100"].rps.significant is False
     assert rows["py500", "hello", "c100"].b is None
-    assert "A:spread" in hello.flags
+    assert hello.flags == [] and rows["rust", "backend", "close"].flags == ["A:spread", "B:spread"]
     table, notes = compare.compare(a_dir, b_dir)
     assert table.row_count == len(rows) - 1  # py500 is listed under the table
     assert "1 measurements only in A: hello (py500)" in notes

@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.report.model import CEILING, CEILING_COLOR, Group, Model, Scenario, flag_names, latency, summary  # noqa: E402
+from harness.report.model import (CEILING, CEILING_COLOR, Group, Model, Scenario, flag_names, latency,  # noqa: E402
+                                  rank_label, summary)
 from harness.stats import fmt_ms, fmt_rate  # noqa: E402
 
 DPI = 110
@@ -47,8 +48,8 @@ def _short_flags(r: dict) -> str:
 
 
 def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
-    """Median req/s per server (whiskers: min and max of the attempts); flagged bars faded and hatched, their flags
-    under their names (red); nginx drawn as a horizontal ceiling line, not a bar."""
+    """Median req/s per server (whiskers: the median's confidence interval), ranks before the names; flagged bars
+    faded and hatched, their flags under their names (red); nginx drawn as a horizontal ceiling line, not a bar."""
     rows = group.ranked + group.flagged
     if not rows and not group.ceiling:
         return None
@@ -62,10 +63,12 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
         ax.bar(x, value, width=0.65, color=model.colors.get(r["server"]), alpha=1.0 if clean else FLAGGED_ALPHA,
                hatch=None if clean else "//", edgecolor=model.colors.get(r["server"]), linewidth=0.8)
         label_at = value
-        if s and s["n"] >= 2:
-            ax.errorbar(x, value, yerr=[[value - s["min"]], [s["max"] - value]], fmt="none", ecolor="#222", capsize=3, lw=1)
-            top = max(top, s["max"])
-            label_at = max(value, s["max"])  # above the whisker, not through it
+        if s and s["n"] >= 2 and s.get("ci"):
+            low, high = s["ci"]["low"], s["ci"]["high"]
+            ax.errorbar(x, value, yerr=[[max(value - low, 0)], [max(high - value, 0)]], fmt="none", ecolor="#222",
+                        capsize=3, lw=1)
+            top = max(top, high)
+            label_at = max(value, high)  # above the whisker, not through it
         top = max(top, value)
         label = fmt_rate(value) if r.get("rps") is not None else "failed"
         ax.annotate(label, (x, label_at), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8,
@@ -78,8 +81,8 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
                     textcoords="offset points", xytext=(3, 3), fontsize=8, color=CEILING_COLOR, va="bottom",
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
         top = max(top, ceiling)
-    ax.set_xticks(xs, [r["server"] + ("" if r.get("ranked") else "\n⚑ " + _short_flags(r).replace(", ", "\n"))
-                       for r in rows])
+    ax.set_xticks(xs, [(f"{rank_label(r)} " if rank_label(r) else "") + r["server"]
+                       + ("" if r.get("ranked") else "\n⚑ " + _short_flags(r).replace(", ", "\n")) for r in rows])
     for tick, r in zip(ax.get_xticklabels(), rows):
         if not r.get("ranked"):
             tick.set_color("#a30000")
@@ -87,7 +90,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
     ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
     ax.set_ylim(0, top * 1.18 if top else 1)
     ax.yaxis.set_major_formatter(RATE_AXIS)
-    ax.set_ylabel("req/s (median of attempts)")
+    ax.set_ylabel("req/s (median; whiskers: interval)")
     ax.set_title(f"{group.scenario} · {group.run}: requests per second")
     return _save(fig, path)
 
@@ -152,13 +155,13 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
                    s=28, zorder=4)
         ax.scatter([x for x, f in zip(xs, flagged) if f], [y for y, f in zip(ys, flagged) if f], facecolor="white",
                    edgecolor=color, s=34, lw=1.4, zorder=4)
-        if metric == "rps":  # a min–max band of the attempts
+        if metric == "rps":  # a band of the medians' confidence intervals
             lo, hi = [], []
             for x in xs:
                 r = next(r for r in scenario.groups[x].records if r["server"] == server)
-                s = summary(r).get("rps")
-                lo.append(s["min"] if s else r["rps"])
-                hi.append(s["max"] if s else r["rps"])
+                ci = (summary(r).get("rps") or {}).get("ci")
+                lo.append(ci["low"] if ci else r["rps"])
+                hi.append(ci["high"] if ci else r["rps"])
             ax.fill_between(xs, lo, hi, color=color, alpha=0.07 if ceiling else 0.15, lw=0)
     if not drawn:
         plt.close(fig)
@@ -168,7 +171,7 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
     if metric == "rps":
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(RATE_AXIS)
-        ax.set_ylabel("req/s (median; band: min–max)")
+        ax.set_ylabel("req/s (median; band: interval)")
         ax.set_title(f"{scenario.name}: requests per second against concurrency")
     else:
         _log_ms_axis(ax)

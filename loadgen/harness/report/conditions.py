@@ -82,17 +82,8 @@ def contract_text(data: dict, server: str) -> str:
 
 
 def flag_legend() -> list[tuple[str, str]]:
-    return [
-        ("failed", "an attempt produced no measurement"),
-        ("contract-failed", "the server failed this run's contract verification"),
-        ("errors", "some requests failed (connect, read, write, timeout, non-2xx, length): the rate counts them"),
-        ("loadgen-saturated", f"the load generator used ≥ {rules.LOADGEN_SATURATED:.0%} of its CPUs while the server "
-                              f"used less than {rules.SERVER_BUSY:.0%} of its own: the number measures the tool"),
-        ("upstream-limit", f"a weather figure within {rules.UPSTREAM_MARGIN:.0%} of nginx's own "
-                           f"{rules.UPSTREAM_PATH} at the same load: the upstream is the limit"),
-        ("spread", f"req/s varies more than {rules.SPREAD_MAX_CV:.0%} (coefficient of variation) between attempts, "
-                   "or a single attempt was made"),
-    ]
+    """Each flag's explanation, as harness.flags (their one owner) writes it."""
+    return rules.legend()
 
 
 def not_measured(data: dict) -> list[str]:

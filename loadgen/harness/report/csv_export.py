@@ -1,4 +1,5 @@
-"""summary.csv: one row per record (server, scenario, run) with its statistics, samples and flags."""
+"""summary.csv: one row per record (server, scenario, run) with its statistics, samples and flags. `rank` is the
+report's rank ("=2" for a tie, empty when not ranked); rps_ci_* the req/s median's confidence interval and its level."""
 from __future__ import annotations
 
 import csv
@@ -6,11 +7,12 @@ import io
 from pathlib import Path
 
 from harness import flags as flag_rules
-from harness.report.model import Model, latency, n_attempts, summary
+from harness.report.model import Model, latency, n_attempts, rank_label, summary
 
 COLUMNS = [
     "scenario", "run", "server", "rank", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
-    "attempts", "rps_median", "rps_min", "rps_max", "rps_cv", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
+    "attempts", "rps_median", "rps_min", "rps_max", "rps_cv", "rps_ci_low", "rps_ci_high", "rps_ci_level",
+    "rps_ci_method", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
     "p99_min_ms", "p99_max_ms", "p99_cv", "requests", "good_requests", "errors", "error_rate", "server_cpu_util",
     "loadgen_cpu_util", "server_peak_rss_mb", "loadgen_peak_rss_mb", "attempt_rps", "warmup_runs", "warmup_steady",
     "failed",
@@ -26,11 +28,12 @@ def _num(value, digits: int = 4):
 def row(r: dict) -> dict:
     s = summary(r)
     rps, p99 = s.get("rps") or {}, s.get("p99") or {}
+    ci = rps.get("ci") or {}
     samples = r.get("samples") or {}
     warmup = r.get("warmup") or {}
     attempts = r.get("attempts") if isinstance(r.get("attempts"), list) else []
     return {
-        "scenario": r["scenario"], "run": r.get("run", ""), "server": r["server"], "rank": r.get("_rank", ""),
+        "scenario": r["scenario"], "run": r.get("run", ""), "server": r["server"], "rank": rank_label(r),
         "ranked": "yes" if r.get("ranked") else "no",
         "flags": ";".join(flag_rules.names(r)),
         "flag_reasons": " | ".join(f"{f['flag']}: {f['reason']}" for f in r.get("flags") or []),
@@ -38,6 +41,8 @@ def row(r: dict) -> dict:
         "threads": r.get("threads") or "", "attempts": n_attempts(r),
         "rps_median": _num(rps.get("median", r.get("rps")), 2), "rps_min": _num(rps.get("min"), 2),
         "rps_max": _num(rps.get("max"), 2), "rps_cv": _num(rps.get("cv")),
+        "rps_ci_low": _num(ci.get("low"), 2), "rps_ci_high": _num(ci.get("high"), 2),
+        "rps_ci_level": _num(ci.get("level"), 6), "rps_ci_method": ci.get("method", ""),
         "p50_ms": _num(latency(r, "p50")), "p90_ms": _num(latency(r, "p90")), "p99_ms": _num(latency(r, "p99")),
         "max_ms": _num(latency(r, "max")), "p99_median_ms": _num(p99.get("median")), "p99_min_ms": _num(p99.get("min")),
         "p99_max_ms": _num(p99.get("max")), "p99_cv": _num(p99.get("cv")),

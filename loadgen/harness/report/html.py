@@ -7,9 +7,10 @@ from html import escape
 from pathlib import Path
 
 from harness.report import conditions as cond
-from harness.report.model import (Group, Model, Scenario, attempts_text, bytes_text, cpu, cv_text, errors_text,
-                                  flag_names, latency, loc_text, rps_of, rps_range, rss_text, startup_text)
-from harness.stats import fmt_ms, fmt_rate
+from harness.report.model import (RANKING_NOTE, Group, Model, Scenario, attempts_text, bytes_text, cpu, cv_text,
+                                  errors_text, flag_names, latency, leaders, loc_text, rank_label, rps_interval, rps_of,
+                                  rss_text, startup_text)
+from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
 
 FLAG_COLORS = {
     "failed": "#7f1d1d", "contract-failed": "#7f1d1d", "errors": "#b91c1c", "loadgen-saturated": "#c2410c",
@@ -82,7 +83,7 @@ def _cpu_cell(r: dict, role: str) -> str:
     return f'{value * 100:.0f} %<span class="cpu"><i class="{hot.strip()}" style="width:{pct:.0f}%"></i></span>'
 
 
-COLUMNS = [("#", ""), ("server", "l"), ("req/s", ""), ("min – max", ""), ("CV", ""), ("p50 ms", ""), ("p99 ms", ""),
+COLUMNS = [("#", ""), ("server", "l"), ("req/s", ""), ("interval (level)", ""), ("CV", ""), ("p50 ms", ""), ("p99 ms", ""),
            ("p99 CV", ""), ("errors", ""), ("server CPU", ""), ("loadgen CPU", ""), ("server RSS", ""),
            ("attempts (req/s)", "l"), ("flags", "l")]
 
@@ -94,7 +95,7 @@ def _row(model: Model, r: dict, rank: str, css: str) -> str:
         f'<td class="rank">{escape(rank)}</td>',
         f'<td class="l">{swatch}{escape(r["server"])}</td>',
         f'<td class="rps">{rps}</td>',
-        f"<td>{rps_range(r)}</td>",
+        f"<td>{rps_interval(r)}</td>",
         f"<td>{cv_text(r)}</td>",
         f"<td>{fmt_ms(latency(r, 'p50'))}</td>",
         f"<td>{fmt_ms(latency(r, 'p99'))}</td>",
@@ -121,7 +122,7 @@ def group_tables(model: Model, group: Group) -> str:
     rows = []
     if group.ceiling:
         rows.append(_row(model, group.ceiling, "ceiling", "ceiling"))
-    rows += [_row(model, r, str(r.get("_rank", "")), "") for r in group.ranked]
+    rows += [_row(model, r, rank_label(r), "") for r in group.ranked]
     out = []
     if rows:
         out.append(f'<div class="scroll"><table>{_head()}{"".join(rows)}</table></div>')
@@ -183,27 +184,31 @@ def scenario_section(model: Model, scenario: Scenario, charts: dict[str, Path]) 
 
 
 def _glance(model: Model) -> str:
+    """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with their
+    figures; "none clean" only where no record is ranked."""
     rows = []
     for scenario in model.scenarios:
         for group in scenario.groups:
-            best = group.ranked[0] if group.ranked else None
+            best = leaders(group)
             ceiling = group.ceiling.get("rps") if group.ceiling else None
-            share = f"{best['rps'] / ceiling:.0%}" if best and ceiling and best.get("rps") else "-"
             anchor = scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else group.key
-            name = (f'<span class="sw" style="background:{model.colors.get(best["server"])}"></span>{escape(best["server"])}'
-                    if best else '<span class="muted">none clean</span>')
+            eq = ' <span class="muted">=</span> '
+            name = (eq.join(f'<span class="sw" style="background:{model.colors.get(r["server"], "#999")}"></span>'
+                            f'{escape(r["server"])}' for r in best) if best else '<span class="muted">none clean</span>')
+            rps = " = ".join(fmt_rate(r.get("rps")) for r in best) or "-"
+            p99 = " = ".join(fmt_ms(latency(r, "p99")) for r in best) or "-"
+            share = " = ".join(f"{r['rps'] / ceiling:.0%}" for r in best) if best and ceiling else "-"
             flagged = "".join(badge(n) for n in sorted({n for r in group.flagged for n in flag_names(r)}))
-            top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best)) else None
+            top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best[0])) else None
             faster = (f'{escape(top["server"])} {fmt_rate(top.get("rps"))} '
                       + "".join(badge(n) for n in flag_names(top))) if top and top.get("rps") else ""
             rows.append(
                 f'<tr><td class=l><a href="#{anchor}">{escape(scenario.name)}</a></td><td class=l>{escape(group.run)}</td>'
-                f"<td class=l>{name}</td><td class=rps>{fmt_rate(best['rps']) if best else '-'}</td>"
-                f"<td>{fmt_ms(latency(best, 'p99')) if best else '-'}</td>"
+                f"<td class=l>{name}</td><td class=rps>{rps}</td><td>{p99}</td>"
                 f"<td>{fmt_rate(ceiling) if ceiling else '-'}</td><td>{share}</td>"
                 f"<td>{len(group.ranked)}</td><td class=l>{len(group.flagged) or ''} {flagged}</td>"
                 f'<td class="l muted">{faster}</td></tr>')
-    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>fastest clean</th><th>req/s</th>"
+    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best ranked (= tie)</th><th>req/s</th>"
             "<th>p99 ms</th><th>nginx ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>flagged</th>"
             "<th class=l>faster but flagged</th></tr>")
     return f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
@@ -256,10 +261,12 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="sub">{subtitle}</p>',
         f'<nav>{nav}</nav>',
         f'<div class="cards">{"".join(cards)}</div>',
-        '<p class="muted">req/s is the median of the attempts, whiskers and bands their min and max, CV their spread '
-        "(coefficient of variation). Latency percentiles are those of the median attempt. CPU is the share of the CPUs each "
-        "side was pinned to. Flagged measurements are not ranked: each carries its reasons. The dashed line is nginx "
-        "serving the same bytes from a static file: the ceiling.</p>",
+        '<p class="muted">req/s is the median of the attempts, whiskers and bands its confidence interval, CV the '
+        "attempts' spread (coefficient of variation). Latency percentiles are those of the median attempt. CPU is the "
+        "share of the CPUs each side was pinned to. Flagged measurements are not ranked: each carries its reasons. The "
+        "dashed line is nginx serving the same bytes from a static file: the ceiling.</p>",
+        f'<p class="muted">{escape(INTERVAL_NOTE)}</p>',
+        f'<p class="muted">{escape(RANKING_NOTE)}</p>',
         "<h2>At a glance</h2>", _glance(model),
     ]
     missing = cond.not_measured(model.data)

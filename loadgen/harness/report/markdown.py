@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report import conditions as cond
-from harness.report.model import (Group, Model, bytes_text, cpu_text, cv_text, errors_text, flag_names,
-                                  latency, loc_text, rps_range, rss_text, startup_text)
-from harness.stats import fmt_ms, fmt_rate
+from harness.report.model import (RANKING_NOTE, Group, Model, bytes_text, cpu_text, cv_text, errors_text,
+                                  flag_names, latency, leaders, loc_text, rank_label, rps_interval, rps_of, rss_text,
+                                  startup_text)
+from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
 
-HEADER = ["#", "server", "req/s", "min – max", "CV", "p50 ms", "p99 ms", "errors", "server CPU", "loadgen CPU",
+HEADER = ["#", "server", "req/s", "interval (level)", "CV", "p50 ms", "p99 ms", "errors", "server CPU", "loadgen CPU",
           "server RSS", "flags"]
 
 
@@ -19,14 +20,15 @@ def _cell(text) -> str:
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
     align = ["---:" if h in ("#", "req/s", "CV", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS", "errors",
-                             "start-up", "artifact", "checks") else "---" for h in header]
+                             "start-up", "artifact", "checks", "interval (level)", "of ceiling", "ranked", "flagged")
+             else "---" for h in header]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
 
 
 def _row(r: dict, rank: str) -> list:
-    return [rank, r["server"], fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed", rps_range(r),
+    return [rank, r["server"], fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed", rps_interval(r),
             cv_text(r), fmt_ms(latency(r, "p50")), fmt_ms(latency(r, "p99")), errors_text(r), cpu_text(r, "server"),
             cpu_text(r, "loadgen"), rss_text(r), ", ".join(flag_names(r)) or "-"]
 
@@ -35,7 +37,7 @@ def group_lines(group: Group) -> list[str]:
     rows = []
     if group.ceiling:
         rows.append(_row(group.ceiling, "ceiling"))
-    rows += [_row(r, str(r.get("_rank", ""))) for r in group.ranked]
+    rows += [_row(r, rank_label(r)) for r in group.ranked]
     lines = _table(HEADER, rows) if rows else ["_no clean record to rank_"]
     if group.flagged:
         lines += ["", "**flagged: not ranked**", ""]
@@ -49,6 +51,25 @@ def group_lines(group: Group) -> list[str]:
     return lines
 
 
+def glance_lines(model: Model) -> list[str]:
+    """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with req/s."""
+    rows = []
+    for scenario in model.scenarios:
+        for group in scenario.groups:
+            best = leaders(group)
+            ceiling = group.ceiling.get("rps") if group.ceiling else None
+            top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best[0])) else None
+            rows.append([scenario.name, group.run,
+                         " = ".join(r["server"] for r in best) or "_none clean_",
+                         " = ".join(fmt_rate(r.get("rps")) for r in best) or "-",
+                         " = ".join(f"{r['rps'] / ceiling:.0%}" for r in best) if best and ceiling else "-",
+                         len(group.ranked), len(group.flagged),
+                         f"{top['server']} {fmt_rate(top.get('rps'))} ({', '.join(flag_names(top))})"
+                         if top and top.get("rps") else ""])
+    return _table(["scenario", "run", "best ranked (= tie)", "req/s", "of ceiling", "ranked", "flagged",
+                   "faster but flagged"], rows)
+
+
 def render(model: Model) -> str:
     c = model.conditions
     records = model.records
@@ -57,7 +78,9 @@ def render(model: Model) -> str:
              f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
              f"measurement; {len(records)} records, {ranked} clean, {len(records) - ranked} flagged (not ranked). "
              "req/s is the median of the attempts; CV is their spread (coefficient of variation); p50/p99 are those of the "
-             "median attempt; CPU is the share of the CPUs each side was pinned to.", ""]
+             "median attempt; CPU is the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "",
+             RANKING_NOTE, ""]
+    lines += ["## At a glance", ""] + glance_lines(model) + [""]
     missing = cond.not_measured(model.data)
     if missing:
         lines += ["**Not measured:**", ""] + [f"- {m}" for m in missing] + [""]

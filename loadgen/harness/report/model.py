@@ -1,11 +1,18 @@
-"""What every export shows, computed once: records grouped per (scenario, run), ranked, with the nginx ceiling."""
+"""What every export shows, computed once: records grouped per (scenario, run), ranked, with the nginx ceiling.
+
+Ranking (`rank`, the one ranking function: the report's exports and the console table use it): among the clean records
+of a group (nginx, the ceiling, apart), a record's rank is 1 + the number of records whose req/s interval (the median's
+confidence interval, harness.stats.median_interval) lies entirely above its own; touching ends are an overlap. Records
+with the same rank are tied and shown as "=2". Two servers are therefore ordered only where their intervals do not
+overlap. Overlap is not transitive: with A overlapping B, B overlapping C, and A entirely above C, A and B are "=1" and
+C is 2."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from harness import flags as flag_rules
 from harness import stats
-from harness.stats import fmt_rate
+from harness.stats import fmt_rate, interval_text
 
 CEILING = flag_rules.CEILING_SERVER
 MATRIX_MIN_RUNS = 4  # a scenario with this many runs or more (weather) is shown as a req/s-against-concurrency matrix
@@ -100,6 +107,37 @@ def rps_of(r: dict) -> float:
     return r.get("rps") or 0.0
 
 
+RANKING_NOTE = (
+    "Ranks: two servers are ordered only where the intervals of their req/s do not overlap; a server's rank is 1 + the "
+    "number of servers of its group whose interval lies entirely above its own, so servers with overlapping intervals "
+    "share a rank, shown with = (=2: tied second). nginx, the ceiling, is not ranked. Flagged measurements are not "
+    "ranked either.")
+
+
+def rank(records: list[dict]) -> list[dict]:
+    """Ranks the clean records of one group (see the module's docstring): sets r["_rank"] (an int) and
+    r["_rank_label"] ("2", or "=2" for a tie) on each and returns them by rank, then req/s descending."""
+    rps = {id(r): summary(r).get("rps") for r in records}
+    for r in records:
+        r["_rank"] = 1 + sum(1 for o in records if o is not r and stats.above(rps[id(o)], rps[id(r)]))
+    counts: dict[int, int] = {}
+    for r in records:
+        counts[r["_rank"]] = counts.get(r["_rank"], 0) + 1
+    for r in records:
+        r["_rank_label"] = ("=" if counts[r["_rank"]] > 1 else "") + str(r["_rank"])
+    return sorted(records, key=lambda r: (r["_rank"], -rps_of(r)))
+
+
+def rank_label(r: dict) -> str:
+    """"1", "=2", or "" for a record that is not ranked."""
+    return r.get("_rank_label", "")
+
+
+def leaders(group: "Group") -> list[dict]:
+    """The best ranked records of a group: one, or several tied at rank 1; [] when none is ranked."""
+    return [r for r in group.ranked if r.get("_rank") == 1]
+
+
 def build(data: dict, descriptions: dict[str, str] | None = None) -> Model:
     """Groups, ranks and colours; `data` must have been through flags.evaluate."""
     scenarios: dict[str, dict[str, list[dict]]] = {}
@@ -113,10 +151,10 @@ def build(data: dict, descriptions: dict[str, str] | None = None) -> Model:
             ceilings = [r for r in records if is_ceiling(r)]
             g.ceiling = ceilings[0] if ceilings else None
             others = [r for r in records if not is_ceiling(r)]
-            g.ranked = sorted((r for r in others if r.get("ranked")), key=rps_of, reverse=True)
+            for r in records:
+                r.pop("_rank", None), r.pop("_rank_label", None)
+            g.ranked = rank([r for r in others if r.get("ranked")])
             g.flagged = sorted((r for r in others if not r.get("ranked")), key=rps_of, reverse=True)
-            for i, r in enumerate(g.ranked, 1):
-                r["_rank"] = i
             groups.append(g)
         out.append(Scenario(name, groups, (descriptions or {}).get(name, "")))
     order = list(descriptions or {})  # scenarios.toml's order; unknown scenarios after, as they came
@@ -158,11 +196,9 @@ def summary(r: dict) -> dict:
     return stats.summary_of(r)
 
 
-def rps_range(r: dict) -> str:
-    s = summary(r).get("rps")
-    if not s or s["n"] < 2:
-        return "-"
-    return f"{fmt_rate(s['min'])} – {fmt_rate(s['max'])}"
+def rps_interval(r: dict) -> str:
+    """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'."""
+    return interval_text(summary(r).get("rps"))
 
 
 def cv_text(r: dict, metric: str = "rps") -> str:
