@@ -1,23 +1,44 @@
-"""A campaign: for each server (started here or already up), verify the contract, then measure each scenario."""
+"""A campaign: the servers started (or found up) and verified, then every scenario measured, in rounds where the servers
+can be up at once. What one warm-up or attempt does is measurement.py's; this module decides the order and the clock.
+
+Interleaved (the default where it fits): all servers are up, each warmed up for a scenario, then attempt 1 of every
+server, attempt 2 of every server, and so on, the first server of a round rotating. A slow drift of the machine (here,
+a 2-core VM, 1-second figures wandered between 55k and 89k req/s within half a minute) then lands on every server
+alike instead of on whichever was measured at the time. The servers not being measured stay up, idle and pinned to
+the server CPUs; the CPU they use meanwhile is sampled in each attempt (`samples.idle_servers`).
+Sequential (ORDER=sequential, or where interleaving cannot be done: one server, two servers on one port, not enough
+memory for all of them at once): one server after the other, its attempts back to back, as before.
+"""
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import dataclass, field
 
-import statistics
+import psutil
 
-from harness import contract, flags, httpclient, inventory, stats, summary_table
+from harness import contract, flags, inventory, summary_table
 from harness.console import console, fail, say, warn
 from harness.manifest import REPO, Server
-from harness.result import Errors
-from harness.runner import measure
+from harness.measurement import Bench, Target, aggregate, attempt, pattern, warm_up
 from harness.runtime import RunningServer, RuntimeError_
-from harness.scenarios import Scenario, Settings, Warmup
-from harness.tools import LoadSpec
-from harness.session import Session
+from harness.scenarios import Run, Scenario, Settings
+from harness.session import UPSTREAM, Session
 from harness.store import RunStore
 
 UPSTREAM_DOCUMENT = REPO / "nginx" / "static" / "weather.json"
-WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
+ORDERS = ("auto", "interleaved", "sequential")
+# What a server may hold while it idles between its turns: the JVM servers' fixed 1 GiB heap plus the JVM itself
+# (measured RSS 1.13-1.16 GB); the others take far less. Interleaving is refused when all of them would not fit.
+SERVER_MEMORY_BYTES = 3 * 2**29  # 1.5 GiB
+MEMORY_RESERVE_BYTES = 2 * 2**30  # left to the tools, the harness and the system
+# For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here
+START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 2.5
+ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
+
+
+class OrderError(Exception):
+    pass
 
 
 def verify(running: RunningServer, server: Server) -> contract.Report:
@@ -31,167 +52,216 @@ def verify(running: RunningServer, server: Server) -> contract.Report:
     return report
 
 
-def attempt_record(attempt: int, outcome, store: RunStore, started: float) -> dict:
-    m = outcome.measurement
-    entry = {
-        "attempt": attempt,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "tool_processes": len(outcome.commands),
-        "commands": [" ".join(c) for c in outcome.commands],
-        "raw": [str(p.relative_to(store.dir)) for p in outcome.raw],
-        "failed": outcome.failure,
-        "samples": outcome.samples,
-    }
-    if m:
-        entry.update(m.to_dict())
-    else:
-        entry.update({"requests": 0, "good_requests": 0, "errors": Errors().to_dict(), "duration_s": None, "rps": None,
-                      "latency_ms": {}})
-    return entry
+# -- the order ---------------------------------------------------------------------------------------------------------
+
+def choose_order(requested: str, servers: list[Server], ports: dict[str, int], available_bytes: int) -> tuple[str, str]:
+    """("interleaved" | "sequential", why). `ports`: each server's port as this run uses it."""
+    if requested not in ORDERS:
+        raise OrderError(f"ORDER={requested!r}: use one of {', '.join(ORDERS)}")
+    if requested == "sequential":
+        return "sequential", "asked for (ORDER=sequential)"
+    if len(servers) < 2:
+        return "sequential", "a single server: nothing to interleave"
+    by_port: dict[int, list[str]] = {}
+    for s in servers:
+        by_port.setdefault(ports[s.name], []).append(s.name)
+    shared = [names for names in by_port.values() if len(names) > 1]
+    if shared:
+        return "sequential", ("servers share a port (" + "; ".join(" and ".join(n) for n in shared)
+                              + "), so they cannot be up at once")
+    need = len(servers) * SERVER_MEMORY_BYTES + MEMORY_RESERVE_BYTES
+    if need > available_bytes:
+        return "sequential", (f"{len(servers)} servers up at once need about {need / 2**30:.1f} GiB, "
+                              f"{available_bytes / 2**30:.1f} GiB is available")
+    return "interleaved", f"all {len(servers)} servers fit up at once (ports distinct, memory available)"
 
 
-def aggregate(server: Server, scenario: Scenario, run, path: str, attempts: list[dict], warmup: dict) -> dict:
-    """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
-    measured = [a for a in attempts if a["rps"] is not None]
-    median_attempt = sorted(measured, key=lambda a: a["rps"])[(len(measured) - 1) // 2] if measured else None
-    errors = Errors()
-    for a in attempts:
-        errors = errors + Errors(**{k: v for k, v in a["errors"].items() if k != "total"})
+# -- the clock ---------------------------------------------------------------------------------------------------------
 
-    def sample(role: str, key: str, pick):
-        values = [a["samples"][role][key] for a in attempts if a["samples"].get(role, {}).get(key) is not None]
-        return pick(values) if values else None
-
-    return {
-        "server": server.name,
-        "scenario": scenario.name,
-        "run": run.label,
-        "tool": scenario.tool,
-        "path": path,
-        "concurrency": run.load["concurrency"],
-        "threads": run.load.get("threads"),
-        "load": run.load,
-        "requests": sum(a["requests"] for a in attempts),
-        "good_requests": sum(a["good_requests"] for a in attempts),
-        "errors": errors.to_dict(),
-        "duration_s": round(sum(a["duration_s"] or 0 for a in attempts), 3),
-        "rps": median_attempt["rps"] if median_attempt else None,
-        "latency_ms": median_attempt["latency_ms"] if median_attempt else {},
-        "failed": next((f"attempt {a['attempt']}: {a['failed']}" for a in attempts if a["failed"]), None),
-        "attempts": attempts,
-        "warmup": warmup,
-        "summary": None,
-        "samples": {role: {"cpu_util": sample(role, "cpu_util", statistics.median),
-                           "peak_rss_mb": sample(role, "peak_rss_mb", max)} for role in ("server", "loadgen")},
-        "flags": [],
-        "ranked": True,
-    }
+def attempt_seconds(run: Run) -> float:
+    """How long one attempt of `run` should take: its duration, or its request count at an assumed rate."""
+    load = run.load
+    if load.get("duration_s"):
+        return float(load["duration_s"])
+    count = load.get("requests") or load["concurrency"] * (load.get("calls_per_connection") or 1)
+    return count / ASSUMED_RPS
 
 
-def run_campaign(session: Session, store: RunStore, servers: list[Server], scenarios: list[Scenario], settings: Settings) -> bool:
-    """Returns False when a server could not start or failed its contract (it is then not measured)."""
-    all_ok = True
+@dataclass
+class Clock:
+    """The run's estimated duration before it starts, and its remaining time as it goes (the estimate of what is left,
+    scaled by how the estimate fared on what is done)."""
+
+    planned: list[float] = field(default_factory=list)
+    done_estimate: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+    def plan(self, seconds: float) -> None:
+        self.planned.append(seconds)
+
+    @property
+    def total(self) -> float:
+        return sum(self.planned)
+
+    def advance(self, estimated_s: float) -> None:
+        self.done_estimate += estimated_s
+
+    def remaining_s(self) -> float:
+        left = max(self.total - self.done_estimate, 0.0)
+        if self.done_estimate < 30:
+            return left
+        pace = (time.monotonic() - self.started) / self.done_estimate
+        return left * min(max(pace, 0.5), 3.0)
+
+    def status(self) -> str:
+        share = self.done_estimate / self.total if self.total else 1.0
+        return f"run {share:.0%}, ~{minutes(self.remaining_s())} left"
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{math.ceil(seconds):.0f} s"
+
+
+def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings) -> dict:
+    """Plans every server start, warm-up and attempt on `clock`; returns the counts for the announcement."""
+    repeat_of = {s.name: settings.repeat if settings.forced else max(settings.repeat, s.attempts) for s in scenarios}
+    counts = {"servers": 0, "records": 0, "attempts": 0, "warmups": 0}
     for server in servers:
         applicable = [s for s in scenarios if s.path_for(server)]
-        if scenarios and not applicable:
+        if not applicable:
+            continue
+        counts["servers"] += 1
+        clock.plan(START_S)
+        for scenario in applicable:
+            for run in warmed_runs(scenario):
+                counts["warmups"] += 1
+                clock.plan(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
+            for run in scenario.runs:
+                counts["records"] += 1
+                counts["attempts"] += repeat_of[scenario.name]
+                clock.plan(repeat_of[scenario.name] * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
+    return counts
+
+
+def warmed_runs(scenario: Scenario) -> list[Run]:
+    """The runs a warm-up precedes: the first, and each that changes the connection pattern (backend: close, then
+    keep-alive)."""
+    out, last = [], None
+    for run in scenario.runs:
+        if pattern(scenario, run) != last:
+            out.append(run)
+            last = pattern(scenario, run)
+    return out
+
+
+# -- the campaign ------------------------------------------------------------------------------------------------------
+
+def run_campaign(session: Session, store: RunStore, servers: list[Server], scenarios: list[Scenario], settings: Settings,
+                 order: str = "auto") -> bool:
+    """Returns False when a server could not start or failed its contract (it is then not measured)."""
+    wanted = []
+    for server in servers:
+        if scenarios and not any(s.path_for(server) for s in scenarios):
             say(f"{server.name}: serves none of the routes of {', '.join(s.name for s in scenarios)}; skipped")
-            continue
+        else:
+            wanted.append(server)
+    mode, why = choose_order(order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available)
+    store.data["conditions"]["order"] = {
+        "mode": mode, "why": why,
+        "idle": ("servers not being measured stay up, idle and pinned to the server CPUs; the CPU they use during each "
+                 "attempt is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
+    clock = Clock()
+    counts = estimate(clock, wanted, scenarios, settings)
+    say(f"order: {mode} ({why})")
+    if scenarios:
+        say(f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
+            f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups)")
+    store.data["conditions"]["estimated_s"] = round(clock.total)
+    groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
+    all_ok = True
+    for group in groups:
+        targets = []
         try:
-            running = session.ensure(server)
-        except RuntimeError_ as exc:
-            fail(str(exc))
-            store.set("servers", server.name, {"started": False, "error": str(exc)})
-            all_ok = False
-            continue
-        try:
-            report = verify(running, server)
-            store.set("verification", server.name, {"ok": report.ok, "checks": report.checks, "failures": report.failures})
-            store.set("servers", server.name, {
-                "started": True, "version": session.runtime.version(server), "stack": server.stack,
-                "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
-                "placement": session.runtime.describe(running), "startup_s": running.startup_s if server.name in session.started else None,
-                "started_by_this_run": server.name in session.started, "log": running.log,
-                **inventory.describe(server, session.servers)})
-            if not report.ok:
-                all_ok = False
-                warn(f"{server.name} is not benchmarked: it fails the contract")
-                continue
-            for scenario in applicable:
-                measure_scenario(session, store, server, running, scenario, settings)
+            for server in group:
+                target = start_and_verify(session, store, server)
+                clock.advance(START_S)
+                if target is None:
+                    all_ok = False
+                else:
+                    targets.append(target)
+            bench = Bench(session, store, status=clock.status,
+                          idle_pids=_idle_pids(session, targets) if len(targets) > 1 else None)
+            for scenario in scenarios:
+                members = [t for t in targets if scenario.path_for(t.server)]
+                if members:
+                    measure_in_rounds(bench, clock, members, scenario, settings)
         finally:
-            session.release(server.name)
+            for server in group:
+                session.release(server.name)
     return all_ok
+
+
+def start_and_verify(session: Session, store: RunStore, server: Server):
+    """The server up and verified as a Target; None when it could not start or failed the contract."""
+    try:
+        running = session.ensure(server)
+    except RuntimeError_ as exc:
+        fail(str(exc))
+        store.set("servers", server.name, {"started": False, "error": str(exc)})
+        return None
+    report = verify(running, server)
+    store.set("verification", server.name, {"ok": report.ok, "checks": report.checks, "failures": report.failures})
+    started_here = server.name in session.started
+    store.set("servers", server.name, {
+        "started": True, "version": session.runtime.version(server), "stack": server.stack,
+        "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
+        "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
+        "started_by_this_run": started_here, "log": running.log,
+        **inventory.describe(server, session.servers)})
+    if not report.ok:
+        warn(f"{server.name} is not benchmarked: it fails the contract")
+        return None
+    return Target(server, running)
+
+
+def _idle_pids(session: Session, targets: list[Target]):
+    """pids of the servers that sleep while `name` is measured (the upstream nginx, on its own CPUs, is not idle)."""
+    def pids(name: str) -> list[int]:
+        out = []
+        for t in targets:
+            if t.name != name and t.name != UPSTREAM:
+                out.extend(session.runtime.pids(t.running))
+        return out
+    return pids
+
+
+def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenario: Scenario, settings: Settings) -> None:
+    """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back)."""
+    repeat = settings.repeat if settings.forced else max(settings.repeat, scenario.attempts)
+    warmups: dict[str, dict] = {}
+    warm_before = {id(r) for r in warmed_runs(scenario)}
+    for run in scenario.runs:
+        if id(run) in warm_before:
+            for t in members:
+                warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup)
+                clock.advance(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
+        attempts: dict[str, list[dict]] = {t.name: [] for t in members}
+        for n in range(1, repeat + 1):
+            shift = (n - 1) % len(members)
+            turn = members[shift:] + members[:shift]  # whoever went first last round goes later this one
+            for position, t in enumerate(turn, 1):
+                attempts[t.name].append(attempt(bench, t, scenario, run, n, repeat, warmups[t.name].get("rate"),
+                                                (position, len(turn)) if len(turn) > 1 else None))
+                clock.advance(attempt_seconds(run) + ATTEMPT_OVERHEAD_S)
+        for t in members:
+            record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name], warmups[t.name])
+            bench.store.add_record(record)
+        evaluate_flags(bench.store)
 
 
 def evaluate_flags(store: RunStore) -> None:
     flags.evaluate(store.data)
     store.save()
-
-
-def _measure(session: Session, store: RunStore, running: RunningServer, tool: str, spec: LoadSpec, stem: str, label: str):
-    with session.measuring(running):
-        return measure(session.runtime, tool, spec, list(session.plan.loadgen), store.raw, stem, label,
-                       server_pids=lambda: session.runtime.pids(running), server_cores=len(running.cpus))
-
-
-def warm_up(session: Session, store: RunStore, server: Server, running: RunningServer, scenario: Scenario,
-            rule: Warmup) -> dict:
-    """A primer (a few sequential requests), then short wrk runs until two in a row agree within the tolerance."""
-    path = scenario.path_for(server)
-    for _ in range(10):
-        try:
-            httpclient.get(running.host, running.port, path, timeout=60)
-        except (OSError, httpclient.HttpError):
-            break
-    first = scenario.runs[0].load
-    spec = LoadSpec(url=running.base_url + path, concurrency=min(first["concurrency"], rule.concurrency),
-                    threads=min(first.get("threads") or rule.threads, rule.threads), duration_s=rule.duration_s,
-                    timeout_s=min(first.get("timeout_s") or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
-    runs, steady = [], False
-    while len(runs) < rule.max_runs and not steady:
-        n = len(runs) + 1
-        outcome = _measure(session, store, running, "wrk", spec, f"warmup/{server.name}-{scenario.name}-{n}",
-                           f"{server.name} {scenario.name} warm-up {n}")
-        rps = outcome.measurement.rps if outcome.measurement and not outcome.failure else None
-        runs.append({"rps": round(rps, 1) if rps is not None else None, "duration_s": rule.duration_s,
-                     "errors": outcome.measurement.errors.total if outcome.measurement else None})
-        if len(runs) >= 2 and runs[-1]["rps"] and runs[-2]["rps"]:
-            steady = abs(runs[-1]["rps"] - runs[-2]["rps"]) / runs[-2]["rps"] <= rule.tolerance
-    rates = ", ".join(f"{r['rps']:,.0f}" if r["rps"] else "failed" for r in runs)
-    verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
-    say(f"  {server.name} {scenario.name} warm-up: {len(runs)} run(s) of {rule.duration_s:g} s, {verdict} ({rates} req/s)")
-    return {"runs": runs, "steady": steady, "tolerance": rule.tolerance, "max_runs": rule.max_runs}
-
-
-def measure_scenario(session: Session, store: RunStore, server: Server, running: RunningServer, scenario: Scenario,
-                     settings: Settings) -> None:
-    path = scenario.path_for(server)
-    url = running.base_url + path
-    repeat = settings.repeat if settings.forced else max(settings.repeat, scenario.attempts)
-    warmup = warm_up(session, store, server, running, scenario, settings.warmup)
-    for run in scenario.runs:
-        attempts = []
-        for attempt in range(1, repeat + 1):
-            label = f"{server.name} {scenario.name} {run.label}" + (f" #{attempt}" if repeat > 1 else "")
-            started = time.time()
-            outcome = _measure(session, store, running, scenario.tool, run.spec(url),
-                               f"{server.name}-{scenario.name}-{run.label}-{attempt}", label)
-            attempts.append(attempt_record(attempt, outcome, store, started))
-            say(_line(label, attempts[-1]))
-        record = aggregate(server, scenario, run, path, attempts, warmup)
-        record["summary"] = stats.summarize(record)
-        store.add_record(record)
-        evaluate_flags(store)
-
-
-def _line(label: str, r: dict) -> str:
-    if r["failed"]:
-        return f"  {label}: FAILED ({r['failed']})"
-    errors = r["errors"]["total"]
-    p99 = r["latency_ms"].get("p99")
-    return (f"  {label}: {r['rps']:,.0f} req/s, {r['requests']:,} requests"
-            + (f", p99 {p99:.2f} ms" if p99 is not None else "")
-            + (f", {errors:,} ERRORS" if errors else ", 0 errors"))
 
 
 def print_summary(store: RunStore) -> None:

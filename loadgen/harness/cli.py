@@ -9,7 +9,7 @@ import sys
 
 from harness import compare, flags
 from harness import scenarios as scenario_data
-from harness.campaign import print_summary, run_campaign, verify
+from harness.campaign import ORDERS, OrderError, print_summary, run_campaign, verify
 from harness.conditions import collect
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
@@ -97,6 +97,8 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     loaded = scenario_data.load(args.profile)
     picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
     settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
+    if args.order not in ORDERS:  # before anything starts
+        raise OrderError(f"ORDER={args.order!r}: use one of {', '.join(ORDERS)}")
     session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
     conditions = collect(session.runtime, args.profile, session.plan, " ".join(sys.argv[1:]))
@@ -105,7 +107,7 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     store = RunStore(args.run_id or new_run_id(kind), conditions)
     say(f"run {store.data['run_id']}: {session.plan.describe()}; profile {args.profile}")
     try:
-        ok = run_campaign(session, store, chosen, picked, settings)
+        ok = run_campaign(session, store, chosen, picked, settings, args.order)
     finally:
         try:  # while the run's containers are still up: the load generator's as applied
             store.data["conditions"]["runtime_details"] = session.runtime.conditions()
@@ -144,6 +146,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default=os.environ.get("PROFILE") or "quick", help="quick (default) or seed")
     p.add_argument("--ports", default=os.environ.get("PORTS"), help='port overrides, e.g. "node=9090"')
     p.add_argument("--repeat", default=os.environ.get("REPEAT"), help="measured attempts per scenario (default: the profile's)")
+    p.add_argument("--order", default=os.environ.get("ORDER") or "auto",
+                   help="auto (interleaved rounds where the servers fit up at once), interleaved or sequential")
     p.add_argument("--run-id", default=None)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every selected server (its manifest's build command)")
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.command in ("up", "ping", "run", "bench"):
                 session.check_ports(chosen)
             return COMMANDS[args.command](args, session, chosen)
-    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_) as exc:
+    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_, OrderError) as exc:
         fail(str(exc))
         return 2
     except KeyboardInterrupt:

@@ -35,7 +35,7 @@ class Outcome:
 def _progress_fraction(tool: str, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
     if spec.duration_s:
         return min(elapsed / spec.duration_s, 1.0)
-    if tool == "ab" and spec.requests:
+    if tool == "ab" and spec.requests and outputs:
         done = 0
         for path in outputs:
             counts = AB_PROGRESS.findall(path.read_bytes()[-4096:]) if path.exists() else []
@@ -62,8 +62,10 @@ def _tree(procs: list[subprocess.Popen]) -> list[int]:
 
 
 def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str,
-            server_pids=None, server_cores: int = 1) -> Outcome:
-    """Runs the load; while it runs, samples the server's processes (`server_pids()`) and the tool's."""
+            server_pids=None, server_cores: int = 1, idle_pids=None, status: str = "") -> Outcome:
+    """Runs the load; while it runs, samples the server's processes (`server_pids()`), the tool's, and those of the
+    servers that are up but not measured (`idle_pids()`, interleaved runs). `status` (e.g. the whole run's remaining
+    time) is shown beside the progress bar."""
     tool = TOOLS[tool_name]
     parts = tool_processes(tool_name, spec.concurrency)
     part_spec = spec.split(parts)
@@ -72,6 +74,7 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     procs: list[subprocess.Popen] = []
     server_sampler = ProcessSampler(server_pids or (lambda: []), server_cores)
     loadgen_sampler = ProcessSampler(lambda: _tree(procs), len(cpus))
+    idle_sampler = ProcessSampler(idle_pids, server_cores) if idle_pids else None
     children_cpu_before = _children_cpu_s()
     # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
     # off the server's (threads inherit this thread's affinity when they start); restored afterwards.
@@ -80,16 +83,20 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     try:
         server_sampler.start()
         loadgen_sampler.start()
+        if idle_sampler:
+            idle_sampler.start()
         for scratch in scratches:
             scratch.mkdir(parents=True, exist_ok=True)
             argv = tool.command(part_spec, scratch)
             outcome.commands.append(argv)
             outcome.raw.append(scratch / "output.txt")
             procs.append(runtime.tool_process(argv, cpus, scratch / "output.txt"))
-        _wait(procs, tool_name, part_spec, outcome.raw, label)
+        _wait(procs, tool_name, part_spec, outcome.raw, label, status)
         for proc in procs:
             proc.wait()
         outcome.samples["server"] = server_sampler.stop()
+        if idle_sampler:  # what the sleeping servers took from the measured one's CPUs meanwhile
+            outcome.samples["idle_servers"] = idle_sampler.stop()
         loadgen_sampler.stop()
         # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's last moments.
         exact = _children_cpu_s() - children_cpu_before if getattr(runtime, "tools_are_children", False) else None
@@ -98,6 +105,8 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
         os.sched_setaffinity(0, affinity_before)
         server_sampler.cancel()
         loadgen_sampler.cancel()
+        if idle_sampler:
+            idle_sampler.cancel()
         for proc in procs:  # Ctrl-C or a failure: no tool outlives the harness
             if proc.poll() is None:
                 proc.terminate()
@@ -115,11 +124,12 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     return outcome
 
 
-def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs: list[Path], label: str) -> None:
+def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs: list[Path], label: str,
+          status: str = "") -> None:
     started = time.monotonic()
     deadline = started + spec.duration_s + GRACE_S if spec.duration_s else None
     with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=console, transient=True,
+                  TimeElapsedColumn(), TextColumn(status), console=console, transient=True,
                   disable=not console.is_terminal) as progress:
         task = progress.add_task(label, total=1.0)
         while any(p.poll() is None for p in procs):

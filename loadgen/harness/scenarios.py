@@ -22,9 +22,9 @@ class ScenarioError(Exception):
 
 @dataclass(frozen=True)
 class Warmup:
+    """Runs of the scenario's own load, each `duration_s` long, until two in a row agree within `tolerance`."""
+
     duration_s: float
-    concurrency: int
-    threads: int
     tolerance: float
     max_runs: int
 

@@ -32,6 +32,7 @@ class LoadSpec:
     continue_on_error: bool = False  # ab -r
     rate: float | None = None  # httperf: new connections per second
     calls_per_connection: int | None = None  # httperf --num-calls
+    sized_from_rps: float | None = None  # the rate a request count was sized from (recorded; no tool reads it)
 
     def split(self, parts: int) -> LoadSpec:
         """The share of this load one of `parts` tool processes runs at the same time."""
@@ -59,6 +60,10 @@ class LoadTool(Protocol):
 
     def parse(self, output: str, scratch: Path) -> Measurement:
         """Measurement from the tool's stdout+stderr (and side files); ToolFailed when there is no summary."""
+
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        """`spec` made to last about `seconds` at `rate` req/s (the warm-up's; None before any was measured): a
+        duration for a tool that takes one, a request count for one that counts."""
 
 
 def tool_version(binary: str, args: list[str]) -> str:

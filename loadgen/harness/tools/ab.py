@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import csv
+import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from harness.result import Errors, Measurement
 from harness.tools import LoadSpec, ToolFailed, tool_version
 
 FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epoll)
+# With -t, ab still sizes its per-request statistics array by -n (40 bytes a request): this caps a timed run.
+TIMED_MAX_REQUESTS = 2_000_000
 
 
 def _int(pattern: str, text: str, default: int = 0) -> int:
@@ -27,9 +31,17 @@ class ApacheBench:
     def max_connections_per_process(self, nofile_limit: int) -> int:
         return nofile_limit - FD_MARGIN
 
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        """A request count from the rate, in whole rounds of `concurrency` (a CPU-bound load such as ten fibonacci
+        requests at a time must not end on a partial round); without a rate, ab's own time limit (-t)."""
+        if not rate:
+            return replace(spec, requests=None, duration_s=seconds)
+        rounds = max(1, math.ceil(rate * seconds / spec.concurrency))
+        return replace(spec, requests=rounds * spec.concurrency, duration_s=None, sized_from_rps=round(rate, 1))
+
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
-        if not spec.requests:
-            raise ValueError("ab needs a request count")
+        if not spec.requests and not spec.duration_s:
+            raise ValueError("ab needs a request count or a duration")
         argv = [self.binary]
         if spec.keepalive:
             argv.append("-k")
@@ -37,8 +49,10 @@ class ApacheBench:
             argv.append("-r")
         if spec.timeout_s:
             argv += ["-s", str(int(spec.timeout_s))]
-        # ab refuses a concurrency above its request count
-        argv += ["-n", str(spec.requests), "-c", str(min(spec.concurrency, spec.requests))]
+        if spec.requests:  # ab refuses a concurrency above its request count
+            argv += ["-n", str(spec.requests), "-c", str(min(spec.concurrency, spec.requests))]
+        else:  # -t must come before -n: -t alone caps the run at 50,000 requests
+            argv += ["-t", f"{math.ceil(spec.duration_s)}", "-n", str(TIMED_MAX_REQUESTS), "-c", str(spec.concurrency)]
         argv += ["-e", str(scratch / "percentiles.csv"), spec.url]
         return argv
 

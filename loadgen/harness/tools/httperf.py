@@ -1,7 +1,9 @@
 """httperf: opens connections at a fixed rate, each sending a number of calls (keep-alive, not pipelined)."""
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -11,6 +13,7 @@ from harness.tools import LoadSpec, ToolFailed, tool_version
 # httperf waits on its sockets with select(), which cannot watch descriptors above FD_SETSIZE (1024).
 SELECT_LIMIT = 1024
 FD_MARGIN = 24
+FIRST_CALLS = 100  # calls per connection before any rate is known (a short first warm-up run)
 
 
 def _ints(pattern: str, text: str) -> tuple[int, ...]:
@@ -30,6 +33,14 @@ class Httperf:
 
     def max_connections_per_process(self, nofile_limit: int) -> int:
         return min(nofile_limit, SELECT_LIMIT) - FD_MARGIN
+
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        """httperf has no time limit: calls per connection from the rate (every connection opens at once at the
+        scenario's connection rate and makes its calls one after the other)."""
+        if not rate:
+            return replace(spec, calls_per_connection=FIRST_CALLS, duration_s=None)
+        calls = max(1, math.ceil(rate * seconds / spec.concurrency))
+        return replace(spec, calls_per_connection=calls, duration_s=None, sized_from_rps=round(rate, 1))
 
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
         if not (spec.rate and spec.calls_per_connection):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from harness.result import Errors, Measurement
@@ -35,6 +36,9 @@ class Wrk:
                 raise ValueError(f"wrk timeout {spec.timeout_s:g} s is above {MAX_TIMEOUT_S} s: wrk could not allocate its histogram")
             argv += ["--timeout", f"{spec.timeout_s:g}s"]
         return [*argv, "-s", str(REPORT_SCRIPT), spec.url]
+
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        return replace(spec, duration_s=seconds)
 
     def parse(self, output: str, scratch: Path) -> Measurement:
         line = next((l for l in output.splitlines() if l.startswith("WRK_JSON ")), None)

@@ -1,0 +1,193 @@
+"""One server under one load: the warm-up on the scenario's own load, an attempt sized to last the profile's
+`duration_s`, and the record that gathers a run's attempts. In which order servers and attempts take their turns is
+campaign.py's business, not this module's.
+
+Why the warm-up uses the scenario's own tool and load: a server warmed with keep-alive requests has not warmed its
+accept path (the akka-http family served 935 new connections/s after a keep-alive warm-up, 2,200 after one of new
+connections), so a connection-per-request scenario must be warmed with connection-per-request load.
+Why attempts are sized by time, not by request count: a fixed count lasts 0.4 s on one server and 20 s on another,
+and a short attempt measures noise and connection set-up rather than the server. Tools that take a duration (wrk,
+ab -t) get one; tools that count (httperf; ab once a rate is known, so a CPU-bound load ends on whole rounds) get a
+count from the rate of the warm-up just before.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, replace
+
+from harness import httpclient, stats
+from harness.console import say
+from harness.manifest import Server
+from harness.result import Errors
+from harness.runner import Outcome, measure
+from harness.runtime import RunningServer
+from harness.scenarios import Run, Scenario, Warmup
+from harness.session import Session
+from harness.store import RunStore
+from harness.tools import TOOLS, LoadSpec
+
+WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
+PRIMER_REQUESTS = 10
+
+
+@dataclass
+class Target:
+    """A server that is up and has passed the contract: what a measurement needs of it."""
+
+    server: Server
+    running: RunningServer
+
+    @property
+    def name(self) -> str:
+        return self.server.name
+
+
+@dataclass
+class Bench:
+    """What every measurement of a campaign shares: where to run and record, and who else is up meanwhile."""
+
+    session: Session
+    store: RunStore
+    idle_pids: object = None  # callable(name) -> pids of the other servers that are up but idle (interleaved runs)
+    status: object = None  # callable() -> text shown beside the progress bar (the run's remaining time)
+
+    def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str) -> Outcome:
+        session = self.session
+        idle = (lambda: self.idle_pids(target.name)) if self.idle_pids else None
+        with session.measuring(target.running):
+            return measure(session.runtime, tool, spec, list(session.plan.loadgen), self.store.raw, stem, label,
+                           server_pids=lambda: session.runtime.pids(target.running), server_cores=len(target.running.cpus),
+                           idle_pids=idle, status=self.status() if self.status else "")
+
+
+def pattern(scenario: Scenario, run: Run) -> tuple:
+    """What a warm-up must match: the tool and whether connections are kept (ab -k, or not)."""
+    return scenario.tool, bool(run.load.get("keepalive"))
+
+
+def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup) -> dict:
+    """A primer (a few sequential requests), then runs of the scenario's own load, each `rule.duration_s` long, until
+    two in a row agree within the tolerance (at most `rule.max_runs`). The last run's rate sizes the attempts."""
+    path = scenario.path_for(target.server)
+    for _ in range(PRIMER_REQUESTS):
+        try:
+            httpclient.get(target.running.host, target.running.port, path, timeout=60)
+        except (OSError, httpclient.HttpError):
+            break
+    tool = TOOLS[scenario.tool]
+    base = run.spec(target.running.base_url + path)
+    base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
+    runs, steady, rate = [], False, None
+    while len(runs) < rule.max_runs and not steady:
+        n = len(runs) + 1
+        spec = tool.sized(base, rule.duration_s, rate)
+        outcome = bench.load(target, scenario.tool, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
+                             f"{target.name} {scenario.name} warm-up {n}")
+        m = outcome.measurement
+        rps = m.rps if m and not outcome.failure and m.requests else None
+        runs.append({"rps": round(rps, 1) if rps is not None else None, "duration_s": m.duration_s if m else None,
+                     "errors": m.errors.total if m else None})
+        rate = rps or rate
+        if len(runs) >= 2 and runs[-1]["rps"] and runs[-2]["rps"]:
+            steady = abs(runs[-1]["rps"] - runs[-2]["rps"]) / runs[-2]["rps"] <= rule.tolerance
+    rates = ", ".join(f"{r['rps']:,.0f}" if r["rps"] else "failed" for r in runs)
+    verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
+    say(f"  {target.name} {scenario.name} {run.label} warm-up ({scenario.tool}): {len(runs)} run(s) of "
+        f"{rule.duration_s:g} s, {verdict} ({rates} req/s)")
+    return {"tool": scenario.tool, "runs": runs, "steady": steady, "tolerance": rule.tolerance,
+            "max_runs": rule.max_runs, "rate": round(rate, 1) if rate else None}
+
+
+def attempt_spec(scenario: Scenario, run: Run, url: str, warm_rate: float | None) -> LoadSpec:
+    """The run's load; where the profile gives a duration, sized to it from the warm-up's rate (see the docstring)."""
+    spec = run.spec(url)
+    if run.load.get("duration_s"):
+        spec = TOOLS[scenario.tool].sized(spec, run.load["duration_s"], warm_rate)
+    return spec
+
+
+def attempt(bench: Bench, target: Target, scenario: Scenario, run: Run, n: int, repeat: int, warm_rate: float | None,
+            round_position: tuple[int, int] | None = None) -> dict:
+    """One measured attempt, recorded; `round_position` = (position, servers) in an interleaved round."""
+    url = target.running.base_url + scenario.path_for(target.server)
+    label = f"{target.name} {scenario.name} {run.label}" + (f" #{n}" if repeat > 1 else "")
+    started = time.time()
+    spec = attempt_spec(scenario, run, url, warm_rate)
+    outcome = bench.load(target, scenario.tool, spec, f"{target.name}-{scenario.name}-{run.label}-{n}", label)
+    entry = attempt_record(n, outcome, bench.store, started)
+    if spec.sized_from_rps:
+        entry["sized_from_rps"] = spec.sized_from_rps
+    if round_position:
+        entry["round_position"] = {"position": round_position[0], "of": round_position[1]}
+    say(_line(label, entry))
+    return entry
+
+
+def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: float) -> dict:
+    m = outcome.measurement
+    entry = {
+        "attempt": attempt_no,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "tool_processes": len(outcome.commands),
+        "commands": [" ".join(c) for c in outcome.commands],
+        "raw": [str(p.relative_to(store.dir)) for p in outcome.raw],
+        "failed": outcome.failure,
+        "samples": outcome.samples,
+    }
+    if m:
+        entry.update(m.to_dict())
+    else:
+        entry.update({"requests": 0, "good_requests": 0, "errors": Errors().to_dict(), "duration_s": None, "rps": None,
+                      "latency_ms": {}})
+    return entry
+
+
+def aggregate(server: Server, scenario: Scenario, run: Run, path: str, attempts: list[dict], warmup: dict) -> dict:
+    """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
+    measured = [a for a in attempts if a["rps"] is not None]
+    median_attempt = sorted(measured, key=lambda a: a["rps"])[(len(measured) - 1) // 2] if measured else None
+    errors = Errors()
+    for a in attempts:
+        errors = errors + Errors(**{k: v for k, v in a["errors"].items() if k != "total"})
+
+    def sample(role: str, key: str, pick):
+        values = [a["samples"][role][key] for a in attempts if a["samples"].get(role, {}).get(key) is not None]
+        return pick(values) if values else None
+
+    record = {
+        "server": server.name,
+        "scenario": scenario.name,
+        "run": run.label,
+        "tool": scenario.tool,
+        "path": path,
+        "concurrency": run.load["concurrency"],
+        "threads": run.load.get("threads"),
+        "load": run.load,
+        "requests": sum(a["requests"] for a in attempts),
+        "good_requests": sum(a["good_requests"] for a in attempts),
+        "errors": errors.to_dict(),
+        "duration_s": round(sum(a["duration_s"] or 0 for a in attempts), 3),
+        "rps": median_attempt["rps"] if median_attempt else None,
+        "latency_ms": median_attempt["latency_ms"] if median_attempt else {},
+        "failed": next((f"attempt {a['attempt']}: {a['failed']}" for a in attempts if a["failed"]), None),
+        "attempts": attempts,
+        "warmup": warmup,
+        "summary": None,
+        "samples": {role: {"cpu_util": sample(role, "cpu_util", statistics.median),
+                           "peak_rss_mb": sample(role, "peak_rss_mb", max)} for role in ("server", "loadgen")},
+        "flags": [],
+        "ranked": True,
+    }
+    record["summary"] = stats.summarize(record)
+    return record
+
+
+def _line(label: str, r: dict) -> str:
+    if r["failed"]:
+        return f"  {label}: FAILED ({r['failed']})"
+    errors = r["errors"]["total"]
+    p99 = r["latency_ms"].get("p99")
+    return (f"  {label}: {r['rps']:,.0f} req/s, {r['requests']:,} requests in {r['duration_s']:.1f} s"
+            + (f", p99 {p99:.2f} ms" if p99 is not None else "")
+            + (f", {errors:,} ERRORS" if errors else ", 0 errors"))

@@ -1,0 +1,131 @@
+"""The campaign's order and clock, and attempts sized by time: unit tests (no server, no tool runs)."""
+from pathlib import Path
+
+import pytest
+
+from harness import campaign, scenarios
+from harness.campaign import Clock, OrderError, choose_order, estimate
+from harness.manifest import discover
+from harness.scenarios import Run, Scenario, Settings, Warmup
+from harness.tools import TOOLS, LoadSpec
+
+GIB = 2**30
+SCRATCH = Path("/scratch")
+
+
+def test_ab_is_sized_in_whole_rounds_of_its_concurrency_from_the_warm_up_rate():
+    spec = LoadSpec(url="http://127.0.0.1:1/f", concurrency=10, duration_s=2, timeout_s=10000, continue_on_error=True)
+    sized = TOOLS["ab"].sized(spec, 2, 23.4)  # 46.8 requests in 2 s -> 5 rounds of 10
+    assert (sized.requests, sized.duration_s, sized.sized_from_rps) == (50, None, 23.4)
+    assert TOOLS["ab"].command(sized, SCRATCH) == [
+        "ab", "-r", "-s", "10000", "-n", "50", "-c", "10", "-e", "/scratch/percentiles.csv", "http://127.0.0.1:1/f"]
+
+
+def test_ab_without_a_rate_runs_for_its_time_limit_with_n_after_t():
+    spec = LoadSpec(url="http://127.0.0.1:1/f", concurrency=1000, duration_s=1.5)
+    argv = TOOLS["ab"].command(TOOLS["ab"].sized(spec, 1.5, None), SCRATCH)
+    assert argv[argv.index("-t"):argv.index("-t") + 6] == ["-t", "2", "-n", "2000000", "-c", "1000"]
+
+
+def test_httperf_calls_per_connection_come_from_the_rate_and_wrk_keeps_its_duration():
+    spec = LoadSpec(url="http://127.0.0.1:1/v1/tweets", concurrency=100, duration_s=2, rate=10000)
+    sized = TOOLS["httperf"].sized(spec, 2, 31_000)
+    assert sized.calls_per_connection == 620 and sized.sized_from_rps == 31_000
+    assert "--num-calls" in TOOLS["httperf"].command(sized, SCRATCH)
+    assert TOOLS["httperf"].sized(spec, 2, None).calls_per_connection == 100  # first warm-up run: short
+    wrk = LoadSpec(url="http://127.0.0.1:1/hello", concurrency=100, threads=2, duration_s=9)
+    assert TOOLS["wrk"].sized(wrk, 2, 50_000).duration_s == 2
+
+
+def test_the_quick_profile_sizes_every_attempt_by_time_and_keeps_three_weather_levels():
+    quick = scenarios.load("quick")
+    for scenario in quick.values():
+        for run in scenario.runs:
+            assert run.load.get("duration_s"), f"{scenario.name} {run.label} is sized by count"
+    assert [r.label for r in quick["weather"].runs] == ["c1-t1", "c32-t8", "c256-t32"]
+    seed = scenarios.load("seed")
+    assert seed["low-compute"].runs[0].load["requests"] == 20000  # the seeds' exact parameters stay
+    assert len(seed["weather"].runs) == 9
+
+
+def servers(*names):
+    known = discover()
+    return [known[n] for n in names]
+
+
+def test_order_is_interleaved_where_the_servers_fit_up_at_once():
+    chosen = servers("nginx", "rust", "node")
+    ports = {s.name: s.port for s in chosen}
+    assert choose_order("auto", chosen, ports, 20 * GIB)[0] == "interleaved"
+    assert choose_order("sequential", chosen, ports, 20 * GIB) == ("sequential", "asked for (ORDER=sequential)")
+    assert choose_order("auto", chosen[:1], ports, 20 * GIB)[0] == "sequential"
+
+
+@pytest.mark.parametrize("ports_of, available, why", [
+    ({"rust": 9000, "node": 9000}, 20 * GIB, "servers share a port (rust and node), so they cannot be up at once"),
+    ({}, 5 * GIB, "3 servers up at once need about 6.5 GiB, 5.0 GiB is available"),
+])
+def test_order_falls_back_to_sequential_and_says_why(ports_of, available, why):
+    chosen = servers("nginx", "rust", "node")
+    ports = {s.name: ports_of.get(s.name, s.port) for s in chosen}
+    assert choose_order("interleaved", chosen, ports, available) == ("sequential", why)
+
+
+def test_an_unknown_order_is_refused():
+    with pytest.raises(OrderError, match="ORDER='random': use one of auto, interleaved, sequential"):
+        choose_order("random", servers("rust"), {"rust": 8086}, 20 * GIB)
+
+
+def scenario(name, tool, runs, route="hello"):
+    return Scenario(name, "", tool, ((route, f"/{route}"),), tuple(runs), 1)
+
+
+SETTINGS = Settings(repeat=3, warmup=Warmup(duration_s=1.5, tolerance=0.1, max_runs=5))
+BACKEND = scenario("backend", "ab", [Run("close", {"concurrency": 100, "duration_s": 2}),
+                                     Run("keepalive", {"concurrency": 100, "duration_s": 2, "keepalive": True})], "backend")
+HELLO = scenario("hello", "wrk", [Run("c100", {"concurrency": 100, "threads": 2, "duration_s": 2})])
+
+
+def test_the_estimate_counts_every_start_warm_up_and_attempt():
+    clock = Clock()
+    counts = estimate(clock, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS)
+    # per server: backend close and keep-alive (each warmed: the pattern changes), hello
+    assert counts == {"servers": 2, "records": 6, "attempts": 18, "warmups": 6}
+    per_server = campaign.START_S + 3 * 2.5 * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
+    assert clock.total == pytest.approx(2 * per_server)
+    assert clock.status().startswith("run 0%, ~")
+
+
+def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeypatch):
+    calls = []
+    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule: calls.append(("warm", t.name, run.label))
+                        or {"rate": 100.0})
+    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+                        calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))
+
+    class Store:
+        def add_record(self, record):
+            calls.append(("record", record["server"], record["run"], [a["rps"] for a in record["attempts"]]))
+
+    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
+    bench = campaign.Bench(session=None, store=Store())
+    members = [campaign.Target(s, None) for s in servers("rust", "node")]
+    campaign.measure_in_rounds(bench, Clock(), members, BACKEND, SETTINGS)
+    assert calls == [
+        ("warm", "rust", "close"), ("warm", "node", "close"),
+        ("attempt", "rust", "close", 1, (1, 2)), ("attempt", "node", "close", 1, (2, 2)),
+        ("attempt", "node", "close", 2, (1, 2)), ("attempt", "rust", "close", 2, (2, 2)),
+        ("attempt", "rust", "close", 3, (1, 2)), ("attempt", "node", "close", 3, (2, 2)),
+        ("record", "rust", "close", [1.0, 2.0, 3.0]), ("record", "node", "close", [1.0, 2.0, 3.0]),
+        ("warm", "rust", "keepalive"), ("warm", "node", "keepalive"),  # keep-alive: a new connection pattern
+        ("attempt", "rust", "keepalive", 1, (1, 2)), ("attempt", "node", "keepalive", 1, (2, 2)),
+        ("attempt", "node", "keepalive", 2, (1, 2)), ("attempt", "rust", "keepalive", 2, (2, 2)),
+        ("attempt", "rust", "keepalive", 3, (1, 2)), ("attempt", "node", "keepalive", 3, (2, 2)),
+        ("record", "rust", "keepalive", [1.0, 2.0, 3.0]), ("record", "node", "keepalive", [1.0, 2.0, 3.0]),
+    ]
+
+
+def fake_attempt(n):
+    return {"attempt": n, "rps": float(n), "requests": 10, "good_requests": 10, "duration_s": 1.0, "failed": None,
+            "latency_ms": {}, "samples": {}, "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0,
+                                                          "non_2xx": 0, "length": 0, "other": 0, "total": 0}}
