@@ -4,8 +4,10 @@ can be up at once. What one warm-up or attempt does is measurement.py's; this mo
 Interleaved (the default where it fits): all servers are up, each warmed up for a scenario, then attempt 1 of every
 server, attempt 2 of every server, and so on, the first server of a round rotating. A slow drift of the machine (here,
 a 2-core VM, 1-second figures wandered between 55k and 89k req/s within half a minute) then lands on every server
-alike instead of on whichever was measured at the time. The servers not being measured stay up, idle and pinned to
-the server CPUs; the CPU they use meanwhile is sampled in each attempt (`samples.idle_servers`).
+alike instead of on whichever was measured at the time. The servers not being measured sleep: up and pinned to the
+server CPUs, but stopped (SIGSTOP) until their turn, since idle JVMs still took a median 2.5 % and up to 21 % of the
+measured server's CPU in a first run; what they use anyway is sampled in each attempt (`samples.idle_servers`). The
+upstream nginx never sleeps.
 Sequential (ORDER=sequential, or where interleaving cannot be done: one server, two servers on one port, not enough
 memory for all of them at once): one server after the other, its attempts back to back, as before.
 """
@@ -39,6 +41,38 @@ ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before a
 
 class OrderError(Exception):
     pass
+
+
+class Turns:
+    """In interleaved rounds, the servers that are not being measured sleep: their processes are stopped (SIGSTOP) and
+    continued (SIGCONT) when their turn comes, and all of them at the end, also on failure and Ctrl-C (`wake_all`)."""
+
+    def __init__(self, session: Session, targets: list[Target]):
+        self.session = session
+        self.targets = [t for t in targets if t.name != UPSTREAM]  # the upstream serves the others' weather
+        self.asleep: set[str] = set()
+
+    def __call__(self, name: str) -> None:
+        for t in self.targets:
+            if t.name == name and name in self.asleep:
+                self._signal(t, psutil.Process.resume)
+                self.asleep.discard(name)
+            elif t.name != name and t.name not in self.asleep:
+                self._signal(t, psutil.Process.suspend)
+                self.asleep.add(t.name)
+
+    def wake_all(self) -> None:
+        for t in self.targets:
+            if t.name in self.asleep:
+                self._signal(t, psutil.Process.resume)
+        self.asleep.clear()
+
+    def _signal(self, target: Target, action) -> None:
+        for pid in self.session.runtime.pids(target.running):
+            try:
+                action(psutil.Process(pid))
+            except psutil.Error:
+                pass  # gone: the next attempt on it fails and says so
 
 
 def verify(running: RunningServer, server: Server) -> contract.Report:
@@ -168,8 +202,9 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
     mode, why = choose_order(order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available)
     store.data["conditions"]["order"] = {
         "mode": mode, "why": why,
-        "idle": ("servers not being measured stay up, idle and pinned to the server CPUs; the CPU they use during each "
-                 "attempt is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
+        "idle": ("servers not being measured stay up and pinned to the server CPUs but sleep (their processes stopped "
+                 "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
+                 "is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
     clock = Clock()
     counts = estimate(clock, wanted, scenarios, settings)
     say(f"order: {mode} ({why})")
@@ -180,7 +215,7 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
     groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
     all_ok = True
     for group in groups:
-        targets = []
+        targets, turns = [], None
         try:
             for server in group:
                 target = start_and_verify(session, store, server)
@@ -189,13 +224,16 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                     all_ok = False
                 else:
                     targets.append(target)
-            bench = Bench(session, store, status=clock.status,
-                          idle_pids=_idle_pids(session, targets) if len(targets) > 1 else None)
+            turns = Turns(session, targets) if len(targets) > 1 else None
+            bench = Bench(session, store, status=clock.status, turn=turns,
+                          idle_pids=_idle_pids(session, targets) if turns else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
                     measure_in_rounds(bench, clock, members, scenario, settings)
         finally:
+            if turns:
+                turns.wake_all()
             for server in group:
                 session.release(server.name)
     return all_ok
@@ -243,7 +281,9 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
     for run in scenario.runs:
         if id(run) in warm_before:
             for t in members:
-                warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup)
+                first = t.name not in bench.warmed
+                bench.warmed.add(t.name)
+                warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
                 clock.advance(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
         attempts: dict[str, list[dict]] = {t.name: [] for t in members}
         for n in range(1, repeat + 1):

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from harness import httpclient, stats
-from harness.console import say
+from harness.console import say, warn
 from harness.manifest import Server
 from harness.result import Errors
 from harness.runner import Outcome, measure
@@ -51,9 +51,13 @@ class Bench:
     store: RunStore
     idle_pids: object = None  # callable(name) -> pids of the other servers that are up but idle (interleaved runs)
     status: object = None  # callable() -> text shown beside the progress bar (the run's remaining time)
+    turn: object = None  # callable(name): before `name` is loaded, the others go to sleep (campaign.Turns)
+    warmed: set = field(default_factory=set)  # servers warmed up once already in this campaign
 
     def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str) -> Outcome:
         session = self.session
+        if self.turn:
+            self.turn(target.name)
         idle = (lambda: self.idle_pids(target.name)) if self.idle_pids else None
         with session.measuring(target.running):
             return measure(session.runtime, tool, spec, list(session.plan.loadgen), self.store.raw, stem, label,
@@ -66,9 +70,10 @@ def pattern(scenario: Scenario, run: Run) -> tuple:
     return scenario.tool, bool(run.load.get("keepalive"))
 
 
-def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup) -> dict:
+def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup, first: bool = False) -> dict:
     """A primer (a few sequential requests), then runs of the scenario's own load, each `rule.duration_s` long, until
-    two in a row agree within the tolerance (at most `rule.max_runs`). The last run's rate sizes the attempts."""
+    two in a row agree within the tolerance (at most `rule.max_runs`; the server's `first` warm-up of the campaign at
+    least `rule.first_min_runs`). The last run's rate sizes the attempts."""
     path = scenario.path_for(target.server)
     for _ in range(PRIMER_REQUESTS):
         try:
@@ -79,9 +84,10 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     base = run.spec(target.running.base_url + path)
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     runs, steady, rate = [], False, None
-    while len(runs) < rule.max_runs and not steady:
+    min_runs = max(2, rule.first_min_runs if first else 2)
+    while len(runs) < rule.max_runs and not (steady and len(runs) >= min_runs):
         n = len(runs) + 1
-        spec = tool.sized(base, rule.duration_s, rate)
+        spec = tool.sized(base, rule.duration_s, None if tool.timed else rate)
         outcome = bench.load(target, scenario.tool, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
                              f"{target.name} {scenario.name} warm-up {n}")
         m = outcome.measurement
@@ -91,6 +97,9 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
         rate = rps or rate
         if len(runs) >= 2 and runs[-1]["rps"] and runs[-2]["rps"]:
             steady = abs(runs[-1]["rps"] - runs[-2]["rps"]) / runs[-2]["rps"] <= rule.tolerance
+    if rate is None:
+        warn(f"{target.name} {scenario.name}: every warm-up run failed (see {bench.store.raw / 'warmup'}); the "
+             "attempts are sized without a rate and taken on a server that may not be warm")
     rates = ", ".join(f"{r['rps']:,.0f}" if r["rps"] else "failed" for r in runs)
     verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
     say(f"  {target.name} {scenario.name} {run.label} warm-up ({scenario.tool}): {len(runs)} run(s) of "

@@ -27,6 +27,7 @@ class Warmup:
     duration_s: float
     tolerance: float
     max_runs: int
+    first_min_runs: int = 2  # a server's first warm-up of the campaign: at least this many runs (the JIT compiles)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """The campaign's order and clock, and attempts sized by time: unit tests (no server, no tool runs)."""
+import subprocess
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness import campaign, scenarios
@@ -35,6 +38,12 @@ def test_httperf_calls_per_connection_come_from_the_rate_and_wrk_keeps_its_durat
     assert TOOLS["httperf"].sized(spec, 2, None).calls_per_connection == 100  # first warm-up run: short
     wrk = LoadSpec(url="http://127.0.0.1:1/hello", concurrency=100, threads=2, duration_s=9)
     assert TOOLS["wrk"].sized(wrk, 2, 50_000).duration_s == 2
+
+
+def test_wrk_gets_whole_seconds():  # "-d 1.5s" makes wrk print its usage and measure nothing
+    spec = LoadSpec(url="http://127.0.0.1:1/hello", concurrency=100, threads=2, duration_s=1.5)
+    argv = TOOLS["wrk"].command(spec, SCRATCH)
+    assert argv[argv.index("-d") + 1] == "2s"
 
 
 def test_the_quick_profile_sizes_every_attempt_by_time_and_keeps_three_weather_levels():
@@ -98,8 +107,8 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
 
 def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeypatch):
     calls = []
-    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule: calls.append(("warm", t.name, run.label))
-                        or {"rate": 100.0})
+    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+                        calls.append(("warm", t.name, run.label, first)) or {"rate": 100.0})
     monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
                         calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))
 
@@ -112,12 +121,12 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeyp
     members = [campaign.Target(s, None) for s in servers("rust", "node")]
     campaign.measure_in_rounds(bench, Clock(), members, BACKEND, SETTINGS)
     assert calls == [
-        ("warm", "rust", "close"), ("warm", "node", "close"),
+        ("warm", "rust", "close", True), ("warm", "node", "close", True),  # each server's first: a longer warm-up
         ("attempt", "rust", "close", 1, (1, 2)), ("attempt", "node", "close", 1, (2, 2)),
         ("attempt", "node", "close", 2, (1, 2)), ("attempt", "rust", "close", 2, (2, 2)),
         ("attempt", "rust", "close", 3, (1, 2)), ("attempt", "node", "close", 3, (2, 2)),
         ("record", "rust", "close", [1.0, 2.0, 3.0]), ("record", "node", "close", [1.0, 2.0, 3.0]),
-        ("warm", "rust", "keepalive"), ("warm", "node", "keepalive"),  # keep-alive: a new connection pattern
+        ("warm", "rust", "keepalive", False), ("warm", "node", "keepalive", False),  # keep-alive: a new pattern
         ("attempt", "rust", "keepalive", 1, (1, 2)), ("attempt", "node", "keepalive", 1, (2, 2)),
         ("attempt", "node", "keepalive", 2, (1, 2)), ("attempt", "rust", "keepalive", 2, (2, 2)),
         ("attempt", "rust", "keepalive", 3, (1, 2)), ("attempt", "node", "keepalive", 3, (2, 2)),
@@ -129,3 +138,38 @@ def fake_attempt(n):
     return {"attempt": n, "rps": float(n), "requests": 10, "good_requests": 10, "duration_s": 1.0, "failed": None,
             "latency_ms": {}, "samples": {}, "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0,
                                                           "non_2xx": 0, "length": 0, "other": 0, "total": 0}}
+
+
+def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
+    sleepers = {name: subprocess.Popen(["sleep", "30"]) for name in ("rust", "node", "nginx")}
+
+    class Runtime:
+        def pids(self, running):
+            return [sleepers[running].pid]
+
+    class Session:
+        runtime = Runtime()
+
+    def status(name):  # a signal is delivered asynchronously: give the state a moment to change
+        proc = psutil.Process(sleepers[name].pid)
+        before, deadline = proc.status(), time.monotonic() + 2
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            if proc.status() == before:
+                break
+            before = proc.status()
+        return before
+
+    try:
+        known = discover()
+        turns = campaign.Turns(Session(), [campaign.Target(known[n], n) for n in sleepers])
+        turns("rust")
+        assert (status("rust"), status("node"), status("nginx")) == ("sleeping", "stopped", "sleeping")  # nginx: upstream
+        turns("node")
+        assert (status("rust"), status("node")) == ("stopped", "sleeping")
+        turns.wake_all()
+        assert (status("rust"), status("node")) == ("sleeping", "sleeping")
+    finally:
+        for proc in sleepers.values():
+            proc.kill()
+            proc.wait()

@@ -51,6 +51,7 @@ class LoadTool(Protocol):
     name: str
     binary: str
     install_hint: str
+    timed: bool  # can run for a given time (a warm-up then needs no rate to size it)
 
     def max_connections_per_process(self, nofile_limit: int) -> int:
         """Most connections one process of the tool can hold."""

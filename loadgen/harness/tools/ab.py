@@ -24,6 +24,7 @@ class ApacheBench:
     name = "ab"
     binary = "ab"
     install_hint = "apt-get install apache2-utils (or: make setup)"
+    timed = True  # -t: runs for a given time
 
     def version(self) -> str:
         return tool_version(self.binary, ["-V"])

@@ -27,6 +27,7 @@ class Httperf:
     name = "httperf"
     binary = "httperf"
     install_hint = "apt-get install httperf (or: make setup)"
+    timed = False  # no time limit: a count of calls
 
     def version(self) -> str:
         return tool_version(self.binary, ["-V"])

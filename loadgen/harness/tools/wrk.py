@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,7 @@ class Wrk:
     name = "wrk"
     binary = "wrk"
     install_hint = "apt-get install wrk (or: make setup)"
+    timed = True  # runs for a given time
 
     def version(self) -> str:
         return tool_version(self.binary, ["-v"])
@@ -30,7 +32,9 @@ class Wrk:
         if not spec.duration_s:
             raise ValueError("wrk needs a duration")
         threads = min(spec.threads, spec.concurrency)  # wrk refuses more threads than connections
-        argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{spec.duration_s:g}s", "--latency"]
+        # wrk takes whole seconds only: "-d 1.5s" prints its usage and measures nothing
+        seconds = math.ceil(spec.duration_s)
+        argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{seconds}s", "--latency"]
         if spec.timeout_s:
             if spec.timeout_s > MAX_TIMEOUT_S:  # wrk allocates its latency histogram by timeout (10000 s: 80 GB)
                 raise ValueError(f"wrk timeout {spec.timeout_s:g} s is above {MAX_TIMEOUT_S} s: wrk could not allocate its histogram")
