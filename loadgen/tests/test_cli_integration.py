@@ -69,6 +69,37 @@ def test_ctrl_c_stops_servers_and_tools_and_keeps_results():
     assert json.loads((LOADGEN.parent / "results" / run_id / "results.json").read_text())["run_id"] == run_id
 
 
+def test_interleaved_rounds_put_the_idle_server_to_sleep_and_ctrl_c_wakes_and_stops_it():
+    run_id = f"test-interleaved-{os.getpid()}"
+    argv, env = harness("--servers", "rust node", "--run-id", run_id, "run", "hello", REPEAT="2")
+    proc = subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen_asleep = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not seen_asleep:
+        for name in ("rust", "node"):
+            owner = port_listener(PORTS[name])
+            if owner and owner.status() == psutil.STATUS_STOPPED:
+                seen_asleep = name
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert seen_asleep, "no server slept while the other was measured\n" + output
+    assert "order: interleaved" in output and proc.returncode == 130, output
+    assert port_owner("127.0.0.1", PORTS["rust"]) is None and port_owner("127.0.0.1", PORTS["node"]) is None
+    order = json.loads((LOADGEN.parent / "results" / run_id / "results.json").read_text())["conditions"]["order"]
+    assert order["mode"] == "interleaved"
+
+
+def port_listener(port: int):
+    for conn in psutil.net_connections("tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port and conn.pid:
+            try:
+                return psutil.Process(conn.pid)
+            except psutil.Error:
+                return None
+    return None
+
+
 def test_unknown_server_is_a_clear_error():
     argv, env = harness("--servers", "tomcat", "ping")
     proc = subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True)
