@@ -2,7 +2,6 @@ package bench
 
 import java.util.concurrent.atomic.AtomicLong
 
-import scala.collection.immutable.ListMap
 import scala.concurrent.duration._
 import scala.concurrent.{ExecutionContext, Future}
 import scala.util.{Failure, Success}
@@ -14,83 +13,37 @@ import akka.http.scaladsl.model._
 import akka.http.scaladsl.server.Directives._
 import akka.http.scaladsl.server.Route
 import akka.http.scaladsl.unmarshalling.Unmarshal
-import com.typesafe.config.{Config, ConfigFactory}
+import bench.contract.{Contract, ServerEnv}
+import bench.contract.JsonProtocol._
+import com.typesafe.config.ConfigFactory
 import spray.json._
 
-/** JSON shapes: what /v1/tweets and /weather answer, and the part of the upstream document that is read. */
-object Protocol extends DefaultJsonProtocol {
-  final case class Tweet(id: Long, author: String, content: String)
-  final case class Weather(code: Int, temp: Int)
-
-  final case class Condition(id: Int)
-  final case class Measurements(temp: Double)
-  final case class UpstreamWeather(weather: Seq[Condition], main: Measurements) {
-    def toWeather: Weather = Weather(code = weather.head.id, temp = main.temp.toInt)
-  }
-
-  // spray-json's derived formats print fields sorted by name (JsObject.apply builds a TreeMap); a tweet's fields
-  // must come out in the contract's order, so its writer lists them in a ListMap. It is only ever written.
-  private val tweetWriter: RootJsonWriter[Tweet] = tweet => JsObject(ListMap(
-    "id" -> JsNumber(tweet.id), "author" -> JsString(tweet.author), "content" -> JsString(tweet.content)))
-  implicit val tweetFormat: RootJsonFormat[Tweet] = lift(tweetWriter)
-  implicit val weatherFormat: RootJsonFormat[Weather] = jsonFormat2(Weather) // "code" < "temp": already in order
-  // spray-json reads only the named fields and ignores the rest of the document
-  implicit val conditionFormat: RootJsonFormat[Condition] = jsonFormat1(Condition)
-  implicit val measurementsFormat: RootJsonFormat[Measurements] = jsonFormat1(Measurements)
-  implicit val upstreamWeatherFormat: RootJsonFormat[UpstreamWeather] = jsonFormat2(UpstreamWeather)
-}
-
 object AkkaServer {
-  import Protocol._
-
-  private val MaxFactorial = 5000
-  private val MaxFibonacci = 45
-
   def main(args: Array[String]): Unit = {
-    val env = sys.env
-    val host = env.getOrElse("HOST", "127.0.0.1")
-    val port = env.get("PORT").map(_.toInt).getOrElse(8081)
-    val cores = env.get("SERVER_CORES").flatMap(_.toIntOption).filter(_ > 0)
-      .getOrElse(Runtime.getRuntime.availableProcessors)
-    val upstream = Uri(env.getOrElse("UPSTREAM_URL", "http://127.0.0.1:8000/weather.json"))
+    val env = new ServerEnv(8081)
+    import env.{host, port}
 
-    implicit val system: ActorSystem =
-      ActorSystem("akka-server", coreSizedConfig(cores).withFallback(ConfigFactory.load()))
+    // the default dispatcher and fibonacci-dispatcher sized to the CPUs the server is pinned to
+    implicit val system: ActorSystem = ActorSystem("akka-server",
+      ConfigFactory.parseString(env.coreSizedDispatchers("akka")).withFallback(ConfigFactory.load()))
     import system.dispatcher
 
-    Http().newServerAt(host, port).bind(new AkkaServer(upstream).route).onComplete {
+    Http().newServerAt(host, port).bind(new AkkaServer(Uri(env.upstreamUrl)).route).onComplete {
       case Success(binding) =>
         // SIGTERM runs coordinated shutdown (a JVM shutdown hook): stop accepting, let in-flight requests finish
         binding.addToCoordinatedShutdown(hardTerminationDeadline = 3.seconds)
-        println(s"akka listening on http://$host:$port/ (SERVER_CORES=$cores, " +
-          s"availableProcessors=${Runtime.getRuntime.availableProcessors}, upstream $upstream)")
+        println(env.listening("akka"))
       case Failure(e) =>
         System.err.println(s"akka: cannot bind $host:$port: $e")
         system.terminate()
     }
   }
-
-  /** Thread pools sized to the CPUs the server is pinned to: one thread per core for the connections and
-    * routes (default dispatcher), and as many for /fibonacci so it can use every core when it is the load. */
-  private def coreSizedConfig(cores: Int): Config = ConfigFactory.parseString(
-    s"""akka.actor.default-dispatcher.fork-join-executor {
-       |  parallelism-min = $cores
-       |  parallelism-max = $cores
-       |}
-       |fibonacci-dispatcher.thread-pool-executor.fixed-pool-size = $cores
-       |""".stripMargin)
-
-  def factorial(n: Int): BigInt = (1 to n).foldLeft(BigInt(1))(_ * _)
-
-  def fibonacci(n: Int): Long = if (n < 2) 1 else fibonacci(n - 1) + fibonacci(n - 2)
 }
 
 final class AkkaServer(upstream: Uri)(implicit system: ActorSystem) {
-  import AkkaServer._
-  import Protocol._
   import system.dispatcher
 
-  private val tweetIds = new AtomicLong(1000000)
+  private val tweetIds = new AtomicLong(Contract.FIRST_TWEET_ID)
   private val fibonacciContext: ExecutionContext = system.dispatchers.lookup("fibonacci-dispatcher")
 
   val route: Route = get {
@@ -102,20 +55,20 @@ final class AkkaServer(upstream: Uri)(implicit system: ActorSystem) {
         complete("Hello World")
       },
       path("backend") {
-        complete(HttpEntity(ContentTypes.`text/html(UTF-8)`, "<h1>Say hello to akka-http</h1>"))
+        complete(HttpEntity(ContentTypes.`text/html(UTF-8)`, "<h1>Say hello to akka-http</h1>")) // the contract's body, the same for every server
       },
       path("v1" / "tweets") {
         complete(List(Tweet(tweetIds.getAndIncrement(), "author1", "Hello, World!")))
       },
       path("factorial") {
-        intParam(MaxFactorial) { n =>
-          complete(factorial(n).toString)
+        intParam(Contract.FACTORIAL_MAX) { n =>
+          complete(Contract.factorial(n).toString)
         }
       },
       path("fibonacci") {
-        intParam(MaxFibonacci) { n =>
+        intParam(Contract.FIBONACCI_MAX) { n =>
           // CPU-bound: computed on its own dispatcher, never on the one serving the connections
-          complete(Future(fibonacci(n).toString)(fibonacciContext))
+          complete(Future(Contract.fibonacci(n).toString)(fibonacciContext))
         }
       },
       path("weather" / Segment) { _ =>
@@ -131,9 +84,9 @@ final class AkkaServer(upstream: Uri)(implicit system: ActorSystem) {
   /** The `param` query parameter as an integer in 0..max, or 400. */
   private def intParam(max: Int)(inner: Int => Route): Route =
     parameter("param".optional) { raw =>
-      raw.flatMap(_.toIntOption).filter(n => n >= 0 && n <= max) match {
-        case Some(n) => inner(n)
-        case None => complete(StatusCodes.BadRequest, s"param must be an integer from 0 to $max")
+      Contract.param(raw.orNull, max) match {
+        case -1 => complete(StatusCodes.BadRequest, Contract.paramError(max))
+        case n => inner(n)
       }
     }
 

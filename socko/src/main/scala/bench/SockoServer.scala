@@ -4,14 +4,14 @@ import java.util.concurrent.atomic.AtomicLong
 
 import scala.concurrent.Await
 import scala.concurrent.duration._
-import scala.util.Try
 
 import akka.actor.{ActorSystem, Props}
 import akka.io.IO
 import akka.pattern.ask
 import akka.routing.RoundRobinPool
 import akka.util.Timeout
-import com.typesafe.config.{Config, ConfigFactory}
+import bench.contract.{Contract, ServerEnv}
+import com.typesafe.config.ConfigFactory
 import org.mashupbots.socko.routes._
 import org.mashupbots.socko.webserver.{HttpConfig, TcpConfig, WebServer, WebServerConfig}
 import spray.can.Http
@@ -21,19 +21,17 @@ object SockoServer {
   import Requests._
 
   def main(args: Array[String]): Unit = {
-    val env = sys.env
-    val host = env.getOrElse("HOST", "127.0.0.1")
-    val port = env.get("PORT").map(_.toInt).getOrElse(8088)
-    val cores = env.get("SERVER_CORES").flatMap(s => Try(s.toInt).toOption).filter(_ > 0)
-      .getOrElse(Runtime.getRuntime.availableProcessors)
-    val upstream = Uri(env.getOrElse("UPSTREAM_URL", "http://127.0.0.1:8000/weather.json"))
+    val env = new ServerEnv(8088)
+    import env.{cores, host, port}
+    val upstream = Uri(env.upstreamUrl)
 
     // Socko creates its Netty event loops with Netty's default size (2 x CPUs): one per core instead.
     // Read when Netty's event-loop class loads, so set before anything touches Netty.
     System.setProperty("io.netty.eventLoopThreads", cores.toString)
 
-    implicit val system: ActorSystem =
-      ActorSystem("socko-server", coreSizedConfig(cores).withFallback(ConfigFactory.load()))
+    // the default dispatcher (the handler actors) and fibonacci-dispatcher sized to the CPUs the server is pinned to
+    implicit val system: ActorSystem = ActorSystem("socko-server",
+      ConfigFactory.parseString(env.coreSizedDispatchers("akka")).withFallback(ConfigFactory.load()))
     implicit val setupTimeout: Timeout = Timeout(10.seconds)
 
     // the host connector only opens connections when requests arrive: this works with the upstream down
@@ -43,7 +41,7 @@ object SockoServer {
 
     // Socko's style: the routes (run on Netty's event loop) only pick a handler; actors do the work.
     // A round-robin pool of handlers per kind of work, one handler per core.
-    val tweetIds = new AtomicLong(1000000)
+    val tweetIds = new AtomicLong(Contract.FIRST_TWEET_ID)
     val handlers = system.actorOf(RoundRobinPool(cores).props(Props(new QuickHandler(tweetIds))), "handlers")
     val fibonacciHandlers = system.actorOf(
       RoundRobinPool(cores).props(Props[FibonacciHandler].withDispatcher("fibonacci-dispatcher")), "fibonacci")
@@ -78,8 +76,7 @@ object SockoServer {
       tcp = TcpConfig(noDelay = Some(true)))
     val webServer = new WebServer(config, system, server => new PatchedRequestHandler(server, routes))
     webServer.start()
-    println(s"socko listening on http://$host:$port/ (SERVER_CORES=$cores, " +
-      s"availableProcessors=${Runtime.getRuntime.availableProcessors}, upstream $upstream)")
+    println(env.listening("socko"))
 
     // SIGTERM: close the listener and connections, then stop the actor system; the JVM then exits
     sys.addShutdownHook {
@@ -88,14 +85,4 @@ object SockoServer {
       system.awaitTermination(5.seconds)
     }
   }
-
-  /** Thread pools sized to the CPUs the server is pinned to: one thread per core for the handler actors
-    * (default dispatcher), and as many for /fibonacci so it can use every core when it is the load. */
-  private def coreSizedConfig(cores: Int): Config = ConfigFactory.parseString(
-    s"""akka.actor.default-dispatcher.fork-join-executor {
-       |  parallelism-min = $cores
-       |  parallelism-max = $cores
-       |}
-       |fibonacci-dispatcher.thread-pool-executor.fixed-pool-size = $cores
-       |""".stripMargin)
 }

@@ -2,16 +2,17 @@ package bench
 
 import java.util.concurrent.atomic.AtomicLong
 
-import scala.collection.immutable.ListMap
 import scala.concurrent.duration._
 import scala.concurrent.{Await, ExecutionContext, Future}
-import scala.util.{Failure, Success, Try}
+import scala.util.{Failure, Success}
 
 import akka.actor.{ActorRef, ActorSystem, Props}
 import akka.io.IO
 import akka.pattern.ask
 import akka.util.Timeout
-import com.typesafe.config.{Config, ConfigFactory}
+import bench.contract.{Contract, ServerEnv}
+import bench.contract.JsonProtocol._
+import com.typesafe.config.ConfigFactory
 import spray.can.Http
 import spray.client.pipelining._
 import spray.http.MediaTypes.`text/html`
@@ -20,41 +21,14 @@ import spray.http.{ContentTypes, HttpEntity, Uri}
 import spray.json._
 import spray.routing.{HttpServiceActor, RejectionHandler, Route}
 
-/** JSON shapes: what /v1/tweets and /weather answer, and the part of the upstream document that is read. */
-object Protocol extends DefaultJsonProtocol {
-  final case class Tweet(id: Long, author: String, content: String)
-  final case class Weather(code: Int, temp: Int)
-
-  final case class Condition(id: Int)
-  final case class Measurements(temp: Double)
-  final case class UpstreamWeather(weather: Seq[Condition], main: Measurements) {
-    def toWeather: Weather = Weather(code = weather.head.id, temp = main.temp.toInt)
-  }
-
-  // spray-json 1.3.6 sorts the fields of a JsObject built from pairs (a TreeMap): the contract's order is
-  // id, author, content, so the writer hands it an insertion-ordered map
-  implicit object TweetWriter extends RootJsonWriter[Tweet] {
-    def write(tweet: Tweet): JsValue = JsObject(ListMap(
-      "id" -> JsNumber(tweet.id), "author" -> JsString(tweet.author), "content" -> JsString(tweet.content)))
-  }
-  implicit val weatherFormat: RootJsonFormat[Weather] = jsonFormat2(Weather)
-  // spray-json reads only the named fields and ignores the rest of the document
-  implicit val conditionFormat: RootJsonFormat[Condition] = jsonFormat1(Condition)
-  implicit val measurementsFormat: RootJsonFormat[Measurements] = jsonFormat1(Measurements)
-  implicit val upstreamWeatherFormat: RootJsonFormat[UpstreamWeather] = jsonFormat2(UpstreamWeather)
-}
-
 /** The routes, run by one spray-routing actor that spray-can hands every request to.
   * @param upstreamConnector spray-client's host connector: a pool of keep-alive connections to the upstream */
 class SprayService(upstreamConnector: ActorRef, upstreamPath: Uri) extends HttpServiceActor {
-  import Protocol._
-  import SprayServer._
-
   private implicit val executionContext: ExecutionContext = context.dispatcher
   // /fibonacci's own thread pool (see application.conf)
   private val fibonacciContext: ExecutionContext = context.system.dispatchers.lookup("fibonacci-dispatcher")
 
-  private val nextTweetId = new AtomicLong(1000000)
+  private val nextTweetId = new AtomicLong(Contract.FIRST_TWEET_ID)
 
   private implicit val upstreamTimeout: Timeout = Timeout(10.seconds)
   private val fetchUpstream = sendReceive(upstreamConnector)
@@ -83,11 +57,11 @@ class SprayService(upstreamConnector: ActorRef, upstreamPath: Uri) extends HttpS
       complete(json(JsArray(Tweet(nextTweetId.getAndIncrement(), "author1", "Hello, World!").toJson)))
     } ~
     path("factorial") {
-      withParam(MaxFactorial) { n => complete(factorial(n).toString) }
+      withParam(Contract.FACTORIAL_MAX) { n => complete(Contract.factorial(n).toString) }
     } ~
     path("fibonacci") {
       // CPU-bound for up to seconds: off the dispatcher that serves the connections
-      withParam(MaxFibonacci) { n => complete(Future(fibonacci(n).toString)(fibonacciContext)) }
+      withParam(Contract.FIBONACCI_MAX) { n => complete(Future(Contract.fibonacci(n).toString)(fibonacciContext)) }
     } ~
     path("weather" / Segment) { _ =>
       onComplete(weather()) {
@@ -100,18 +74,16 @@ class SprayService(upstreamConnector: ActorRef, upstreamPath: Uri) extends HttpS
   /** Fetch the upstream document through the pool, parse it, keep two fields. */
   private def weather(): Future[Weather] =
     fetchUpstream(Get(upstreamPath)).map {
-      case response if response.status == OK =>
-        // spray-json reads the bytes as UTF-8 (nginx sends application/json without a charset)
-        JsonParser(ParserInput(response.entity.data.toByteArray)).convertTo[UpstreamWeather].toWeather
+      case response if response.status == OK => weatherOf(response.entity.data.toByteArray)
       case response =>
         throw new IllegalStateException(s"status ${response.status.intValue}")
     }
 
   private def withParam(max: Int)(inner: Int => Route): Route =
     parameter("param".?) { raw =>
-      raw.flatMap(s => Try(s.toInt).toOption).filter(n => n >= 0 && n <= max) match {
-        case Some(n) => inner(n)
-        case None => complete((BadRequest, s"param must be an integer from 0 to $max"))
+      Contract.param(raw.orNull, max) match {
+        case -1 => complete((BadRequest, Contract.paramError(max)))
+        case n => inner(n)
       }
     }
 
@@ -119,23 +91,14 @@ class SprayService(upstreamConnector: ActorRef, upstreamPath: Uri) extends HttpS
 }
 
 object SprayServer {
-  val MaxFactorial = 5000
-  val MaxFibonacci = 45
-
-  def factorial(n: Int): BigInt = (1 to n).foldLeft(BigInt(1))(_ * _)
-
-  def fibonacci(n: Int): Long = if (n < 2) 1 else fibonacci(n - 1) + fibonacci(n - 2)
-
   def main(args: Array[String]): Unit = {
-    val env = sys.env
-    val host = env.getOrElse("HOST", "127.0.0.1")
-    val port = env.get("PORT").map(_.toInt).getOrElse(8083)
-    val cores = env.get("SERVER_CORES").flatMap(s => Try(s.toInt).toOption).filter(_ > 0)
-      .getOrElse(Runtime.getRuntime.availableProcessors)
-    val upstream = Uri(env.getOrElse("UPSTREAM_URL", "http://127.0.0.1:8000/weather.json"))
+    val env = new ServerEnv(8083)
+    import env.{host, port}
+    val upstream = Uri(env.upstreamUrl)
 
-    implicit val system: ActorSystem =
-      ActorSystem("spray-server", coreSizedConfig(cores).withFallback(ConfigFactory.load()))
+    // the default dispatcher and fibonacci-dispatcher sized to the CPUs the server is pinned to
+    implicit val system: ActorSystem = ActorSystem("spray-server",
+      ConfigFactory.parseString(env.coreSizedDispatchers("akka")).withFallback(ConfigFactory.load()))
     import system.dispatcher
     implicit val setupTimeout: Timeout = Timeout(10.seconds)
 
@@ -147,9 +110,8 @@ object SprayServer {
     val service = system.actorOf(Props(new SprayService(upstreamConnector, upstream.toRelative)), "routes")
     // backlog 4096: ab -c 1000 opens its connections in one burst
     (IO(Http) ? Http.Bind(service, host, port, backlog = 4096)).onComplete {
-      case Success(Http.Bound(address)) =>
-        println(s"spray listening on http://$host:${address.getPort}/ (SERVER_CORES=$cores, " +
-          s"availableProcessors=${Runtime.getRuntime.availableProcessors}, upstream $upstream)")
+      case Success(Http.Bound(_)) =>
+        println(env.listening("spray"))
       case other =>
         System.err.println(s"spray: cannot bind $host:$port: $other")
         System.exit(1)
@@ -161,14 +123,4 @@ object SprayServer {
       Await.ready(system.whenTerminated, 5.seconds)
     }
   }
-
-  /** Thread pools sized to the CPUs the server is pinned to: one thread per core for spray-can's connection
-    * actors and the routes (default dispatcher), and as many for /fibonacci so it can use every core. */
-  private def coreSizedConfig(cores: Int): Config = ConfigFactory.parseString(
-    s"""akka.actor.default-dispatcher.fork-join-executor {
-       |  parallelism-min = $cores
-       |  parallelism-max = $cores
-       |}
-       |fibonacci-dispatcher.thread-pool-executor.fixed-pool-size = $cores
-       |""".stripMargin)
 }

@@ -1,5 +1,6 @@
 package bench.finagle
 
+import bench.contract.ServerEnv
 import com.twitter.concurrent.NamedPoolThreadFactory
 import com.twitter.finagle.Http
 import com.twitter.finagle.server.Listener
@@ -13,10 +14,9 @@ import java.util.concurrent.Executors
 object FinagleServer {
 
   def main(args: Array[String]): Unit = {
-    val host = sys.env.getOrElse("HOST", "127.0.0.1")
-    val port = sys.env.get("PORT").map(_.toInt).getOrElse(8084)
-    val cores = sys.env.get("SERVER_CORES").map(_.toInt).getOrElse(Runtime.getRuntime.availableProcessors)
-    val upstreamUrl = URI.create(sys.env.getOrElse("UPSTREAM_URL", "http://127.0.0.1:8000/weather.json"))
+    val env = new ServerEnv(8084)
+    import env.{cores, host, port}
+    val upstreamUrl = URI.create(env.upstreamUrl)
 
     // One Netty event loop per CPU we are pinned to. Finagle's default is max(8, 2 x CPUs), sized for hosts that
     // share CPUs with blocking work; here the I/O threads never block. This global flag is read from a system
@@ -48,9 +48,7 @@ object FinagleServer {
       .configured(Listener.Backlog(Some(4096)))
       .serve(new InetSocketAddress(host, port), ServerHeaders.andThen(new Routes(weather, cpuPool)))
 
-    println(
-      s"finagle listening on http://$host:$port (SERVER_CORES=$cores, " +
-        s"availableProcessors=${Runtime.getRuntime.availableProcessors}, upstream=$upstreamUrl)")
+    println(env.listening("finagle"))
 
     // SIGTERM runs the shutdown hooks, then the JVM exits: stop accepting, give in-flight requests a moment.
     sys.addShutdownHook {

@@ -1,5 +1,6 @@
 package bench.finagle
 
+import bench.contract.Contract
 import com.fasterxml.jackson.databind.json.JsonMapper
 import com.fasterxml.jackson.module.scala.DefaultScalaModule
 import com.twitter.finagle.{Service, SimpleFilter}
@@ -17,7 +18,7 @@ object Json {
 
 /** The contract's routes: a pattern match on (method, path). Everything not listed is a 404. */
 final class Routes(weather: WeatherClient, cpuPool: FuturePool) extends Service[Request, Response] {
-  private val tweetIds = new AtomicLong(1000000L)
+  private val tweetIds = new AtomicLong(Contract.FIRST_TWEET_ID)
 
   def apply(req: Request): Future[Response] = (req.method, req.path) match {
     case (Method.Get, "/id")        => text(Status.Ok, "finagle", "text/plain")
@@ -25,10 +26,12 @@ final class Routes(weather: WeatherClient, cpuPool: FuturePool) extends Service[
     case (Method.Get, "/backend")   => text(Status.Ok, "<h1>Say hello to akka-http</h1>", MediaType.HtmlUtf8)
     case (Method.Get, "/v1/tweets") => tweets()
     case (Method.Get, "/factorial") =>
-      withParam(req, max = 5000)(n => text(Status.Ok, factorial(n).toString, "text/plain"))
+      withParam(req, Contract.FACTORIAL_MAX)(n => text(Status.Ok, Contract.factorial(n).toString, "text/plain"))
     case (Method.Get, "/fibonacci") =>
       // the recursion runs on the CPU pool, never on a Netty I/O thread (see FinagleServer)
-      withParam(req, max = 45)(n => cpuPool(fibonacci(n)).flatMap(fib => text(Status.Ok, fib.toString, "text/plain")))
+      withParam(req, Contract.FIBONACCI_MAX) { n =>
+        cpuPool(Contract.fibonacci(n)).flatMap(fib => text(Status.Ok, fib.toString, "text/plain"))
+      }
     case (Method.Get, WeatherPath(_)) => weather.current()
     case _                            => text(Status.NotFound, "Not Found", "text/plain")
   }
@@ -40,17 +43,13 @@ final class Routes(weather: WeatherClient, cpuPool: FuturePool) extends Service[
 
   /** Runs `handle` with the integer `param` in [0, max], or answers 400. */
   private def withParam(req: Request, max: Int)(handle: Int => Future[Response]): Future[Response] =
-    req.params.get("param").flatMap(_.toIntOption) match {
-      case Some(n) if n >= 0 && n <= max => handle(n)
-      case _ => text(Status.BadRequest, s"param must be an integer between 0 and $max", "text/plain")
+    Contract.param(req.params.get("param").orNull, max) match {
+      case -1 => text(Status.BadRequest, s"param must be an integer between 0 and $max", "text/plain")
+      case n => handle(n)
     }
 
   private def text(status: Status, body: String, contentType: String): Future[Response] =
     Future.value(Responses.text(status, body, contentType))
-
-  private def factorial(n: Int): BigInt = (2 to n).foldLeft(BigInt(1))(_ * _)
-
-  private def fibonacci(n: Int): Long = if (n < 2) 1L else fibonacci(n - 1) + fibonacci(n - 2)
 
   /** `/weather/{city}`: exactly one non-empty path segment after /weather/. */
   private object WeatherPath {

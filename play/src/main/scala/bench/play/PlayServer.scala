@@ -1,5 +1,6 @@
 package bench.play
 
+import bench.contract.ServerEnv
 import java.net.URI
 import play.api.{Configuration, Environment, Mode}
 import play.api.routing.Router
@@ -12,10 +13,8 @@ import play.core.server.{DefaultPekkoHttpServerComponents, ServerConfig}
 object PlayServer {
 
   def main(args: Array[String]): Unit = {
-    val host = sys.env.getOrElse("HOST", "127.0.0.1")
-    val port = sys.env.get("PORT").map(_.toInt).getOrElse(8085)
-    val cores = sys.env.get("SERVER_CORES").map(_.toInt).getOrElse(Runtime.getRuntime.availableProcessors)
-    val upstreamUrl = URI.create(sys.env.getOrElse("UPSTREAM_URL", "http://127.0.0.1:8000/weather.json"))
+    val serverEnv = new ServerEnv(8085)
+    import serverEnv.{cores, host, port}
 
     val env = Environment.simple(mode = Mode.Prod)
     // application.conf plus the pool sizes that follow SERVER_CORES. Pekko's default dispatcher (which runs
@@ -34,15 +33,13 @@ object PlayServer {
         ServerConfig(port = Some(port), address = host, mode = Mode.Prod).copy(configuration = config)
       override lazy val router: Router = new Routes(
         defaultActionBuilder,
-        new WeatherClient(upstreamUrl)(actorSystem),
+        new WeatherClient(URI.create(serverEnv.upstreamUrl))(actorSystem),
         cpuBound = actorSystem.dispatchers.lookup("contexts.cpu-bound")
       )(executionContext).router
     }
 
     // Starts the application and binds. SIGTERM runs Pekko's CoordinatedShutdown hook, which unbinds and stops.
     components.server
-    println(
-      s"play listening on http://$host:$port (SERVER_CORES=$cores, " +
-        s"availableProcessors=${Runtime.getRuntime.availableProcessors}, upstream=$upstreamUrl)")
+    println(serverEnv.listening("play"))
   }
 }

@@ -1,5 +1,6 @@
 package bench.play
 
+import bench.contract.Contract
 import java.util.concurrent.atomic.AtomicLong
 import play.api.http.ContentTypes
 import play.api.libs.json.{Json, OWrites}
@@ -20,7 +21,7 @@ object Tweet {
 final class Routes(action: DefaultActionBuilder, weather: WeatherClient, cpuBound: ExecutionContext)(implicit
     ec: ExecutionContext
 ) {
-  private val tweetIds = new AtomicLong(1000000L)
+  private val tweetIds = new AtomicLong(Contract.FIRST_TWEET_ID)
 
   val router: Router = Router.from {
     case GET(p"/id")      => action(Ok("play").as("text/plain"))
@@ -29,10 +30,12 @@ final class Routes(action: DefaultActionBuilder, weather: WeatherClient, cpuBoun
     case GET(p"/v1/tweets") =>
       action(Ok(Json.toJson(Seq(Tweet(tweetIds.getAndIncrement(), "author1", "Hello, World!")))))
     case GET(p"/factorial" ? q_o"param=$param") =>
-      withParam(param, max = 5000)(n => Future.successful(Ok(factorial(n).toString).as("text/plain")))
+      withParam(param, Contract.FACTORIAL_MAX)(n => Future.successful(Ok(Contract.factorial(n).toString).as("text/plain")))
     case GET(p"/fibonacci" ? q_o"param=$param") =>
       // the recursion runs on the cpu-bound pool, never on the dispatcher that serves connections
-      withParam(param, max = 45)(n => Future(fibonacci(n))(cpuBound).map(fib => Ok(fib.toString).as("text/plain")))
+      withParam(param, Contract.FIBONACCI_MAX) { n =>
+        Future(Contract.fibonacci(n))(cpuBound).map(fib => Ok(fib.toString).as("text/plain"))
+      }
     case GET(p"/weather/$city") if city.nonEmpty => action.async(weather.current())
     // a short text 404 rather than Play's HTML error page
     case _ => action(NotFound("Not Found").as("text/plain"))
@@ -41,13 +44,9 @@ final class Routes(action: DefaultActionBuilder, weather: WeatherClient, cpuBoun
   /** Runs `handle` with `param` parsed as an integer in [0, max], or answers 400. */
   private def withParam(param: Option[String], max: Int)(handle: Int => Future[Result]): Action[AnyContent] =
     action.async {
-      param.flatMap(_.toIntOption) match {
-        case Some(n) if n >= 0 && n <= max => handle(n)
-        case _ => Future.successful(BadRequest(s"param must be an integer between 0 and $max").as("text/plain"))
+      Contract.param(param.orNull, max) match {
+        case -1 => Future.successful(BadRequest(s"param must be an integer between 0 and $max").as("text/plain"))
+        case n => handle(n)
       }
     }
-
-  private def factorial(n: Int): BigInt = (2 to n).foldLeft(BigInt(1))(_ * _)
-
-  private def fibonacci(n: Int): Long = if (n < 2) 1L else fibonacci(n - 1) + fibonacci(n - 2)
 }
