@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from harness import contract, flags, inventory, summary_table
-from harness.console import console, fail, say, warn
+from harness import contract, flags, inventory
+from harness.console import fail, say, warn
 from harness.manifest import REPO, Server
 from harness.measurement import Bench, Target, aggregate, attempt, pattern, warm_up
+from harness.results import Attempt, Verification, Warmup
 from harness.runtime import RunningServer, RuntimeError_
 from harness.scenarios import Run, Scenario, Settings
 from harness.session import UPSTREAM, Session
@@ -191,8 +192,9 @@ def warmed_runs(scenario: Scenario) -> list[Run]:
 # -- the campaign ------------------------------------------------------------------------------------------------------
 
 def run_campaign(session: Session, store: RunStore, servers: list[Server], scenarios: list[Scenario], settings: Settings,
-                 order: str = "auto") -> bool:
-    """Returns False when a server could not start or failed its contract (it is then not measured)."""
+                 order: str = "auto", round_no: int | None = None) -> bool:
+    """Returns False when a server could not start or failed its contract (it is then not measured). `round_no`: the
+    round of a run in rounds (overhead), recorded on each record."""
     wanted = []
     for server in servers:
         if scenarios and not any(s.path_for(server) for s in scenarios):
@@ -200,7 +202,7 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
         else:
             wanted.append(server)
     mode, why = choose_order(order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available)
-    store.data["conditions"]["order"] = {
+    order_condition = {
         "mode": mode, "why": why,
         "idle": ("servers not being measured stay up and pinned to the server CPUs but sleep (their processes stopped "
                  "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
@@ -211,7 +213,7 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
     if scenarios:
         say(f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
             f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups)")
-    store.data["conditions"]["estimated_s"] = round(clock.total)
+    store.update_conditions(order=order_condition, estimated_s=round(clock.total))
     groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
     all_ok = True
     for group in groups:
@@ -225,7 +227,7 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                 else:
                     targets.append(target)
             turns = Turns(session, targets) if len(targets) > 1 else None
-            bench = Bench(session, store, status=clock.status, turn=turns,
+            bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
                           idle_pids=_idle_pids(session, targets) if turns else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
@@ -245,12 +247,12 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         running = session.ensure(server)
     except RuntimeError_ as exc:
         fail(str(exc))
-        store.set("servers", server.name, {"started": False, "error": str(exc)})
+        store.set_server(server.name, {"started": False, "error": str(exc)})
         return None
     report = verify(running, server)
-    store.set("verification", server.name, {"ok": report.ok, "checks": report.checks, "failures": report.failures})
+    store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
     started_here = server.name in session.started
-    store.set("servers", server.name, {
+    store.set_server(server.name, {
         "started": True, "version": session.runtime.version(server), "stack": server.stack,
         "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
         "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
@@ -276,7 +278,7 @@ def _idle_pids(session: Session, targets: list[Target]):
 def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenario: Scenario, settings: Settings) -> None:
     """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back)."""
     repeat = settings.repeat if settings.forced else max(settings.repeat, scenario.attempts)
-    warmups: dict[str, dict] = {}
+    warmups: dict[str, Warmup] = {}
     warm_before = {id(r) for r in warmed_runs(scenario)}
     for run in scenario.runs:
         if id(run) in warm_before:
@@ -285,28 +287,20 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 bench.warmed.add(t.name)
                 warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
                 clock.advance(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
-        attempts: dict[str, list[dict]] = {t.name: [] for t in members}
+        attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
         for n in range(1, repeat + 1):
             shift = (n - 1) % len(members)
             turn = members[shift:] + members[:shift]  # whoever went first last round goes later this one
             for position, t in enumerate(turn, 1):
-                attempts[t.name].append(attempt(bench, t, scenario, run, n, repeat, warmups[t.name].get("rate"),
+                attempts[t.name].append(attempt(bench, t, scenario, run, n, repeat, warmups[t.name].rate,
                                                 (position, len(turn)) if len(turn) > 1 else None))
                 clock.advance(attempt_seconds(run) + ATTEMPT_OVERHEAD_S)
         for t in members:
-            record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name], warmups[t.name])
-            bench.store.add_record(record)
+            bench.store.add_record(aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name],
+                                             warmups[t.name], bench.session.runtime.name, bench.round_no))
         evaluate_flags(bench.store)
 
 
 def evaluate_flags(store: RunStore) -> None:
-    flags.evaluate(store.data)
+    flags.evaluate(store.run)
     store.save()
-
-
-def print_summary(store: RunStore) -> None:
-    records = store.data["records"]
-    if records:
-        console.print(summary_table.flags_table(records, f"run {store.data['run_id']} ({store.data['conditions']['profile']} "
-                                                         f"profile, {store.data['conditions']['runtime']} runtime)"))
-    say(f"results: {store.path}")

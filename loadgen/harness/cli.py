@@ -7,17 +7,17 @@ import signal
 import subprocess
 import sys
 
-from harness import compare, flags
+from harness import compare, overhead
 from harness import scenarios as scenario_data
-from harness.campaign import ORDERS, OrderError, print_summary, run_campaign, verify
-from harness.conditions import collect
+from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
+from harness.lifecycle import finish_run, open_run
 from harness.manifest import ManifestError, Server, discover, select
 from harness.preflight import PreflightError, announce_limits, tools_needed
 from harness.runtime import RuntimeError_, get_runtime
 from harness.session import Session
-from harness.store import RunStore, new_run_id
+from harness.store import new_run_id
 
 
 def names(text: str | None) -> list[str]:
@@ -52,10 +52,8 @@ def cmd_build(args, servers: list[Server]) -> int:
         if subprocess.run(server.build, shell=True, cwd=server.folder).returncode != 0:
             fail(f"building {server.name} failed (command above, run in {server.folder}); fix it and run `make build` again")
             return 1
-    runtime = get_runtime(args.runtime)
-    if hasattr(runtime, "build_images"):  # docker: each server's image from the artifacts just built
-        say(f"building the images of {', '.join(s.name for s in servers)} from those artifacts")
-        runtime.build_images(servers)
+    # docker: each server's image from the artifacts just built (local: nothing to build)
+    get_runtime(args.runtime, plan=None).build_images(servers)  # images need no CPU plan
     return 0
 
 
@@ -101,32 +99,17 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
         raise OrderError(f"ORDER={args.order!r}: use one of {', '.join(ORDERS)}")
     session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
-    conditions = collect(session.runtime, args.profile, session.plan, " ".join(sys.argv[1:]))
-    conditions.update(limit_notes=notes, repeat=settings.repeat, warmup=vars(settings.warmup))
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
-    store = RunStore(args.run_id or new_run_id(kind), conditions)
-    say(f"run {store.data['run_id']}: {session.plan.describe()}; profile {args.profile}")
+    store = open_run(args.run_id or new_run_id(kind), session.runtime, session.plan, args.profile, settings,
+                     " ".join(sys.argv[1:]), {"limit_notes": notes})
     try:
         ok = run_campaign(session, store, chosen, picked, settings, args.order)
-    finally:
-        try:  # while the run's containers are still up: the load generator's as applied
-            store.data["conditions"]["runtime_details"] = session.runtime.conditions()
-        except RuntimeError_ as exc:
-            warn(f"could not read the runtime's conditions back: {exc}")
-        store.finish()
-        flags.evaluate(store.data)
-        store.save()
-        print_summary(store)
-        try:  # a chart that cannot be drawn must not lose the run: results.json is already written
-            compare.cmd_report(str(store.dir))
-        except Exception as exc:  # noqa: BLE001
-            warn(f"the report could not be written ({exc}); results.json is complete: retry with `make report`")
+    finally:  # the runtime's conditions are read back while the run's servers (containers) are still up
+        finish_run(store, session.runtime)
     return 0 if ok else 1
 
 
 def cmd_overhead(args, servers: dict[str, Server]) -> int:
-    from harness import overhead
-
     if args.rounds < 1:
         raise scenario_data.ScenarioError(f"ROUNDS={args.rounds}: must be a positive integer")
     scenario = scenario_data.load(args.profile)[overhead.SCENARIO]
@@ -189,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_build(args, select(servers, names(args.servers)))
         if args.command == "overhead":
             return cmd_overhead(args, servers)
-        session = Session(get_runtime(args.runtime), plan_from_env(), servers, parse_ports(args.ports), keep=args.command == "up")
+        plan = plan_from_env()
+        session = Session(get_runtime(args.runtime, plan), plan, servers, parse_ports(args.ports), keep=args.command == "up")
         with session:
             chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
             if args.command in ("up", "ping", "run", "bench"):

@@ -6,29 +6,27 @@ and whether it is significant: only where the two medians' confidence intervals 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
 
 from harness import flags as flag_rules
-from harness import stats
+from harness import results, stats
+from harness.console import console, fail, say
+from harness.report import write_report
+from harness.results import Record, ResultsError, Run
 from harness.stats import Change, fmt_ms, fmt_rate
+from harness.store import RESULTS
 
 
 class CompareError(Exception):
     pass
 
 
-def results_root() -> Path:
-    from harness.store import RESULTS
-    return RESULTS
-
-
 def resolve(run: str, root: Path | None = None) -> Path:
     """A run folder from a run id, `latest`, a unique prefix of a run id, a folder or a results.json path."""
-    root = root or results_root()
+    root = root or RESULTS
     given = Path(run)
     for candidate in (given, root / run):
         if candidate.is_file() and candidate.name == "results.json":
@@ -44,38 +42,32 @@ def resolve(run: str, root: Path | None = None) -> Path:
     raise CompareError(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
 
 
-def load(run_dir: Path) -> dict:
-    data = json.loads((run_dir / "results.json").read_text())
-    for r in data.get("records") or []:
-        if not isinstance(r.get("attempts"), list):
-            raise CompareError(f"{run_dir / 'results.json'} was written by an older harness (records without their attempts)")
-    flag_rules.evaluate(data)
-    return data
+def load(run_dir: Path) -> Run:
+    """The run, its flags evaluated with today's rules."""
+    run = results.load(run_dir / "results.json")
+    flag_rules.evaluate(run)
+    return run
 
 
 @dataclass
 class Row:
     server: str
     scenario: str
-    run: str
-    a: dict | None
-    b: dict | None
+    run: str  # the records' label
+    a: Record | None
+    b: Record | None
     rps: Change | None = None
     p99: Change | None = None
 
     @property
     def flags(self) -> list[str]:
-        out = []
-        for side, r in (("A", self.a), ("B", self.b)):
-            for name in flag_rules.names(r or {}):
-                out.append(f"{side}:{name}")
-        return out
+        return [f"{side}:{name}" for side, r in (("A", self.a), ("B", self.b)) if r for name in flag_rules.names(r)]
 
 
-def rows(a: dict, b: dict) -> list[Row]:
+def rows(a: Run, b: Run) -> list[Row]:
     """Every (server, scenario, run) of either run, in A's order then B's new ones."""
-    def index(data):
-        return {(r["server"], r["scenario"], r.get("run", "")): r for r in data.get("records") or []}
+    def index(run: Run) -> dict[tuple[str, str, str], Record]:
+        return {(r.server, r.scenario, r.label): r for r in run.records}
 
     ia, ib = index(a), index(b)
     keys = list(ia) + [k for k in ib if k not in ia]
@@ -84,16 +76,15 @@ def rows(a: dict, b: dict) -> list[Row]:
         ra, rb = ia.get(key), ib.get(key)
         row = Row(*key, ra, rb)
         if ra and rb:
-            sa, sb = stats.summary_of(ra), stats.summary_of(rb)
-            row.rps = stats.compare_metric(sa.get("rps"), sb.get("rps"))
-            row.p99 = stats.compare_metric(sa.get("p99"), sb.get("p99"))
+            row.rps = stats.compare_metric(ra.summary.rps, rb.summary.rps)
+            row.p99 = stats.compare_metric(ra.summary.p99, rb.summary.p99)
         out.append(row)
     return out
 
 
-def condition_differences(a: dict, b: dict) -> list[str]:
+def condition_differences(a: Run, b: Run) -> list[str]:
     """What differs between the runs' conditions and could explain a change on its own."""
-    ca, cb = a.get("conditions") or {}, b.get("conditions") or {}
+    ca, cb = a.conditions, b.conditions
     out = []
     for key in ("profile", "runtime", "repeat", "cpus", "git_commit"):
         if ca.get(key) != cb.get(key):
@@ -105,7 +96,7 @@ def condition_differences(a: dict, b: dict) -> list[str]:
     for name in sorted(set(ca.get("tools") or {}) | set(cb.get("tools") or {})):
         if (ca.get("tools") or {}).get(name) != (cb.get("tools") or {}).get(name):
             out.append(f"tool {name}: {(ca.get('tools') or {}).get(name)} → {(cb.get('tools') or {}).get(name)}")
-    sa, sb = a.get("servers") or {}, b.get("servers") or {}
+    sa, sb = a.servers, b.servers
     for name in sorted(set(sa) & set(sb)):
         if sa[name].get("version") != sb[name].get("version"):
             out.append(f"{name} version: {sa[name].get('version')} → {sb[name].get('version')}")
@@ -131,24 +122,23 @@ def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
     return pct, "green" if better else "red"
 
 
-def table(a: dict, b: dict, compared: list[Row]) -> Table:
-    t = Table(title=f"A = {a.get('run_id')}   B = {b.get('run_id')}: measurements in both runs", title_justify="left")
+def table(a: Run, b: Run, compared: list[Row]) -> Table:
+    t = Table(title=f"A = {a.run_id}   B = {b.run_id}: measurements in both runs", title_justify="left")
     for col, just in (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
                       ("B req/s", "right"), ("Δ req/s", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
                       ("Δ p99", "right"), ("flags", "left")):
         t.add_column(col, justify=just)
     for row in compared:
-        sa = stats.summary_of(row.a) if row.a else {}
-        sb = stats.summary_of(row.b) if row.b else {}
         if not row.a or not row.b:
             continue  # listed under the table (only_in)
+        sa, sb = row.a.summary, row.b.summary
         d_rps, s_rps = _verdict(row.rps, higher_is_better=True)
         d_p99, s_p99 = _verdict(row.p99, higher_is_better=False)
         t.add_row(
             row.server, row.scenario, row.run,
-            fmt_rate(row.a.get("rps")) + _spread(sa.get("rps")), fmt_rate(row.b.get("rps")) + _spread(sb.get("rps")),
+            fmt_rate(row.a.rps) + _spread(sa.rps), fmt_rate(row.b.rps) + _spread(sb.rps),
             f"[{s_rps}]{d_rps}[/{s_rps}]" if s_rps else d_rps,
-            fmt_ms((sa.get("p99") or {}).get("median")), fmt_ms((sb.get("p99") or {}).get("median")),
+            fmt_ms((sa.p99 or {}).get("median")), fmt_ms((sb.p99 or {}).get("median")),
             f"[{s_p99}]{d_p99}[/{s_p99}]" if s_p99 else d_p99,
             "[yellow]" + " ".join(row.flags) + "[/yellow]" if row.flags else "")
     return t
@@ -204,11 +194,10 @@ def compare(a_dir: Path, b_dir: Path) -> tuple[Table, list[str]]:
 
 def cmd_compare(run_a: str, run_b: str) -> int:
     """`make compare A=... B=...`: prints the table; 2 when a run cannot be found or read."""
-    from harness.console import console, fail, say
     try:
         a_dir, b_dir = resolve(run_a), resolve(run_b)
         t, notes = compare(a_dir, b_dir)
-    except (CompareError, OSError, json.JSONDecodeError) as exc:
+    except (CompareError, ResultsError, OSError) as exc:
         fail(str(exc))
         return 2
     console.print(t)
@@ -219,12 +208,10 @@ def cmd_compare(run_a: str, run_b: str) -> int:
 
 def cmd_report(run: str = "latest") -> int:
     """`make report [RUN=...]`: writes the report of a run (default: the newest) and prints where it is."""
-    from harness.console import fail, say
-    from harness.report import ReportError, write_report
     try:
         run_dir = resolve(run or "latest")
         written = write_report(run_dir)
-    except (CompareError, ReportError) as exc:
+    except (CompareError, ResultsError) as exc:
         fail(str(exc))
         return 2
     pngs = [p for p in written if p.suffix == ".png"]

@@ -3,22 +3,12 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import time
 
 import psutil
 
 from harness.cpus import CpuPlan
-from harness.manifest import REPO, Server
-from harness.runtime import nofile_limit
-
-
-def _run(command: str, cwd=REPO) -> str:
-    try:
-        proc = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=30)
-        return (proc.stdout + proc.stderr).strip()
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unknown ({exc})"
+from harness.host import nofile_limit, shell_output
 
 
 def cpu_model() -> str:
@@ -32,14 +22,9 @@ def cpu_model() -> str:
 
 
 def git_commit() -> str:
-    commit = _run("git rev-parse --short HEAD")
-    dirty = _run("git status --porcelain --untracked-files=no")
+    commit = shell_output("git rev-parse --short HEAD")
+    dirty = shell_output("git status --porcelain --untracked-files=no")
     return commit + ("-dirty" if dirty else "")
-
-
-def server_version(server: Server) -> str:
-    """The output of the server's `version` command, run on this host in its folder."""
-    return " ".join(_run(server.version, server.folder).split()) if server.version else "unknown"
 
 
 def collect(runtime, profile: str, plan: CpuPlan, command: str) -> dict:
@@ -60,7 +45,7 @@ def collect(runtime, profile: str, plan: CpuPlan, command: str) -> dict:
             "usable_cpus": sorted(os.sched_getaffinity(0)),
             "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "nofile_hard_limit": nofile_limit(),
-            "somaxconn": _run("cat /proc/sys/net/core/somaxconn"),
+            "somaxconn": shell_output("cat /proc/sys/net/core/somaxconn"),
         },
         "tools": runtime.tool_versions(),
     }

@@ -1,30 +1,20 @@
 """Flags: why a record's number cannot be read as a clean measurement of the server.
 
-`evaluate(data)` takes a whole results.json (v2 shape) and sets, on every record,
-  record["flags"]  = [{"flag": name, "reason": text}, ...]
-  record["ranked"] = not record["flags"]
-A flagged record is shown as such everywhere and never ranked beside clean ones. Flags are a pure function of the
-data (re-evaluating gives the same answer), so the report can evaluate an older results.json again.
+`evaluate(run)` sets, on every record of a harness.results.Run, its summary, its flags (`Flag(name, reason)`) and
+`ranked = not flags`. A flagged record is shown as such everywhere and never ranked beside clean ones. Flags are a
+pure function of the data (re-evaluating gives the same answer), so the report can evaluate an older results.json
+again.
 
-The flags, in the order they are reported, each explained once, here (`EXPLANATIONS`, `legend()`): the report reads
-its legend from this module.
-  failed             an attempt produced no measurement
-  contract-failed    the server failed (or was not given) the contract verification of this run
-  errors             failed requests (connect, read, write, timeout, non-2xx, length, other), with the error rate
-  loadgen-saturated  the load generator used ≥ LOADGEN_SATURATED of its CPUs while the server stayed below
-                     SERVER_BUSY of its own: the figure measures the tool, not the server (see `utilization`)
-  upstream-limit     a /weather/{city} figure within UPSTREAM_MARGIN of what nginx serves its own /weather.json at,
-                     at the same load in the same run: the upstream is the limit, not the server
-  spread             truly unsteady: the attempts' req/s coefficient of variation is above SPREAD_MAX_CV, or the
-                     median's confidence interval (harness.stats.median_interval) is wider than ±SPREAD_MAX_HALF_WIDTH
-                     of the median; or a single attempt (no spread measured). Ordinary noise is not flagged: it widens
-                     the interval, and the ranking shows overlapping intervals as ties instead.
+What each flag means is written once, in `EXPLANATIONS` (in the order flags are reported; the report's legend reads
+it through `legend()`); the thresholds are the constants below; each rule is one function (`_failed`, `_contract`,
+`_errors`, `_saturated`, `_upstream`, `_spread`) writing the reason with the record's own figures.
 """
 from __future__ import annotations
 
 import statistics
 
 from harness import stats
+from harness.results import Flag, Record, Run, Summary, Verification
 
 LOADGEN_SATURATED = 0.90  # share of the load generator's CPUs (cpu_s / (duration * cores))
 SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator: not flagged
@@ -59,52 +49,48 @@ def legend() -> list[tuple[str, str]]:
     return list(EXPLANATIONS.items())
 
 
-def _flag(name: str, reason: str) -> dict:
-    return {"flag": name, "reason": reason}
-
-
-def error_rate(record: dict) -> float | None:
+def error_rate(record: Record) -> float | None:
     """Failed requests over all attempted requests (good + failed)."""
-    errors = (record.get("errors") or {}).get("total") or 0
-    good = record.get("good_requests") or 0
-    total = good + errors
-    return errors / total if total else None
+    total = record.good_requests + record.errors.total
+    return record.errors.total / total if total else None
 
 
-def _errors(record: dict) -> dict | None:
-    errors = record.get("errors") or {}
-    total = errors.get("total") or 0
+def _errors(record: Record) -> Flag | None:
+    errors = record.errors.to_dict()
+    total = errors.pop("total")
     if not total:
         return None
-    rate = error_rate(record)
-    causes = ", ".join(f"{k} {v:,}" for k, v in errors.items() if k != "total" and v)
-    attempted = (record.get("good_requests") or 0) + total
-    return _flag("errors", f"{total:,} of {attempted:,} requests failed ({rate:.2%})" + (f": {causes}" if causes else ""))
+    causes = ", ".join(f"{k} {v:,}" for k, v in errors.items() if v)
+    attempted = record.good_requests + total
+    return Flag("errors", f"{total:,} of {attempted:,} requests failed ({error_rate(record):.2%})"
+                + (f": {causes}" if causes else ""))
 
 
 def _pct(value: float) -> str:
     return f"{value * 100:.0f} %"
 
 
-def utilization(record: dict, role: str) -> float | None:
+def utilization(record: Record, role: str) -> float | None:
     """The share of its CPUs `role` ("server" or "loadgen") used while the load ran: the median over the measured
     attempts of cpu_s / (the tool's own duration × cores). The tool's duration rather than the sampler's wall time,
     which also holds the tool's start and exit and the harness's polling and so dilutes a short run's figure (a 2 s
     wrk run at 98 % of its CPU samples as 88 %). Falls back to the record's sampled cpu_util."""
     values = []
-    for attempt in stats.measured_attempts(record):
-        sample = (attempt.get("samples") or {}).get(role) or {}
-        cpu_s, cores, duration = sample.get("cpu_s"), sample.get("cores"), attempt.get("duration_s")
-        if cpu_s is not None and cores and duration:
-            values.append(cpu_s / (duration * cores))
-        elif sample.get("cpu_util") is not None:
-            values.append(sample["cpu_util"])
+    for attempt in record.attempts:
+        sample = attempt.samples.get(role)
+        if not attempt.measured or sample is None:
+            continue
+        if sample.cpu_s is not None and sample.cores and attempt.duration_s:
+            values.append(sample.cpu_s / (attempt.duration_s * sample.cores))
+        elif sample.cpu_util is not None:
+            values.append(sample.cpu_util)
     if values:
         return round(statistics.median(values), 3)
-    return ((record.get("samples") or {}).get(role) or {}).get("cpu_util")
+    summary = record.samples.get(role)
+    return summary.cpu_util if summary else None
 
 
-def _saturated(record: dict) -> dict | None:
+def _saturated(record: Record) -> Flag | None:
     loadgen = utilization(record, "loadgen")
     server = utilization(record, "server")
     if loadgen is None or loadgen < LOADGEN_SATURATED:
@@ -116,39 +102,30 @@ def _saturated(record: dict) -> dict | None:
     what = (f"load generator at {_pct(loadgen)} of its {cores or '?'} CPU(s) while the server used "
             + (f"{_pct(server)} of its {server_cores or '?'}" if server is not None else "an unknown share of its CPUs (not sampled)")
             + ": the number measures the tool, not the server")
-    return _flag("loadgen-saturated", what)
+    return Flag("loadgen-saturated", what)
 
 
-def _cores(record: dict, role: str) -> int | None:
-    for attempt in record.get("attempts") or []:
-        if not isinstance(attempt, dict):
-            continue
-        cores = ((attempt.get("samples") or {}).get(role) or {}).get("cores")
-        if cores:
-            return cores
-    return None
+def _cores(record: Record, role: str) -> int | None:
+    return next((a.samples[role].cores for a in record.attempts if role in a.samples and a.samples[role].cores), None)
 
 
-def _ceilings(records: list[dict]) -> dict[str, float]:
+def _ceilings(records: list[Record]) -> dict[str, float]:
     """nginx's own /weather.json req/s per run label, from records that measured something without errors."""
-    out = {}
-    for r in records:
-        if (r.get("server") == CEILING_SERVER and r.get("scenario") == UPSTREAM_SCENARIO and r.get("path") == UPSTREAM_PATH
-                and r.get("rps") and not r.get("failed") and not (r.get("errors") or {}).get("total")):
-            out[r.get("run")] = r["rps"]
-    return out
+    return {r.label: r.rps for r in records
+            if r.server == CEILING_SERVER and r.scenario == UPSTREAM_SCENARIO and r.path == UPSTREAM_PATH
+            and r.rps and not r.failed and not r.errors.total}
 
 
-def _upstream(record: dict, ceilings: dict[str, float]) -> dict | None:
-    if record.get("scenario") != UPSTREAM_SCENARIO or record.get("server") == CEILING_SERVER or record.get("path") == UPSTREAM_PATH:
+def _upstream(record: Record, ceilings: dict[str, float]) -> Flag | None:
+    if record.scenario != UPSTREAM_SCENARIO or record.server == CEILING_SERVER or record.path == UPSTREAM_PATH:
         return None
-    ceiling = ceilings.get(record.get("run"))
-    rps = record.get("rps")
+    ceiling = ceilings.get(record.label)
+    rps = record.rps
     if not ceiling or not rps or rps < ceiling * (1 - UPSTREAM_MARGIN):
         return None
-    return _flag("upstream-limit", f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of nginx's own {UPSTREAM_PATH} "
-                                   f"({stats.fmt_rate(ceiling)} req/s at {record.get('run')}): the upstream is the limit, "
-                                   "not the server")
+    return Flag("upstream-limit", f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of nginx's own {UPSTREAM_PATH} "
+                                  f"({stats.fmt_rate(ceiling)} req/s at {record.label}): the upstream is the limit, "
+                                  "not the server")
 
 
 def spread_reasons(s: dict) -> list[str]:
@@ -167,66 +144,65 @@ def spread_reasons(s: dict) -> list[str]:
     return out
 
 
-def _spread(record: dict, summary: dict) -> dict | None:
+def _spread(summary: Summary) -> Flag | None:
     for metric in SPREAD_METRICS:
-        s = summary.get(metric)
+        s = getattr(summary, metric)
         if not s:
             continue
         if s["n"] < 2:
-            return _flag("spread", "a single attempt: no spread measured (REPEAT=3 or more measures it)")
+            return Flag("spread", "a single attempt: no spread measured (REPEAT=3 or more measures it)")
         reasons = spread_reasons(s)
         if reasons:
             label = "req/s" if metric == "rps" else metric
-            return _flag("spread", f"{label}: " + "; ".join(reasons))
+            return Flag("spread", f"{label}: " + "; ".join(reasons))
     return None
 
 
-def _contract(record: dict, verification: dict) -> dict | None:
+def _contract(record: Record, verification: dict[str, Verification] | None) -> Flag | None:
     if verification is None:
         return None  # a results file without a verification section: nothing to say
-    result = verification.get(record.get("server"))
+    result = verification.get(record.server)
     if result is None:
-        return _flag("contract-failed", "no contract verification recorded for this server in this run")
-    if result.get("ok"):
+        return Flag("contract-failed", "no contract verification recorded for this server in this run")
+    if result.ok:
         return None
-    failures = result.get("failures") or []
+    failures = result.failures
     first = f": {failures[0]}" if failures else ""
     more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-    return _flag("contract-failed", f"{len(failures)} of {result.get('checks', '?')} contract checks failed{first}{more}")
+    checks = "?" if result.checks is None else result.checks
+    return Flag("contract-failed", f"{len(failures)} of {checks} contract checks failed{first}{more}")
 
 
-def _failed(record: dict) -> dict | None:
-    if record.get("failed"):
-        return _flag("failed", str(record["failed"]))
-    if record.get("rps") is None:
-        return _flag("failed", "no attempt produced a measurement")
+def _failed(record: Record) -> Flag | None:
+    if record.failed:
+        return Flag("failed", str(record.failed))
+    if record.rps is None:
+        return Flag("failed", "no attempt produced a measurement")
     return None
 
 
-def flags_for(record: dict, ceilings: dict[str, float], verification: dict | None) -> list[dict]:
-    summary = stats.summary_of(record)
+def flags_for(record: Record, ceilings: dict[str, float], verification: dict[str, Verification] | None) -> list[Flag]:
+    """The record's flags in the reported order; `record.summary` must be set (evaluate sets it)."""
     found = [
         _failed(record),
         _contract(record, verification),
         _errors(record),
         _saturated(record),
         _upstream(record, ceilings),
-        None if record.get("rps") is None else _spread(record, summary),
+        None if record.rps is None else _spread(record.summary),
     ]
     return [f for f in found if f]
 
 
-def evaluate(data: dict) -> None:
-    """Set record["flags"], record["ranked"] (and a missing record["summary"], or the intervals an older summary lacks)
-    on every record of `data`."""
-    records = data.get("records") or []
-    ceilings = _ceilings(records)
-    verification = data.get("verification")
-    for record in records:
-        record["summary"] = stats.summary_of(record)
-        record["flags"] = flags_for(record, ceilings, verification)
-        record["ranked"] = not record["flags"]
+def evaluate(run: Run) -> None:
+    """Set every record's summary (computed where missing, completed with the intervals an older summary lacks),
+    flags and ranked."""
+    ceilings = _ceilings(run.records)
+    for record in run.records:
+        record.summary = record.fresh_summary()
+        record.flags = flags_for(record, ceilings, run.verification)
+        record.ranked = not record.flags
 
 
-def names(record: dict) -> list[str]:
-    return [f["flag"] for f in record.get("flags") or []]
+def names(record: Record) -> list[str]:
+    return [f.name for f in record.flags]

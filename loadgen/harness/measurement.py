@@ -15,11 +15,13 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from harness import httpclient, stats
+from harness import httpclient, results
 from harness.console import say, warn
 from harness.manifest import Server
 from harness.result import Errors
+from harness.results import Attempt, Record, Sample, SampleSummary, WarmupRun
 from harness.runner import Outcome, measure
 from harness.runtime import RunningServer
 from harness.scenarios import Run, Scenario, Warmup
@@ -49,10 +51,18 @@ class Bench:
 
     session: Session
     store: RunStore
+    round_no: int | None = None  # in a run of rounds (overhead), this campaign's round: its records carry it
     idle_pids: object = None  # callable(name) -> pids of the other servers that are up but idle (interleaved runs)
     status: object = None  # callable() -> text shown beside the progress bar (the run's remaining time)
     turn: object = None  # callable(name): before `name` is loaded, the others go to sleep (campaign.Turns)
     warmed: set = field(default_factory=set)  # servers warmed up once already in this campaign
+
+    @property
+    def raw(self) -> Path:
+        """Where the tools' outputs go: raw/, or raw/<runtime>-<round>/ in a run of rounds (the same stems recur)."""
+        if self.round_no is None:
+            return self.store.raw
+        return self.store.raw / f"{self.session.runtime.name}-{self.round_no}"
 
     def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str) -> Outcome:
         session = self.session
@@ -60,7 +70,7 @@ class Bench:
             self.turn(target.name)
         idle = (lambda: self.idle_pids(target.name)) if self.idle_pids else None
         with session.measuring(target.running):
-            return measure(session.runtime, tool, spec, list(session.plan.loadgen), self.store.raw, stem, label,
+            return measure(session.runtime, tool, spec, list(session.plan.loadgen), self.raw, stem, label,
                            server_pids=lambda: session.runtime.pids(target.running), server_cores=len(target.running.cpus),
                            idle_pids=idle, status=self.status() if self.status else "")
 
@@ -70,7 +80,8 @@ def pattern(scenario: Scenario, run: Run) -> tuple:
     return scenario.tool, bool(run.load.get("keepalive"))
 
 
-def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup, first: bool = False) -> dict:
+def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup,
+            first: bool = False) -> results.Warmup:
     """A primer (a few sequential requests), then runs of the scenario's own load, each `rule.duration_s` long, until
     two in a row agree within the tolerance (at most `rule.max_runs`; the server's `first` warm-up of the campaign at
     least `rule.first_min_runs`). The last run's rate sizes the attempts."""
@@ -92,20 +103,20 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
                              f"{target.name} {scenario.name} warm-up {n}")
         m = outcome.measurement
         rps = m.rps if m and not outcome.failure and m.requests else None
-        runs.append({"rps": round(rps, 1) if rps is not None else None, "duration_s": m.duration_s if m else None,
-                     "errors": m.errors.total if m else None})
+        runs.append(WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=m.duration_s if m else None,
+                              errors=m.errors.total if m else None))
         rate = rps or rate
-        if len(runs) >= 2 and runs[-1]["rps"] and runs[-2]["rps"]:
-            steady = abs(runs[-1]["rps"] - runs[-2]["rps"]) / runs[-2]["rps"] <= rule.tolerance
+        if len(runs) >= 2 and runs[-1].rps and runs[-2].rps:
+            steady = abs(runs[-1].rps - runs[-2].rps) / runs[-2].rps <= rule.tolerance
     if rate is None:
-        warn(f"{target.name} {scenario.name}: every warm-up run failed (see {bench.store.raw / 'warmup'}); the "
+        warn(f"{target.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
              "attempts are sized without a rate and taken on a server that may not be warm")
-    rates = ", ".join(f"{r['rps']:,.0f}" if r["rps"] else "failed" for r in runs)
+    rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in runs)
     verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
     say(f"  {target.name} {scenario.name} {run.label} warm-up ({scenario.tool}): {len(runs)} run(s) of "
         f"{rule.duration_s:g} s, {verdict} ({rates} req/s)")
-    return {"tool": scenario.tool, "runs": runs, "steady": steady, "tolerance": rule.tolerance,
-            "max_runs": rule.max_runs, "rate": round(rate, 1) if rate else None}
+    return results.Warmup(tool=scenario.tool, runs=runs, steady=steady, tolerance=rule.tolerance,
+                          max_runs=rule.max_runs, rate=round(rate, 1) if rate else None)
 
 
 def attempt_spec(scenario: Scenario, run: Run, url: str, warm_rate: float | None) -> LoadSpec:
@@ -117,7 +128,7 @@ def attempt_spec(scenario: Scenario, run: Run, url: str, warm_rate: float | None
 
 
 def attempt(bench: Bench, target: Target, scenario: Scenario, run: Run, n: int, repeat: int, warm_rate: float | None,
-            round_position: tuple[int, int] | None = None) -> dict:
+            round_position: tuple[int, int] | None = None) -> Attempt:
     """One measured attempt, recorded; `round_position` = (position, servers) in an interleaved round."""
     url = target.running.base_url + scenario.path_for(target.server)
     label = f"{target.name} {scenario.name} {run.label}" + (f" #{n}" if repeat > 1 else "")
@@ -125,78 +136,74 @@ def attempt(bench: Bench, target: Target, scenario: Scenario, run: Run, n: int, 
     spec = attempt_spec(scenario, run, url, warm_rate)
     outcome = bench.load(target, scenario.tool, spec, f"{target.name}-{scenario.name}-{run.label}-{n}", label)
     entry = attempt_record(n, outcome, bench.store, started)
-    if spec.sized_from_rps:
-        entry["sized_from_rps"] = spec.sized_from_rps
-    if round_position:
-        entry["round_position"] = {"position": round_position[0], "of": round_position[1]}
+    entry.sized_from_rps = spec.sized_from_rps
+    entry.round_position = round_position
     say(_line(label, entry))
     return entry
 
 
-def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: float) -> dict:
+def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: float) -> Attempt:
     m = outcome.measurement
-    entry = {
-        "attempt": attempt_no,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "tool_processes": len(outcome.commands),
-        "commands": [" ".join(c) for c in outcome.commands],
-        "raw": [str(p.relative_to(store.dir)) for p in outcome.raw],
-        "failed": outcome.failure,
-        "samples": outcome.samples,
-    }
-    if m:
-        entry.update(m.to_dict())
-    else:
-        entry.update({"requests": 0, "good_requests": 0, "errors": Errors().to_dict(), "duration_s": None, "rps": None,
-                      "latency_ms": {}})
-    return entry
+    return Attempt(
+        attempt=attempt_no,
+        started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        tool_processes=len(outcome.commands),
+        commands=[" ".join(c) for c in outcome.commands],
+        raw=[str(p.relative_to(store.dir)) for p in outcome.raw],
+        failed=outcome.failure,
+        samples={role: Sample.from_dict(s) for role, s in outcome.samples.items()},
+        requests=m.requests if m else 0,
+        good_requests=m.good_requests if m else 0,
+        errors=m.errors if m else Errors(),
+        duration_s=round(m.duration_s, 3) if m else None,
+        rps=round(m.rps, 2) if m else None,
+        latency_ms=m.latency_ms if m else {},
+    )
 
 
-def aggregate(server: Server, scenario: Scenario, run: Run, path: str, attempts: list[dict], warmup: dict) -> dict:
+def aggregate(server: Server, scenario: Scenario, run: Run, path: str, attempts: list[Attempt], warmup: results.Warmup,
+              runtime: str, round_no: int | None = None) -> Record:
     """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
-    measured = [a for a in attempts if a["rps"] is not None]
-    median_attempt = sorted(measured, key=lambda a: a["rps"])[(len(measured) - 1) // 2] if measured else None
-    errors = Errors()
-    for a in attempts:
-        errors = errors + Errors(**{k: v for k, v in a["errors"].items() if k != "total"})
+    measured = [a for a in attempts if a.rps is not None]
+    median_attempt = sorted(measured, key=lambda a: a.rps)[(len(measured) - 1) // 2] if measured else None
 
     def sample(role: str, key: str, pick):
-        values = [a["samples"][role][key] for a in attempts if a["samples"].get(role, {}).get(key) is not None]
+        values = [getattr(a.samples[role], key) for a in attempts
+                  if role in a.samples and getattr(a.samples[role], key) is not None]
         return pick(values) if values else None
 
-    record = {
-        "server": server.name,
-        "scenario": scenario.name,
-        "run": run.label,
-        "tool": scenario.tool,
-        "path": path,
-        "concurrency": run.load["concurrency"],
-        "threads": run.load.get("threads"),
-        "load": run.load,
-        "requests": sum(a["requests"] for a in attempts),
-        "good_requests": sum(a["good_requests"] for a in attempts),
-        "errors": errors.to_dict(),
-        "duration_s": round(sum(a["duration_s"] or 0 for a in attempts), 3),
-        "rps": median_attempt["rps"] if median_attempt else None,
-        "latency_ms": median_attempt["latency_ms"] if median_attempt else {},
-        "failed": next((f"attempt {a['attempt']}: {a['failed']}" for a in attempts if a["failed"]), None),
-        "attempts": attempts,
-        "warmup": warmup,
-        "summary": None,
-        "samples": {role: {"cpu_util": sample(role, "cpu_util", statistics.median),
-                           "peak_rss_mb": sample(role, "peak_rss_mb", max)} for role in ("server", "loadgen")},
-        "flags": [],
-        "ranked": True,
-    }
-    record["summary"] = stats.summarize(record)
+    record = Record(
+        server=server.name,
+        scenario=scenario.name,
+        run=run.label,
+        runtime=runtime,
+        round=round_no,
+        tool=scenario.tool,
+        path=path,
+        concurrency=run.load["concurrency"],
+        threads=run.load.get("threads"),
+        load=run.load,
+        requests=sum(a.requests for a in attempts),
+        good_requests=sum(a.good_requests for a in attempts),
+        errors=sum((a.errors for a in attempts), Errors()),
+        duration_s=round(sum(a.duration_s or 0 for a in attempts), 3),
+        rps=median_attempt.rps if median_attempt else None,
+        latency_ms=median_attempt.latency_ms if median_attempt else {},
+        failed=next((f"attempt {a.attempt}: {a.failed}" for a in attempts if a.failed), None),
+        attempts=attempts,
+        warmup=warmup,
+        summary=None,
+        samples={role: SampleSummary(cpu_util=sample(role, "cpu_util", statistics.median),
+                                     peak_rss_mb=sample(role, "peak_rss_mb", max)) for role in ("server", "loadgen")},
+    )
+    record.summary = record.fresh_summary()
     return record
 
 
-def _line(label: str, r: dict) -> str:
-    if r["failed"]:
-        return f"  {label}: FAILED ({r['failed']})"
-    errors = r["errors"]["total"]
-    p99 = r["latency_ms"].get("p99")
-    return (f"  {label}: {r['rps']:,.0f} req/s, {r['requests']:,} requests in {r['duration_s']:.1f} s"
+def _line(label: str, a: Attempt) -> str:
+    if a.failed:
+        return f"  {label}: FAILED ({a.failed})"
+    p99 = a.latency_ms.get("p99")
+    return (f"  {label}: {a.rps:,.0f} req/s, {a.requests:,} requests in {a.duration_s:.1f} s"
             + (f", p99 {p99:.2f} ms" if p99 is not None else "")
-            + (f", {errors:,} ERRORS" if errors else ", 0 errors"))
+            + (f", {a.errors.total:,} ERRORS" if a.errors.total else ", 0 errors"))

@@ -4,50 +4,43 @@ the docker and the local runtime alternately, ROUNDS times, in one run; docker/l
 Alternating, rather than all docker then all local, spreads whatever else the machine does over both sides. Each
 round starts the servers afresh under its runtime (same CPU plan, ports, artifacts, warm-up and attempts) and stops
 them before the other runtime's turn. `make docker-overhead` runs it; results/<run-id>/results.json keeps every record
-(run label `docker-1`, `local-1`, ...) and the ratios under "overhead"."""
+(each with its `runtime` and `round`) and the ratios under "overhead"."""
 from __future__ import annotations
 
-import dataclasses
 import statistics
 
-from harness import flags
-from harness.campaign import print_summary, run_campaign
-from harness.conditions import collect
+from rich.table import Table
+
+from harness.campaign import run_campaign
 from harness.console import console, say, warn
 from harness.cpus import CpuPlan
+from harness.lifecycle import finish_run, open_run, record_runtime_details
 from harness.manifest import Server
 from harness.preflight import tools_needed
+from harness.results import Record
 from harness.runtime import get_runtime
 from harness.scenarios import Scenario, Settings
 from harness.session import Session
-from harness.store import RunStore, new_run_id
+from harness.store import new_run_id
 
 RUNTIMES = ("docker", "local")
 SCENARIO = "runtime-overhead"
 TARGET = 0.95  # issue 4: docker/local at least this, on this machine
 
 
-def relabel(scenario: Scenario, label: str) -> Scenario:
-    """The scenario with each run's label prefixed by `label` (docker-1, local-1, ...): one record per side and round."""
-    runs = tuple(dataclasses.replace(r, label=label if len(scenario.runs) == 1 else f"{label}-{r.label}")
-                 for r in scenario.runs)
-    return dataclasses.replace(scenario, runs=runs)
-
-
-def ratios(records: list[dict], rounds: int) -> dict[str, dict]:
+def ratios(records: list[Record], rounds: int) -> dict[str, dict]:
     """Per server: docker/local of the median req/s in each round, their median, and the ratio of the medians over
     all rounds. A round where a side has no clean figure gives no ratio."""
-    rps = {}
+    rps: dict[str, dict[str, dict[int, float]]] = {}  # server -> runtime -> round -> req/s
     for r in records:
-        side, _, n = r["run"].partition("-")
-        if r.get("rps") and not r.get("failed") and not r["errors"]["total"]:
-            rps.setdefault(r["server"], {}).setdefault(side, {})[int(n.split("-")[0])] = r["rps"]
+        if r.round is not None and r.rps and not r.failed and not r.errors.total:
+            rps.setdefault(r.server, {}).setdefault(r.runtime, {})[r.round] = r.rps
     out = {}
     for server, sides in rps.items():
         docker, local = sides.get("docker", {}), sides.get("local", {})
         per_round = {n: round(docker[n] / local[n], 3) for n in range(1, rounds + 1) if n in docker and n in local}
         out[server] = {
-            "path": next(r["path"] for r in records if r["server"] == server),
+            "path": next(r.path for r in records if r.server == server),
             "docker_rps": [docker.get(n) for n in range(1, rounds + 1)],
             "local_rps": [local.get(n) for n in range(1, rounds + 1)],
             "ratio_per_round": per_round,
@@ -60,33 +53,27 @@ def ratios(records: list[dict], rounds: int) -> dict[str, dict]:
 
 def run(servers: dict[str, Server], chosen: list[Server], scenario: Scenario, settings: Settings, plan: CpuPlan,
         ports: dict[str, int], rounds: int, profile: str, command: str) -> int:
-    runtimes = {name: get_runtime(name) for name in RUNTIMES}  # both must work before anything starts
+    runtimes = {name: get_runtime(name, plan) for name in RUNTIMES}  # both must work before anything starts
     for runtime in runtimes.values():
         runtime.check_tools(tools_needed([scenario]))
-    conditions = collect(runtimes["docker"], profile, plan, command)
-    conditions.update(runtime="docker and local, alternating", rounds=rounds, repeat=settings.repeat,
-                      warmup=vars(settings.warmup), local_tools=runtimes["local"].tool_versions())
-    store = RunStore(new_run_id(SCENARIO), conditions)
-    say(f"run {store.data['run_id']}: {plan.describe()}; {rounds} rounds of docker then local; profile {profile}")
+    store = open_run(new_run_id(SCENARIO), runtimes["docker"], plan, profile, settings, command,
+                     {"runtime": "docker and local, alternating", "rounds": rounds,
+                      "local_tools": runtimes["local"].tool_versions()},
+                     how=f"{rounds} rounds of docker then local")
     ok = True
     try:
         for n in range(1, rounds + 1):
             for name, runtime in runtimes.items():
                 say(f"round {n} of {rounds}: {name} runtime")
-                store.raw = store.dir / "raw" / f"{name}-{n}"
                 with Session(runtime, plan, servers, ports) as session:
                     session.check_ports(chosen)
-                    ok &= run_campaign(session, store, chosen, [relabel(scenario, f"{name}-{n}")], settings)
+                    ok &= run_campaign(session, store, chosen, [scenario], settings, round_no=n)
                     if name == "docker":
-                        store.data["conditions"]["runtime_details"] = runtime.conditions()
-                store.data["overhead"] = ratios(store.data["records"], rounds)
-                store.save()
+                        record_runtime_details(store, runtime)
+                store.set_overhead(ratios(store.run.records, rounds))
     finally:
-        store.finish()
-        flags.evaluate(store.data)
-        store.save()
-        print_summary(store)
-        print_ratios(store.data.get("overhead") or {}, rounds)
+        finish_run(store)
+        print_ratios(store.run.overhead or {}, rounds)
     return 0 if ok else 1
 
 
@@ -95,8 +82,6 @@ def _figures(rates: list[float | None]) -> str:
 
 
 def print_ratios(overhead: dict, rounds: int) -> None:
-    from rich.table import Table
-
     table = Table(title=f"docker / local req/s ({rounds} alternating rounds; target ≥ {TARGET})")
     for column in ("server", "path", "docker req/s", "local req/s", "ratio per round", "median ratio"):
         table.add_column(column, justify="left" if column in ("server", "path") else "right")

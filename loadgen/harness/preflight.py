@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from harness.console import warn
-from harness.runtime import nofile_limit
+from harness.host import nofile_limit
 from harness.scenarios import Scenario
 from harness.tools import TOOLS, find_binary
 
@@ -14,8 +14,9 @@ class PreflightError(Exception):
     pass
 
 
-def tools_needed(scenarios: list[Scenario], warmup: bool = True) -> set[str]:
-    return {s.tool for s in scenarios} | ({"wrk"} if warmup else set())  # warm-ups run wrk
+def tools_needed(scenarios: list[Scenario]) -> set[str]:
+    """The scenarios' tools: warm-ups run each scenario's own tool too."""
+    return {s.tool for s in scenarios}
 
 
 def check_tools(tools: set[str]) -> None:

@@ -1,4 +1,4 @@
-"""The one result format every load tool adapter parses its output into."""
+"""The one result format every load tool adapter parses its output into (results.json's types: harness.results)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -26,6 +26,11 @@ class Errors:
     def to_dict(self) -> dict:
         return {**asdict(self), "total": self.total}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Errors:
+        """From to_dict's form (its `total` is recomputed); causes a file lacks count as 0."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
 
 @dataclass
 class Measurement:
@@ -44,16 +49,6 @@ class Measurement:
         """Completed requests that were not errors: a lower bound, since tools count some failed requests as
         completed (ab) and others not (connect errors): every error is assumed to have cost a counted request."""
         return max(self.requests - self.errors.total, 0)
-
-    def to_dict(self) -> dict:
-        return {
-            "requests": self.requests,
-            "good_requests": self.good_requests,
-            "errors": self.errors.to_dict(),
-            "duration_s": round(self.duration_s, 3),
-            "rps": round(self.rps, 2),
-            "latency_ms": self.latency_ms,
-        }
 
 
 LATENCY_KEYS = ("p50", "p90", "p99", "max")

@@ -17,10 +17,9 @@ from harness.preflight import tool_processes
 from harness.result import Measurement, merge
 from harness.runtime import Runtime
 from harness.sampling import ProcessSampler
-from harness.tools import TOOLS, LoadSpec, ToolFailed
+from harness.tools import TOOLS, LoadSpec, LoadTool, ToolFailed
 
 GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
-AB_PROGRESS = re.compile(rb"Completed (\d+) requests")
 
 
 @dataclass
@@ -32,15 +31,14 @@ class Outcome:
     samples: dict = field(default_factory=dict)  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
 
 
-def _progress_fraction(tool: str, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
+def _progress_fraction(tool: LoadTool, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
     if spec.duration_s:
         return min(elapsed / spec.duration_s, 1.0)
-    if tool == "ab" and spec.requests and outputs:
-        done = 0
-        for path in outputs:
-            counts = AB_PROGRESS.findall(path.read_bytes()[-4096:]) if path.exists() else []
-            done += int(counts[-1]) if counts else 0
-        return min(done / (spec.requests * len(outputs)), 1.0)
+    if spec.requests and outputs:
+        done = [tool.completed(path.read_bytes()[-4096:]) if path.exists() else 0 for path in outputs]
+        if any(n is None for n in done):
+            return None
+        return min(sum(done) / (spec.requests * len(outputs)), 1.0)
     return None
 
 
@@ -99,7 +97,7 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
             outcome.samples["idle_servers"] = idle_sampler.stop()
         loadgen_sampler.stop()
         # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's last moments.
-        exact = _children_cpu_s() - children_cpu_before if getattr(runtime, "tools_are_children", False) else None
+        exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
         outcome.samples["loadgen"] = loadgen_sampler.result(exact)
     finally:
         os.sched_setaffinity(0, affinity_before)
@@ -134,7 +132,7 @@ def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs
         task = progress.add_task(label, total=1.0)
         while any(p.poll() is None for p in procs):
             elapsed = time.monotonic() - started
-            fraction = _progress_fraction(tool_name, spec, outputs, elapsed)
+            fraction = _progress_fraction(TOOLS[tool_name], spec, outputs, elapsed)
             progress.update(task, completed=fraction if fraction is not None else 0.0)
             if deadline and time.monotonic() > deadline:
                 for p in procs:

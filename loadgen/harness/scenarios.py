@@ -8,6 +8,8 @@ from pathlib import Path
 from harness.manifest import Server
 from harness.tools import TOOLS, LoadSpec
 
+# Looked up when load/settings run, not bound as their default, so a test can point the whole harness (its CLI too)
+# at a scenario file of its own.
 SCENARIO_FILE = Path(__file__).resolve().parents[1] / "scenarios.toml"
 PROFILES = ("quick", "seed")
 LOAD_FIELDS = {
@@ -80,8 +82,9 @@ def _run(raw: dict, where: str, index: int) -> Run:
     return Run(label=label, load=load)
 
 
-def settings(profile: str, repeat: int | None = None, path: Path = SCENARIO_FILE) -> Settings:
-    """The profile's repeat count (REPEAT overrides it) and warm-up rule."""
+def settings(profile: str, repeat: int | None = None, path: Path | None = None) -> Settings:
+    """The profile's repeat count (REPEAT overrides it) and warm-up rule, from `path` (default: SCENARIO_FILE)."""
+    path = path or SCENARIO_FILE
     table = tomllib.loads(path.read_text())["settings"][profile]
     count = table["repeat"] if repeat is None else repeat
     if not isinstance(count, int) or count < 1:
@@ -92,7 +95,9 @@ def settings(profile: str, repeat: int | None = None, path: Path = SCENARIO_FILE
         raise ScenarioError(f"{path.name} [settings.{profile}] warmup: {exc}") from None
 
 
-def load(profile: str, path: Path = SCENARIO_FILE) -> dict[str, Scenario]:
+def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
+    """The profile's scenarios from `path` (default: SCENARIO_FILE), each checked, its tool among the registered."""
+    path = path or SCENARIO_FILE
     if profile not in PROFILES:
         raise ScenarioError(f"unknown profile {profile!r}: use one of {', '.join(PROFILES)}")
     data = tomllib.loads(path.read_text())

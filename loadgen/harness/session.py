@@ -5,9 +5,9 @@ from contextlib import contextmanager
 
 from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus
+from harness.host import port_owner
 from harness.manifest import Server
 from harness.runtime import Runtime, RunningServer, RuntimeError_, State
-from harness.runtime.local import port_owner
 
 UPSTREAM = "nginx"
 UPSTREAM_PATH = "/weather.json"
@@ -43,6 +43,7 @@ class Session:
 
     def check_ports(self, servers: list[Server]) -> None:
         """Before anything starts: every server this session may start (and the upstream) has its port free."""
+        self.runtime.prepare()  # docker: a container that a killed run left is removed, not reported as a stranger
         up = self.running()
         wanted = [s for s in servers if s.name not in up]
         if any(s.needs_upstream for s in wanted) and UPSTREAM in self.servers and UPSTREAM not in up:

@@ -1,5 +1,5 @@
-"""results/<run-id>/results.json: the run's conditions and one record per measurement, rewritten after each
-measurement so an interrupted run keeps everything it measured. Raw tool outputs go to results/<run-id>/raw/."""
+"""results/<run-id>/: results.json, the run as harness.results types it, rewritten (atomically: a temporary file, then a
+rename) after each change so an interrupted run keeps everything it measured; raw/ holds the tools' own outputs."""
 from __future__ import annotations
 
 import json
@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from harness.manifest import REPO
+from harness.results import Record, Run, Verification
 
 RESULTS = REPO / "results"
 
@@ -17,16 +18,18 @@ def new_run_id(kind: str) -> str:
 
 
 class RunStore:
-    def __init__(self, run_id: str, conditions: dict, root: Path = RESULTS):
-        self.dir = root / run_id
+    """A run's folder, made `results/latest`, and its results.json kept up to date with `run`."""
+
+    def __init__(self, run: Run, root: Path = RESULTS):
+        self.run = run
+        self.dir = root / run.run_id
         self.raw = self.dir / "raw"
         self.raw.mkdir(parents=True, exist_ok=True)
-        self.data = {"run_id": run_id, "conditions": conditions, "verification": {}, "servers": {}, "records": []}
         self.save()
         latest = root / "latest"
         if latest.is_symlink() or latest.exists():
             latest.unlink()
-        latest.symlink_to(run_id)
+        latest.symlink_to(run.run_id)
 
     @property
     def path(self) -> Path:
@@ -34,20 +37,25 @@ class RunStore:
 
     def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, ensure_ascii=False))
+        tmp.write_text(json.dumps(self.run.to_dict(), indent=2, ensure_ascii=False))
         os.replace(tmp, self.path)
 
-    def add_record(self, record: dict) -> None:
-        self.data["records"].append(record)
+    def add_record(self, record: Record) -> None:
+        self.run.records.append(record)
         self.save()
 
-    def set(self, section: str, key: str, value) -> None:
-        self.data[section][key] = value
+    def update_conditions(self, **values) -> None:
+        self.run.conditions.update(values)
         self.save()
 
-    def finish(self) -> None:
-        self.data["conditions"]["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    def set_server(self, name: str, description: dict) -> None:
+        self.run.servers[name] = description
         self.save()
 
-    def raw_path(self, name: str) -> Path:
-        return self.raw / name
+    def set_verification(self, name: str, verification: Verification) -> None:
+        self.run.verification[name] = verification
+        self.save()
+
+    def set_overhead(self, ratios: dict) -> None:
+        self.run.overhead = ratios
+        self.save()

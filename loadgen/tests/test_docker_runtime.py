@@ -16,9 +16,14 @@ import psutil
 import pytest
 
 from harness.cpus import plan
+from harness.host import nofile_limit
 from harness.manifest import REPO, discover
-from harness.runtime import RuntimeError_, State, get_runtime, nofile_limit
+from harness.runtime import RuntimeError_, State, get_runtime
 from harness.runtime import docker as dk
+from harness.runtime.docker import cli as docker_cli
+from harness.runtime.docker import compose, engine, images
+from harness.runtime.docker import runtime as docker_runtime
+from harness.runtime.docker.runtime import DockerRuntime
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 SERVERS = ["nginx", "rust", "node"]
@@ -30,7 +35,7 @@ PORTS = "nginx=28000 rust=28086 node=28080"
 
 def test_compose_file_has_one_host_network_service_per_server_and_no_bridge():
     servers = discover()
-    text = dk.render_compose(servers)
+    text = compose.render_compose(servers)
     services = re.findall(r"^  ([a-z0-9_.-]+):$", text.split("\nservices:\n", 1)[1], flags=re.M)
     assert services == ["loadgen", "nginx", *[n for n in servers if n != "nginx"]]
     assert "networks:" not in text and "ports:" not in text  # no bridge network, nothing published
@@ -44,7 +49,7 @@ def test_compose_file_has_one_host_network_service_per_server_and_no_bridge():
 
 
 def test_compose_file_takes_every_cpu_value_from_the_harness():
-    text = dk.render_compose(discover())
+    text = compose.render_compose(discover())
     assert re.findall(r"^\s+cpuset: \"\$\{(\w+):\?", text, flags=re.M) == [
         "BENCH_SERVER_CPUSET", "BENCH_UPSTREAM_CPUSET", "BENCH_LOADGEN_CPUSET"]
     assert re.findall(r"^\s+cpus: \"\$\{(\w+):\?", text, flags=re.M) == ["BENCH_SERVER_CPUS", "BENCH_UPSTREAM_CPUS"]
@@ -53,51 +58,65 @@ def test_compose_file_takes_every_cpu_value_from_the_harness():
 
 
 def test_compose_env_follows_the_cpu_plan():
-    env = dk.compose_env(plan((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)))
+    env = compose.compose_env(plan((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)))
     assert (env["BENCH_SERVER_CPUSET"], env["BENCH_SERVER_CPUS"], env["BENCH_SERVER_CORES"]) == ("0,1,2,3", "4", "4")
     assert (env["BENCH_UPSTREAM_CPUSET"], env["BENCH_LOADGEN_CPUSET"]) == ("4", "5,6,7,8,9,10,11")
     assert env["BENCH_NOFILE"] == str(nofile_limit())
-    two = dk.compose_env(plan((0, 1)))
+    two = compose.compose_env(plan((0, 1)))
     assert (two["BENCH_SERVER_CPUSET"], two["BENCH_LOADGEN_CPUSET"], two["BENCH_UPSTREAM_CPUSET"]) == ("0", "1", "1")
 
 
 def test_families_and_image_names():
     servers = discover()
-    assert {n: dk.family(s) for n, s in servers.items()} == {
+    assert {n: images.family(s) for n, s in servers.items()} == {
         "akka": "jvm", "finagle": "jvm", "nginx": "nginx", "node": "node", "express": "node", "pekko": "jvm",
         "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm"}
-    assert dk.server_image(servers["rust"]) == "bench/server-rust:latest"
-    assert dk.app_dir(servers["express"]) == "/srv/node"
-    assert dk.static_mounts(servers["nginx"]) == ["static"]
+    assert images.server_image(servers["rust"]) == "bench/server-rust:latest"
+    assert images.app_dir(servers["express"]) == "/srv/node"
+    assert images.static_mounts(servers["nginx"]) == ["static"]
 
 
 def test_tool_paths_map_into_the_loadgen_container():
     from harness.store import RESULTS
 
-    assert dk.DockerRuntime.container_path(str(RESULTS / "r1/raw/x/percentiles.csv")) == "/bench/results/r1/raw/x/percentiles.csv"
-    assert dk.DockerRuntime.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua")) == \
+    assert DockerRuntime.container_path(str(RESULTS / "r1/raw/x/percentiles.csv")) == "/bench/results/r1/raw/x/percentiles.csv"
+    assert DockerRuntime.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua")) == \
         "/bench/loadgen/harness/tools/wrk_report.lua"
-    assert dk.DockerRuntime.container_path("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
-    assert dk.DockerRuntime.container_path(str(REPO) + "x/y") == str(REPO) + "x/y"
+    assert DockerRuntime.container_path("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
+    assert DockerRuntime.container_path(str(REPO) + "x/y") == str(REPO) + "x/y"
+
+
+def test_the_runtime_changes_nothing_until_it_first_starts_or_stops_a_container(monkeypatch):
+    done = []
+    monkeypatch.setattr(docker_runtime, "engine_answers", lambda: (True, "an engine (test)"))
+    monkeypatch.setattr(docker_runtime, "compose_command", lambda: ["docker", "compose"])
+    monkeypatch.setattr(docker_runtime, "ensure_compose_file", lambda servers: done.append("compose file") or False)
+    monkeypatch.setattr(DockerRuntime, "_remove_unknown_containers", lambda self: done.append("leftovers removed"))
+    cpu_plan = plan((0, 1, 2, 3))
+    runtime = DockerRuntime(cpu_plan)
+    assert runtime.plan is cpu_plan and not done  # the session's plan; no file written, no container removed
+    runtime.prepare()
+    runtime.prepare()
+    assert done == ["compose file", "leftovers removed"]
 
 
 def test_auto_chooses_local_without_an_engine_and_says_why(monkeypatch, capsys):
     monkeypatch.setattr(dk, "engine_answers", lambda timeout=10: (False, "no Docker engine answers `docker info` (test)"))
-    runtime = get_runtime("auto")
+    runtime = get_runtime("auto", plan((0, 1)))
     assert runtime.name == "local"
     assert "runtime: local (RUNTIME=auto: no Docker engine answers" in capsys.readouterr().out
     with pytest.raises(RuntimeError_, match="unknown runtime"):
-        get_runtime("podman")
+        get_runtime("podman", plan((0, 1)))
 
 
 # -------------------------------------------------------------------------------------------------- integration
 
-ENGINE, WHY = dk.engine_answers()
+ENGINE, WHY = engine.engine_answers()
 
 
 def _compose_available() -> str | None:
     try:
-        dk.compose_command()
+        engine.compose_command()
         return None
     except RuntimeError_ as exc:
         return str(exc)
@@ -117,9 +136,9 @@ def _cli(*args: str, env: dict | None = None, timeout: float = 900) -> subproces
 
 
 def _project_containers() -> list[str]:
-    return _docker("ps", "-a", "--filter", f"label=com.docker.compose.project={dk.PROJECT}", "--format",
+    return _docker("ps", "-a", "--filter", f"label=com.docker.compose.project={compose.PROJECT}", "--format",
                    "{{.Names}}").split() + [n for n in _docker("ps", "-a", "--format", "{{.Names}}").split()
-                                           if n == dk.container_name(dk.LOADGEN)]
+                                           if n == compose.container_name(images.LOADGEN)]
 
 
 @pytest.fixture(scope="module")
@@ -133,23 +152,23 @@ def docker_images():
     if alive:
         pytest.skip(f"servers are up ({', '.join(alive)}; .run/state.json is shared): make down first")
     servers = discover()
-    families = {dk.family(servers[n]) for n in SERVERS} | {dk.LOADGEN}
-    if any(dk.image_labels(dk.runtime_image(f)) is None for f in families):
-        if os.getuid() != 0 and dk.image_labels("bench/base:bookworm") is None:
+    families = {images.family(servers[n]) for n in SERVERS} | {images.LOADGEN}
+    if any(engine.image_labels(images.runtime_image(f)) is None for f in families):
+        if os.getuid() != 0 and engine.image_labels("bench/base:bookworm") is None:
             pytest.skip("the base images are missing and building them (debootstrap) needs root: sudo make base-images")
-        proc = subprocess.run([str(dk.DOCKER_DIR / "base-images.sh")], env={**os.environ, "OFFLINE": "1"})
+        proc = subprocess.run([str(images.DOCKER_DIR / "base-images.sh")], env={**os.environ, "OFFLINE": "1"})
         assert proc.returncode == 0, "docker/base-images.sh failed (OFFLINE=1)"
     for name in SERVERS:
         for artifact in servers[name].artifacts:
             if not (servers[name].folder / artifact).exists():
                 pytest.skip(f"{name}'s artifact {artifact} is missing: make build")
     before = set(_docker("images", "-q", "--no-trunc").split())
-    dk.build_images([servers[n] for n in SERVERS])
+    images.build_images([servers[n] for n in SERVERS])
     yield servers
     _cli("down")
-    dk.main(["down"])
-    images = [f"bench/server-{n}:latest" for n in SERVERS]
-    subprocess.run(["docker", "rmi", *images], capture_output=True)
+    docker_cli.main(["down"])
+    server_images = [f"bench/server-{n}:latest" for n in SERVERS]
+    subprocess.run(["docker", "rmi", *server_images], capture_output=True)
     leftover = set(_docker("images", "-q", "--no-trunc").split()) - before
     assert not leftover, f"images left behind by the test: {leftover}"
 
@@ -195,7 +214,7 @@ def test_docker_runtime_end_to_end(docker_images):
         assert records and all(r["requests"] > 0 and not r["failed"] and r["errors"]["total"] == 0 for r in records)
         if tool == "wrk":  # seconds long: the sampler saw the tool itself (not the docker client: ~0 CPU)
             assert all(r["samples"]["loadgen"]["cpu_util"] > 0.05 for r in records)
-        assert dk.container_name(dk.LOADGEN) not in _docker("ps", "--format", "{{.Names}}").split()
+        assert compose.container_name(images.LOADGEN) not in _docker("ps", "--format", "{{.Names}}").split()
 
     # down: nothing left
     proc = _cli("down")
@@ -205,9 +224,9 @@ def test_docker_runtime_end_to_end(docker_images):
 
     # by hand, compose honours depends_on: rust starts once nginx is healthy (the harness itself orders the starts,
     # waits for GET /id and passes --no-deps)
-    runtime = dk.DockerRuntime()
+    runtime = DockerRuntime(cpu_plan)
     ports = dict(p.split("=") for p in PORTS.split())
-    overrides = {dk.port_var(servers["nginx"]): ports["nginx"], dk.port_var(servers["rust"]): ports["rust"],
+    overrides = {compose.port_var(servers["nginx"]): ports["nginx"], compose.port_var(servers["rust"]): ports["rust"],
                  "BENCH_UPSTREAM_URL": f"http://127.0.0.1:{ports['nginx']}/weather.json"}
     try:
         runtime.compose_run("up", "-d", "rust", overrides=overrides, timeout=300)

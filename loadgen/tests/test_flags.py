@@ -1,12 +1,13 @@
 """The flag rules, on hand-made records and on a recorded run (fixtures/results_v2: nginx, rust, node over every
 scenario, plus a deliberately saturated wrk -t1 -c1000 run and a server answering 500)."""
 import copy
-import json
 from pathlib import Path
 
 import pytest
 
-from harness import flags
+from harness import flags, results
+from harness.report import markdown, model
+from harness.results import Record, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 NO_ERRORS = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "non_2xx": 0, "length": 0, "other": 0, "total": 0}
@@ -30,60 +31,69 @@ def rec(server="rust", scenario="hello", run="c100", path="/hello", rates=(1000.
             "failed": kw.get("failed"), "attempts": attempts, "summary": None, "flags": [], "ranked": True}
 
 
-def data(*records, verification=None):
+def data(*records, verification=None) -> Run:
     servers = {r["server"] for r in records}
-    return {"records": list(records),
-            "verification": verification if verification is not None else {s: {"ok": True, "checks": 10, "failures": []} for s in servers}}
+    return Run.from_dict({
+        "records": list(records),
+        "verification": verification if verification is not None else {
+            s: {"ok": True, "checks": 10, "failures": []} for s in servers}})
 
 
-def evaluated(*records, **kw):
-    d = data(*records, **kw)
-    flags.evaluate(d)
-    return d["records"]
+def evaluated(*records, **kw) -> list[Record]:
+    run = data(*records, **kw)
+    flags.evaluate(run)
+    return run.records
 
 
-def names(r):
-    return [f["flag"] for f in r["flags"]]
+def names(r: Record) -> list[str]:
+    return [f.name for f in r.flags]
+
+
+def reason(r: Record, i: int = 0) -> str:
+    return r.flags[i].reason
 
 
 def test_clean_record_is_ranked_and_gets_its_summary():
     (r,) = evaluated(rec())
-    assert r["flags"] == [] and r["ranked"] is True
-    assert r["summary"]["rps"]["median"] == 1000.0
+    assert r.flags == [] and r.ranked is True
+    assert r.summary.rps["median"] == 1000.0
 
 
 def test_errors_flag_with_rate_and_causes():
     errors = dict(NO_ERRORS, non_2xx=10, timeout=2, total=12)
     (r,) = evaluated(rec(errors=errors))
-    assert names(r) == ["errors"] and r["ranked"] is False
-    reason = r["flags"][0]["reason"]
-    assert "36 of 6,000 requests failed (0.60%)" in reason and "non_2xx 30" in reason and "timeout 6" in reason
+    assert names(r) == ["errors"] and r.ranked is False
+    assert "36 of 6,000 requests failed (0.60%)" in reason(r) and "non_2xx 30" in reason(r) and "timeout 6" in reason(r)
 
 
 def test_error_rate():
-    assert flags.error_rate({"errors": {"total": 1}, "good_requests": 3}) == 0.25
-    assert flags.error_rate({"errors": {"total": 0}, "good_requests": 0}) is None
+    def record(failed, good):
+        return Record.from_dict({"server": "rust", "scenario": "hello", "attempts": [], "good_requests": good,
+                                 "errors": dict(NO_ERRORS, other=failed, total=failed)})
+
+    assert flags.error_rate(record(1, 3)) == 0.25
+    assert flags.error_rate(record(0, 0)) is None
 
 
 def test_saturated_loadgen_is_flagged_only_when_the_server_is_not_busy():
     (r,) = evaluated(rec(server_cpu=0.6, loadgen_cpu=0.97))
     assert names(r) == ["loadgen-saturated"]
-    assert "97 % of its 1 CPU(s)" in r["flags"][0]["reason"] and "60 %" in r["flags"][0]["reason"]
+    assert "97 % of its 1 CPU(s)" in reason(r) and "60 %" in reason(r)
     (busy,) = evaluated(rec(server_cpu=0.95, loadgen_cpu=0.97))
-    assert busy["flags"] == []
+    assert busy.flags == []
     (idle_tool,) = evaluated(rec(server_cpu=0.3, loadgen_cpu=0.89))
-    assert idle_tool["flags"] == []
+    assert idle_tool.flags == []
 
 
 def test_utilization_uses_the_tools_duration_not_the_sampler_wall_time():
     r = rec(loadgen_cpu=0.96, server_cpu=0.5)
     # cpu_util as sampled is diluted to 0.864 (start-up, polling); cpu_s / duration says 0.96
     assert r["attempts"][0]["samples"]["loadgen"]["cpu_util"] < flags.LOADGEN_SATURATED
-    assert flags.utilization(r, "loadgen") == pytest.approx(0.96)
+    assert flags.utilization(Record.from_dict(r), "loadgen") == pytest.approx(0.96)
     without_cpu_s = copy.deepcopy(r)
     for a in without_cpu_s["attempts"]:
         del a["samples"]["loadgen"]["cpu_s"]
-    assert flags.utilization(without_cpu_s, "loadgen") == pytest.approx(0.864)
+    assert flags.utilization(Record.from_dict(without_cpu_s), "loadgen") == pytest.approx(0.864)
 
 
 def test_saturation_with_an_unsampled_server():
@@ -91,7 +101,7 @@ def test_saturation_with_an_unsampled_server():
     for a in r["attempts"]:
         a["samples"]["server"] = {}
     (r,) = evaluated(r)
-    assert names(r) == ["loadgen-saturated"] and "not sampled" in r["flags"][0]["reason"]
+    assert names(r) == ["loadgen-saturated"] and "not sampled" in reason(r)
 
 
 def weather(server, run, rates, path="/weather/Montpellier"):
@@ -106,41 +116,41 @@ def test_upstream_limit_within_ten_percent_of_nginx_weather_json_at_the_same_loa
         weather("rust", "c64-t8", (17000.0, 17000.0, 17000.0)),  # 85 %: not
         weather("node", "c8-t8", (10500.0, 10500.0, 10500.0)),  # above nginx (noise): limited too
     )
-    by = {(r["server"], r["run"]): r for r in records}
+    by = {(r.server, r.run): r for r in records}
     assert names(by["rust", "c8-t8"]) == ["upstream-limit"]
-    assert "92% of nginx's own /weather.json (10,000 req/s at c8-t8)" in by["rust", "c8-t8"]["flags"][0]["reason"]
-    assert by["rust", "c64-t8"]["flags"] == []
+    assert "92% of nginx's own /weather.json (10,000 req/s at c8-t8)" in reason(by["rust", "c8-t8"])
+    assert by["rust", "c64-t8"].flags == []
     assert names(by["node", "c8-t8"]) == ["upstream-limit"]
-    assert by["nginx", "c8-t8"]["flags"] == []  # nginx is the ceiling, not limited by itself
+    assert by["nginx", "c8-t8"].flags == []  # nginx is the ceiling, not limited by itself
 
 
 def test_upstream_limit_needs_a_clean_nginx_figure_at_that_load():
     nginx = weather("nginx", "c8-t8", (10000.0, 10000.0, 10000.0), path="/weather.json")
     nginx["errors"] = dict(NO_ERRORS, timeout=5, total=5)
     records = evaluated(nginx, weather("rust", "c8-t8", (9900.0, 9900.0, 9900.0)), weather("rust", "c1-t1", (900.0, 900.0, 900.0)))
-    assert records[1]["flags"] == [] and records[2]["flags"] == []
+    assert records[1].flags == [] and records[2].flags == []
 
 
 def test_spread_above_ten_percent_names_the_rules_that_fired():
     (r,) = evaluated(rec(rates=(1000.0, 1150.0, 900.0)))  # CV 12.4 %, interval 900 – 1,150: ±12.5 %
     assert names(r) == ["spread"]
-    assert r["flags"][0]["reason"] == ("req/s: CV 12.4% between attempts, above 10% (900 to 1,150); "
-                                       "interval 900 – 1,150 (75 %) is ±12.5% of the median 1,000, wider than ±10%")
+    assert reason(r) == ("req/s: CV 12.4% between attempts, above 10% (900 to 1,150); "
+                         "interval 900 – 1,150 (75 %) is ±12.5% of the median 1,000, wider than ±10%")
     (ok,) = evaluated(rec(rates=(1000.0, 1090.0, 910.0)))  # CV 9 %, ±9 %: noise, shown by the interval, not flagged
-    assert ok["flags"] == [] and ok["summary"]["rps"]["ci"]["low"] == 910.0
+    assert ok.flags == [] and ok.summary.rps["ci"]["low"] == 910.0
 
 
 def test_a_single_attempt_is_flagged_as_unknown_spread():
     (r,) = evaluated(rec(rates=(1000.0,)))
-    assert names(r) == ["spread"] and "single attempt" in r["flags"][0]["reason"]
+    assert names(r) == ["spread"] and "single attempt" in reason(r)
 
 
 def test_contract_failed_or_unverified():
     verification = {"rust": {"ok": False, "checks": 28, "failures": ["GET /id: status 500, expected 200", "x"]}}
     records = evaluated(rec(), rec(server="node"), verification=verification)
     assert names(records[0]) == ["contract-failed"]
-    assert records[0]["flags"][0]["reason"] == "2 of 28 contract checks failed: GET /id: status 500, expected 200 (and 1 more)"
-    assert names(records[1]) == ["contract-failed"] and "no contract verification" in records[1]["flags"][0]["reason"]
+    assert reason(records[0]) == "2 of 28 contract checks failed: GET /id: status 500, expected 200 (and 1 more)"
+    assert names(records[1]) == ["contract-failed"] and "no contract verification" in reason(records[1])
 
 
 def test_failed_attempt_flags_the_record_and_skips_spread():
@@ -148,60 +158,68 @@ def test_failed_attempt_flags_the_record_and_skips_spread():
     r["attempts"][1]["failed"] = "no request completed"
     r["failed"] = "attempt 2: no request completed"
     (r,) = evaluated(r)
-    assert names(r) == ["failed"] and r["ranked"] is False
+    assert names(r) == ["failed"] and r.ranked is False
     nothing = rec(rates=(None, None, None))
     (nothing,) = evaluated(nothing)
-    assert names(nothing) == ["failed"] and nothing["flags"][0]["reason"] == "no attempt produced a measurement"
+    assert names(nothing) == ["failed"] and reason(nothing) == "no attempt produced a measurement"
 
 
 def test_several_flags_in_a_fixed_order_and_evaluate_is_idempotent():
     errors = dict(NO_ERRORS, connect=3, total=3)
-    d = data(rec(errors=errors, rates=(1000.0, 1300.0, 800.0), server_cpu=0.2, loadgen_cpu=0.99))
-    d["records"][0]["summary"] = {"rps": {"median": 1000.0, "min": 800.0, "max": 1300.0, "cv": 0.2494, "n": 3}}
-    flags.evaluate(d)
-    first = copy.deepcopy(d["records"][0]["flags"])
-    assert [f["flag"] for f in first] == ["errors", "loadgen-saturated", "spread"]
-    flags.evaluate(d)
-    assert d["records"][0]["flags"] == first
+    r = rec(errors=errors, rates=(1000.0, 1300.0, 800.0), server_cpu=0.2, loadgen_cpu=0.99)
+    r["summary"] = {"rps": {"median": 1000.0, "min": 800.0, "max": 1300.0, "cv": 0.2494, "n": 3}}
+    run = data(r)
+    flags.evaluate(run)
+    first = copy.deepcopy(run.records[0].flags)
+    assert [f.name for f in first] == ["errors", "loadgen-saturated", "spread"]
+    flags.evaluate(run)
+    assert run.records[0].flags == first
+
+
+def test_flags_are_written_with_todays_field_names():
+    (r,) = evaluated(rec(rates=(1000.0,)))
+    assert r.to_dict()["flags"] == [{"flag": "spread", "reason": reason(r)}] and r.to_dict()["ranked"] is False
 
 
 # -- on the recorded run ----------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def recorded():
-    d = json.loads(FIXTURE.read_text())
-    flags.evaluate(d)
-    return {(r["server"], r["scenario"], r["run"]): r for r in d["records"]}
+    run = results.load(FIXTURE)
+    flags.evaluate(run)
+    return {(r.server, r.scenario, r.run): r for r in run.records}
 
 
 def test_recorded_saturated_run_is_flagged(recorded):
     r = recorded["rust", "hello", "c1000-t1"]  # wrk -t1 -c1000 on one CPU against rust
-    assert "loadgen-saturated" in names(r) and r["ranked"] is False
+    assert "loadgen-saturated" in names(r) and r.ranked is False
     assert flags.utilization(r, "loadgen") >= flags.LOADGEN_SATURATED > flags.utilization(r, "server")
 
 
 def test_recorded_erroring_server_is_flagged_and_not_ranked(recorded):
     r = recorded["py500", "hello", "c100"]  # answers 500 to everything
-    assert names(r) == ["contract-failed", "errors"] and r["ranked"] is False
-    assert r["errors"]["non_2xx"] == r["errors"]["total"] > 0
-    assert "(100.00%)" in r["flags"][1]["reason"]
+    assert names(r) == ["contract-failed", "errors"] and r.ranked is False
+    assert r.errors.non_2xx == r.errors.total > 0
+    assert "(100.00%)" in reason(r, 1)
 
 
 def test_recorded_run_every_record_has_flags_ranked_and_samples(recorded):
     for key, r in recorded.items():
-        assert r["ranked"] == (not r["flags"]), key
-        assert all(set(f) == {"flag", "reason"} and f["flag"] in flags.FLAG_ORDER for f in r["flags"])
-        assert len(r["attempts"]) == 3
-        for a in r["attempts"]:
-            assert a["samples"]["server"]["cpu_s"] is not None and a["samples"]["loadgen"]["peak_rss_mb"] is not None
-        spread = next((f for f in r["flags"] if f["flag"] == "spread"), None)
-        s = r["summary"]["rps"]
+        assert r.ranked == (not r.flags), key
+        assert all(f.name in flags.FLAG_ORDER for f in r.flags)
+        assert len(r.attempts) == 3
+        for a in r.attempts:
+            assert a.samples["server"].cpu_s is not None and a.samples["loadgen"].peak_rss_mb is not None
+        spread = next((f for f in r.flags if f.name == "spread"), None)
+        s = r.summary.rps
         wide = s["ci"]["high"] - s["ci"]["low"] > 2 * flags.SPREAD_MAX_HALF_WIDTH * s["median"]
         assert (spread is not None) == (s["cv"] > flags.SPREAD_MAX_CV or wide), key
 
 
 def test_each_flag_is_explained_once_in_flags_and_the_report_reads_it():
-    from harness.report import conditions
     assert [name for name, _ in flags.legend()] == list(flags.FLAG_ORDER)
-    assert conditions.flag_legend() == flags.legend()
     assert "wider than ±10% of the median" in flags.EXPLANATIONS["spread"]
+    run = results.load(FIXTURE)
+    flags.evaluate(run)
+    legend = markdown.render(model.build(run)).split("## Flags")[1]
+    assert [line for line in legend.splitlines() if line] == [f"- **{n}**: {t}" for n, t in flags.legend()]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness import compare, flags, stats
-from harness.report import model, write_report
-from harness.summary_table import flags_table
+from harness.report import console, model, write_report
+from harness.results import Record, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 
@@ -56,15 +56,25 @@ def test_coverage_is_the_binomial_probability_of_the_median_lying_between_the_or
         stats.coverage(3, 4)
 
 
+def evaluated(d: dict) -> Run:
+    run = Run.from_dict(d)
+    flags.evaluate(run)
+    return run
+
+
+def record(run: Run, server: str, scenario: str, label: str) -> Record:
+    return next(r for r in run.records if (r.server, r.scenario, r.run) == (server, scenario, label))
+
+
 def test_every_recorded_record_gets_its_interval_although_the_file_has_none():
     """results_v2 was written before intervals: they are computed from the attempts when the file is read."""
     d = recorded()
     assert all("ci" not in r["summary"]["rps"] for r in d["records"])
-    flags.evaluate(d)
-    for r in d["records"]:
-        s = r["summary"]["rps"]
+    run = evaluated(d)
+    for r in run.records:
+        s = r.summary.rps
         assert s["ci"] == {"low": s["min"], "high": s["max"], "level": 0.75, "method": "min-max", "k": 1}
-    node = find(d, "node", "hello", "c100")["summary"]["rps"]
+    node = record(run, "node", "hello", "c100").summary.rps
     assert (node["ci"]["low"], node["ci"]["high"]) == (13013.77, 15836.22)
 
 
@@ -81,15 +91,16 @@ def test_a_single_attempt_is_a_point_flagged_spread_and_not_ranked():
     rust = find(d, "rust", "hello", "c100")
     rust["attempts"] = rust["attempts"][:1]
     rust["rps"], rust["summary"] = rust["attempts"][0]["rps"], None
-    flags.evaluate(d)
-    s = rust["summary"]["rps"]
+    run = evaluated(d)
+    rust = record(run, "rust", "hello", "c100")
+    s = rust.summary.rps
     assert s["n"] == 1 and s["cv"] is None
     assert s["ci"] == {"low": 35266.33, "high": 35266.33, "level": 0.0, "method": "single-attempt", "k": 1}
-    assert rust["flags"] == [{"flag": "spread",
-                              "reason": "a single attempt: no spread measured (REPEAT=3 or more measures it)"}]
-    g = groups(d)["hello", "c100"]
-    assert rust not in g.ranked and rust in g.flagged and model.rank_label(rust) == ""
-    assert [(r["server"], model.rank_label(r)) for r in g.ranked] == [("node", "1")]
+    assert [f.to_dict() for f in rust.flags] == [
+        {"flag": "spread", "reason": "a single attempt: no spread measured (REPEAT=3 or more measures it)"}]
+    g = groups(run)["hello", "c100"]
+    assert rust in g.flagged and g.rank_label(rust) == ""
+    assert [(s.record.server, s.label) for s in g.ranked] == [("node", "1")]
 
 
 # -- the spread rule at its edges ------------------------------------------------------------------------------------
@@ -119,21 +130,20 @@ def test_spread_interval_width_edge_19_against_21_percent():
 
 
 def test_spread_reason_names_both_rules_with_their_figures_on_a_recorded_record():
-    d = recorded()
-    flags.evaluate(d)
-    node = find(d, "node", "low-compute", "c1000")
-    assert node["flags"] == [{"flag": "spread", "reason": (
+    run = evaluated(recorded())
+    node = record(run, "node", "low-compute", "c1000")
+    assert [f.to_dict() for f in node.flags] == [{"flag": "spread", "reason": (
         "req/s: CV 46.7% between attempts, above 10% (889 to 2,389); "
         "interval 889 – 2,389 (75 %) is ±48.3% of the median 1,552, wider than ±10%")}]
     # 5.1 % to 10 % of CV is no longer a cliff: rust /hello (CV 7.4 %, interval ±7.2 %) is ranked
-    rust = find(d, "rust", "hello", "c100")
-    assert rust["summary"]["rps"]["cv"] == 0.0739 and rust["ranked"] is True
+    rust = record(run, "rust", "hello", "c100")
+    assert rust.summary.rps["cv"] == 0.0739 and rust.ranked is True
 
 
 # -- ranking: ties where intervals overlap, order where they are apart -----------------------------------------------
 
-def groups(d: dict) -> dict:
-    m = model.build(d)
+def groups(run: Run) -> dict:
+    m = model.build(run)
     return {(g.scenario, g.run): g for s in m.scenarios for g in s.groups}
 
 
@@ -148,29 +158,28 @@ def with_finagle(d: dict) -> dict:
 
 
 def test_overlapping_intervals_tie_and_disjoint_ones_are_ordered_on_recorded_attempts():
-    d = with_finagle(recorded())
-    flags.evaluate(d)
-    g = groups(d)["hello", "c100"]
-    assert [(r["server"], r["_rank"], model.rank_label(r)) for r in g.ranked] == [
+    run = evaluated(with_finagle(recorded()))
+    g = groups(run)["hello", "c100"]
+    assert [(s.record.server, s.rank, s.label) for s in g.ranked] == [
         ("rust", 1, "=1"), ("finagle", 1, "=1"), ("node", 3, "3")]  # node: 2 intervals entirely above it
-    assert [r["server"] for r in model.leaders(g)] == ["rust", "finagle"]
-    assert g.ceiling["server"] == "nginx" and "_rank" not in g.ceiling  # the ceiling stays apart
+    assert [r.server for r in g.leaders()] == ["rust", "finagle"]
+    assert g.ceiling.server == "nginx" and g.rank_label(g.ceiling) == ""  # the ceiling stays apart
     # without finagle: rust and node are apart, 1 and 2
-    plain = recorded()
-    flags.evaluate(plain)
-    assert [(r["server"], model.rank_label(r)) for r in groups(plain)["hello", "c100"].ranked] == [("rust", "1"), ("node", "2")]
+    plain = evaluated(recorded())
+    assert [(s.record.server, s.label) for s in groups(plain)["hello", "c100"].ranked] == [("rust", "1"), ("node", "2")]
 
 
 def test_rank_is_one_plus_the_intervals_entirely_above():
     def rec(name, low, median, high):
-        return {"server": name, "rps": median, "summary": {"rps": {"median": median, "n": 3, "cv": 0.05, "ci": {
-            "low": low, "high": high, "level": 0.75, "method": "min-max", "k": 1}}}}
+        return Record.from_dict({"server": name, "scenario": "hello", "rps": median, "attempts": [], "summary": {
+            "rps": {"median": median, "n": 3, "cv": 0.05, "ci": {
+                "low": low, "high": high, "level": 0.75, "method": "min-max", "k": 1}}}})
     a, b, c, e = rec("a", 95, 100, 105), rec("b", 88, 92, 96), rec("c", 80, 85, 90), rec("e", 50, 52, 54)
     ranked = model.rank([e, c, b, a])
     # a overlaps b, b overlaps c, only a is above c: a and b tie first, c is 2; e is below all three: 4
-    assert [(r["server"], model.rank_label(r)) for r in ranked] == [("a", "=1"), ("b", "=1"), ("c", "2"), ("e", "4")]
+    assert [(s.record.server, s.label) for s in ranked] == [("a", "=1"), ("b", "=1"), ("c", "2"), ("e", "4")]
     touching = model.rank([rec("x", 90, 95, 100), rec("y", 80, 85, 90)])  # touching ends overlap
-    assert [model.rank_label(r) for r in touching] == ["=1", "=1"]
+    assert [s.label for s in touching] == ["=1", "=1"]
 
 
 def test_ties_in_every_export_and_the_console_table(tmp_path):
@@ -191,8 +200,7 @@ def test_ties_in_every_export_and_the_console_table(tmp_path):
     csv_rows = [line.split(",") for line in (tmp_path / "summary.csv").read_text().splitlines()]
     ranks = {(c[2], c[0], c[1]): c[3] for c in csv_rows[1:]}
     assert (ranks["rust", "hello", "c100"], ranks["finagle", "hello", "c100"], ranks["node", "hello", "c100"]) == ("=1", "=1", "3")
-    flags.evaluate(d)
-    table = flags_table(d["records"])
+    table = console.table(model.build(evaluated(d)))
     marks = dict(zip(zip(table.columns[1].cells, table.columns[2].cells, table.columns[3].cells), table.columns[0].cells))
     assert (marks["rust", "hello", "c100"], marks["finagle", "hello", "c100"], marks["node", "hello", "c100"]) == ("=1", "=1", "3")
     assert marks["nginx", "hello", "c100"] == "ceil"
@@ -206,9 +214,7 @@ def test_none_clean_only_where_no_record_is_ranked(tmp_path):
     none_clean = [line.split(" | ")[0:2] for line in glance.splitlines() if "_none clean_" in line]
     assert none_clean == [["| high-compute", "c10"], ["| hello", "c1000-t1"], ["| weather", "c1-t1"],
                           ["| weather", "c32-t8"], ["| weather", "c256-t32"]]
-    d = recorded()
-    flags.evaluate(d)
-    for (scenario, run), g in groups(d).items():
+    for (scenario, run), g in groups(evaluated(recorded())).items():
         assert (not g.ranked) == ([f"| {scenario}", run] in none_clean)
 
 

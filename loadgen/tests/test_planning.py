@@ -55,24 +55,6 @@ def test_the_runtime_overhead_scenario_is_measured_only_when_named():
     assert overhead.path_for(servers["nginx"]) == "/weather.json" and overhead.path_for(servers["rust"]) == "/hello"
 
 
-def test_overhead_ratios_pair_each_docker_round_with_its_local_round():
-    from harness.overhead import ratios, relabel
-
-    assert [r.label for r in relabel(scenarios.load("quick")["runtime-overhead"], "docker-2").runs] == ["docker-2"]
-
-    def record(server, run, rps, errors=0):
-        return {"server": server, "run": run, "path": "/hello", "rps": rps, "failed": None, "errors": {"total": errors}}
-
-    records = [record("rust", "docker-1", 95.0), record("rust", "local-1", 100.0),
-               record("rust", "docker-2", 90.0), record("rust", "local-2", 100.0),
-               record("rust", "docker-3", 99.0, errors=3), record("rust", "local-3", 100.0)]  # errors: no ratio
-    rust = ratios(records, 3)["rust"]
-    assert rust["ratio_per_round"] == {1: 0.95, 2: 0.9}
-    assert rust["ratio_median"] == 0.925
-    assert rust["docker_rps"] == [95.0, 90.0, None] and rust["local_rps"] == [100.0, 100.0, 100.0]
-    assert rust["ratio_of_medians"] == 0.925
-
-
 def test_bad_scenario_values_are_refused(tmp_path):
     bad = tmp_path / "s.toml"
     bad.write_text('[x]\ntool = "ab"\ntargets = [{ route = "hello", path = "/hello" }]\n'

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import compare, flags
-from harness.report import ReportError, model, write_report
-from harness.summary_table import flags_table, ordered
+from harness import compare, flags, results
+from harness.report import console, model, write_report
+from harness.results import ResultsError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 
@@ -26,9 +26,9 @@ def report(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def data():
-    d = json.loads(FIXTURE.read_text())
-    flags.evaluate(d)
-    return d
+    run = results.load(FIXTURE)
+    flags.evaluate(run)
+    return run
 
 
 def test_every_file_is_written(report):
@@ -90,7 +90,7 @@ def test_markdown_tables(report):
 def test_csv_has_one_row_per_record_with_its_flags(report, data):
     run, _ = report
     rows = list(csv.DictReader(io.StringIO((run / "summary.csv").read_text())))
-    assert len(rows) == len(data["records"])
+    assert len(rows) == len(data.records)
     by = {(r["server"], r["scenario"], r["run"]): r for r in rows}
     py500 = by["py500", "hello", "c100"]
     assert py500["ranked"] == "no" and py500["flags"] == "contract-failed;errors" and py500["rank"] == ""
@@ -107,28 +107,29 @@ def test_model_groups_ceilings_and_ranks(data):
     m = model.build(copy.deepcopy(data), {"hello": "", "backend": "", "weather": ""})
     assert [s.name for s in m.scenarios][:3] == ["hello", "backend", "weather"]  # the scenarios file's order
     groups = {(g.scenario, g.run): g for s in m.scenarios for g in s.groups}
-    assert groups["hello", "c100"].ceiling["server"] == "nginx"
-    assert groups["weather", "c4-t4"].ceiling["path"] == "/weather.json"
+    assert groups["hello", "c100"].ceiling.server == "nginx"
+    assert groups["weather", "c4-t4"].ceiling.path == "/weather.json"
     assert groups["tweets", "c100"].ceiling is None  # nginx does not serve tweets
     for g in groups.values():
-        assert all(r["ranked"] for r in g.ranked) and not any(r["ranked"] for r in g.flagged)
-        assert [r["rps"] for r in g.ranked] == sorted((r["rps"] for r in g.ranked), reverse=True)
-        assert all(r["server"] != "nginx" for r in g.ranked + g.flagged)
+        ranked = [s.record for s in g.ranked]
+        assert all(r.ranked for r in ranked) and not any(r.ranked for r in g.flagged)
+        assert [r.rps for r in ranked] == sorted((r.rps for r in ranked), reverse=True)
+        assert all(r.server != "nginx" for r in ranked + g.flagged)
     weather = next(s for s in m.scenarios if s.name == "weather")
     assert weather.is_matrix and len(weather.groups) == 9
 
 
 def test_an_older_results_file_is_refused(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"records": [{"server": "a", "attempts": 1}]}))
-    with pytest.raises(ReportError, match="older harness"):
+    with pytest.raises(ResultsError, match="older harness"):
         write_report(tmp_path)
 
 
 def test_console_table_shows_flagged_first(data):
-    flagged, clean = ordered(data["records"])
-    assert all(r["flags"] for r in flagged) and not any(r["flags"] for r in clean)
-    table = flags_table(data["records"], "run")
-    assert table.row_count == len(data["records"])
+    flagged, clean = console.rows(model.build(data))
+    assert all(r.flags for _, r in flagged) and not any(r.flags for _, _, r in clean)
+    table = console.table(model.build(data), "run")
+    assert table.row_count == len(data.records)
     marks = list(table.columns[0].cells)
     assert marks[: len(flagged)] == ["⚑"] * len(flagged)
     assert "⚑" not in marks[len(flagged):]

@@ -2,6 +2,7 @@
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
@@ -9,6 +10,9 @@ import pytest
 from harness import campaign, scenarios
 from harness.campaign import Clock, OrderError, choose_order, estimate
 from harness.manifest import discover
+from harness.result import Errors
+from harness.results import Attempt
+from harness.results import Warmup as WarmupResult
 from harness.scenarios import Run, Scenario, Settings, Warmup
 from harness.tools import TOOLS, LoadSpec
 
@@ -105,21 +109,35 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
     assert clock.status().startswith("run 0%, ~")
 
 
-def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeypatch):
-    calls = []
+class Recorder:
+    """A session and a store that only note what the campaign does."""
+
+    runtime = SimpleNamespace(name="local")
+
+    def __init__(self):
+        self.calls, self.records = [], []
+
+    def add_record(self, record):
+        self.records.append(record)
+        self.calls.append(("record", record.server, record.run, [a.rps for a in record.attempts]))
+
+
+def measure_backend(monkeypatch, recorder: Recorder, round_no: int | None = None) -> None:
+    calls = recorder.calls
     monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
-                        calls.append(("warm", t.name, run.label, first)) or {"rate": 100.0})
+                        calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
     monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
                         calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))
-
-    class Store:
-        def add_record(self, record):
-            calls.append(("record", record["server"], record["run"], [a["rps"] for a in record["attempts"]]))
-
     monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
-    bench = campaign.Bench(session=None, store=Store())
+    bench = campaign.Bench(session=recorder, store=recorder, round_no=round_no)
     members = [campaign.Target(s, None) for s in servers("rust", "node")]
     campaign.measure_in_rounds(bench, Clock(), members, BACKEND, SETTINGS)
+
+
+def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeypatch):
+    recorder = Recorder()
+    measure_backend(monkeypatch, recorder)
+    calls = recorder.calls
     assert calls == [
         ("warm", "rust", "close", True), ("warm", "node", "close", True),  # each server's first: a longer warm-up
         ("attempt", "rust", "close", 1, (1, 2)), ("attempt", "node", "close", 1, (2, 2)),
@@ -134,10 +152,19 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeyp
     ]
 
 
+def test_records_carry_the_runtime_and_the_round_they_were_measured_in(monkeypatch):
+    plain, overhead = Recorder(), Recorder()
+    measure_backend(monkeypatch, plain)
+    measure_backend(monkeypatch, overhead, round_no=2)
+    assert {(r.runtime, r.round) for r in plain.records} == {("local", None)}
+    assert {(r.runtime, r.round) for r in overhead.records} == {("local", 2)}
+    assert {r.run for r in overhead.records} == {"close", "keepalive"}  # the scenario's own labels
+    assert {r.label for r in overhead.records} == {"close local-2", "keepalive local-2"}
+
+
 def fake_attempt(n):
-    return {"attempt": n, "rps": float(n), "requests": 10, "good_requests": 10, "duration_s": 1.0, "failed": None,
-            "latency_ms": {}, "samples": {}, "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0,
-                                                          "non_2xx": 0, "length": 0, "other": 0, "total": 0}}
+    return Attempt(attempt=n, started_at=None, tool_processes=1, commands=[], raw=[], failed=None, samples={},
+                   requests=10, good_requests=10, errors=Errors(), duration_s=1.0, rps=float(n), latency_ms={})
 
 
 def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():

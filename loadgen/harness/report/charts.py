@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.report.model import (CEILING, CEILING_COLOR, Group, Model, Scenario, flag_names, latency,  # noqa: E402
-                                  rank_label, summary)
+from harness.report.model import CEILING, CEILING_COLOR, Group, Model, Scenario, flag_names, latency  # noqa: E402
+from harness.results import Record  # noqa: E402
 from harness.stats import fmt_ms, fmt_rate  # noqa: E402
 
 DPI = 110
@@ -43,25 +43,25 @@ def _log_ms_axis(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _short_flags(r: dict) -> str:
+def _short_flags(r: Record) -> str:
     return ", ".join(flag_names(r))
 
 
 def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
     """Median req/s per server (whiskers: the median's confidence interval), ranks before the names; flagged bars
     faded and hatched, their flags under their names (red); nginx drawn as a horizontal ceiling line, not a bar."""
-    rows = group.ranked + group.flagged
+    rows = [s.record for s in group.ranked] + group.flagged
     if not rows and not group.ceiling:
         return None
     fig, ax = plt.subplots(figsize=(max(4.8, 1.0 + 0.8 * len(rows)), 3.6))
     xs = list(range(len(rows)))
     top = 0.0
     for x, r in zip(xs, rows):
-        s = summary(r).get("rps")
-        value = r.get("rps") or 0.0
-        clean = bool(r.get("ranked"))
-        ax.bar(x, value, width=0.65, color=model.colors.get(r["server"]), alpha=1.0 if clean else FLAGGED_ALPHA,
-               hatch=None if clean else "//", edgecolor=model.colors.get(r["server"]), linewidth=0.8)
+        s = r.summary.rps
+        value = r.rps or 0.0
+        clean = r.ranked
+        ax.bar(x, value, width=0.65, color=model.colors.get(r.server), alpha=1.0 if clean else FLAGGED_ALPHA,
+               hatch=None if clean else "//", edgecolor=model.colors.get(r.server), linewidth=0.8)
         label_at = value
         if s and s["n"] >= 2 and s.get("ci"):
             low, high = s["ci"]["low"], s["ci"]["high"]
@@ -70,21 +70,21 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
             top = max(top, high)
             label_at = max(value, high)  # above the whisker, not through it
         top = max(top, value)
-        label = fmt_rate(value) if r.get("rps") is not None else "failed"
+        label = fmt_rate(value) if r.rps is not None else "failed"
         ax.annotate(label, (x, label_at), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8,
                     fontweight="bold" if clean else "normal")
-    ceiling = group.ceiling.get("rps") if group.ceiling else None
+    ceiling = group.ceiling.rps if group.ceiling else None
     if ceiling:
-        flagged = "" if group.ceiling.get("ranked") else f" (⚑ {_short_flags(group.ceiling)})"
+        flagged = "" if group.ceiling.ranked else f" (⚑ {_short_flags(group.ceiling)})"
         ax.axhline(ceiling, color=CEILING_COLOR, ls="--", lw=1.3)
         ax.annotate(f"nginx ceiling {fmt_rate(ceiling)} req/s{flagged}", (0, ceiling), xycoords=("axes fraction", "data"),
                     textcoords="offset points", xytext=(3, 3), fontsize=8, color=CEILING_COLOR, va="bottom",
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
         top = max(top, ceiling)
-    ax.set_xticks(xs, [(f"{rank_label(r)} " if rank_label(r) else "") + r["server"]
-                       + ("" if r.get("ranked") else "\n⚑ " + _short_flags(r).replace(", ", "\n")) for r in rows])
+    ax.set_xticks(xs, [(f"{group.rank_label(r)} " if r.ranked else "") + r.server
+                       + ("" if r.ranked else "\n⚑ " + _short_flags(r).replace(", ", "\n")) for r in rows])
     for tick, r in zip(ax.get_xticklabels(), rows):
-        if not r.get("ranked"):
+        if not r.ranked:
             tick.set_color("#a30000")
     pad = max(0, 3 - len(rows)) / 2  # one or two bars keep a bar's width, centred
     ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
@@ -97,7 +97,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
 
 def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
     """p50, p90, p99 per server on a log scale (the tool's median attempt); nginx included as the reference."""
-    rows = ([group.ceiling] if group.ceiling else []) + group.ranked + group.flagged
+    rows = ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged
     rows = [r for r in rows if any(latency(r, k) for k, _ in PERCENTILES)]
     if not rows:
         return None
@@ -108,8 +108,8 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
             value = latency(r, key)
             if not value:
                 continue
-            clean = bool(r.get("ranked"))
-            ax.bar(x + (i - 1) * width, value, width=width * 0.95, color=model.colors.get(r["server"]),
+            clean = r.ranked
+            ax.bar(x + (i - 1) * width, value, width=width * 0.95, color=model.colors.get(r.server),
                    alpha=alpha * (1.0 if clean else 0.5), hatch=None if clean else "//", edgecolor="white", lw=0.3)
             if key == "p99":
                 ax.annotate(fmt_ms(value), (x + (i - 1) * width, value), textcoords="offset points", xytext=(0, 2),
@@ -117,7 +117,7 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
     _log_ms_axis(ax)
     drawn = [latency(r, k) for r in rows for k, _ in PERCENTILES if latency(r, k)]
     ax.set_ylim(bottom=min(drawn) / 2.5)  # the smallest bar stays visible on the log scale
-    ax.set_xticks(range(len(rows)), [r["server"] + (" ⚑" if not r.get("ranked") else "") for r in rows])
+    ax.set_xticks(range(len(rows)), [r.server + (" ⚑" if not r.ranked else "") for r in rows])
     ax.set_ylabel("latency, ms (log scale)")
     ax.set_title(f"{group.scenario} · {group.run}: latency p50 / p90 / p99")
     pad = max(0, 3 - len(rows)) / 2
@@ -135,21 +135,21 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
     for server in scenario.servers:
         xs, ys, flagged = [], [], []
         for x, g in enumerate(scenario.groups):
-            r = next((r for r in g.records if r["server"] == server), None)
+            r = next((r for r in g.records if r.server == server), None)
             if r is None:
                 continue
-            value = r.get("rps") if metric == "rps" else latency(r, "p99")
+            value = r.rps if metric == "rps" else latency(r, "p99")
             if value is None:
                 continue
             xs.append(x)
             ys.append(value)
-            flagged.append(not r.get("ranked"))
+            flagged.append(not r.ranked)
         if not xs:
             continue
         drawn = True
         color = model.colors.get(server)
         ceiling = server == CEILING
-        name = f"nginx {scenario.groups[0].ceiling['path']} (ceiling)" if ceiling and scenario.groups[0].ceiling else server
+        name = f"nginx {scenario.groups[0].ceiling.path} (ceiling)" if ceiling and scenario.groups[0].ceiling else server
         ax.plot(xs, ys, color=color, lw=2.2 if ceiling else 1.6, ls="--" if ceiling else "-", label=name, zorder=3)
         ax.scatter([x for x, f in zip(xs, flagged) if not f], [y for y, f in zip(ys, flagged) if not f], color=color,
                    s=28, zorder=4)
@@ -158,10 +158,10 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
         if metric == "rps":  # a band of the medians' confidence intervals
             lo, hi = [], []
             for x in xs:
-                r = next(r for r in scenario.groups[x].records if r["server"] == server)
-                ci = (summary(r).get("rps") or {}).get("ci")
-                lo.append(ci["low"] if ci else r["rps"])
-                hi.append(ci["high"] if ci else r["rps"])
+                r = next(r for r in scenario.groups[x].records if r.server == server)
+                ci = (r.summary.rps or {}).get("ci")
+                lo.append(ci["low"] if ci else r.rps)
+                hi.append(ci["high"] if ci else r.rps)
             ax.fill_between(xs, lo, hi, color=color, alpha=0.07 if ceiling else 0.15, lw=0)
     if not drawn:
         plt.close(fig)

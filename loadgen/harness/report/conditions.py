@@ -1,7 +1,8 @@
-"""The run's conditions as (label, text) pairs, and the flags' legend: shared by the HTML and Markdown exports."""
+"""The run's conditions as (label, text) pairs, and which servers were not measured: shared by the HTML and Markdown
+exports."""
 from __future__ import annotations
 
-from harness import flags as rules
+from harness.results import Run
 
 
 def _cpus(cpus) -> str:
@@ -33,11 +34,11 @@ def _warmup(w) -> str:
             f"until two in a row agree within {w.get('tolerance', 0):.0%} (at most {w.get('max_runs')} runs)")
 
 
-def items(data: dict) -> list[tuple[str, str]]:
-    c = data.get("conditions") or {}
+def items(run: Run) -> list[tuple[str, str]]:
+    c = run.conditions
     m = c.get("machine") or {}
     out = [
-        ("run", data.get("run_id", "?")),
+        ("run", run.run_id),
         ("started", c.get("started_at", "-")),
         ("finished", c.get("finished_at", "- (interrupted?)")),
         ("profile", c.get("profile", "-")),
@@ -62,7 +63,7 @@ def items(data: dict) -> list[tuple[str, str]]:
                                      f"{details.get('cgroup')}, {details.get('compose')}"))
     if details.get("loadgen"):
         out.append(("loadgen container", _placement(details["loadgen"])))
-    for name, server in (data.get("servers") or {}).items():
+    for name, server in run.servers.items():
         if server.get("placement"):
             out.append((f"{name} placement", _placement(server["placement"])))
     for name, version in (c.get("tools") or {}).items():
@@ -72,31 +73,28 @@ def items(data: dict) -> list[tuple[str, str]]:
     return out
 
 
-def contract_text(data: dict, server: str) -> str:
-    v = (data.get("verification") or {}).get(server)
+def contract_text(run: Run, server: str) -> str:
+    v = (run.verification or {}).get(server)
     if not v:
         return "not verified"
-    if v.get("ok"):
-        return f"OK ({v.get('checks', '?')} checks)"
-    return f"FAILED ({len(v.get('failures') or [])} of {v.get('checks', '?')} checks)"
+    checks = "?" if v.checks is None else v.checks
+    if v.ok:
+        return f"OK ({checks} checks)"
+    return f"FAILED ({len(v.failures)} of {checks} checks)"
 
 
-def flag_legend() -> list[tuple[str, str]]:
-    """Each flag's explanation, as harness.flags (their one owner) writes it."""
-    return rules.legend()
-
-
-def not_measured(data: dict) -> list[str]:
+def not_measured(run: Run) -> list[str]:
     """Servers of the run that have no measurement, and why (did not start, failed the contract)."""
-    measured = {r.get("server") for r in data.get("records") or []}
+    measured = {r.server for r in run.records}
+    verification = run.verification or {}
     out = []
-    for name, s in (data.get("servers") or {}).items():
+    for name, s in run.servers.items():
         if name in measured:
             continue
         if not s.get("started", True):
             out.append(f"{name}: did not start ({s.get('error', 'no reason recorded')})")
-        elif not ((data.get("verification") or {}).get(name) or {}).get("ok", True):
-            out.append(f"{name}: not benchmarked, it fails the contract: {contract_text(data, name)}")
+        elif name in verification and not verification[name].ok:
+            out.append(f"{name}: not benchmarked, it fails the contract: {contract_text(run, name)}")
         else:
             out.append(f"{name}: no measurement")
     return out

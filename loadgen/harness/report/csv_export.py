@@ -1,5 +1,6 @@
 """summary.csv: one row per record (server, scenario, run) with its statistics, samples and flags. `rank` is the
-report's rank ("=2" for a tie, empty when not ranked); rps_ci_* the req/s median's confidence interval and its level."""
+report's rank ("=2" for a tie, empty when not ranked); rps_ci_* the req/s median's confidence interval and its level;
+`run` the record's label (the run label, with runtime and round in an overhead run)."""
 from __future__ import annotations
 
 import csv
@@ -7,7 +8,8 @@ import io
 from pathlib import Path
 
 from harness import flags as flag_rules
-from harness.report.model import Model, latency, n_attempts, rank_label, summary
+from harness.report.model import Model, latency, peak_rss
+from harness.results import Record
 
 COLUMNS = [
     "scenario", "run", "server", "rank", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
@@ -25,37 +27,34 @@ def _num(value, digits: int = 4):
     return round(value, digits) if isinstance(value, float) else value
 
 
-def row(r: dict) -> dict:
-    s = summary(r)
-    rps, p99 = s.get("rps") or {}, s.get("p99") or {}
+def row(r: Record, rank: str) -> dict:
+    rps, p99 = r.summary.rps or {}, r.summary.p99 or {}
     ci = rps.get("ci") or {}
-    samples = r.get("samples") or {}
-    warmup = r.get("warmup") or {}
-    attempts = r.get("attempts") if isinstance(r.get("attempts"), list) else []
+    warmup = r.warmup
     return {
-        "scenario": r["scenario"], "run": r.get("run", ""), "server": r["server"], "rank": rank_label(r),
-        "ranked": "yes" if r.get("ranked") else "no",
+        "scenario": r.scenario, "run": r.label, "server": r.server, "rank": rank,
+        "ranked": "yes" if r.ranked else "no",
         "flags": ";".join(flag_rules.names(r)),
-        "flag_reasons": " | ".join(f"{f['flag']}: {f['reason']}" for f in r.get("flags") or []),
-        "tool": r.get("tool", ""), "path": r.get("path", ""), "concurrency": r.get("concurrency", ""),
-        "threads": r.get("threads") or "", "attempts": n_attempts(r),
-        "rps_median": _num(rps.get("median", r.get("rps")), 2), "rps_min": _num(rps.get("min"), 2),
+        "flag_reasons": " | ".join(f"{f.name}: {f.reason}" for f in r.flags),
+        "tool": r.tool or "", "path": r.path or "", "concurrency": _num(r.concurrency),
+        "threads": r.threads or "", "attempts": len(r.attempts),
+        "rps_median": _num(rps.get("median", r.rps), 2), "rps_min": _num(rps.get("min"), 2),
         "rps_max": _num(rps.get("max"), 2), "rps_cv": _num(rps.get("cv")),
         "rps_ci_low": _num(ci.get("low"), 2), "rps_ci_high": _num(ci.get("high"), 2),
         "rps_ci_level": _num(ci.get("level"), 6), "rps_ci_method": ci.get("method", ""),
         "p50_ms": _num(latency(r, "p50")), "p90_ms": _num(latency(r, "p90")), "p99_ms": _num(latency(r, "p99")),
         "max_ms": _num(latency(r, "max")), "p99_median_ms": _num(p99.get("median")), "p99_min_ms": _num(p99.get("min")),
         "p99_max_ms": _num(p99.get("max")), "p99_cv": _num(p99.get("cv")),
-        "requests": r.get("requests", ""), "good_requests": r.get("good_requests", ""),
-        "errors": (r.get("errors") or {}).get("total", ""), "error_rate": _num(flag_rules.error_rate(r), 6),
+        "requests": r.requests, "good_requests": r.good_requests,
+        "errors": r.errors.total, "error_rate": _num(flag_rules.error_rate(r), 6),
         "server_cpu_util": _num(flag_rules.utilization(r, "server"), 3),
         "loadgen_cpu_util": _num(flag_rules.utilization(r, "loadgen"), 3),
-        "server_peak_rss_mb": _num((samples.get("server") or {}).get("peak_rss_mb"), 1),
-        "loadgen_peak_rss_mb": _num((samples.get("loadgen") or {}).get("peak_rss_mb"), 1),
-        "attempt_rps": ";".join("" if a.get("rps") is None else f"{a['rps']:.2f}" for a in attempts),
-        "warmup_runs": len(warmup.get("runs") or []) if warmup else "",
-        "warmup_steady": ("yes" if warmup.get("steady") else "no") if warmup else "",
-        "failed": r.get("failed") or "",
+        "server_peak_rss_mb": _num(peak_rss(r, "server"), 1),
+        "loadgen_peak_rss_mb": _num(peak_rss(r, "loadgen"), 1),
+        "attempt_rps": ";".join("" if a.rps is None else f"{a.rps:.2f}" for a in r.attempts),
+        "warmup_runs": len(warmup.runs) if warmup else "",
+        "warmup_steady": ("yes" if warmup.steady else "no") if warmup else "",
+        "failed": r.failed or "",
     }
 
 
@@ -65,8 +64,8 @@ def render(model: Model) -> str:
     writer.writeheader()
     for scenario in model.scenarios:
         for group in scenario.groups:
-            for r in ([group.ceiling] if group.ceiling else []) + group.ranked + group.flagged:
-                writer.writerow(row(r))
+            for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged:
+                writer.writerow(row(r, group.rank_label(r)))
     return out.getvalue()
 
 

@@ -6,10 +6,12 @@ import base64
 from html import escape
 from pathlib import Path
 
+from harness import flags
 from harness.report import conditions as cond
-from harness.report.model import (RANKING_NOTE, Group, Model, Scenario, attempts_text, bytes_text, cpu, cv_text,
-                                  errors_text, flag_names, latency, leaders, loc_text, rank_label, rps_interval, rps_of,
-                                  rss_text, startup_text)
+from harness.report.model import (CEILING, RANKING_NOTE, Group, Model, Scenario, attempts_text, bytes_text, cpu,
+                                  cv_text, errors_text, flag_names, latency, loc_text, rps_interval, rps_of, rss_text,
+                                  startup_text)
+from harness.results import Record
 from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
 
 FLAG_COLORS = {
@@ -74,7 +76,7 @@ def badge(name: str) -> str:
     return f'<span class="badge" style="background:{FLAG_COLORS.get(name, "#555")}">{escape(name)}</span>'
 
 
-def _cpu_cell(r: dict, role: str) -> str:
+def _cpu_cell(r: Record, role: str) -> str:
     value = cpu(r, role)
     if value is None:
         return "-"
@@ -88,12 +90,12 @@ COLUMNS = [("#", ""), ("server", "l"), ("req/s", ""), ("interval (level)", ""), 
            ("attempts (req/s)", "l"), ("flags", "l")]
 
 
-def _row(model: Model, r: dict, rank: str, css: str) -> str:
-    swatch = f'<span class="sw" style="background:{model.colors.get(r["server"], "#999")}"></span>'
-    rps = fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed"
+def _row(model: Model, r: Record, rank: str, css: str) -> str:
+    swatch = f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
+    rps = fmt_rate(r.rps) if r.rps is not None else "failed"
     cells = [
         f'<td class="rank">{escape(rank)}</td>',
-        f'<td class="l">{swatch}{escape(r["server"])}</td>',
+        f'<td class="l">{swatch}{escape(r.server)}</td>',
         f'<td class="rps">{rps}</td>',
         f"<td>{rps_interval(r)}</td>",
         f"<td>{cv_text(r)}</td>",
@@ -108,8 +110,8 @@ def _row(model: Model, r: dict, rank: str, css: str) -> str:
         f'<td class="l">{"".join(badge(n) for n in flag_names(r)) or "<span class=ok>clean</span>"}</td>',
     ]
     out = f'<tr class="{css}">' + "".join(cells) + "</tr>"
-    if r.get("flags"):
-        reasons = "<br>".join(f"<b>{escape(f['flag'])}</b>: {escape(f['reason'])}" for f in r["flags"])
+    if r.flags:
+        reasons = "<br>".join(f"<b>{escape(f.name)}</b>: {escape(f.reason)}" for f in r.flags)
         out += f'<tr class="reason"><td></td><td colspan="{len(COLUMNS) - 1}">{reasons}</td></tr>'
     return out
 
@@ -122,7 +124,7 @@ def group_tables(model: Model, group: Group) -> str:
     rows = []
     if group.ceiling:
         rows.append(_row(model, group.ceiling, "ceiling", "ceiling"))
-    rows += [_row(model, r, rank_label(r), "") for r in group.ranked]
+    rows += [_row(model, s.record, s.label, "") for s in group.ranked]
     out = []
     if rows:
         out.append(f'<div class="scroll"><table>{_head()}{"".join(rows)}</table></div>')
@@ -141,18 +143,18 @@ def _matrix_table(model: Model, scenario: Scenario) -> str:
     for server in scenario.servers:
         cells = []
         for g in scenario.groups:
-            r = next((r for r in g.records if r["server"] == server), None)
+            r = next((r for r in g.records if r.server == server), None)
             if r is None:
                 cells.append("<td></td>")
                 continue
             names = flag_names(r)
-            title = escape("; ".join(f"{f['flag']}: {f['reason']}" for f in r.get("flags") or []) or "clean")
+            title = escape("; ".join(f"{f.name}: {f.reason}" for f in r.flags) or "clean")
             mark = " ⚑" if names else ""
-            style = ' style="background:var(--bad)"' if names and server != "nginx" else ""
-            cells.append(f'<td title="{title}"{style}>{fmt_rate(r.get("rps"))}{mark}</td>')
+            style = ' style="background:var(--bad)"' if names and server != CEILING else ""
+            cells.append(f'<td title="{title}"{style}>{fmt_rate(r.rps)}{mark}</td>')
         swatch = f'<span class="sw" style="background:{model.colors.get(server, "#999")}"></span>'
-        css = ' class="ceiling"' if server == "nginx" else ""
-        label = f"{server} (ceiling)" if server == "nginx" else server
+        css = ' class="ceiling"' if server == CEILING else ""
+        label = f"{server} (ceiling)" if server == CEILING else server
         rows.append(f"<tr{css}><td class=l>{swatch}{escape(label)}</td>{''.join(cells)}</tr>")
     return (f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
             '<p class="muted">Median req/s per load; ⚑ flagged (hover for the reasons; the tables below list them).</p>')
@@ -189,19 +191,19 @@ def _glance(model: Model) -> str:
     rows = []
     for scenario in model.scenarios:
         for group in scenario.groups:
-            best = leaders(group)
-            ceiling = group.ceiling.get("rps") if group.ceiling else None
+            best = group.leaders()
+            ceiling = group.ceiling.rps if group.ceiling else None
             anchor = scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else group.key
             eq = ' <span class="muted">=</span> '
-            name = (eq.join(f'<span class="sw" style="background:{model.colors.get(r["server"], "#999")}"></span>'
-                            f'{escape(r["server"])}' for r in best) if best else '<span class="muted">none clean</span>')
-            rps = " = ".join(fmt_rate(r.get("rps")) for r in best) or "-"
+            name = (eq.join(f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
+                            f'{escape(r.server)}' for r in best) if best else '<span class="muted">none clean</span>')
+            rps = " = ".join(fmt_rate(r.rps) for r in best) or "-"
             p99 = " = ".join(fmt_ms(latency(r, "p99")) for r in best) or "-"
-            share = " = ".join(f"{r['rps'] / ceiling:.0%}" for r in best) if best and ceiling else "-"
+            share = " = ".join(f"{r.rps / ceiling:.0%}" for r in best) if best and ceiling else "-"
             flagged = "".join(badge(n) for n in sorted({n for r in group.flagged for n in flag_names(r)}))
             top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best[0])) else None
-            faster = (f'{escape(top["server"])} {fmt_rate(top.get("rps"))} '
-                      + "".join(badge(n) for n in flag_names(top))) if top and top.get("rps") else ""
+            faster = (f'{escape(top.server)} {fmt_rate(top.rps)} '
+                      + "".join(badge(n) for n in flag_names(top))) if top and top.rps else ""
             rows.append(
                 f'<tr><td class=l><a href="#{anchor}">{escape(scenario.name)}</a></td><td class=l>{escape(group.run)}</td>'
                 f"<td class=l>{name}</td><td class=rps>{rps}</td><td>{p99}</td>"
@@ -218,10 +220,10 @@ def _servers(model: Model) -> str:
     head = ("<tr><th class=l>server</th><th class=l>stack</th><th class=l>version</th><th>CPUs</th><th>start-up</th>"
             "<th>artifact</th><th>lines of code</th><th class=l>contract</th></tr>")
     rows = []
-    for name, s in (model.data.get("servers") or {}).items():
+    for name, s in model.run.servers.items():
         loc = s.get("loc") or {}
         langs = ", ".join(f"{k} {v:,}" for k, v in (loc.get("languages") or {}).items())
-        contract = cond.contract_text(model.data, name)
+        contract = cond.contract_text(model.run, name)
         css = "ok" if contract.startswith("OK") else "bad"
         if not s.get("started", True):
             contract = f"did not start: {s.get('error', '')}"
@@ -240,7 +242,7 @@ def _servers(model: Model) -> str:
 
 def render(model: Model, charts: dict[str, Path]) -> str:
     records = model.records
-    ranked = sum(1 for r in records if r.get("ranked"))
+    ranked = sum(1 for r in records if r.ranked)
     c = model.conditions
     counts: dict[str, int] = {}
     for r in records:
@@ -269,15 +271,15 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="muted">{escape(RANKING_NOTE)}</p>',
         "<h2>At a glance</h2>", _glance(model),
     ]
-    missing = cond.not_measured(model.data)
+    missing = cond.not_measured(model.run)
     if missing:
         body.append('<p class="bad">Not measured:</p><ul>' + "".join(f"<li>{escape(m)}</li>" for m in missing) + "</ul>")
     body += [scenario_section(model, s, charts) for s in model.scenarios]
     body += ['<h2 id="servers">Servers</h2>', _servers(model)]
     body += ['<h2 id="conditions">Conditions</h2><dl class="cond">'
-             + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in cond.items(model.data)) + "</dl>"]
+             + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in cond.items(model.run)) + "</dl>"]
     body += ['<h2 id="flags">Flags</h2><ul class="legend">'
-             + "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in cond.flag_legend()) + "</ul>"]
+             + "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in flags.legend()) + "</ul>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>benchmark {escape(model.run_id)}</title>"
             f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import flags
 from harness.report import conditions as cond
-from harness.report.model import (RANKING_NOTE, Group, Model, bytes_text, cpu_text, cv_text, errors_text,
-                                  flag_names, latency, leaders, loc_text, rank_label, rps_interval, rps_of, rss_text,
-                                  startup_text)
+from harness.report.model import (RANKING_NOTE, Group, Model, bytes_text, cpu_text, cv_text, errors_text, flag_names,
+                                  latency, loc_text, rps_interval, rps_of, rss_text, startup_text)
+from harness.results import Record
 from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
 
 HEADER = ["#", "server", "req/s", "interval (level)", "CV", "p50 ms", "p99 ms", "errors", "server CPU", "loadgen CPU",
@@ -27,8 +28,8 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
-def _row(r: dict, rank: str) -> list:
-    return [rank, r["server"], fmt_rate(r.get("rps")) if r.get("rps") is not None else "failed", rps_interval(r),
+def _row(r: Record, rank: str) -> list:
+    return [rank, r.server, fmt_rate(r.rps) if r.rps is not None else "failed", rps_interval(r),
             cv_text(r), fmt_ms(latency(r, "p50")), fmt_ms(latency(r, "p99")), errors_text(r), cpu_text(r, "server"),
             cpu_text(r, "loadgen"), rss_text(r), ", ".join(flag_names(r)) or "-"]
 
@@ -37,17 +38,17 @@ def group_lines(group: Group) -> list[str]:
     rows = []
     if group.ceiling:
         rows.append(_row(group.ceiling, "ceiling"))
-    rows += [_row(r, rank_label(r)) for r in group.ranked]
+    rows += [_row(s.record, s.label) for s in group.ranked]
     lines = _table(HEADER, rows) if rows else ["_no clean record to rank_"]
     if group.flagged:
         lines += ["", "**flagged: not ranked**", ""]
         lines += _table(HEADER, [_row(r, "⚑") for r in group.flagged])
-    flagged = [r for r in ([group.ceiling] if group.ceiling else []) + group.flagged if r.get("flags")]
+    flagged = [r for r in ([group.ceiling] if group.ceiling else []) + group.flagged if r.flags]
     if flagged:
         lines.append("")
         for r in flagged:
-            for f in r["flags"]:
-                lines.append(f"- {r['server']}: **{f['flag']}**: {f['reason']}")
+            for f in r.flags:
+                lines.append(f"- {r.server}: **{f.name}**: {f.reason}")
     return lines
 
 
@@ -56,16 +57,15 @@ def glance_lines(model: Model) -> list[str]:
     rows = []
     for scenario in model.scenarios:
         for group in scenario.groups:
-            best = leaders(group)
-            ceiling = group.ceiling.get("rps") if group.ceiling else None
+            best = group.leaders()
+            ceiling = group.ceiling.rps if group.ceiling else None
             top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best[0])) else None
             rows.append([scenario.name, group.run,
-                         " = ".join(r["server"] for r in best) or "_none clean_",
-                         " = ".join(fmt_rate(r.get("rps")) for r in best) or "-",
-                         " = ".join(f"{r['rps'] / ceiling:.0%}" for r in best) if best and ceiling else "-",
+                         " = ".join(r.server for r in best) or "_none clean_",
+                         " = ".join(fmt_rate(r.rps) for r in best) or "-",
+                         " = ".join(f"{r.rps / ceiling:.0%}" for r in best) if best and ceiling else "-",
                          len(group.ranked), len(group.flagged),
-                         f"{top['server']} {fmt_rate(top.get('rps'))} ({', '.join(flag_names(top))})"
-                         if top and top.get("rps") else ""])
+                         f"{top.server} {fmt_rate(top.rps)} ({', '.join(flag_names(top))})" if top and top.rps else ""])
     return _table(["scenario", "run", "best ranked (= tie)", "req/s", "of ceiling", "ranked", "flagged",
                    "faster but flagged"], rows)
 
@@ -73,7 +73,7 @@ def glance_lines(model: Model) -> list[str]:
 def render(model: Model) -> str:
     c = model.conditions
     records = model.records
-    ranked = sum(1 for r in records if r.get("ranked"))
+    ranked = sum(1 for r in records if r.ranked)
     lines = [f"# Benchmark run {model.run_id}", "",
              f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
              f"measurement; {len(records)} records, {ranked} clean, {len(records) - ranked} flagged (not ranked). "
@@ -81,7 +81,7 @@ def render(model: Model) -> str:
              "median attempt; CPU is the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "",
              RANKING_NOTE, ""]
     lines += ["## At a glance", ""] + glance_lines(model) + [""]
-    missing = cond.not_measured(model.data)
+    missing = cond.not_measured(model.run)
     if missing:
         lines += ["**Not measured:**", ""] + [f"- {m}" for m in missing] + [""]
     for scenario in model.scenarios:
@@ -95,8 +95,8 @@ def render(model: Model) -> str:
             for server in scenario.servers:
                 row = [server]
                 for g in scenario.groups:
-                    r = next((r for r in g.records if r["server"] == server), None)
-                    row.append("" if r is None else fmt_rate(r.get("rps")) + ("" if r.get("ranked") else " ⚑"))
+                    r = next((r for r in g.records if r.server == server), None)
+                    row.append("" if r is None else fmt_rate(r.rps) + ("" if r.ranked else " ⚑"))
                 rows.append(row)
             lines += _table(header, rows) + [""]
         for group in scenario.groups:
@@ -105,9 +105,9 @@ def render(model: Model) -> str:
         ["server", "stack", "version", "CPUs", "start-up", "artifact", "lines of code", "contract"],
         [[name, s.get("stack", ""), s.get("version", ""), ",".join(map(str, s.get("cpus") or [])) or "-",
           startup_text(s.get("startup_s")), bytes_text(s.get("artifact_bytes")), loc_text(s.get("loc")),
-          cond.contract_text(model.data, name)] for name, s in (model.data.get("servers") or {}).items()]) + [""]
-    lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.data)] + [""]
-    lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in cond.flag_legend()] + [""]
+          cond.contract_text(model.run, name)] for name, s in model.run.servers.items()]) + [""]
+    lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.run)] + [""]
+    lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flags.legend()] + [""]
     return "\n".join(lines)
 
 

@@ -1,5 +1,8 @@
 """What every export shows, computed once: records grouped per (scenario, run), ranked, with the nginx ceiling.
 
+Records are grouped by their label (harness.results.Record.label): the run label, with the runtime and round where
+records have a round (an overhead run measures the same run once per runtime and round).
+
 Ranking (`rank`, the one ranking function: the report's exports and the console table use it): among the clean records
 of a group (nginx, the ceiling, apart), a record's rank is 1 + the number of records whose req/s interval (the median's
 confidence interval, harness.stats.median_interval) lies entirely above its own; touching ends are an overlap. Records
@@ -12,10 +15,26 @@ from dataclasses import dataclass, field
 
 from harness import flags as flag_rules
 from harness import stats
+from harness.manifest import discover
+from harness.results import Record, Run
 from harness.stats import fmt_rate, interval_text
 
 CEILING = flag_rules.CEILING_SERVER
 MATRIX_MIN_RUNS = 4  # a scenario with this many runs or more (weather) is shown as a req/s-against-concurrency matrix
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A clean record's place in its group."""
+
+    record: Record
+    rank: int
+    tied: bool  # another record of the group has the same rank
+
+    @property
+    def label(self) -> str:
+        """"2", or "=2" for a tie."""
+        return ("=" if self.tied else "") + str(self.rank)
 
 
 @dataclass
@@ -23,11 +42,11 @@ class Group:
     """The records of one (scenario, run): clean ones ranked by req/s, the ceiling apart, flagged ones below."""
 
     scenario: str
-    run: str
-    records: list[dict]
-    ceiling: dict | None = None  # nginx's record in this group (hello, backend; /weather.json for weather)
-    ranked: list[dict] = field(default_factory=list)
-    flagged: list[dict] = field(default_factory=list)
+    run: str  # the records' label
+    records: list[Record]
+    ceiling: Record | None = None  # nginx's record in this group (hello, backend; /weather.json for weather)
+    ranked: list[Standing] = field(default_factory=list)
+    flagged: list[Record] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -36,6 +55,14 @@ class Group:
     @property
     def load(self) -> str:
         return describe_load(self.records[0]) if self.records else ""
+
+    def rank_label(self, record: Record) -> str:
+        """"1", "=2", or "" for a record that is not ranked."""
+        return next((s.label for s in self.ranked if s.record is record), "")
+
+    def leaders(self) -> list[Record]:
+        """The best ranked records: one, or several tied at rank 1; [] when none is ranked."""
+        return [s.record for s in self.ranked if s.rank == 1]
 
 
 @dataclass
@@ -53,39 +80,39 @@ class Scenario:
         seen: list[str] = []
         for g in self.groups:
             for r in g.records:
-                if r["server"] not in seen:
-                    seen.append(r["server"])
+                if r.server not in seen:
+                    seen.append(r.server)
         return seen
 
 
 @dataclass
 class Model:
-    data: dict
+    run: Run
     scenarios: list[Scenario]
     colors: dict[str, str]
 
     @property
-    def records(self) -> list[dict]:
-        return self.data.get("records") or []
+    def records(self) -> list[Record]:
+        return self.run.records
 
     @property
     def run_id(self) -> str:
-        return self.data.get("run_id", "?")
+        return self.run.run_id
 
     @property
     def conditions(self) -> dict:
-        return self.data.get("conditions") or {}
+        return self.run.conditions
 
 
 def slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in text).strip("-").lower()
 
 
-def describe_load(r: dict) -> str:
-    load = r.get("load") or {}
-    parts = [r.get("tool", "?"), f"{r.get('concurrency')} connections"]
-    if r.get("threads"):
-        parts.append(f"{r['threads']} threads")
+def describe_load(r: Record) -> str:
+    load = r.load
+    parts = [r.tool or "?", f"{r.concurrency} connections"]
+    if r.threads:
+        parts.append(f"{r.threads} threads")
     if load.get("duration_s"):
         parts.append(f"{load['duration_s']:g} s")
     if load.get("requests"):
@@ -96,15 +123,15 @@ def describe_load(r: dict) -> str:
         parts.append(f"{load['calls_per_connection']:,} calls per connection")
     if load.get("rate"):
         parts.append(f"rate {load['rate']:g}/s")
-    return ", ".join(parts) + f" on {r.get('path', '?')}"
+    return ", ".join(parts) + f" on {r.path or '?'}"
 
 
-def is_ceiling(r: dict) -> bool:
-    return r.get("server") == CEILING
+def is_ceiling(r: Record) -> bool:
+    return r.server == CEILING
 
 
-def rps_of(r: dict) -> float:
-    return r.get("rps") or 0.0
+def rps_of(r: Record) -> float:
+    return r.rps or 0.0
 
 
 RANKING_NOTE = (
@@ -114,56 +141,37 @@ RANKING_NOTE = (
     "ranked either.")
 
 
-def rank(records: list[dict]) -> list[dict]:
-    """Ranks the clean records of one group (see the module's docstring): sets r["_rank"] (an int) and
-    r["_rank_label"] ("2", or "=2" for a tie) on each and returns them by rank, then req/s descending."""
-    rps = {id(r): summary(r).get("rps") for r in records}
-    for r in records:
-        r["_rank"] = 1 + sum(1 for o in records if o is not r and stats.above(rps[id(o)], rps[id(r)]))
-    counts: dict[int, int] = {}
-    for r in records:
-        counts[r["_rank"]] = counts.get(r["_rank"], 0) + 1
-    for r in records:
-        r["_rank_label"] = ("=" if counts[r["_rank"]] > 1 else "") + str(r["_rank"])
-    return sorted(records, key=lambda r: (r["_rank"], -rps_of(r)))
+def rank(records: list[Record]) -> list[Standing]:
+    """The standings of the clean records of one group (see the module's docstring), by rank, then req/s descending."""
+    rps = [r.summary.rps for r in records]
+    ranks = [1 + sum(1 for j, other in enumerate(rps) if j != i and stats.above(other, own)) for i, own in enumerate(rps)]
+    standings = [Standing(r, n, ranks.count(n) > 1) for r, n in zip(records, ranks)]
+    return sorted(standings, key=lambda s: (s.rank, -rps_of(s.record)))
 
 
-def rank_label(r: dict) -> str:
-    """"1", "=2", or "" for a record that is not ranked."""
-    return r.get("_rank_label", "")
-
-
-def leaders(group: "Group") -> list[dict]:
-    """The best ranked records of a group: one, or several tied at rank 1; [] when none is ranked."""
-    return [r for r in group.ranked if r.get("_rank") == 1]
-
-
-def build(data: dict, descriptions: dict[str, str] | None = None) -> Model:
-    """Groups, ranks and colours; `data` must have been through flags.evaluate."""
-    scenarios: dict[str, dict[str, list[dict]]] = {}
-    for r in data.get("records") or []:
-        scenarios.setdefault(r["scenario"], {}).setdefault(r.get("run", ""), []).append(r)
+def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
+    """Groups, ranks and colours; `run` must have been through flags.evaluate."""
+    scenarios: dict[str, dict[str, list[Record]]] = {}
+    for r in run.records:
+        scenarios.setdefault(r.scenario, {}).setdefault(r.label, []).append(r)
     out = []
     for name, runs in scenarios.items():
         groups = []
-        for run, records in runs.items():
-            g = Group(name, run, records)
-            ceilings = [r for r in records if is_ceiling(r)]
-            g.ceiling = ceilings[0] if ceilings else None
+        for label, records in runs.items():
+            g = Group(name, label, records)
+            g.ceiling = next((r for r in records if is_ceiling(r)), None)
             others = [r for r in records if not is_ceiling(r)]
-            for r in records:
-                r.pop("_rank", None), r.pop("_rank_label", None)
-            g.ranked = rank([r for r in others if r.get("ranked")])
-            g.flagged = sorted((r for r in others if not r.get("ranked")), key=rps_of, reverse=True)
+            g.ranked = rank([r for r in others if r.ranked])
+            g.flagged = sorted((r for r in others if not r.ranked), key=rps_of, reverse=True)
             groups.append(g)
         out.append(Scenario(name, groups, (descriptions or {}).get(name, "")))
     order = list(descriptions or {})  # scenarios.toml's order; unknown scenarios after, as they came
     out.sort(key=lambda s: order.index(s.name) if s.name in order else len(order))
-    names = list((data.get("servers") or {}).keys())
-    for r in data.get("records") or []:
-        if r["server"] not in names:
-            names.append(r["server"])
-    return Model(data, out, colors(names))
+    names = list(run.servers)
+    for r in run.records:
+        if r.server not in names:
+            names.append(r.server)
+    return Model(run, out, colors(names))
 
 
 # tab10 without its red (red means errors in this report) and grey (nginx), then a few more
@@ -176,9 +184,8 @@ def colors(names: list[str]) -> dict[str, str]:
     """One colour per server, stable across runs: assigned over every server of the repository (sorted), not just the
     ones of this run; nginx dark grey."""
     try:
-        from harness.manifest import discover
         known = set(discover())
-    except Exception:
+    except Exception:  # a manifest that no longer reads: colour this run's servers alone
         known = set()
     out, i = {}, 0
     for name in sorted(known) + sorted(set(names) - known):  # a server from elsewhere does not shift the others
@@ -190,67 +197,56 @@ def colors(names: list[str]) -> dict[str, str]:
     return out
 
 
-# -- cells shared by the HTML, Markdown and CSV exports -------------------------------------------------------------
+# -- cells shared by the exports ---------------------------------------------------------------------------------------
 
-def summary(r: dict) -> dict:
-    return stats.summary_of(r)
-
-
-def rps_interval(r: dict) -> str:
+def rps_interval(r: Record) -> str:
     """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'."""
-    return interval_text(summary(r).get("rps"))
+    return interval_text(r.summary.rps)
 
 
-def cv_text(r: dict, metric: str = "rps") -> str:
-    s = summary(r).get(metric)
+def cv_text(r: Record, metric: str = "rps") -> str:
+    s = getattr(r.summary, metric)
     return "-" if not s or s.get("cv") is None else f"{s['cv']:.1%}"
 
 
-def n_attempts(r: dict) -> int:
-    attempts = r.get("attempts")
-    return len(attempts) if isinstance(attempts, list) else 1
+def latency(r: Record, key: str) -> float | None:
+    return r.latency_ms.get(key)
 
 
-def latency(r: dict, key: str) -> float | None:
-    return (r.get("latency_ms") or {}).get(key)
-
-
-def errors_text(r: dict) -> str:
-    total = (r.get("errors") or {}).get("total") or 0
+def errors_text(r: Record) -> str:
+    total = r.errors.total
     if not total:
         return "0"
     rate = flag_rules.error_rate(r)
     return f"{total:,} ({rate:.1%})" if rate is not None else f"{total:,}"
 
 
-def cpu(r: dict, role: str) -> float | None:
+def cpu(r: Record, role: str) -> float | None:
     """The same utilisation the loadgen-saturated flag judges by."""
     return flag_rules.utilization(r, role)
 
 
-def cpu_text(r: dict, role: str) -> str:
+def cpu_text(r: Record, role: str) -> str:
     value = cpu(r, role)
     return "-" if value is None else f"{value * 100:.0f} %"
 
 
-def rss_text(r: dict, role: str = "server") -> str:
-    value = ((r.get("samples") or {}).get(role) or {}).get("peak_rss_mb")
+def peak_rss(r: Record, role: str = "server") -> float | None:
+    sample = r.samples.get(role)
+    return sample.peak_rss_mb if sample else None
+
+
+def rss_text(r: Record, role: str = "server") -> str:
+    value = peak_rss(r, role)
     return "-" if value is None else f"{value:,.0f} MB"
 
 
-def attempts_text(r: dict) -> str:
-    attempts = r.get("attempts")
-    if not isinstance(attempts, list):
-        return "-"
-    return " / ".join("failed" if a.get("failed") or a.get("rps") is None else fmt_rate(a["rps"]) for a in attempts)
+def attempts_text(r: Record) -> str:
+    return " / ".join(fmt_rate(a.rps) if a.measured else "failed" for a in r.attempts)
 
 
-def flag_names(r: dict) -> list[str]:
+def flag_names(r: Record) -> list[str]:
     return flag_rules.names(r)
-
-
-def ceiling_of(scenario: Scenario) -> list[float | None]:
-    return [g.ceiling.get("rps") if g.ceiling else None for g in scenario.groups]
 
 
 def bytes_text(n: int | None) -> str:
@@ -273,4 +269,3 @@ def loc_text(loc: dict | None) -> str:
 
 def startup_text(s: float | None) -> str:
     return "-" if s is None else (f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s")
-

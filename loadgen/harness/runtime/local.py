@@ -3,39 +3,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import psutil
 
-from harness.conditions import server_version
+from harness.host import pinned_child_setup, port_owner, process_create_time, server_version
 from harness.manifest import Server
 from harness.preflight import check_tools
-from harness.runtime import (STATE_DIR, RunningServer, RuntimeError_, indent, pinned_child_setup, process_create_time,
-                             wait_ready)
-from harness.tools import TOOLS, find_binary
+from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, indent, wait_ready
+from harness.tools import TOOLS, find_binary, tool_version
 
 STOP_GRACE_S = 15
-
-
-def port_owner(host: str, port: int) -> str | None:
-    """Who listens on host:port ('pid 123 (nginx)'), or None when the port is free."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-            return None
-        except OSError:
-            pass
-    for conn in psutil.net_connections("tcp"):
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
-            try:
-                return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
-            except psutil.Error:
-                return f"pid {conn.pid}"
-    return "another process"
 
 
 def log_tail(path: str | Path, lines: int = 15) -> str:
@@ -49,6 +29,12 @@ def log_tail(path: str | Path, lines: int = 15) -> str:
 class LocalRuntime:
     name = "local"
     tools_are_children = True  # their CPU time is exact in RUSAGE_CHILDREN
+
+    def build_images(self, servers: list[Server], force: bool = False) -> None:
+        """Nothing to build: local servers run from the artifacts `make build` made in their folders."""
+
+    def prepare(self) -> None:
+        """Nothing to clear: a server left by a killed run holds its port, and check_ports names it."""
 
     def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
         host = env.get("HOST", "127.0.0.1")
@@ -143,7 +129,8 @@ class LocalRuntime:
         return server_version(server)
 
     def tool_versions(self) -> dict[str, str]:
-        return {name: tool.version() for name, tool in TOOLS.items() if find_binary(tool)}
+        return {name: tool_version(tool.binary, list(tool.version_args)) for name, tool in TOOLS.items()
+                if find_binary(tool)}
 
     def describe(self, running: RunningServer) -> dict:
         """The CPUs each of the server's processes may run on, as the kernel reports them."""

@@ -1,91 +1,44 @@
 """Load tool adapters: each builds its command line from a LoadSpec and parses its output into a Measurement.
 
-Adding a tool means adding a module here with a class implementing `LoadTool` and listing it in `TOOLS`.
+The registry: every module of this package that defines `TOOL` (an instance of its adapter class, see base.LoadTool)
+is found when the package is imported, so adding a tool means adding one module (README.md, "Adding a load tool").
+A tool defined elsewhere, such as a test's, joins the registry for a while through `register`.
 """
 from __future__ import annotations
 
-import math
-import shutil
-import subprocess
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Protocol
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from harness.result import Measurement
+from harness.tools.base import LoadSpec, LoadTool, ToolFailed, find_binary, tool_version
 
-
-class ToolFailed(Exception):
-    """The tool ran but produced no usable summary (aborted, refused, bad arguments)."""
+__all__ = ["TOOLS", "LoadSpec", "LoadTool", "ToolFailed", "find_binary", "register", "tool_version"]
 
 
-@dataclass(frozen=True)
-class LoadSpec:
-    """One load: what to send, how hard. Fields a tool does not use are ignored by it."""
-
-    url: str
-    concurrency: int
-    requests: int | None = None  # ab: total requests
-    duration_s: float | None = None  # wrk: test length
-    threads: int = 1  # wrk
-    keepalive: bool = False  # ab -k (wrk and httperf always keep connections alive)
-    timeout_s: float | None = None  # per request/socket timeout
-    continue_on_error: bool = False  # ab -r
-    rate: float | None = None  # httperf: new connections per second
-    calls_per_connection: int | None = None  # httperf --num-calls
-    sized_from_rps: float | None = None  # the rate a request count was sized from (recorded; no tool reads it)
-
-    def split(self, parts: int) -> LoadSpec:
-        """The share of this load one of `parts` tool processes runs at the same time."""
-        if parts == 1:
-            return self
-        return replace(
-            self,
-            concurrency=math.ceil(self.concurrency / parts),
-            requests=math.ceil(self.requests / parts) if self.requests else self.requests,
-            threads=max(1, self.threads // parts),
-            rate=self.rate / parts if self.rate else self.rate,
-        )
+def _discover() -> dict[str, LoadTool]:
+    """Each adapter module's TOOL by its name, in the modules' alphabetical order."""
+    found: dict[str, LoadTool] = {}
+    for module in pkgutil.iter_modules(__path__, f"{__name__}."):
+        tool = getattr(importlib.import_module(module.name), "TOOL", None)
+        if tool is None:  # base: the shared types
+            continue
+        if tool.name in found:
+            raise ValueError(f"{module.name} and {type(found[tool.name]).__module__} both name a load tool {tool.name!r}")
+        found[tool.name] = tool
+    return found
 
 
-class LoadTool(Protocol):
-    name: str
-    binary: str
-    install_hint: str
-    timed: bool  # can run for a given time (a warm-up then needs no rate to size it)
-
-    def max_connections_per_process(self, nofile_limit: int) -> int:
-        """Most connections one process of the tool can hold."""
-
-    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
-        """argv for one tool process; `scratch` is a folder for side files (e.g. ab's percentile CSV)."""
-
-    def parse(self, output: str, scratch: Path) -> Measurement:
-        """Measurement from the tool's stdout+stderr (and side files); ToolFailed when there is no summary."""
-
-    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
-        """`spec` made to last about `seconds` at `rate` req/s (the warm-up's; None before any was measured): a
-        duration for a tool that takes one, a request count for one that counts."""
+TOOLS: dict[str, LoadTool] = _discover()
 
 
-def tool_version(binary: str, args: list[str]) -> str:
+@contextmanager
+def register(tool: LoadTool) -> Iterator[LoadTool]:
+    """`tool` is in TOOLS, so scenarios may name it, until the block ends."""
+    if tool.name in TOOLS:
+        raise ValueError(f"a load tool named {tool.name!r} is already registered")
+    TOOLS[tool.name] = tool
     try:
-        proc = subprocess.run([binary, *args], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unknown ({exc})"
-    text = (proc.stdout + proc.stderr).strip().splitlines()
-    return text[0].strip() if text else "unknown"
-
-
-def find_binary(tool: LoadTool) -> str | None:
-    return shutil.which(tool.binary)
-
-
-def _registry() -> dict[str, LoadTool]:
-    from harness.tools.ab import ApacheBench
-    from harness.tools.httperf import Httperf
-    from harness.tools.wrk import Wrk
-
-    return {t.name: t for t in (ApacheBench(), Wrk(), Httperf())}
-
-
-TOOLS: dict[str, LoadTool] = _registry()
+        yield tool
+    finally:
+        del TOOLS[tool.name]

@@ -8,11 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.result import Errors, Measurement
-from harness.tools import LoadSpec, ToolFailed, tool_version
+from harness.tools.base import LoadSpec, ToolFailed
 
 FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epoll)
 # With -t, ab still sizes its per-request statistics array by -n (40 bytes a request): this caps a timed run.
 TIMED_MAX_REQUESTS = 2_000_000
+PROGRESS = re.compile(rb"Completed (\d+) requests")
 
 
 def _int(pattern: str, text: str, default: int = 0) -> int:
@@ -25,9 +26,11 @@ class ApacheBench:
     binary = "ab"
     install_hint = "apt-get install apache2-utils (or: make setup)"
     timed = True  # -t: runs for a given time
+    version_args = ("-V",)
 
-    def version(self) -> str:
-        return tool_version(self.binary, ["-V"])
+    def completed(self, output_tail: bytes) -> int | None:
+        counts = PROGRESS.findall(output_tail)  # "Completed 5000 requests", every tenth of -n
+        return int(counts[-1]) if counts else None
 
     def max_connections_per_process(self, nofile_limit: int) -> int:
         return nofile_limit - FD_MARGIN
@@ -97,3 +100,6 @@ def _read_percentiles(path: Path) -> list[tuple[float, float]]:
     with path.open() as f:
         rows = list(csv.reader(f))
     return [(float(p), float(ms)) for p, ms in rows[1:] if p and ms and float(p) > 0]
+
+
+TOOL = ApacheBench()  # what the registry (tools/__init__.py) finds

@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.result import Errors, Measurement
-from harness.tools import LoadSpec, ToolFailed, tool_version
+from harness.tools.base import LoadSpec, ToolFailed
 
 # httperf waits on its sockets with select(), which cannot watch descriptors above FD_SETSIZE (1024).
 SELECT_LIMIT = 1024
@@ -28,9 +28,10 @@ class Httperf:
     binary = "httperf"
     install_hint = "apt-get install httperf (or: make setup)"
     timed = False  # no time limit: a count of calls
+    version_args = ("-V",)
 
-    def version(self) -> str:
-        return tool_version(self.binary, ["-V"])
+    def completed(self, output_tail: bytes) -> int | None:
+        return None  # silent until it ends
 
     def max_connections_per_process(self, nofile_limit: int) -> int:
         return min(nofile_limit, SELECT_LIMIT) - FD_MARGIN
@@ -84,3 +85,6 @@ class Httperf:
             rps=replies / duration if duration else 0.0,
             latency_ms=latency,
         )
+
+
+TOOL = Httperf()  # what the registry (tools/__init__.py) finds

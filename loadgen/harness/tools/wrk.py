@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.result import Errors, Measurement
-from harness.tools import LoadSpec, ToolFailed, tool_version
+from harness.tools.base import LoadSpec, ToolFailed
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 FD_MARGIN = 64
@@ -21,9 +21,10 @@ class Wrk:
     binary = "wrk"
     install_hint = "apt-get install wrk (or: make setup)"
     timed = True  # runs for a given time
+    version_args = ("-v",)
 
-    def version(self) -> str:
-        return tool_version(self.binary, ["-v"])
+    def completed(self, output_tail: bytes) -> int | None:
+        return None  # silent until it ends
 
     def max_connections_per_process(self, nofile_limit: int) -> int:
         return nofile_limit - FD_MARGIN
@@ -98,3 +99,6 @@ def parse_text(output: str) -> Measurement:
         rps=float(rps.group(1)) if rps else requests / duration,
         latency_ms=latency,
     )
+
+
+TOOL = Wrk()  # what the registry (tools/__init__.py) finds

@@ -1,0 +1,59 @@
+"""A measuring run's life, written once for `bench`/`run` (cli.cmd_measure) and `overhead`: `open_run` (the store opened
+with the run's conditions, the run announced), the campaigns in between (the caller's), then `finish_run` (conditions
+closed, flags evaluated, results.json saved, the console table printed, the report written)."""
+from __future__ import annotations
+
+import time
+
+from harness import compare
+from harness.campaign import evaluate_flags
+from harness.conditions import collect
+from harness.console import console, say, warn
+from harness.cpus import CpuPlan
+from harness.report import console as console_table
+from harness.report import model
+from harness.results import Run
+from harness.runtime import Runtime, RuntimeError_
+from harness.scenarios import Settings
+from harness.store import RunStore
+
+
+def open_run(run_id: str, runtime: Runtime, plan: CpuPlan, profile: str, settings: Settings, command: str,
+             extra_conditions: dict | None = None, how: str = "") -> RunStore:
+    """The run's store, its conditions collected (`runtime`'s tool versions; `extra_conditions` added or overriding),
+    and the run announced (`how` it goes, where there is more to say than its CPU plan and profile)."""
+    conditions = collect(runtime, profile, plan, command)
+    conditions.update(repeat=settings.repeat, warmup=vars(settings.warmup), **(extra_conditions or {}))
+    store = RunStore(Run(run_id, conditions, verification={}, servers={}, records=[]))
+    say(f"run {run_id}: {plan.describe()}; " + (f"{how}; " if how else "") + f"profile {profile}")
+    return store
+
+
+def record_runtime_details(store: RunStore, runtime: Runtime) -> None:
+    """The runtime's conditions as applied (the load generator's container...), read while the run's servers are up."""
+    try:
+        store.update_conditions(runtime_details=runtime.conditions())
+    except RuntimeError_ as exc:
+        warn(f"could not read the runtime's conditions back: {exc}")
+
+
+def finish_run(store: RunStore, runtime: Runtime | None = None) -> None:
+    """Whatever happened (also on failure or Ctrl-C): `runtime`'s conditions read back where given (while its servers
+    are still up), the run closed, flags evaluated, the console table printed and the report written."""
+    if runtime:
+        record_runtime_details(store, runtime)
+    store.update_conditions(finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    evaluate_flags(store)
+    print_summary(store)
+    try:  # a chart that cannot be drawn must not lose the run: results.json is already written
+        compare.cmd_report(str(store.dir))
+    except Exception as exc:  # noqa: BLE001
+        warn(f"the report could not be written ({exc}); results.json is complete: retry with `make report`")
+
+
+def print_summary(store: RunStore) -> None:
+    run = store.run
+    if run.records:
+        title = f"run {run.run_id} ({run.conditions['profile']} profile, {run.conditions['runtime']} runtime)"
+        console.print(console_table.table(model.build(run), title))
+    say(f"results: {store.path}")

@@ -1,0 +1,27 @@
+"""The Docker runtime (RUNTIME=docker): every server in its own container, the load tools in the `loadgen` container.
+
+Compose drives the containers (`docker compose`, or Debian's `docker-compose` v1; $COMPOSE from the Makefile picks one),
+with the top-level docker-compose.yml that compose.py generates from the servers' manifests (`render_compose`; it is
+rewritten when a server folder is added, so adding a server still means only adding a folder). The harness keeps
+running on the host:
+
+- start: builds the server's image when it is missing or older than its artifacts (the jars, binary, scripts and
+  node_modules `make build` made: docker/server.Dockerfile on the family runtime bench/<family>:bookworm), then
+  `compose up -d --no-deps <server>` with the CPU set of the session's CpuPlan in the environment, waits for GET /id
+  like the local runtime, and records the CPUs the container's main process may actually run on (read back from the
+  kernel, checked against `docker inspect`) in RunningServer.cpus.
+- every service uses the host's network and listens on 127.0.0.1: no bridge network, load never goes to a bridge address.
+- tool_process: `docker exec bench-loadgen <tool>` in a long-running loadgen container started with the load generator's
+  cpuset; output streamed to the host file, side files written through the bind-mounted results folder.
+- pin: `docker update --cpuset-cpus/--cpus`; pids: the container's processes as the host sees them; stop: compose stop+rm.
+
+The modules: engine.py (the docker and compose command lines, what the engine reports), images.py, compose.py (the
+file and its variables), process.py (a tool in the loadgen container), runtime.py (DockerRuntime), cli.py
+(`python -m harness.runtime.docker compose-file|images|env|down|clean`, the Makefile's docker targets).
+"""
+from __future__ import annotations
+
+from harness.runtime.docker.engine import compose_command, engine_answers
+from harness.runtime.docker.runtime import DockerRuntime
+
+__all__ = ["DockerRuntime", "compose_command", "engine_answers"]

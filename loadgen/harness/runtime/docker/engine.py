@@ -1,0 +1,98 @@
+"""The Docker engine and Compose as the harness calls them: their command lines, whether an engine answers, and what
+it reports about containers and images (read back from the engine and the kernel, never assumed)."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from harness.cpus import parse_cpus
+from harness.runtime.base import RuntimeError_, indent
+
+
+def run_cli(argv: list[str], timeout: float = 120, env: dict | None = None, input: bytes | None = None,
+            check: bool = True) -> subprocess.CompletedProcess:
+    """A docker or compose command; unless `check` is off, a failure raises RuntimeError_ with the end of its output."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=env, input=input)
+    except FileNotFoundError as exc:
+        raise RuntimeError_(f"{argv[0]} is not installed: make setup-docker (apt-get install docker.io docker-compose)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError_(f"`{shlex.join(argv)}` did not finish within {timeout:g} s") from exc
+    if check and proc.returncode != 0:
+        output = (proc.stdout + proc.stderr).decode(errors="replace").strip()
+        raise RuntimeError_(f"`{shlex.join(argv)}` failed (exit {proc.returncode}):\n" + indent(output[-3000:] or "(no output)"))
+    return proc
+
+
+def engine_answers(timeout: float = 10) -> tuple[bool, str]:
+    """Whether a Docker engine answers `docker info`, and a sentence saying so (or why not)."""
+    if not shutil.which("docker"):
+        return False, "the docker command is not installed"
+    try:
+        proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"`docker info` did not answer within {timeout:g} s"
+    if proc.returncode != 0 or not proc.stdout.strip():
+        reason = (proc.stderr.strip().splitlines() or ["no answer"])[-1]
+        return False, f"no Docker engine answers `docker info` ({reason})"
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    return True, f"a Docker engine answers `docker info` (server {proc.stdout.strip()}, {host})"
+
+
+def compose_command() -> list[str]:
+    """`docker compose` (v2) where the plugin is installed, else `docker-compose` (v1, Debian's package).
+    $COMPOSE (the Makefile detects it the same way) overrides."""
+    if os.environ.get("COMPOSE", "").strip():
+        return shlex.split(os.environ["COMPOSE"])
+    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    raise RuntimeError_("neither `docker compose` (v2) nor `docker-compose` (v1) is installed: "
+                        "make setup-docker (apt-get install docker-compose)")
+
+
+def inspect(container: str) -> dict | None:
+    proc = run_cli(["docker", "inspect", "--type", "container", container], check=False, timeout=30)
+    if proc.returncode != 0:
+        return None
+    return json.loads(proc.stdout)[0]
+
+
+def image_labels(image: str) -> dict | None:
+    proc = run_cli(["docker", "image", "inspect", "--format", "{{json .Config.Labels}} {{.Id}}", image], check=False)
+    if proc.returncode != 0:
+        return None
+    labels, _, image_id = proc.stdout.decode().strip().rpartition(" ")
+    return {**(json.loads(labels) or {}), "id": image_id}
+
+
+def allowed_cpus(pid: int) -> list[int]:
+    """The CPUs the kernel lets `pid` run on: what a cpuset really applies."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return list(parse_cpus(line.split(":", 1)[1].strip()))
+    raise RuntimeError_(f"no Cpus_allowed_list in /proc/{pid}/status")
+
+
+def container_facts(name: str) -> dict | None:
+    """A running container's CPU set, quota, memory, open-file limit, network and image, as the engine applied them,
+    and the CPUs its main process may run on as the kernel says."""
+    c = inspect(name)
+    if not c or not c["State"]["Running"]:
+        return None
+    host = c["HostConfig"]
+    return {"container": name, "image": c["Config"]["Image"], "image_id": c["Image"],
+            "cpuset": host["CpusetCpus"], "cpus": host["NanoCpus"] / 1e9 or None,
+            "allowed_cpus": allowed_cpus(c["State"]["Pid"]), "memory_bytes": host["Memory"] or None,
+            "ulimits": host.get("Ulimits"), "network_mode": host["NetworkMode"], "user": c["Config"].get("User")}
+
+
+def compose_version(compose: list[str]) -> str:
+    proc = run_cli([*compose, "version", "--short"], check=False)
+    return proc.stdout.decode().strip() or "?"
