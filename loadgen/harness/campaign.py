@@ -21,15 +21,14 @@ import psutil
 
 from harness import contract, flags, inventory
 from harness.console import fail, say, warn
-from harness.manifest import REPO, Server
+from harness.manifest import Server
 from harness.measurement import Bench, Target, aggregate, attempt, pattern, warm_up
 from harness.results import Attempt, Verification, Warmup
 from harness.runtime import RunningServer, RuntimeError_
 from harness.scenarios import Run, Scenario, Settings
-from harness.session import UPSTREAM, Session
+from harness.session import Session
 from harness.store import RunStore
 
-UPSTREAM_DOCUMENT = REPO / "nginx" / "static" / "weather.json"
 ORDERS = ("auto", "interleaved", "sequential")
 # What a server may hold while it idles between its turns: the JVM servers' fixed 1 GiB heap plus the JVM itself
 # (measured RSS 1.13-1.16 GB); the others take far less. Interleaving is refused when all of them would not fit.
@@ -50,7 +49,7 @@ class Turns:
 
     def __init__(self, session: Session, targets: list[Target]):
         self.session = session
-        self.targets = [t for t in targets if t.name != UPSTREAM]  # the upstream serves the others' weather
+        self.targets = [t for t in targets if not session.is_upstream(t.name)]  # it serves the others' weather
         self.asleep: set[str] = set()
 
     def __call__(self, name: str) -> None:
@@ -76,8 +75,10 @@ class Turns:
                 pass  # gone: the next attempt on it fails and says so
 
 
-def verify(running: RunningServer, server: Server) -> contract.Report:
-    report = contract.verify(server.name, running.host, running.port, server.routes, UPSTREAM_DOCUMENT.read_bytes())
+def verify(running: RunningServer, server: Server, upstream: Server | None) -> contract.Report:
+    """The contract checked on `server`; `upstream` (the session's) gives the weather document its answers come from."""
+    document = upstream.upstream_document.read_bytes() if upstream else None
+    report = contract.verify(server.name, running.host, running.port, server.routes, document)
     if report.ok:
         say(f"  {server.name}: contract OK ({report.checks} checks)")
     else:
@@ -247,13 +248,13 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         running = session.ensure(server)
     except RuntimeError_ as exc:
         fail(str(exc))
-        store.set_server(server.name, {"started": False, "error": str(exc)})
+        store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles)})
         return None
-    report = verify(running, server)
+    report = verify(running, server, session.upstream)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
     started_here = server.name in session.started
     store.set_server(server.name, {
-        "started": True, "version": session.runtime.version(server), "stack": server.stack,
+        "started": True, "version": session.runtime.version(server), "stack": server.stack, "roles": list(server.roles),
         "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
         "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
         "started_by_this_run": started_here, "log": running.log,
@@ -269,7 +270,7 @@ def _idle_pids(session: Session, targets: list[Target]):
     def pids(name: str) -> list[int]:
         out = []
         for t in targets:
-            if t.name != name and t.name != UPSTREAM:
+            if t.name != name and not session.is_upstream(t.name):
                 out.extend(session.runtime.pids(t.running))
         return out
     return pids

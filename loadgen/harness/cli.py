@@ -86,7 +86,7 @@ def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
     ok = True
     for server in chosen:
         running = session.ensure(server)
-        ok &= verify(running, server).ok
+        ok &= verify(running, server, session.upstream).ok
         session.release(server.name)
     return 0 if ok else 1
 

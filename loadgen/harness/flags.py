@@ -14,18 +14,17 @@ from __future__ import annotations
 import statistics
 
 from harness import stats
+from harness.manifest import UPSTREAM_PATH
 from harness.results import Flag, Record, Run, Summary, Verification
 
 LOADGEN_SATURATED = 0.90  # share of the load generator's CPUs (cpu_s / (duration * cores))
 SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator: not flagged
-UPSTREAM_MARGIN = 0.10  # weather within 10 % of (or above) nginx's own /weather.json figure
+UPSTREAM_MARGIN = 0.10  # weather within 10 % of (or above) the upstream's own /weather.json figure
 SPREAD_MAX_CV = 0.10  # req/s coefficient of variation over the attempts
 SPREAD_MAX_HALF_WIDTH = 0.10  # the median's interval: (high − low) > 2 × this × median is flagged
 SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
 
-CEILING_SERVER = "nginx"
 UPSTREAM_SCENARIO = "weather"
-UPSTREAM_PATH = "/weather.json"
 
 # Each flag's explanation, in the order flags are reported: the one place it is written (the report's legend reads it).
 EXPLANATIONS = {
@@ -34,7 +33,7 @@ EXPLANATIONS = {
     "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
     "loadgen-saturated": f"the load generator used ≥ {LOADGEN_SATURATED:.0%} of its CPUs while the server used less "
                          f"than {SERVER_BUSY:.0%} of its own: the number measures the tool, not the server",
-    "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) nginx's own {UPSTREAM_PATH} at the "
+    "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) the upstream's own {UPSTREAM_PATH} at the "
                       "same load in the same run: the upstream is the limit, not the server",
     "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
               f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the median; "
@@ -109,23 +108,25 @@ def _cores(record: Record, role: str) -> int | None:
     return next((a.samples[role].cores for a in record.attempts if role in a.samples and a.samples[role].cores), None)
 
 
-def _ceilings(records: list[Record]) -> dict[str, float]:
-    """nginx's own /weather.json req/s per run label, from records that measured something without errors."""
-    return {r.label: r.rps for r in records
-            if r.server == CEILING_SERVER and r.scenario == UPSTREAM_SCENARIO and r.path == UPSTREAM_PATH
+def _upstream_rates(run: Run) -> dict[str, tuple[str, float]]:
+    """Per run label, the upstream's own /weather.json req/s (and its name), from records that measured something
+    without errors."""
+    upstreams = run.with_role("upstream")
+    return {r.label: (r.server, r.rps) for r in run.records
+            if r.server in upstreams and r.scenario == UPSTREAM_SCENARIO and r.path == UPSTREAM_PATH
             and r.rps and not r.failed and not r.errors.total}
 
 
-def _upstream(record: Record, ceilings: dict[str, float]) -> Flag | None:
-    if record.scenario != UPSTREAM_SCENARIO or record.server == CEILING_SERVER or record.path == UPSTREAM_PATH:
+def _upstream(record: Record, upstream_rates: dict[str, tuple[str, float]]) -> Flag | None:
+    if record.scenario != UPSTREAM_SCENARIO or record.path == UPSTREAM_PATH or record.label not in upstream_rates:
         return None
-    ceiling = ceilings.get(record.label)
+    upstream, ceiling = upstream_rates[record.label]
     rps = record.rps
-    if not ceiling or not rps or rps < ceiling * (1 - UPSTREAM_MARGIN):
+    if record.server == upstream or not rps or rps < ceiling * (1 - UPSTREAM_MARGIN):
         return None
-    return Flag("upstream-limit", f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of nginx's own {UPSTREAM_PATH} "
-                                  f"({stats.fmt_rate(ceiling)} req/s at {record.label}): the upstream is the limit, "
-                                  "not the server")
+    return Flag("upstream-limit", f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
+                                  f"{UPSTREAM_PATH} ({stats.fmt_rate(ceiling)} req/s at {record.label}): the upstream "
+                                  "is the limit, not the server")
 
 
 def spread_reasons(s: dict) -> list[str]:
@@ -181,14 +182,14 @@ def _failed(record: Record) -> Flag | None:
     return None
 
 
-def flags_for(record: Record, ceilings: dict[str, float], verification: dict[str, Verification] | None) -> list[Flag]:
+def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], verification: dict[str, Verification] | None) -> list[Flag]:
     """The record's flags in the reported order; `record.summary` must be set (evaluate sets it)."""
     found = [
         _failed(record),
         _contract(record, verification),
         _errors(record),
         _saturated(record),
-        _upstream(record, ceilings),
+        _upstream(record, upstream_rates),
         None if record.rps is None else _spread(record.summary),
     ]
     return [f for f in found if f]
@@ -197,10 +198,10 @@ def flags_for(record: Record, ceilings: dict[str, float], verification: dict[str
 def evaluate(run: Run) -> None:
     """Set every record's summary (computed where missing, completed with the intervals an older summary lacks),
     flags and ranked."""
-    ceilings = _ceilings(run.records)
+    upstream_rates = _upstream_rates(run)
     for record in run.records:
         record.summary = record.fresh_summary()
-        record.flags = flags_for(record, ceilings, run.verification)
+        record.flags = flags_for(record, upstream_rates, run.verification)
         record.ranked = not record.flags
 
 

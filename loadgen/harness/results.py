@@ -238,6 +238,9 @@ class Verification(FlatFields):
     failures: list[str] = field(default_factory=list)
 
 
+LEGACY_ROLES = {"upstream": ("nginx",), "ceiling": ("nginx",)}  # before servers recorded their manifest's roles
+
+
 @dataclass
 class Run:
     """A whole results.json: how the numbers were taken (`conditions`, free-form), each server's contract verification
@@ -267,6 +270,14 @@ class Run:
                 name: Verification.from_dict(v) for name, v in verification.items()},
             servers=d.get("servers") or {}, records=[Record.from_dict(r) for r in d.get("records") or []],
             overhead=d.get("overhead"), schema=schema)
+
+    def with_role(self, role: str) -> set[str]:
+        """The servers of this run with `role` (manifest.ROLES), as recorded when each was started; a run whose
+        servers carry no roles (older harnesses) had nginx as its upstream and ceiling."""
+        recorded = {name: s["roles"] for name, s in self.servers.items() if "roles" in s}
+        if not recorded:
+            return set(LEGACY_ROLES.get(role, ()))
+        return {name for name, roles in recorded.items() if role in roles}
 
     def to_dict(self) -> dict:
         out = {

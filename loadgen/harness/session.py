@@ -1,4 +1,5 @@
-"""Which servers are up, which this command started (and so must stop), and the upstream nginx they share."""
+"""Which servers are up, which this command started (and so must stop), and the upstream they share (the server
+whose manifest gives it the role "upstream")."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -6,11 +7,8 @@ from contextlib import contextmanager
 from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus
 from harness.host import port_owner
-from harness.manifest import Server
+from harness.manifest import Server, upstream_of, upstream_url
 from harness.runtime import Runtime, RunningServer, RuntimeError_, State
-
-UPSTREAM = "nginx"
-UPSTREAM_PATH = "/weather.json"
 
 
 class Session:
@@ -21,6 +19,7 @@ class Session:
         self.runtime, self.plan, self.servers, self.ports, self.keep = runtime, plan, servers, ports, keep
         self.state = State()
         self.started: list[str] = []
+        self.upstream: Server | None = upstream_of(servers)
 
     def running(self) -> dict[str, RunningServer]:
         """Servers recorded as up that are still alive (dead entries are dropped)."""
@@ -37,17 +36,19 @@ class Session:
     def port(self, server: Server) -> int:
         return self.ports.get(server.name, server.port)
 
+    def is_upstream(self, name: str) -> bool:
+        return self.upstream is not None and name == self.upstream.name
+
     def upstream_url(self) -> str:
-        nginx = self.servers[UPSTREAM]
-        return f"http://127.0.0.1:{self.port(nginx)}{UPSTREAM_PATH}"
+        return upstream_url(self.upstream, self.port(self.upstream)) if self.upstream else ""
 
     def check_ports(self, servers: list[Server]) -> None:
         """Before anything starts: every server this session may start (and the upstream) has its port free."""
         self.runtime.prepare()  # docker: a container that a killed run left is removed, not reported as a stranger
         up = self.running()
         wanted = [s for s in servers if s.name not in up]
-        if any(s.needs_upstream for s in wanted) and UPSTREAM in self.servers and UPSTREAM not in up:
-            wanted.append(self.servers[UPSTREAM])
+        if any(s.needs_upstream for s in wanted) and self.upstream and self.upstream.name not in up:
+            wanted.append(self.upstream)
         busy = []
         for server in {s.name: s for s in wanted}.values():
             owner = port_owner("127.0.0.1", self.port(server))
@@ -62,9 +63,9 @@ class Session:
         up = self.running()
         if server.name in up:
             return up[server.name]
-        if server.needs_upstream and UPSTREAM in self.servers:
+        if server.needs_upstream and self.upstream:
             self.ensure_upstream()
-        cpus = self.plan.upstream if server.name == UPSTREAM else self.plan.server
+        cpus = self.plan.upstream if self.is_upstream(server.name) else self.plan.server
         say(f"starting {server.name} on port {self.port(server)}, CPU {format_cpus(cpus)}")
         running = self.runtime.start(server, list(cpus), self.port(server), {"UPSTREAM_URL": self.upstream_url()})
         self.state.put(running)
@@ -73,7 +74,7 @@ class Session:
         return running
 
     def ensure_upstream(self) -> RunningServer:
-        return self.ensure(self.servers[UPSTREAM])
+        return self.ensure(self.upstream)
 
     def stop(self, name: str) -> None:
         entry = self.state.load().get(name)
@@ -93,13 +94,14 @@ class Session:
 
     def release(self, name: str) -> None:
         """Stop `name` if this session started it; the upstream stays until the session ends (others may need it)."""
-        if name in self.started and name != UPSTREAM:
+        if name in self.started and not self.is_upstream(name):
             self.stop(name)
 
     @contextmanager
     def measuring(self, running: RunningServer):
-        """While nginx itself is measured it runs on the server's CPUs like every other server, then goes back."""
-        if running.name == UPSTREAM and list(running.cpus) != list(self.plan.server):
+        """While the upstream itself is measured it runs on the server's CPUs like every other server, then goes
+        back."""
+        if self.is_upstream(running.name) and list(running.cpus) != list(self.plan.server):
             before = list(running.cpus)
             self.runtime.pin(running, list(self.plan.server))
             try:

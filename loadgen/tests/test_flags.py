@@ -31,10 +31,12 @@ def rec(server="rust", scenario="hello", run="c100", path="/hello", rates=(1000.
             "failed": kw.get("failed"), "attempts": attempts, "summary": None, "flags": [], "ranked": True}
 
 
-def data(*records, verification=None) -> Run:
+def data(*records, verification=None, roles=None) -> Run:
+    """`roles`: {server: [roles]} as a run records them; None: a run of an older harness, which recorded none."""
     servers = {r["server"] for r in records}
     return Run.from_dict({
         "records": list(records),
+        "servers": {name: {"roles": list(r)} for name, r in roles.items()} if roles is not None else {},
         "verification": verification if verification is not None else {
             s: {"ok": True, "checks": 10, "failures": []} for s in servers}})
 
@@ -122,6 +124,18 @@ def test_upstream_limit_within_ten_percent_of_nginx_weather_json_at_the_same_loa
     assert by["rust", "c64-t8"].flags == []
     assert names(by["node", "c8-t8"]) == ["upstream-limit"]
     assert by["nginx", "c8-t8"].flags == []  # nginx is the ceiling, not limited by itself
+
+
+def test_the_upstream_is_whichever_server_the_run_recorded_with_that_role():
+    records = (weather("static", "c8-t8", (10000.0,) * 3, path="/weather.json"),
+               weather("nginx", "c8-t8", (5000.0,) * 3, path="/weather.json"),
+               weather("rust", "c8-t8", (9500.0,) * 3))
+    by = {r.server: r for r in evaluated(*records, roles={"static": ["upstream", "ceiling"], "nginx": [], "rust": []})}
+    assert "95% of static's own /weather.json" in reason(by["rust"])
+    run = data(*records, roles={"static": ["upstream", "ceiling"], "nginx": [], "rust": []})
+    flags.evaluate(run)
+    group = model.build(run).scenarios[0].groups[0]
+    assert group.ceiling.server == "static" and "nginx" in [s.record.server for s in group.ranked]
 
 
 def test_upstream_limit_needs_a_clean_nginx_figure_at_that_load():

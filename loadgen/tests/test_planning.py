@@ -3,7 +3,7 @@ import pytest
 
 from harness import scenarios
 from harness.cpus import CpuPlanError, plan
-from harness.manifest import ManifestError, discover, select
+from harness.manifest import ManifestError, discover, select, upstream_of
 from harness.preflight import tool_processes
 from harness.result import Errors, Measurement, merge
 from harness.tools import LoadSpec
@@ -79,6 +79,32 @@ def test_a_manifest_with_an_unknown_route_is_refused(tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "manifest.toml").write_text('[[server]]\nname="x"\nport=1\nroutes=["hello","graphql"]\nrun=["x"]\n')
     with pytest.raises(ManifestError, match="unknown routes"):
+        discover(tmp_path)
+
+
+def write_manifest(folder, body: str) -> None:
+    folder.mkdir()
+    (folder / "manifest.toml").write_text('[[server]]\nrun=["x"]\n' + body)
+
+
+def test_roles_come_from_the_manifests():
+    servers = discover()
+    assert upstream_of(servers).name == "nginx" and servers["nginx"].upstream_document.is_file()
+    assert [s.name for s in servers.values() if s.has_role("ceiling")] == ["nginx"]
+
+
+@pytest.mark.parametrize("manifests, message", [
+    ({"a": 'name="a"\nport=1\nroutes=["hello"]\nroles=["leader"]\n'}, "'roles' must be a list of"),
+    ({"a": 'name="a"\nport=1\nroutes=["weather.json"]\nroles=["upstream"]\n'}, "names its `upstream_document`"),
+    ({"a": 'name="a"\nport=1\nroutes=["hello"]\nroles=["upstream"]\nupstream_document="w.json"\n'},
+     "must serve the route 'weather.json'"),
+    ({n: f'name="{n}"\nport=1\nroutes=["weather.json"]\nroles=["upstream"]\nupstream_document="w.json"\n'
+      for n in ("a", "b")}, "several servers have the role 'upstream'"),
+])
+def test_bad_roles_are_refused(tmp_path, manifests, message):
+    for folder, body in manifests.items():
+        write_manifest(tmp_path / folder, body)
+    with pytest.raises(ManifestError, match=message):
         discover(tmp_path)
 
 

@@ -177,6 +177,9 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
     class Session:
         runtime = Runtime()
 
+        def is_upstream(self, name):  # the role of nginx's manifest
+            return name == "nginx"
+
     def status(name):  # a signal is delivered asynchronously: give the state a moment to change
         proc = psutil.Process(sleepers[name].pid)
         before, deadline = proc.status(), time.monotonic() + 2

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.report.model import CEILING, CEILING_COLOR, Group, Model, Scenario, flag_names, latency  # noqa: E402
+from harness.report.model import CEILING_COLOR, Group, Model, Scenario, flag_names, latency  # noqa: E402
 from harness.results import Record  # noqa: E402
 from harness.stats import fmt_ms, fmt_rate  # noqa: E402
 
@@ -77,7 +77,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
     if ceiling:
         flagged = "" if group.ceiling.ranked else f" (⚑ {_short_flags(group.ceiling)})"
         ax.axhline(ceiling, color=CEILING_COLOR, ls="--", lw=1.3)
-        ax.annotate(f"nginx ceiling {fmt_rate(ceiling)} req/s{flagged}", (0, ceiling), xycoords=("axes fraction", "data"),
+        ax.annotate(f"{group.ceiling.server} ceiling {fmt_rate(ceiling)} req/s{flagged}", (0, ceiling), xycoords=("axes fraction", "data"),
                     textcoords="offset points", xytext=(3, 3), fontsize=8, color=CEILING_COLOR, va="bottom",
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
         top = max(top, ceiling)
@@ -148,8 +148,8 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
             continue
         drawn = True
         color = model.colors.get(server)
-        ceiling = server == CEILING
-        name = f"nginx {scenario.groups[0].ceiling.path} (ceiling)" if ceiling and scenario.groups[0].ceiling else server
+        ceiling = model.is_ceiling(server)
+        name = f"{server} {scenario.groups[0].ceiling.path} (ceiling)" if ceiling and scenario.groups[0].ceiling else server
         ax.plot(xs, ys, color=color, lw=2.2 if ceiling else 1.6, ls="--" if ceiling else "-", label=name, zorder=3)
         ax.scatter([x for x, f in zip(xs, flagged) if not f], [y for y, f in zip(ys, flagged) if not f], color=color,
                    s=28, zorder=4)

@@ -73,7 +73,7 @@ def table(model: Model, title: str = "") -> Table:
         out.add_section()
     for mark, run, r in clean:
         if mark == "ceil":
-            add(r, mark, run, "dim", "clean (nginx: the ceiling)")
+            add(r, mark, run, "dim", f"clean ({r.server}: the ceiling)")
         else:
             add(r, mark, run, None, "clean, tied" if mark.startswith("=") else "clean")
     return out

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness import flags
 from harness.report import conditions as cond
-from harness.report.model import (CEILING, RANKING_NOTE, Group, Model, Scenario, attempts_text, bytes_text, cpu,
+from harness.report.model import (RANKING_NOTE, Group, Model, Scenario, attempts_text, bytes_text, cpu,
                                   cv_text, errors_text, flag_names, latency, loc_text, rps_interval, rps_of, rss_text,
                                   startup_text)
 from harness.results import Record
@@ -150,11 +150,11 @@ def _matrix_table(model: Model, scenario: Scenario) -> str:
             names = flag_names(r)
             title = escape("; ".join(f"{f.name}: {f.reason}" for f in r.flags) or "clean")
             mark = " ⚑" if names else ""
-            style = ' style="background:var(--bad)"' if names and server != CEILING else ""
+            style = ' style="background:var(--bad)"' if names and not model.is_ceiling(server) else ""
             cells.append(f'<td title="{title}"{style}>{fmt_rate(r.rps)}{mark}</td>')
         swatch = f'<span class="sw" style="background:{model.colors.get(server, "#999")}"></span>'
-        css = ' class="ceiling"' if server == CEILING else ""
-        label = f"{server} (ceiling)" if server == CEILING else server
+        css = ' class="ceiling"' if model.is_ceiling(server) else ""
+        label = f"{server} (ceiling)" if model.is_ceiling(server) else server
         rows.append(f"<tr{css}><td class=l>{swatch}{escape(label)}</td>{''.join(cells)}</tr>")
     return (f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
             '<p class="muted">Median req/s per load; ⚑ flagged (hover for the reasons; the tables below list them).</p>')
@@ -211,7 +211,7 @@ def _glance(model: Model) -> str:
                 f"<td>{len(group.ranked)}</td><td class=l>{len(group.flagged) or ''} {flagged}</td>"
                 f'<td class="l muted">{faster}</td></tr>')
     head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best ranked (= tie)</th><th>req/s</th>"
-            "<th>p99 ms</th><th>nginx ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>flagged</th>"
+            "<th>p99 ms</th><th>ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>flagged</th>"
             "<th class=l>faster but flagged</th></tr>")
     return f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
 

@@ -19,7 +19,6 @@ from harness.manifest import discover
 from harness.results import Record, Run
 from harness.stats import fmt_rate, interval_text
 
-CEILING = flag_rules.CEILING_SERVER
 MATRIX_MIN_RUNS = 4  # a scenario with this many runs or more (weather) is shown as a req/s-against-concurrency matrix
 
 
@@ -90,6 +89,10 @@ class Model:
     run: Run
     scenarios: list[Scenario]
     colors: dict[str, str]
+    ceilings: set[str]  # servers with the role "ceiling": shown apart, never ranked
+
+    def is_ceiling(self, server: str) -> bool:
+        return server in self.ceilings
 
     @property
     def records(self) -> list[Record]:
@@ -126,10 +129,6 @@ def describe_load(r: Record) -> str:
     return ", ".join(parts) + f" on {r.path or '?'}"
 
 
-def is_ceiling(r: Record) -> bool:
-    return r.server == CEILING
-
-
 def rps_of(r: Record) -> float:
     return r.rps or 0.0
 
@@ -151,6 +150,7 @@ def rank(records: list[Record]) -> list[Standing]:
 
 def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     """Groups, ranks and colours; `run` must have been through flags.evaluate."""
+    ceilings = run.with_role("ceiling")
     scenarios: dict[str, dict[str, list[Record]]] = {}
     for r in run.records:
         scenarios.setdefault(r.scenario, {}).setdefault(r.label, []).append(r)
@@ -159,8 +159,8 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
         groups = []
         for label, records in runs.items():
             g = Group(name, label, records)
-            g.ceiling = next((r for r in records if is_ceiling(r)), None)
-            others = [r for r in records if not is_ceiling(r)]
+            g.ceiling = next((r for r in records if r.server in ceilings), None)
+            others = [r for r in records if r.server not in ceilings]
             g.ranked = rank([r for r in others if r.ranked])
             g.flagged = sorted((r for r in others if not r.ranked), key=rps_of, reverse=True)
             groups.append(g)
@@ -171,7 +171,7 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     for r in run.records:
         if r.server not in names:
             names.append(r.server)
-    return Model(run, out, colors(names))
+    return Model(run, out, colors(names, ceilings), ceilings)
 
 
 # tab10 without its red (red means errors in this report) and grey (nginx), then a few more
@@ -180,7 +180,7 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#1
 CEILING_COLOR = "#333333"
 
 
-def colors(names: list[str]) -> dict[str, str]:
+def colors(names: list[str], ceilings: set[str]) -> dict[str, str]:
     """One colour per server, stable across runs: assigned over every server of the repository (sorted), not just the
     ones of this run; nginx dark grey."""
     try:
@@ -189,7 +189,7 @@ def colors(names: list[str]) -> dict[str, str]:
         known = set()
     out, i = {}, 0
     for name in sorted(known) + sorted(set(names) - known):  # a server from elsewhere does not shift the others
-        if name == CEILING:
+        if name in ceilings:
             out[name] = CEILING_COLOR
         else:
             out[name] = PALETTE[i % len(PALETTE)]
