@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.results import Run
 
 
-def _cpus(cpus) -> str:
+def cpus_text(cpus) -> str:
     if not cpus:
         return "-"
     if isinstance(cpus, dict):
@@ -20,7 +20,7 @@ def _placement(p: dict) -> str:
         p.get("container") and f"{p['container']} ({p.get('image')})",
         p.get("cpuset") and f"cpuset {p['cpuset']}",
         p.get("cpus") and f"cpus {p['cpus']:g}",
-        f"may run on CPU {_cpus(p.get('allowed_cpus'))}",
+        f"may run on CPU {cpus_text(p.get('allowed_cpus'))}",
         p.get("memory_bytes") and f"memory {p['memory_bytes'] / 2**30:.1f} GiB",
         nofile and f"nofile {nofile}",
         p.get("network_mode") and f"network {p['network_mode']}",
@@ -45,7 +45,7 @@ def items(run: Run) -> list[tuple[str, str]]:
         ("attempts per measurement (REPEAT)", str(c.get("repeat", "-"))),
         ("warm-up", _warmup(c.get("warmup"))),
         ("runtime", c.get("runtime", "-")),
-        ("CPU sets", _cpus(c.get("cpus"))),
+        ("CPU sets", cpus_text(c.get("cpus"))),
         ("machine", ", ".join(x for x in [
             m.get("cpu_model"), f"{m.get('logical_cpus')} logical CPUs" if m.get("logical_cpus") else None,
             f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,

@@ -7,7 +7,7 @@ from html import escape
 from pathlib import Path
 
 from harness import flags
-from harness.report import conditions as cond
+import harness.report.conditions as cond
 from harness.report.model import (RANKING_NOTE, Group, Model, Scenario, attempts_text, bytes_text, cpu,
                                   cv_text, errors_text, flag_names, latency, loc_text, rps_interval, rps_of, rss_text,
                                   startup_text)
@@ -256,7 +256,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
     nav += '<a href="#servers">servers</a><a href="#conditions">conditions</a><a href="#flags">flags</a>'
     subtitle = (f"{escape(str(c.get('profile', '?')))} profile · {escape(str(c.get('runtime', '?')))} runtime · "
                 f"{escape(str(c.get('repeat', '?')))} attempts per measurement · CPUs "
-                f"{escape(cond._cpus(c.get('cpus')))} · started {escape(str(c.get('started_at', '?')))} · "
+                f"{escape(cond.cpus_text(c.get('cpus')))} · started {escape(str(c.get('started_at', '?')))} · "
                 f"commit {escape(str(c.get('git_commit', '?')))}")
     body = [
         f"<h1>HTTP framework benchmark · {escape(model.run_id)}</h1>",

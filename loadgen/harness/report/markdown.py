@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import flags
-from harness.report import conditions as cond
+import harness.report.conditions as cond
 from harness.report.model import (RANKING_NOTE, Group, Model, bytes_text, cpu_text, cv_text, errors_text, flag_names,
                                   latency, loc_text, rps_interval, rps_of, rss_text, startup_text)
 from harness.results import Record
