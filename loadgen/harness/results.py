@@ -2,7 +2,8 @@
 read (`load`, `Run.from_dict`) and written (`Run.to_dict`) here and nowhere else.
 
 Schema 3 (this harness) is schema 2 plus a top-level `schema` and two fields on each record: `runtime` (the runtime it
-was measured under) and `round` (in a run of rounds, `overhead`: which round; None elsewhere). A file without `schema`
+was measured under) and `round` (in a run of rounds, `overhead`: which round; None elsewhere); each server's entry also
+names its manifest's `roles` (`Run.with_role`; older runs: nginx was upstream and ceiling). A file without `schema`
 is schema 2 and reads as such, its records' runtime and round unknown (None). A file whose records have no attempts
 comes from an earlier harness still and is refused: its numbers cannot be evaluated again.
 """
