@@ -41,6 +41,13 @@ class Sample(FlatFields):
     cpu_s: float | None = None
     cpu_util: float | None = None
     peak_rss_mb: float | None = None
+    rss_mb_timeline: list[list[float]] | None = None  # [seconds since the attempt began, RSS MB], once a second
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        if self.rss_mb_timeline is None:  # files of harnesses before the timeline stay as they were
+            del out["rss_mb_timeline"]
+        return out
 
 
 @dataclass
@@ -92,7 +99,7 @@ class Attempt:
         out = {
             "attempt": self.attempt, "started_at": self.started_at, "tool_processes": self.tool_processes,
             "commands": self.commands, "raw": self.raw, "failed": self.failed,
-            "samples": {role: asdict(s) for role, s in self.samples.items()},
+            "samples": {role: s.to_dict() for role, s in self.samples.items()},
             "requests": self.requests, "good_requests": self.good_requests, "errors": self.errors.to_dict(),
             "duration_s": self.duration_s, "rps": self.rps, "latency_ms": self.latency_ms,
         }

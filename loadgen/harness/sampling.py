@@ -8,11 +8,12 @@ from typing import Callable
 import psutil
 
 INTERVAL_S = 0.25
+TIMELINE_S = 1.0  # resident memory is also kept once a second, so a long run shows whether it grows
 
 
 class ProcessSampler:
-    """Sums CPU seconds used between start() and stop() by the processes `pids()` names (processes may come and go)
-    and tracks the peak of their summed resident memory."""
+    """Sums CPU seconds used between start() and stop() by the processes `pids()` names (processes may come and go),
+    tracks the peak of their summed resident memory, and keeps that memory once a second (`timeline`)."""
 
     def __init__(self, pids: Callable[[], list[int]], cores: int):
         self.pids, self.cores = pids, cores
@@ -20,9 +21,10 @@ class ProcessSampler:
         self._base: dict[int, float] = {}
         self._last: dict[int, float] = {}
         self.peak_rss = 0
+        self.timeline: list[tuple[float, int]] = []  # (seconds since start, summed RSS in bytes)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._started = 0.0
+        self._started = self._t0 = 0.0
         self.wall_s = 0.0
 
     def _sample(self, first: bool = False) -> None:
@@ -41,6 +43,9 @@ class ProcessSampler:
                 self._base[pid] = used if first or proc.create_time() < self._started else 0.0
             self._last[pid] = used
         self.peak_rss = max(self.peak_rss, rss)
+        elapsed = time.monotonic() - self._t0
+        if not self.timeline or elapsed - self.timeline[-1][0] >= TIMELINE_S:
+            self.timeline.append((elapsed, rss))
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):
@@ -73,4 +78,5 @@ class ProcessSampler:
             "cpu_s": round(cpu, 3),
             "cpu_util": round(cpu / (self.wall_s * self.cores), 3) if self.wall_s else None,
             "peak_rss_mb": round(self.peak_rss / 2**20, 1),
+            "rss_mb_timeline": [[round(t, 1), round(rss / 2**20, 1)] for t, rss in self.timeline],
         }
