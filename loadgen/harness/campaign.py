@@ -45,7 +45,8 @@ class OrderError(Exception):
 
 class Turns:
     """In interleaved rounds, the servers that are not being measured sleep: their processes are stopped (SIGSTOP) and
-    continued (SIGCONT) when their turn comes, and all of them at the end, also on failure and Ctrl-C (`wake_all`)."""
+    continued (SIGCONT) when their turn comes, and all of them at the end, also on failure and Ctrl-C (`wake_all`).
+    A server that died is passed over: the runtime names no process of it (a recycled pid is never taken for its)."""
 
     def __init__(self, session: Session, targets: list[Target]):
         self.session = session
@@ -194,8 +195,8 @@ def warmed_runs(scenario: Scenario) -> list[Run]:
 
 def run_campaign(session: Session, store: RunStore, servers: list[Server], scenarios: list[Scenario], settings: Settings,
                  order: str = "auto", round_no: int | None = None) -> bool:
-    """Returns False when a server could not start or failed its contract (it is then not measured). `round_no`: the
-    round of a run in rounds (overhead), recorded on each record."""
+    """Returns False when a server could not start, failed its contract (it is then not measured) or died during the
+    run. `round_no`: the round of a run in rounds (overhead), recorded on each record."""
     wanted = []
     for server in servers:
         if scenarios and not any(s.path_for(server) for s in scenarios):
@@ -234,6 +235,8 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
                     measure_in_rounds(bench, clock, members, scenario, settings)
+            if bench.dead:
+                all_ok = False
         finally:
             if turns:
                 turns.wake_all()
@@ -248,7 +251,8 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         running = session.ensure(server)
     except RuntimeError_ as exc:
         fail(str(exc))
-        store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles)})
+        store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles),
+                                       **_earlier_deaths(store, server)})
         return None
     report = verify(running, server, session.upstream)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
@@ -258,11 +262,17 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
         "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
         "started_by_this_run": started_here, "log": running.log,
-        **inventory.describe(server, session.servers)})
+        **inventory.describe(server, session.servers), **_earlier_deaths(store, server)})
     if not report.ok:
         warn(f"{server.name} is not benchmarked: it fails the contract")
         return None
     return Target(server, running)
+
+
+def _earlier_deaths(store: RunStore, server: Server) -> dict:
+    """The deaths an earlier round of this run (overhead) recorded in the server's entry, kept when it is rewritten."""
+    deaths = store.run.servers.get(server.name, {}).get("deaths")
+    return {"deaths": deaths} if deaths else {}
 
 
 def _idle_pids(session: Session, targets: list[Target]):
@@ -277,11 +287,15 @@ def _idle_pids(session: Session, targets: list[Target]):
 
 
 def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenario: Scenario, settings: Settings) -> None:
-    """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back)."""
+    """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back). A server that
+    dies (measurement.Bench.died) gets the record of what it did, and no further round, run or warm-up."""
     repeat = settings.repeat if settings.forced else max(settings.repeat, scenario.attempts)
     warmups: dict[str, Warmup] = {}
     warm_before = {id(r) for r in warmed_runs(scenario)}
     for run in scenario.runs:
+        members = [t for t in members if t.name not in bench.dead]
+        if not members:
+            return
         if id(run) in warm_before:
             for t in members:
                 first = t.name not in bench.warmed
@@ -290,15 +304,21 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 clock.advance(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
         attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
         for n in range(1, repeat + 1):
-            shift = (n - 1) % len(members)
-            turn = members[shift:] + members[:shift]  # whoever went first last round goes later this one
+            alive = [t for t in members if t.name not in bench.dead]
+            if not alive:
+                break
+            shift = (n - 1) % len(alive)
+            turn = alive[shift:] + alive[:shift]  # whoever went first last round goes later this one
             for position, t in enumerate(turn, 1):
                 attempts[t.name].append(attempt(bench, t, scenario, run, n, repeat, warmups[t.name].rate,
                                                 (position, len(turn)) if len(turn) > 1 else None))
                 clock.advance(attempt_seconds(run) + ATTEMPT_OVERHEAD_S)
         for t in members:
-            bench.store.add_record(aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name],
-                                             warmups[t.name], bench.session.runtime.name, bench.round_no))
+            record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name], warmups[t.name],
+                               bench.session.runtime.name, bench.round_no)
+            if not attempts[t.name]:
+                record.failed = f"the server died before its first attempt: {bench.dead[t.name]}"
+            bench.store.add_record(record)
         evaluate_flags(bench.store)
 
 

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import nullcontext
 
 from harness import compare, overhead
 from harness import scenarios as scenario_data
@@ -13,11 +14,12 @@ from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
 from harness.lifecycle import finish_run, open_run
-from harness.manifest import ManifestError, Server, discover, select
+from harness.lock import HarnessBusy, one_command_at_a_time
+from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, discover, select
 from harness.preflight import PreflightError, announce_limits, tools_needed
 from harness.runtime import RuntimeError_, get_runtime
 from harness.session import Session
-from harness.store import new_run_id
+from harness.store import DiskFull, is_out_of_space, new_run_id
 
 
 def names(text: str | None) -> list[str]:
@@ -74,10 +76,11 @@ def cmd_up(args, session: Session, chosen: list[Server]) -> int:
 
 
 def cmd_down(args, session: Session, chosen: list[Server]) -> int:
+    found = session.clear_leftovers()  # whatever a killed command left, whichever servers were asked for
     up = session.running()
     for name in (n for n in list(up) if not args.servers or n in names(args.servers)):
         session.stop(name)
-    if not up:
+    if not up and not found:
         say("no server is up")
     return 0
 
@@ -104,6 +107,10 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
                      " ".join(sys.argv[1:]), {"limit_notes": notes})
     try:
         ok = run_campaign(session, store, chosen, picked, settings, args.order)
+    except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
+        if is_out_of_space(exc):
+            raise store.out_of_space() from None
+        raise
     finally:  # the runtime's conditions are read back while the run's servers (containers) are still up
         finish_run(store, session.runtime)
     return 0 if ok else 1
@@ -119,11 +126,15 @@ def cmd_overhead(args, servers: dict[str, Server]) -> int:
                         args.profile, " ".join(sys.argv[1:]))
 
 
+# the commands that start servers or measure: one at a time per checkout (harness/lock.py)
+EXCLUSIVE = {"up", "down", "ping", "run", "bench", "overhead"}
 COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="harness", description="Build, start, verify and benchmark the servers of this repository.")
+    p = argparse.ArgumentParser(prog="harness", description="Build, start, verify and benchmark the servers of this repository.",
+                                epilog=f"{SERVERS_DIR_VAR}=<folder>: read the servers' manifests from <folder>/*/manifest.toml "
+                                       "instead of the repository's (the tests' own manifests)")
     p.add_argument("--runtime", default=os.environ.get("RUNTIME") or "auto", help="auto (docker when an engine answers), docker or local")
     p.add_argument("--servers", default=os.environ.get("SERVERS"), help='e.g. "node rust" (default: the servers that are up, else all)')
     p.add_argument("--profile", default=os.environ.get("PROFILE") or "quick", help="quick (default) or seed")
@@ -157,31 +168,41 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (CI, a supervisor) unwinds like Ctrl-C, so every started server and tool is stopped
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        servers = discover()
-        if args.command == "list":
-            for s in servers.values():
-                say(f"{s.name:10} port {s.port:<5} {s.stack}")
-            for s in scenario_data.load(args.profile).values():
-                say(f"{s.name:14} {s.tool:8} {s.description}")
-            return 0
-        if args.command == "report":
-            return compare.cmd_report(args.run)
-        if args.command == "compare":
-            return compare.cmd_compare(args.a, args.b)
-        if args.command == "build":
-            return cmd_build(args, select(servers, names(args.servers)))
-        if args.command == "overhead":
-            return cmd_overhead(args, servers)
-        plan = plan_from_env()
-        session = Session(get_runtime(args.runtime, plan), plan, servers, parse_ports(args.ports), keep=args.command == "up")
-        with session:
-            chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
-            if args.command in ("up", "ping", "run", "bench"):
-                session.check_ports(chosen)
-            return COMMANDS[args.command](args, session, chosen)
-    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_, OrderError) as exc:
+        with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
+            return run_command(args)
+    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_, OrderError,
+            HarnessBusy) as exc:
         fail(str(exc))
         return 2
+    except DiskFull as exc:
+        fail(str(exc))
+        return 1
     except KeyboardInterrupt:
         warn("interrupted: stopped what this command started; results so far are kept")
         return 130
+
+
+def run_command(args) -> int:
+    """The command `args` names; main() holds the lock around it where the command needs one."""
+    servers = discover()
+    if args.command == "list":
+        for s in servers.values():
+            say(f"{s.name:10} port {s.port:<5} {s.stack}")
+        for s in scenario_data.load(args.profile).values():
+            say(f"{s.name:14} {s.tool:8} {s.description}")
+        return 0
+    if args.command == "report":
+        return compare.cmd_report(args.run)
+    if args.command == "compare":
+        return compare.cmd_compare(args.a, args.b)
+    if args.command == "build":
+        return cmd_build(args, select(servers, names(args.servers)))
+    if args.command == "overhead":
+        return cmd_overhead(args, servers)
+    plan = plan_from_env()
+    session = Session(get_runtime(args.runtime, plan), plan, servers, parse_ports(args.ports), keep=args.command == "up")
+    with session:
+        chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
+        if args.command in ("up", "ping", "run", "bench"):
+            session.check_ports(chosen)
+        return COMMANDS[args.command](args, session, chosen)

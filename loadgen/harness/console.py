@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 # Wide enough for the results table when the output is a log file rather than a terminal
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -14,8 +15,8 @@ def say(message: str) -> None:
 
 
 def warn(message: str) -> None:
-    console.print(f"[yellow]warning:[/yellow] {message}")
+    console.print(f"[yellow]warning:[/yellow] {escape(message)}")
 
 
 def fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"[red]error:[/red] {escape(message)}")  # a message's [[server]] is text

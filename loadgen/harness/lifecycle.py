@@ -1,6 +1,7 @@
 """A measuring run's life, written once for `bench`/`run` (cli.cmd_measure) and `overhead`: `open_run` (the store opened
 with the run's conditions, the run announced), the campaigns in between (the caller's), then `finish_run` (conditions
-closed, flags evaluated, results.json saved, the console table printed, the report written)."""
+closed, flags evaluated, results.json saved, the console table printed, the report written, and what failed listed
+last, so that a long run's faults are not lost in its scroll-back)."""
 from __future__ import annotations
 
 import time
@@ -8,7 +9,7 @@ import time
 from harness import compare
 from harness.campaign import evaluate_flags
 from harness.conditions import collect
-from harness.console import console, say, warn
+from harness.console import console, fail, say, warn
 from harness.cpus import CpuPlan
 from harness.report import console as console_table
 from harness.report import model
@@ -39,7 +40,8 @@ def record_runtime_details(store: RunStore, runtime: Runtime) -> None:
 
 def finish_run(store: RunStore, runtime: Runtime | None = None) -> None:
     """Whatever happened (also on failure or Ctrl-C): `runtime`'s conditions read back where given (while its servers
-    are still up), the run closed, flags evaluated, the console table printed and the report written."""
+    are still up), the run closed, flags evaluated, the console table printed, the report written, and what failed
+    summed up."""
     if runtime:
         record_runtime_details(store, runtime)
     store.update_conditions(finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -49,6 +51,22 @@ def finish_run(store: RunStore, runtime: Runtime | None = None) -> None:
         compare.cmd_report(str(store.dir))
     except Exception as exc:  # noqa: BLE001
         warn(f"the report could not be written ({exc}); results.json is complete: retry with `make report`")
+    problems = failures(store.run)
+    if problems:
+        fail("what failed in this run:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def failures(run: Run) -> list[str]:
+    """One sentence per server that did not start, failed the contract or died during the run."""
+    out = []
+    for name, entry in run.servers.items():
+        if not entry.get("started", True):
+            out.append(f"{name} did not start: {entry.get('error', 'no reason recorded').splitlines()[0]}")
+        elif name in (run.verification or {}) and not run.verification[name].ok:
+            out.append(f"{name} failed the contract: it was not measured")
+        for death in entry.get("deaths", []):
+            out.append(f"{name} died {death['when']} ({death['reason']}); {death['then']}")
+    return out
 
 
 def print_summary(store: RunStore) -> None:

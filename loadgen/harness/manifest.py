@@ -1,12 +1,18 @@
-"""Server discovery: every `<folder>/manifest.toml` at the repository's top level describes one or more servers."""
+"""Server discovery: every `<folder>/manifest.toml` at the repository's top level (or in the folder BENCH_SERVERS_DIR
+names) describes one or more servers. Every field is checked for its type, and names and default ports for being
+unique, so that a bad manifest is one clear error before anything starts, never a traceback halfway."""
 from __future__ import annotations
 
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CONTRACT_ROUTES = {"id", "hello", "backend", "tweets", "factorial", "fibonacci", "weather", "weather.json"}
+# Names another folder whose `<folder>/manifest.toml` files are the servers (tests: manifests of their own); default: REPO
+SERVERS_DIR_VAR = "BENCH_SERVERS_DIR"
 UPSTREAM_PATH = "/weather.json"  # the route "weather.json": what /weather/{city} fetches from the upstream
 # What a server may be besides a measured server (`roles = [...]` in its manifest); the harness asks for roles, never
 # for a server's name.
@@ -49,20 +55,57 @@ class Server:
         return "weather" in self.routes
 
 
-def _server(table: dict, folder: Path, source: Path) -> Server:
-    where = f"{source} ([[server]] {table.get('name', '?')!r})"
-    for key in ("name", "port", "routes", "run"):
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # TOML's true is no port
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+# Every key a [[server]] table may have: what its value must be (said in the error), and the check.
+FIELDS = {
+    "name": ("a non-empty name of lowercase letters, digits and '-'",
+             lambda v: isinstance(v, str) and re.fullmatch(r"[a-z0-9-]+", v) is not None),
+    "port": ("an integer from 1 to 65535", lambda v: _is_int(v) and 1 <= v <= 65535),
+    "routes": ("a list of route names (strings)", _strings),
+    "run": ("a non-empty list of strings (the command and its arguments)", lambda v: _strings(v) and len(v) > 0),
+    "build": ("a string (a shell command)", lambda v: isinstance(v, str)),
+    "version": ("a string (a shell command)", lambda v: isinstance(v, str)),
+    "stack": ("a string", lambda v: isinstance(v, str)),
+    "artifacts": ("a list of strings (paths in the server's folder)", _strings),
+    "startup_timeout_s": ("a positive number of seconds",
+                          lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0),
+    "env": ("a table of strings (NAME = \"value\")",
+            lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values())),
+    "roles": (f"a list of {sorted(ROLES)}", lambda v: _strings(v) and set(v) <= set(ROLES)),
+    "upstream_document": ("a string (a file in the server's folder)", lambda v: isinstance(v, str)),
+}
+REQUIRED = ("name", "port", "routes", "run")
+
+
+def _check_fields(table: dict, where: str) -> None:
+    """Every key known and of its type, before any value is used: a wrong one is named with what it must be."""
+    unknown = sorted(set(table) - set(FIELDS))
+    if unknown:
+        raise ManifestError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a [[server]] has "
+                            f"{', '.join(FIELDS)} (README.md, \"Adding a server\")")
+    for key in REQUIRED:
         if key not in table:
             raise ManifestError(f"{where}: missing required key {key!r}")
+    for key, value in table.items():
+        expected, valid = FIELDS[key]
+        if not valid(value):
+            raise ManifestError(f"{where}: {key!r} must be {expected}, not {value!r}")
+
+
+def _server(table: dict, folder: Path, source: Path) -> Server:
+    where = f"{source} ([[server]] {table.get('name', '?')!r})"
+    _check_fields(table, where)
     unknown = set(table["routes"]) - CONTRACT_ROUTES
     if unknown:
         raise ManifestError(f"{where}: unknown routes {sorted(unknown)}; the contract has {sorted(CONTRACT_ROUTES)}")
-    if not isinstance(table["run"], list) or not table["run"]:
-        raise ManifestError(f"{where}: 'run' must be a non-empty list of arguments")
     roles = table.get("roles", [])
-    unknown_roles = set(roles) - set(ROLES)
-    if not isinstance(roles, list) or unknown_roles:
-        raise ManifestError(f"{where}: 'roles' must be a list of {sorted(ROLES)}")
     document = table.get("upstream_document")
     if ("upstream" in roles) != (document is not None):
         raise ManifestError(f"{where}: a server with the role 'upstream' names its `upstream_document` (and only it)")
@@ -71,29 +114,37 @@ def _server(table: dict, folder: Path, source: Path) -> Server:
     return Server(
         name=table["name"],
         folder=folder,
-        port=int(table["port"]),
+        port=table["port"],
         routes=tuple(table["routes"]),
-        run=tuple(str(a) for a in table["run"]),
+        run=tuple(table["run"]),
         build=table.get("build"),
         version=table.get("version"),
         stack=table.get("stack", ""),
         artifacts=tuple(table.get("artifacts", ())),
         startup_timeout_s=float(table.get("startup_timeout_s", 120)),
-        env={k: str(v) for k, v in table.get("env", {}).items()},
+        env=dict(table.get("env", {})),
         roles=tuple(roles),
         upstream_document=folder / document if document else None,
     )
 
 
-def discover(repo: Path = REPO) -> dict[str, Server]:
-    """All servers of the repository, by name."""
+def servers_dir() -> Path:
+    """Where the server folders are: the repository, or the folder SERVERS_DIR_VAR names (tests' own manifests)."""
+    return Path(os.environ.get(SERVERS_DIR_VAR) or REPO)
+
+
+def discover(repo: Path | None = None) -> dict[str, Server]:
+    """All servers of the repository (default: servers_dir()), by name; names and default ports are unique."""
     servers: dict[str, Server] = {}
-    for path in sorted(repo.glob("*/manifest.toml")):
+    for path in sorted((repo or servers_dir()).glob("*/manifest.toml")):
         try:
             data = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as exc:
             raise ManifestError(f"{path}: {exc}") from exc
-        for table in data.get("server", []):
+        tables = data.get("server", [])
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            raise ManifestError(f"{path}: each server is a [[server]] table (README.md, \"Adding a server\")")
+        for table in tables:
             server = _server(table, path.parent, path)
             if server.name in servers:
                 raise ManifestError(f"{path}: server name {server.name!r} is also used in {servers[server.name].folder}")
@@ -102,7 +153,18 @@ def discover(repo: Path = REPO) -> dict[str, Server]:
     if len(upstreams) > 1:
         raise ManifestError(f"several servers have the role 'upstream' ({', '.join(s.name for s in upstreams)}); "
                             "one serves the weather document to all")
+    _check_ports_unique(list(servers.values()))
     return servers
+
+
+def _check_ports_unique(servers: list[Server]) -> None:
+    """A default port is a server's own: `make up` starts them all at once, and Compose on the host network too."""
+    for index, server in enumerate(servers):
+        first = next((s for s in servers[:index] if s.port == server.port), None)
+        if first:
+            raise ManifestError(f"{server.folder / 'manifest.toml'} ([[server]] {server.name!r}): 'port' {server.port} "
+                                f"is also the port of {first.name!r} ({first.folder / 'manifest.toml'}); give each "
+                                "server a port of its own")
 
 
 def with_role(servers: dict[str, Server], role: str) -> list[Server]:

@@ -9,6 +9,10 @@ Why attempts are sized by time, not by request count: a fixed count lasts 0.4 s 
 and a short attempt measures noise and connection set-up rather than the server. Tools that take a duration (wrk,
 ab -t) get one; tools that count (httperf; ab once a rate is known, so a CPU-bound load ends on whole rounds) get a
 count from the rate of the warm-up just before.
+
+A server that dies is noticed right after the warm-up run or attempt it died in (or, had it died in between, right
+before the next): that attempt is recorded as failed with how it ended, the end of its log is kept in its servers
+entry (`deaths`), and it is not restarted: its remaining warm-up runs, attempts and scenarios are skipped.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import httpclient, results
-from harness.console import say, warn
+from harness.console import fail, say, warn
 from harness.manifest import Server
 from harness.result import Errors
 from harness.results import Attempt, Record, Sample, SampleSummary, WarmupRun
@@ -31,6 +35,8 @@ from harness.tools import TOOLS, LoadSpec
 
 WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
 PRIMER_REQUESTS = 10
+LOG_LINES = 20  # of a dead server's log, kept and shown
+AFTER_DEATH = "its remaining scenarios were skipped (a server that died is not restarted)"
 
 
 @dataclass
@@ -56,6 +62,7 @@ class Bench:
     status: object = None  # callable() -> text shown beside the progress bar (the run's remaining time)
     turn: object = None  # callable(name): before `name` is loaded, the others go to sleep (campaign.Turns)
     warmed: set = field(default_factory=set)  # servers warmed up once already in this campaign
+    dead: dict = field(default_factory=dict)  # name -> why it died, for the servers that died in this campaign
 
     @property
     def raw(self) -> Path:
@@ -64,15 +71,44 @@ class Bench:
             return self.store.raw
         return self.store.raw / f"{self.session.runtime.name}-{self.round_no}"
 
-    def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str) -> Outcome:
+    def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str, what: str,
+             expected_rps: float | None) -> Outcome:
+        """`what` the load is, for a death's message ("hello c100 attempt 1"); `expected_rps` sets the deadline of a
+        counted load. A server found dead before the load is not loaded; one that died during it fails it."""
+        if self.died(target, f"before {what}"):
+            return Outcome(None, f"not run: the server had died ({self.dead[target.name]})")
         session = self.session
         if self.turn:
             self.turn(target.name)
         idle = (lambda: self.idle_pids(target.name)) if self.idle_pids else None
         with session.measuring(target.running):
-            return measure(session.runtime, tool, spec, list(session.plan.loadgen), self.raw, stem, label,
-                           server_pids=lambda: session.runtime.pids(target.running), server_cores=len(target.running.cpus),
-                           idle_pids=idle, status=self.status() if self.status else "")
+            outcome = measure(session.runtime, tool, spec, list(session.plan.loadgen), self.raw, stem, label,
+                              server_pids=lambda: session.runtime.pids(target.running),
+                              server_cores=len(target.running.cpus), idle_pids=idle,
+                              status=self.status() if self.status else "", expected_rps=expected_rps)
+        if self.died(target, f"during {what}"):
+            outcome.failure = f"the server died during this load: {self.dead[target.name]}"
+        return outcome
+
+    def died(self, target: Target, when: str) -> bool:
+        """Whether `target`'s server is gone. The first time it is found so, its death is announced and recorded in
+        its servers entry: `when`, why (its runtime says), the end of its log, and that it is not restarted."""
+        if target.name in self.dead:
+            return True
+        runtime = self.session.runtime
+        reason = runtime.death(target.running)
+        if reason is None:
+            return False
+        self.dead[target.name] = reason
+        log = runtime.log_tail(target.running, LOG_LINES)
+        if self.round_no is not None:
+            when += f" ({runtime.name} runtime, round {self.round_no})"
+        fail(f"{target.name} died {when} ({reason}); the end of its log:\n{log}\n  {target.name}: {AFTER_DEATH}")
+        entry = dict(self.store.run.servers.get(target.name, {}))
+        entry["deaths"] = [*entry.get("deaths", []), {"when": when, "reason": reason, "log_tail": log,
+                                                      "then": AFTER_DEATH}]
+        self.store.set_server(target.name, entry)
+        return True
 
 
 def pattern(scenario: Scenario, run: Run) -> tuple:
@@ -96,11 +132,12 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     runs, steady, rate = [], False, None
     min_runs = max(2, rule.first_min_runs if first else 2)
-    while len(runs) < rule.max_runs and not (steady and len(runs) >= min_runs):
+    while len(runs) < rule.max_runs and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
         n = len(runs) + 1
         spec = tool.sized(base, rule.duration_s, None if tool.timed else rate)
         outcome = bench.load(target, scenario.tool, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
-                             f"{target.name} {scenario.name} warm-up {n}")
+                             f"{target.name} {scenario.name} warm-up {n}",
+                             f"{scenario.name} {run.label} warm-up run {n}", rate)
         m = outcome.measurement
         rps = m.rps if m and not outcome.failure and m.requests else None
         runs.append(WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=m.duration_s if m else None,
@@ -108,7 +145,7 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
         rate = rps or rate
         if len(runs) >= 2 and runs[-1].rps and runs[-2].rps:
             steady = abs(runs[-1].rps - runs[-2].rps) / runs[-2].rps <= rule.tolerance
-    if rate is None:
+    if rate is None and target.name not in bench.dead:
         warn(f"{target.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
              "attempts are sized without a rate and taken on a server that may not be warm")
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in runs)
@@ -134,7 +171,8 @@ def attempt(bench: Bench, target: Target, scenario: Scenario, run: Run, n: int, 
     label = f"{target.name} {scenario.name} {run.label}" + (f" #{n}" if repeat > 1 else "")
     started = time.time()
     spec = attempt_spec(scenario, run, url, warm_rate)
-    outcome = bench.load(target, scenario.tool, spec, f"{target.name}-{scenario.name}-{run.label}-{n}", label)
+    outcome = bench.load(target, scenario.tool, spec, f"{target.name}-{scenario.name}-{run.label}-{n}", label,
+                         f"{scenario.name} {run.label} attempt {n}", warm_rate)
     entry = attempt_record(n, outcome, bench.store, started)
     entry.sized_from_rps = spec.sized_from_rps
     entry.round_position = round_position
@@ -158,13 +196,14 @@ def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: 
         duration_s=round(m.duration_s, 3) if m else None,
         rps=round(m.rps, 2) if m else None,
         latency_ms=m.latency_ms if m else {},
+        stopped=outcome.stopped,
     )
 
 
 def aggregate(server: Server, scenario: Scenario, run: Run, path: str, attempts: list[Attempt], warmup: results.Warmup,
               runtime: str, round_no: int | None = None) -> Record:
     """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
-    measured = [a for a in attempts if a.rps is not None]
+    measured = [a for a in attempts if a.measured]
     median_attempt = sorted(measured, key=lambda a: a.rps)[(len(measured) - 1) // 2] if measured else None
 
     def sample(role: str, key: str, pick):
@@ -206,4 +245,5 @@ def _line(label: str, a: Attempt) -> str:
     p99 = a.latency_ms.get("p99")
     return (f"  {label}: {a.rps:,.0f} req/s, {a.requests:,} requests in {a.duration_s:.1f} s"
             + (f", p99 {p99:.2f} ms" if p99 is not None else "")
-            + (f", {a.errors.total:,} ERRORS" if a.errors.total else ", 0 errors"))
+            + (f", {a.errors.total:,} ERRORS" if a.errors.total else ", 0 errors")
+            + (f"; {a.stopped}" if a.stopped else ""))

@@ -3,7 +3,9 @@ read (`load`, `Run.from_dict`) and written (`Run.to_dict`) here and nowhere else
 
 Schema 3 (this harness) is schema 2 plus a top-level `schema` and two fields on each record: `runtime` (the runtime it
 was measured under) and `round` (in a run of rounds, `overhead`: which round; None elsewhere); each server's entry also
-names its manifest's `roles` (`Run.with_role`; older runs: nginx was upstream and ceiling). A file without `schema`
+names its manifest's `roles` (`Run.with_role`; older runs: nginx was upstream and ceiling) and, where it died during
+the run, its `deaths` (when, why, the end of its log); an attempt the harness had to stop at its deadline says so
+(`stopped`). Older files lack these optional fields and read as such. A file without `schema`
 is schema 2 and reads as such, its records' runtime and round unknown (None). A file whose records have no attempts
 comes from an earlier harness still and is refused: its numbers cannot be evaluated again.
 """
@@ -77,6 +79,7 @@ class Attempt:
     latency_ms: dict[str, float | None]
     sized_from_rps: float | None = None  # the warm-up's rate that sized this attempt (written only then)
     round_position: tuple[int, int] | None = None  # (position, servers) in an interleaved round (written only there)
+    stopped: str | None = None  # why the harness stopped the tool before it ended by itself (written only then)
 
     @property
     def measured(self) -> bool:
@@ -93,7 +96,7 @@ class Attempt:
             requests=d.get("requests") or 0, good_requests=d.get("good_requests") or 0,
             errors=Errors.from_dict(d.get("errors") or {}), duration_s=d.get("duration_s"), rps=d.get("rps"),
             latency_ms=d.get("latency_ms") or {}, sized_from_rps=d.get("sized_from_rps"),
-            round_position=(position["position"], position["of"]) if position else None)
+            round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"))
 
     def to_dict(self) -> dict:
         out = {
@@ -107,6 +110,8 @@ class Attempt:
             out["sized_from_rps"] = self.sized_from_rps
         if self.round_position:
             out["round_position"] = {"position": self.round_position[0], "of": self.round_position[1]}
+        if self.stopped:
+            out["stopped"] = self.stopped
         return out
 
 

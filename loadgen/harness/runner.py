@@ -1,11 +1,16 @@
-"""Execution: runs a tool (split across processes where one cannot hold the load), shows progress, parses and merges."""
+"""Execution: runs a tool (split across processes where one cannot hold the load), shows progress, parses and merges.
+
+Every load ends within a bounded time, also on a server that hangs: a timed load at its duration plus a grace period,
+a counted one (which has no end of its own) at a deadline derived from the rate it is expected at. At the deadline the
+tool is interrupted (SIGINT: ab, wrk and httperf then print their summary), then killed if it lingers."""
 from __future__ import annotations
 
 import os
 import resource
+import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
@@ -14,11 +19,16 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from harness.console import console
 from harness.preflight import tool_processes
 from harness.result import Measurement, merge
-from harness.runtime import Runtime
+from harness.runtime import Runtime, State
 from harness.sampling import ProcessSampler
 from harness.tools import TOOLS, LoadSpec, LoadTool, ToolFailed
 
 GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
+# A counted load is stopped once it has taken DEADLINE_FACTOR times as long as its expected rate (the warm-up's) says,
+# never sooner than DEADLINE_FLOOR_S, never later than DEADLINE_CEILING_S (also where no rate is known yet: the tools'
+# own timeouts end most loads on a hung server before that).
+DEADLINE_FACTOR, DEADLINE_FLOOR_S, DEADLINE_CEILING_S = 5, 20.0, 3600.0
+INTERRUPT_GRACE_S = 5  # how long an interrupted tool may take to print its summary before it is killed
 
 
 @dataclass
@@ -28,6 +38,17 @@ class Outcome:
     commands: list[list[str]] = field(default_factory=list)
     raw: list[Path] = field(default_factory=list)
     samples: dict = field(default_factory=dict)  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
+    stopped: str | None = None  # why the harness stopped the tool before it ended by itself
+
+
+def deadline_s(spec: LoadSpec, expected_rps: float | None) -> float:
+    """How long the load `spec` may run before the harness stops it (see the module's docstring)."""
+    if spec.duration_s:
+        return spec.duration_s + GRACE_S
+    if not expected_rps:
+        return DEADLINE_CEILING_S
+    requests = spec.requests or spec.concurrency * (spec.calls_per_connection or 1)
+    return min(max(DEADLINE_FACTOR * requests / expected_rps, DEADLINE_FLOOR_S), DEADLINE_CEILING_S)
 
 
 def _progress_fraction(tool: LoadTool, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
@@ -59,15 +80,18 @@ def _tree(procs: list[subprocess.Popen]) -> list[int]:
 
 
 def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str,
-            server_pids=None, server_cores: int = 1, idle_pids=None, status: str = "") -> Outcome:
+            server_pids=None, server_cores: int = 1, idle_pids=None, status: str = "",
+            expected_rps: float | None = None) -> Outcome:
     """Runs the load; while it runs, samples the server's processes (`server_pids()`), the tool's, and those of the
     servers that are up but not measured (`idle_pids()`, interleaved runs). `status` (e.g. the whole run's remaining
-    time) is shown beside the progress bar."""
+    time) is shown beside the progress bar. `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
     tool = TOOLS[tool_name]
     parts = tool_processes(tool_name, spec.concurrency)
     part_spec = spec.split(parts)
     scratches = [raw_dir / (stem if parts == 1 else f"{stem}.part{i + 1}") for i in range(parts)]
     outcome = Outcome(None, None)
+    deadline = deadline_s(spec, expected_rps)
+    stopped = False
     procs: list[subprocess.Popen] = []
     server_sampler = ProcessSampler(server_pids or (lambda: []), server_cores)
     loadgen_sampler = ProcessSampler(lambda: _tree(procs), len(cpus))
@@ -88,7 +112,8 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
             outcome.commands.append(argv)
             outcome.raw.append(scratch / "output.txt")
             procs.append(runtime.tool_process(argv, cpus, scratch / "output.txt"))
-        _wait(procs, tool_name, part_spec, outcome.raw, label, status)
+            State().add_tool(procs[-1].pid, argv)  # listed while it runs: `make down` stops it if the harness is killed
+        stopped = _wait(procs, tool_name, part_spec, outcome.raw, label, status, deadline)
         for proc in procs:
             proc.wait()
         outcome.samples["server"] = server_sampler.stop()
@@ -111,6 +136,7 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
                     proc.wait(5)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+        State().drop_tools()
     try:
         measured = [tool.parse(path.read_text(errors="replace"), scratch) for path, scratch in zip(outcome.raw, scratches)]
         outcome.measurement = merge(measured)
@@ -118,13 +144,27 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
             outcome.failure = "no request completed"
     except ToolFailed as exc:
         outcome.failure = str(exc)
+    if stopped:
+        _note_stopped(outcome, spec, deadline)
     return outcome
 
 
+def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
+    """The tool was stopped at the deadline: what it reported is kept, with the requests it was still waiting for
+    (one per connection; tools count only the requests they saw time out) counted as timeouts, and the reason."""
+    outcome.stopped = (f"stopped by the harness at this load's deadline ({deadline:.0f} s): "
+                       "the server did not answer in time")
+    m = outcome.measurement
+    if m:
+        m.errors = replace(m.errors, timeout=m.errors.timeout + spec.concurrency)
+    if outcome.failure:  # "ab printed no summary: ...; stopped by the harness at ..."
+        outcome.failure = f"{outcome.failure}; {outcome.stopped}"
+
+
 def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs: list[Path], label: str,
-          status: str = "") -> None:
+          status: str, deadline: float) -> bool:
+    """Until every tool process has ended (False), or `deadline` seconds have passed: then they are stopped (True)."""
     started = time.monotonic()
-    deadline = started + spec.duration_s + GRACE_S if spec.duration_s else None
     with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), TextColumn(status), console=console, transient=True,
                   disable=not console.is_terminal) as progress:
@@ -133,8 +173,20 @@ def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs
             elapsed = time.monotonic() - started
             fraction = _progress_fraction(TOOLS[tool_name], spec, outputs, elapsed)
             progress.update(task, completed=fraction if fraction is not None else 0.0)
-            if deadline and time.monotonic() > deadline:
-                for p in procs:
-                    p.kill()
-                break
+            if elapsed > deadline:
+                _interrupt(procs)
+                return True
             time.sleep(0.05)  # exits are noticed quickly: the samplers stop then
+    return False
+
+
+def _interrupt(procs: list[subprocess.Popen]) -> None:
+    """SIGINT (the tools print what they measured so far), then SIGKILL to those still running."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(INTERRUPT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            p.kill()

@@ -1,14 +1,22 @@
-"""Which servers are up, which this command started (and so must stop), and the upstream they share (the server
-whose manifest gives it the role "upstream")."""
+"""Which servers are up, which this command started (and so must stop), the upstream they share (the server whose
+manifest gives it the role "upstream"), and what a killed harness command left running: the state lists every server
+and load tool with the command that started it, so the next command (`make down`, or any that starts servers) finds
+those whose command is gone and stops them."""
 from __future__ import annotations
 
 from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
 
 from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus
-from harness.host import port_owner
+from harness.host import port_owner, wait_until
 from harness.manifest import Server, upstream_of, upstream_url
 from harness.runtime import Runtime, RunningServer, RuntimeError_, State
+from harness.runtime.base import ToolProcess
+
+TOOL_STOP_GRACE_S = 5
 
 
 class Session:
@@ -22,11 +30,13 @@ class Session:
         self.upstream: Server | None = upstream_of(servers)
 
     def running(self) -> dict[str, RunningServer]:
-        """Servers recorded as up that are still alive (dead entries are dropped)."""
+        """Servers recorded as up that are still alive (dead entries are dropped). Not those a killed command left:
+        they are not up for anyone to use or measure (clear_leftovers stops them)."""
+        leftovers = self.state.leftover_servers()
         up = {}
         for name, entry in self.state.load().items():
-            if entry.runtime != self.runtime.name:
-                continue  # the other runtime's servers: not ours to see, nor to forget
+            if entry.runtime != self.runtime.name or name in leftovers:
+                continue  # the other runtime's servers, or leftovers: not ours to use here, nor to forget
             if self.runtime.alive(entry):
                 up[name] = entry
             else:
@@ -44,7 +54,7 @@ class Session:
 
     def check_ports(self, servers: list[Server]) -> None:
         """Before anything starts: every server this session may start (and the upstream) has its port free."""
-        self.runtime.prepare()  # docker: a container that a killed run left is removed, not reported as a stranger
+        self.clear_leftovers()  # what a killed run left is stopped, not reported as a stranger holding a port
         up = self.running()
         wanted = [s for s in servers if s.name not in up]
         if any(s.needs_upstream for s in wanted) and self.upstream and self.upstream.name not in up:
@@ -68,13 +78,52 @@ class Session:
         cpus = self.plan.upstream if self.is_upstream(server.name) else self.plan.server
         say(f"starting {server.name} on port {self.port(server)}, CPU {format_cpus(cpus)}")
         running = self.runtime.start(server, list(cpus), self.port(server), {"UPSTREAM_URL": self.upstream_url()})
-        self.state.put(running)
+        self.state.put(running, keep=self.keep)
         self.started.append(server.name)
         say(f"  {server.name} answered after {running.startup_s:.2f} s")
         return running
 
     def ensure_upstream(self) -> RunningServer:
         return self.ensure(self.upstream)
+
+    def clear_leftovers(self) -> bool:
+        """What a harness command that was killed left running, found in the state and stopped: its load tools first
+        (they load the servers), then what the runtime clears itself (docker: containers the state does not list, and
+        the loadgen container), then its servers, woken first (a killed interleaved run leaves the idle ones asleep).
+        Says what it finds; returns whether it found anything."""
+        tools = self.state.leftover_tools()
+        servers = {}
+        for name, (running, starter) in self.state.leftover_servers().items():
+            if running.runtime != self.runtime.name or self.runtime.alive(running):
+                servers[name] = (running, starter)
+            else:
+                self.state.drop(name)
+        found: dict[str, list[str]] = {}  # killed command -> what it left
+        for tool in (t for t in tools if t.running()):
+            found.setdefault(str(tool.started_by), []).append(f"the load tool {Path(tool.argv[0]).name} (pid {tool.pid})")
+        for name, (running, starter) in servers.items():
+            found.setdefault(str(starter), []).append(f"{name} ({running.runtime}, port {running.port})")
+        for starter, what in found.items():
+            say(f"found what {starter} left running when it was killed: {', '.join(what)}; stopping "
+                f"{'them' if len(what) > 1 else 'it'}")
+        for tool in tools:
+            _stop_tool(tool)
+            self.state.drop_tools(tool.started_by)
+        self.runtime.prepare()
+        for name, (running, starter) in servers.items():
+            if running.runtime != self.runtime.name:  # not this runtime's to stop: say how
+                warn(f"{name} runs under the {running.runtime} runtime: `make down RUNTIME={running.runtime}` stops it")
+                continue
+            self._wake(running)
+            self.stop(name)
+        return bool(found)
+
+    def _wake(self, running: RunningServer) -> None:
+        for pid in self.runtime.pids(running):
+            try:
+                psutil.Process(pid).resume()
+            except psutil.Error:
+                pass
 
     def stop(self, name: str) -> None:
         entry = self.state.load().get(name)
@@ -117,3 +166,17 @@ class Session:
     def __exit__(self, *exc) -> None:
         if not self.keep:
             self.stop_started()
+
+
+def _stop_tool(tool: ToolProcess) -> None:
+    """SIGTERM, then SIGKILL after a grace period. It is no longer our child: as a zombie it counts as stopped."""
+    if not tool.running():
+        return
+    try:
+        proc = psutil.Process(tool.pid)
+        proc.terminate()
+        if not wait_until(lambda: not tool.running(), TOOL_STOP_GRACE_S):
+            proc.kill()
+            wait_until(lambda: not tool.running(), TOOL_STOP_GRACE_S)
+    except psutil.Error:
+        pass  # gone meanwhile

@@ -1,7 +1,12 @@
-"""results/<run-id>/: results.json, the run as harness.results types it, rewritten (atomically: a temporary file, then a
-rename) after each change so an interrupted run keeps everything it measured; raw/ holds the tools' own outputs."""
+"""results/<run-id>/: results.json, the run as harness.results types it, rewritten after each change so an interrupted
+run keeps everything it measured; raw/ holds the tools' own outputs.
+
+Each rewrite goes to a temporary file, is fsynced, then renamed over results.json (and the folder fsynced): a harness
+killed at any moment, even the machine losing power, leaves the previous results.json or the new one, never half of
+one. A full disk (ENOSPC) keeps the last results.json written and says so (`DiskFull`)."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -11,6 +16,15 @@ from harness.manifest import REPO
 from harness.results import Record, Run, Verification
 
 RESULTS = REPO / "results"
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(Exception):
+    """The device holding a run's folder is full; the message says where and what was kept."""
+
+
+def is_out_of_space(exc: OSError) -> bool:
+    return exc.errno in NO_SPACE
 
 
 def new_run_id(kind: str) -> str:
@@ -24,7 +38,13 @@ class RunStore:
         self.run = run
         self.dir = root / run.run_id
         self.raw = self.dir / "raw"
-        self.raw.mkdir(parents=True, exist_ok=True)
+        self.saved_records: int | None = None  # how many records the results.json on disk holds (None: none yet)
+        try:
+            self.raw.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_out_of_space(exc):
+                raise self.out_of_space() from None
+            raise
         self.save()
         latest = root / "latest"
         if latest.is_symlink() or latest.exists():
@@ -36,9 +56,30 @@ class RunStore:
         return self.dir / "results.json"
 
     def save(self) -> None:
+        text = json.dumps(self.run.to_dict(), indent=2, ensure_ascii=False)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.run.to_dict(), indent=2, ensure_ascii=False))
-        os.replace(tmp, self.path)
+        try:
+            with tmp.open("w") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())  # the rename must not publish a file whose bytes are not on disk yet
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)  # what it took is given back; results.json is the last complete one
+            if is_out_of_space(exc):
+                raise self.out_of_space() from None
+            raise
+        _fsync_folder(self.dir)  # the rename itself, durable
+        self.saved_records = len(self.run.records)
+
+    def out_of_space(self) -> DiskFull:
+        """The error for a full disk under this run's folder: what to do, and what results.json still holds."""
+        where = self.dir.relative_to(REPO) if self.dir.is_relative_to(REPO) else self.dir
+        if self.saved_records is None:
+            kept = "nothing was measured yet"
+        else:
+            kept = f"the {self.saved_records} record(s) measured so far are in {where / self.path.name}"
+        return DiskFull(f"no space left on the device holding {where}: free some space; {kept}")
 
     def add_record(self, record: Record) -> None:
         self.run.records.append(record)
@@ -59,3 +100,11 @@ class RunStore:
     def set_overhead(self, ratios: dict) -> None:
         self.run.overhead = ratios
         self.save()
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -57,6 +57,26 @@ def test_compose_file_takes_every_cpu_value_from_the_harness():
     assert not re.search(r"cpus: \"?\d", text) and not re.search(r"cpuset: \"?\d", text)
 
 
+def test_every_container_runs_with_least_privilege():
+    servers = discover()
+    text = compose.render_compose(servers)
+    limits = text.split("\nx-limits: &limits\n", 1)[1].split("\n\n", 1)[0]  # every service merges it
+    for line in ("cap_drop: [ALL]", 'security_opt: ["no-new-privileges:true"]', "read_only: true",
+                 'tmpfs: ["/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"]', f"pids_limit: {compose.PIDS_LIMIT}"):
+        assert f"\n  {line}" in limits
+    blocks = {name: text.split(f"\n  {name}:\n", 1)[1].split("\n\n", 1)[0] for name in [images.LOADGEN, *servers]}
+    for name, block in blocks.items():  # none overrides what it merged, except the loadgen's seccomp
+        assert not re.search(r"^    (cap_drop|cap_add|read_only|tmpfs|pids_limit|privileged|user):", block,
+                             flags=re.M) or name == images.LOADGEN
+    assert 'security_opt: ["seccomp=unconfined", "no-new-privileges:true"]' in blocks[images.LOADGEN]
+    assert all("security_opt" not in block for name, block in blocks.items() if name != images.LOADGEN)
+    # RUN_DIR is on the tmpfs, and each server's memory limit is its own variable
+    assert all('RUN_DIR: "/tmp/run"' in blocks[name] for name in servers)
+    assert all(f'mem_limit: "${{{compose.memory_var(server)}:-{compose.SERVER_MEMORY}}}"' in blocks[name]
+               for name, server in servers.items())
+    assert compose.memory_var(servers["rust"]) == "BENCH_MEM_LIMIT_RUST"
+
+
 def test_compose_env_follows_the_cpu_plan():
     env = compose.compose_env(plan((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)))
     assert (env["BENCH_SERVER_CPUSET"], env["BENCH_SERVER_CPUS"], env["BENCH_SERVER_CORES"]) == ("0,1,2,3", "4", "4")
@@ -192,6 +212,14 @@ def test_docker_runtime_end_to_end(docker_images):
         assert info["HostConfig"]["Memory"] > 0
         assert {"Name": "nofile", "Soft": nofile_limit(), "Hard": nofile_limit()} in info["HostConfig"]["Ulimits"]
         assert info["Config"]["User"] == "bench" and info["State"]["Pid"] == entry.pid
+        # least privilege: no capability, no privilege to gain, a read-only root but for /tmp, a process limit
+        assert info["HostConfig"]["CapDrop"] == ["ALL"] and not info["HostConfig"]["CapAdd"]
+        assert info["HostConfig"]["SecurityOpt"] == ["no-new-privileges:true"]
+        assert info["HostConfig"]["ReadonlyRootfs"] is True and list(info["HostConfig"]["Tmpfs"]) == ["/tmp"]
+        assert info["HostConfig"]["PidsLimit"] == compose.PIDS_LIMIT
+        with open(f"/proc/{entry.pid}/status") as status:
+            fields = dict(line.split(":", 1) for line in status)
+        assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"].strip() == "1"  # as the kernel applies it
         assert info["State"]["Health"]["Status"] in ("starting", "healthy")
         assert psutil.Process(entry.pid).uids().real != 0  # not root
         assert entry.port == int(dict(p.split("=") for p in PORTS.split())[name])

@@ -1,14 +1,21 @@
 """What every runtime and its callers share: the runtime's interface (`Runtime`), a running server's record
-(`RunningServer`), which servers are up (`State`), and waiting for a started server to answer."""
+(`RunningServer`), what the harness has running (`State`: servers and load tools, with the command that
+started each), and waiting for a started server to answer."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import signal
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
+import psutil
+
 from harness import httpclient
-from harness.host import wait_until
+from harness.host import process_create_time, wait_until
 from harness.manifest import REPO, Server
 
 STATE_DIR = REPO / ".run"
@@ -56,14 +63,23 @@ class Runtime(Protocol):
         """After `make build`: whatever this runtime runs the servers from, made from their artifacts."""
 
     def prepare(self) -> None:
-        """Before ports are checked and the first server starts: whatever a killed run left behind cleared away.
-        Idempotent."""
+        """Before ports are checked and the first server starts: what a killed run left behind that the state does
+        not list cleared away (docker: its containers, and the loadgen container with the tools running in it; the
+        session stops the servers and tools the state lists). Idempotent."""
 
     def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer: ...
 
     def stop(self, running: RunningServer) -> None: ...
 
     def alive(self, running: RunningServer) -> bool: ...
+
+    def death(self, running: RunningServer) -> str | None:
+        """Why the server is gone, as its system says ("killed by signal 9 (SIGKILL)", "exited with code 1", "killed
+        for memory (OOMKilled)"); None while it runs (a stopped, SIGSTOP'd server runs). Cheap: called around every
+        attempt."""
+
+    def log_tail(self, running: RunningServer, lines: int = 15) -> str:
+        """The last `lines` of the server's output, indented for an error message (also once it has died)."""
 
     def pin(self, running: RunningServer, cpus: list[int]) -> None:
         """Move a running server to other CPUs (nginx: upstream cores, or server cores while it is measured)."""
@@ -90,38 +106,137 @@ class Runtime(Protocol):
         """The runtime's own conditions (engine, compose, the load generator's placement), for the run's record."""
 
 
+def _is_running(pid: int, created: float | None) -> bool:
+    """Whether `pid` is still the process that started at `created` (psutil's create_time), and not a zombie."""
+    try:
+        proc = psutil.Process(pid)
+        return (created is not None and abs(proc.create_time() - created) < 0.01
+                and proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+@dataclass
+class Starter:
+    """The harness command that started a server or a load tool, and whether it meant to leave it running (`make up`)."""
+
+    pid: int
+    pid_created: float | None
+    command: str
+    keep: bool = False
+
+    @classmethod
+    def this_command(cls, keep: bool = False) -> Starter:
+        return cls(os.getpid(), process_create_time(os.getpid()), shlex.join(sys.orig_argv), keep)
+
+    def ended(self) -> bool:
+        return not _is_running(self.pid, self.pid_created)
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} ({self.command})"
+
+
+@dataclass
+class ToolProcess:
+    """A load tool listed while it runs (docker: the tool as the host sees it, or its `docker exec` client when the
+    tool has not shown up yet; stopping the loadgen container stops it anyway)."""
+
+    pid: int
+    pid_created: float | None
+    argv: list[str]
+    started_by: Starter
+
+    def running(self) -> bool:
+        return _is_running(self.pid, self.pid_created)
+
+
 class State:
-    """Which servers are up (`make up` leaves them running for `make ping` and the test-* targets)."""
+    """What the harness has running, in .run/state.json: the servers that are up (`make up` leaves them running for
+    `make ping` and the test-* targets) and the load tools while they run, each with the command that started it. A
+    command that is killed cannot stop them; the next one finds them here (`leftover_servers`, `leftover_tools`).
+
+    Rewritten through a temporary file and a rename, so a killed harness leaves the old file or the new one, never
+    half of one. Not fsynced: after a power cut the processes it lists are gone too."""
 
     def __init__(self, path: Path = STATE_DIR / "state.json"):
         self.path = path
 
-    def load(self) -> dict[str, RunningServer]:
-        if not self.path.exists():
-            return {}
-        data = json.loads(self.path.read_text())
-        return {name: RunningServer(**entry) for name, entry in data.get("servers", {}).items()}
+    def _read(self) -> dict:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
 
-    def save(self, servers: dict[str, RunningServer]) -> None:
+    def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"servers": {n: asdict(s) for n, s in servers.items()}}, indent=2))
+        tmp.write_text(json.dumps(data, indent=2))
         tmp.replace(self.path)
 
-    def put(self, running: RunningServer) -> None:
-        servers = self.load()
-        servers[running.name] = running
-        self.save(servers)
+    def load(self) -> dict[str, RunningServer]:
+        return {name: RunningServer(**entry) for name, entry in self._read().get("servers", {}).items()}
+
+    def put(self, running: RunningServer, keep: bool = False) -> None:
+        """`running` listed as started by this command; `keep`: it is meant to outlive the command (`make up`)."""
+        data = self._read()
+        data.setdefault("servers", {})[running.name] = asdict(running)
+        data.setdefault("started_by", {})[running.name] = asdict(Starter.this_command(keep))
+        self._write(data)
 
     def drop(self, name: str) -> None:
-        servers = self.load()
-        servers.pop(name, None)
-        self.save(servers)
+        data = self._read()
+        for key in ("servers", "started_by"):
+            data.get(key, {}).pop(name, None)
+        self._write(data)
+
+    def leftover_servers(self) -> dict[str, tuple[RunningServer, Starter]]:
+        """Servers whose command ended without stopping them though it did not mean to keep them: it was killed.
+        (A server listed by an older harness, with no starter, counts as left up on purpose.)"""
+        starters = self._read().get("started_by", {})
+        out = {}
+        for name, running in self.load().items():
+            starter = Starter(**starters[name]) if name in starters else None
+            if starter and not starter.keep and starter.ended():
+                out[name] = (running, starter)
+        return out
+
+    def add_tool(self, pid: int, argv: list[str]) -> None:
+        data = self._read()
+        tool = ToolProcess(pid, process_create_time(pid), list(argv), Starter.this_command())
+        data.setdefault("tools", []).append(asdict(tool))
+        self._write(data)
+
+    def tools(self) -> list[ToolProcess]:
+        return [ToolProcess(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])]
+
+    def leftover_tools(self) -> list[ToolProcess]:
+        """Tools whose command ended while they ran (it was killed): they may still be loading a server."""
+        return [t for t in self.tools() if t.started_by.ended()]
+
+    def drop_tools(self, starter: Starter | None = None) -> None:
+        """Every tool listed by `starter` (default: this command) taken off the list: they have ended."""
+        starter = starter or Starter.this_command()
+        data = self._read()
+        if data.get("tools"):
+            data["tools"] = [t for t in data["tools"]
+                             if (t["started_by"]["pid"], t["started_by"]["pid_created"]) != (starter.pid, starter.pid_created)]
+            self._write(data)
 
 
 def indent(text: str) -> str:
     """Lines of a log or of a command's output, indented under an error message."""
     return "\n".join("    " + line for line in text.splitlines())
+
+
+def exit_reason(returncode: int) -> str:
+    """A process's end in words, from its status as subprocess reports it (negative: the signal that killed it) or as
+    a shell or container init does (128 + the signal)."""
+    signal_no = -returncode if returncode < 0 else returncode - 128 if 128 < returncode <= 128 + 64 else None
+    if signal_no is None:
+        return f"exited with code {returncode}"
+    try:
+        name = signal.Signals(signal_no).name
+    except ValueError:
+        name = "unknown signal"
+    killed = f"killed by signal {signal_no} ({name})"
+    return killed if returncode < 0 else f"{killed} (exit code {returncode})"
 
 
 def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:

@@ -12,10 +12,24 @@ import psutil
 from harness.host import pinned_child_setup, port_owner, process_create_time, server_version
 from harness.manifest import Server
 from harness.preflight import check_tools
-from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, indent, wait_ready
+from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, exit_reason, indent, wait_ready
 from harness.tools import TOOLS, find_binary, tool_version
 
 STOP_GRACE_S = 15
+
+
+def _group_survivors(running: RunningServer) -> list[int]:
+    """Processes still in the server's process group after its leader died, started no earlier than the leader (so a
+    recycled pid's group is never taken for it)."""
+    out = []
+    for proc in psutil.process_iter(["pid", "create_time"]):
+        try:
+            if (os.getpgid(proc.pid) == running.pid
+                    and proc.info["create_time"] >= (running.pid_created or running.started_at) - 0.01):
+                out.append(proc.pid)
+        except (OSError, psutil.Error):
+            continue
+    return out
 
 
 def log_tail(path: str | Path, lines: int = 15) -> str:
@@ -30,11 +44,17 @@ class LocalRuntime:
     name = "local"
     tools_are_children = True  # their CPU time is exact in RUSAGE_CHILDREN
 
+    def __init__(self) -> None:
+        # The servers this runtime started, by pid, kept so that only `death` reaps them: a Popen dropped while its
+        # process runs is reaped by the next Popen's clean-up instead, and the exit status is lost with it.
+        self._children: dict[int, subprocess.Popen] = {}
+
     def build_images(self, servers: list[Server], force: bool = False) -> None:
         """Nothing to build: local servers run from the artifacts `make build` made in their folders."""
 
     def prepare(self) -> None:
-        """Nothing to clear: a server left by a killed run holds its port, and check_ports names it."""
+        """Nothing of its own to clear: the servers and tools a killed run left are in the state, and the session stops
+        them."""
 
     def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
         host = env.get("HOST", "127.0.0.1")
@@ -60,22 +80,17 @@ class LocalRuntime:
                                         preexec_fn=pinned_child_setup(cpus))
             except OSError as exc:
                 raise RuntimeError_(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
+        self._children[proc.pid] = proc
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
                                 pid_created=process_create_time(proc.pid))
         try:
-            self._wait_ready(server, running, proc)
+            wait_ready(server, running, lambda: self.death(running), lambda: self.log_tail(running))
         except BaseException:
             self.stop(running)
             raise
         running.startup_s = round(time.monotonic() - started, 3)
         return running
-
-    def _wait_ready(self, server: Server, running: RunningServer, proc: subprocess.Popen) -> None:
-        def death() -> str | None:
-            return None if proc.poll() is None else f"exited with code {proc.returncode}"
-
-        wait_ready(server, running, death, lambda: log_tail(running.log))
 
     def alive(self, running: RunningServer) -> bool:
         try:
@@ -83,6 +98,18 @@ class LocalRuntime:
             return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and running.is_process(proc.create_time())
         except psutil.Error:
             return False
+
+    def death(self, running: RunningServer) -> str | None:
+        """A server this runtime started is its child: its exit status says how it ended. One started by another
+        command (`make up`) is not: then only that it is gone."""
+        proc = self._children.get(running.pid)
+        if proc is None:
+            return None if self.alive(running) else "gone (started by another command: its exit status is unknown)"
+        returncode = proc.poll()
+        return None if returncode is None else exit_reason(returncode)
+
+    def log_tail(self, running: RunningServer, lines: int = 15) -> str:
+        return log_tail(running.log, lines)
 
     def pids(self, running: RunningServer) -> list[int]:
         if not self.alive(running):
@@ -101,14 +128,20 @@ class LocalRuntime:
 
     def stop(self, running: RunningServer) -> None:
         """SIGTERM to the server's process group, SIGKILL to whatever is left after a grace period."""
-        pids = self.pids(running)
+        self._children.pop(running.pid, None)  # psutil reaps it below
+        pids = self.pids(running) or _group_survivors(running)  # a dead leader's workers (node's cluster) live on
         if not pids:
             return
         try:
             os.killpg(running.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-        procs = [psutil.Process(p) for p in pids if psutil.pid_exists(p)]
+        procs = []
+        for pid in pids:
+            try:
+                procs.append(psutil.Process(pid))
+            except psutil.NoSuchProcess:
+                pass  # already gone after SIGTERM: nothing to wait for
         _, alive = psutil.wait_procs(procs, timeout=STOP_GRACE_S)
         for proc in alive:
             try:

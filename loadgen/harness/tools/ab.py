@@ -77,7 +77,8 @@ class ApacheBench:
             other=exceptions,
         )
         duration = float(re.search(r"^Time taken for tests:\s+([\d.]+)", output, re.MULTILINE).group(1))
-        rps = float(re.search(r"^Requests per second:\s+([\d.]+)", output, re.MULTILINE).group(1))
+        rps_line = re.search(r"^Requests per second:\s+([\d.]+)", output, re.MULTILINE)
+        rps = float(rps_line.group(1)) if rps_line else 0.0  # not printed when no request completed (interrupted)
         table = {int(p): float(ms) for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", output, re.MULTILINE)}
         latency = {"p50": table.get(50), "p90": table.get(90), "p99": table.get(99), "max": table.get(100)}
         mean = re.search(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$", output, re.MULTILINE)

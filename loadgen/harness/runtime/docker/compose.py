@@ -18,6 +18,11 @@ PROJECT = "bench"
 CONTAINER_REPO = "/bench"  # where the loadgen container sees the repository (read-only) and results/ (read-write)
 IMAGE_USER = "10001:10001"  # `bench`, the unprivileged user of every image (docker/*.Dockerfile)
 SERVER_MEMORY = "3g"  # JVMs: 1 GiB fixed heap + metaspace, code cache, threads; node: a process per core
+# Least privilege: what may be written on a read-only root (RUN_DIR is /tmp/run; the JVMs' perf data and netty's
+# native library go to /tmp: exec, or netty would silently fall back to NIO), and a ceiling on processes + threads
+# (JVMs run a few hundred threads at most) that stops a runaway fork before it hurts the host.
+WRITABLE_TMPFS = "/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"
+PIDS_LIMIT = 4096
 STOP_GRACE_S = 15
 # Every check is a process started in the server's container, on its CPUs: rare enough not to show in the measurements
 # (at 3 s they raised rust's p99 latency measurably). The harness does not wait on them: it waits for GET /id itself.
@@ -34,6 +39,11 @@ def _var(name: str) -> str:
 
 def port_var(server: Server) -> str:
     return f"BENCH_PORT_{_var(server.name)}"
+
+
+def memory_var(server: Server) -> str:
+    """The variable that gives one server a memory limit other than SERVER_MEMORY (e.g. a test's small one)."""
+    return f"BENCH_MEM_LIMIT_{_var(server.name)}"
 
 
 def role(server: Server) -> str:
@@ -81,7 +91,9 @@ def render_compose(servers: dict[str, Server]) -> str:
         "# runtimes bench/<family>:bookworm plus exactly the artifacts of `make build`. By hand: eval \"$(make -s docker-env)\".",
         "#",
         "# Every service uses the host's network and listens on 127.0.0.1: no bridge network, load never goes to a bridge",
-        "# address. Servers run as the unprivileged user `bench`.",
+        "# address. Servers run as the unprivileged user `bench`, with no capability (nginx binds an unprivileged port), no",
+        "# way to gain privileges, a read-only root filesystem (a tmpfs at /tmp, where RUN_DIR is) and a process limit.",
+        f"# Each server's memory limit is {SERVER_MEMORY}; BENCH_MEM_LIMIT_<SERVER>=256m in the harness's environment sets another.",
         "",
         "x-limits: &limits",
         "  network_mode: host",
@@ -90,18 +102,21 @@ def render_compose(servers: dict[str, Server]) -> str:
         "    nofile: {soft: \"${BENCH_NOFILE:-20000}\", hard: \"${BENCH_NOFILE:-20000}\"}",
         f"  stop_grace_period: {STOP_GRACE_S}s",
         "  restart: \"no\"",
+        "  cap_drop: [ALL]",
+        "  security_opt: [\"no-new-privileges:true\"]",
+        "  read_only: true",
+        f"  tmpfs: [{_q(WRITABLE_TMPFS)}]",
+        f"  pids_limit: {PIDS_LIMIT}",
         "",
         "x-server: &server",
         "  <<: *limits",
         f"  cpuset: \"${{BENCH_SERVER_CPUSET:?{need}}}\"",
         f"  cpus: \"${{BENCH_SERVER_CPUS:?{need}}}\"",
-        f"  mem_limit: \"${{BENCH_SERVER_MEMORY:-{SERVER_MEMORY}}}\"",
         "",
         "x-upstream: &upstream",
         "  <<: *limits",
         f"  cpuset: \"${{BENCH_UPSTREAM_CPUSET:?{need}}}\"",
         f"  cpus: \"${{BENCH_UPSTREAM_CPUS:?{need}}}\"",
-        f"  mem_limit: \"${{BENCH_SERVER_MEMORY:-{SERVER_MEMORY}}}\"",
         "",
         "x-health: &health",
         *(f"  {k}: {v}" for k, v in HEALTH.items()),
@@ -118,7 +133,7 @@ def render_compose(servers: dict[str, Server]) -> str:
         "    init: true  # an init as PID 1: stops at once",
         "    # the tools are not what is measured: without the engine's seccomp filter on each of their syscalls (a few",
         "    # hundred thousand a second at full load) they drive a server as hard as on the host; the servers keep it",
-        "    security_opt: [\"seccomp=unconfined\"]",
+        "    security_opt: [\"seccomp=unconfined\", \"no-new-privileges:true\"]",
         "    command: [\"sleep\", \"infinity\"]",
         f"    working_dir: {CONTAINER_REPO}",
         "    volumes:",
@@ -141,6 +156,7 @@ def render_compose(servers: dict[str, Server]) -> str:
             f"    <<: *{'upstream' if r == 'UPSTREAM' else 'server'}",
             f"    image: {server_image(server)}",
             f"    container_name: {container_name(server.name)}",
+            f"    mem_limit: \"${{{memory_var(server)}:-{SERVER_MEMORY}}}\"",
             f"    working_dir: {app_dir(server)}",
             f"    command: [{', '.join(_q(_compose_arg(a, server)) for a in server.run)}]",
             "    environment:",

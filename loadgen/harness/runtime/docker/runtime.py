@@ -20,7 +20,7 @@ from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus
 from harness.host import pinned_child_setup, port_owner, process_create_time
 from harness.manifest import REPO, Server, discover
-from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, State, indent, wait_ready
+from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, State, exit_reason, indent, wait_ready
 from harness.runtime.docker.compose import (COMPOSE_FILE, CONTAINER_REPO, PROJECT, STOP_GRACE_S, compose_env,
                                             container_name, cpu_vars, ensure_compose_file, port_var, role)
 from harness.runtime.docker.engine import (allowed_cpus, compose_command, compose_version, container_facts,
@@ -30,6 +30,9 @@ from harness.runtime.docker.images import (LOADGEN, app_dir, build_images, ensur
 from harness.runtime.docker.process import ContainerProcess
 from harness.store import RESULTS
 from harness.tools import TOOLS
+
+
+ENGINE_SETTLE_S = 5  # the engine notes a container's exit a moment after its main process is gone
 
 
 class DockerRuntime:
@@ -70,13 +73,20 @@ class DockerRuntime:
         return run_cli(argv, timeout=timeout, env=env, check=check)
 
     def _remove_unknown_containers(self) -> None:
-        """Server containers the harness's state does not list (a run that was killed) are removed: they hold ports."""
+        """What a killed run left, removed: server containers the harness's state does not list (they hold ports),
+        and the loadgen container with any load tool still running in it (a command removes it when it ends, so one
+        found before this command ran a tool was left by a command that was killed)."""
         known = {e.container for e in State().load().values() if e.runtime == self.name}
         for name in self._server_containers():
             info = inspect(name)
             if name not in known and info and _checkout(info) == str(REPO):  # another checkout's are not ours to remove
                 warn(f"removing the leftover container {name} (not in the harness's state: a run that was killed?)")
                 run_cli(["docker", "rm", "-f", "-v", name], check=False)
+        loadgen = inspect(container_name(LOADGEN))
+        if loadgen and _checkout(loadgen) == str(REPO):
+            warn(f"removing the leftover container {container_name(LOADGEN)} ({loadgen['State']['Status']}), with any "
+                 f"load tool still running in it: a command that was killed left it")
+            run_cli(["docker", "rm", "-f", "-v", container_name(LOADGEN)], check=False)
 
     def _remove_leftover(self, service: str) -> None:
         name = container_name(service)
@@ -127,22 +137,13 @@ class DockerRuntime:
                                 container=container_name(server.name), pid_created=process_create_time(pid))
         self._follow_log(running)
         try:
-            self._wait_ready(server, running)
+            wait_ready(server, running, lambda: self.death(running), lambda: self.log_tail(running))
             running.cpus = self._applied_cpus(running, cpus)
         except BaseException:
             self.stop(running)
             raise
         running.startup_s = round(time.monotonic() - started, 3)
         return running
-
-    def _wait_ready(self, server: Server, running: RunningServer) -> None:
-        def death() -> str | None:
-            if running.pid and psutil.pid_exists(running.pid):
-                return None
-            info = inspect(running.container) or {"State": {"Status": "gone", "ExitCode": "?"}}
-            return f"container {info['State']['Status']} (exit code {info['State'].get('ExitCode')})"
-
-        wait_ready(server, running, death, lambda: self._log_tail(server.name))
 
     def _applied_cpus(self, running: RunningServer, asked: list[int]) -> list[int]:
         """The container's CPU set read back: from the kernel (what its main process may run on), checked against
@@ -156,16 +157,30 @@ class DockerRuntime:
         return applied
 
     def alive(self, running: RunningServer) -> bool:
-        if running.runtime != self.name or not running.container:
-            return False
-        try:
-            proc = psutil.Process(running.pid)
-            if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE or not running.is_process(proc.create_time()):
-                return False
-        except psutil.Error:
+        if running.runtime != self.name or not running.container or not _main_process_runs(running):
             return False
         info = inspect(running.container)
         return bool(info and info["State"]["Running"] and info["State"]["Pid"] == running.pid)
+
+    def death(self, running: RunningServer) -> str | None:
+        """What the engine says of the container once its main process is gone (psutil alone while it runs: this is
+        called around every attempt)."""
+        if _main_process_runs(running):
+            return None
+        settle_by = time.monotonic() + ENGINE_SETTLE_S
+        while (info := inspect(running.container)) and info["State"]["Running"] and info["State"]["Pid"] == running.pid:
+            if time.monotonic() > settle_by:
+                return None  # the engine insists it runs
+            time.sleep(0.1)
+        if info is None:
+            return "gone (its container was removed)"
+        state = info["State"]
+        if state.get("OOMKilled"):
+            return "killed for memory (OOMKilled)"
+        return f"container {state['Status']}: {exit_reason(state['ExitCode'])}"
+
+    def log_tail(self, running: RunningServer, lines: int = 15) -> str:
+        return self._log_tail(running.name, lines)
 
     def pids(self, running: RunningServer) -> list[int]:
         """The container's processes as the host sees them (psutil only: this is called while load runs)."""
@@ -319,6 +334,15 @@ class DockerRuntime:
     def _log_tail(self, service: str, lines: int = 15) -> str:
         proc = run_cli(["docker", "logs", "--tail", str(lines), container_name(service)], check=False)
         return indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
+
+
+def _main_process_runs(running: RunningServer) -> bool:
+    """Whether the container's main process, as the harness recorded it, still runs (a recycled pid does not)."""
+    try:
+        proc = psutil.Process(running.pid)
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and running.is_process(proc.create_time())
+    except psutil.Error:
+        return False
 
 
 def _checkout(info: dict) -> str:
