@@ -4,8 +4,9 @@
 #      else dockerd in the background, with fallbacks for sandboxes; see docker/setup-docker.sh);
 #   2. make build: the artifacts every image copies;
 #   3. the base images built offline: debootstrap bookworm (+updates, +security) and `docker import` (OFFLINE=1);
-#   4. the integration test: images built, nginx + rust + node up through the CLI with RUNTIME=docker, ping, a few
-#      seconds of ab, wrk and httperf each, down; it fails if a container or a server image is left behind.
+#   4. the integration tests: images built, nginx + rust + node up through the CLI with RUNTIME=docker, ping, a few
+#      seconds of ab, wrk and httperf each, down; then the faults under Docker. It fails if a container or a server
+#      image is left behind.
 # Base images (bench/*:bookworm) stay for the next run. The engine, when this script started it, is left running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,12 +15,17 @@ export DEBIAN_FRONTEND=noninteractive
 started=$(date +%s)
 make setup RUNTIME=docker
 make build RUNTIME=local
-# the families the test's servers use (nginx, rust, node) and the load generator's; the JVM one is not needed here
-OFFLINE=1 FAMILIES="nginx native node loadgen" make base-images
+# the families the tests' servers use (nginx, rust, node; finagle for the memory and crash faults) and the load
+# generator's
+OFFLINE=1 FAMILIES="nginx native node jvm loadgen" make base-images
 cd loadgen
 # the test skips (rather than fails) without an engine; here an engine must answer
 ../.venv/bin/python -c 'from harness.runtime.docker import engine_answers; ok, why = engine_answers(); print(why); raise SystemExit(not ok)'
-../.venv/bin/python -m pytest -q -rs tests/test_docker_runtime.py
+# the Docker runtime, then the faults under Docker (a container killed mid-load or for memory, a killed harness's
+# containers cleared by `down`): on a fresh machine `make test` ran before the engine, so it skipped these
+../.venv/bin/python -m pytest -q -rs tests/test_docker_runtime.py tests/test_docker_faults.py \
+  "tests/test_faults_during_run.py::test_a_container_killed_during_an_attempt_costs_its_record_not_the_run" \
+  tests/test_harness_faults.py -k "docker or container"
 cd ..
 leftover=$(docker ps -aq --filter label=com.docker.compose.project=bench)
 [ -z "$leftover" ] || { echo "containers left behind: $leftover"; exit 1; }
