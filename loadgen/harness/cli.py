@@ -167,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # SIGTERM (CI, a supervisor) unwinds like Ctrl-C, so every started server and tool is stopped
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # Ctrl-C stops what this command started even where SIGINT came in ignored (a shell without job control starts
+    # background commands that way, and Python then installs no KeyboardInterrupt of its own)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args)
