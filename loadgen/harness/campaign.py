@@ -22,7 +22,7 @@ import psutil
 from harness import contract, flags, inventory
 from harness.console import fail, say, warn
 from harness.manifest import Server
-from harness.measurement import Bench, Target, aggregate, attempt, pattern, warm_up
+from harness.measurement import Bench, Target, aggregate, attempt, load_key, pattern, warm_from, warm_up
 from harness.results import Attempt, Verification, Warmup
 from harness.runtime import RunningServer, RuntimeError_
 from harness.scenarios import Run, Scenario, Settings
@@ -169,15 +169,22 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
             continue
         counts["servers"] += 1
         clock.plan(START_S)
+        last_load = None
         for scenario in applicable:
-            for run in warmed_runs(scenario):
-                counts["warmups"] += 1
-                clock.plan(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
+            warmed = {id(r) for r in warmed_runs(scenario)}
             for run in scenario.runs:
+                if id(run) in warmed and load_key(scenario, run, server) != last_load:
+                    counts["warmups"] += 1
+                    clock.plan(WARMUP_RUNS_EXPECTED * (warmup_run_seconds(settings) + ATTEMPT_OVERHEAD_S))
+                last_load = load_key(scenario, run, server)
                 counts["records"] += 1
                 counts["attempts"] += repeat_of[scenario.name]
                 clock.plan(repeat_of[scenario.name] * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
     return counts
+
+
+def warmup_run_seconds(settings: Settings) -> float:
+    return settings.warmup.duration_s
 
 
 def warmed_runs(scenario: Scenario) -> list[Run]:
@@ -298,10 +305,15 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
             return
         if id(run) in warm_before:
             for t in members:
+                last = bench.last_load.get(t.name)
+                if last and last[0] == load_key(scenario, run, t.server):
+                    warmups[t.name] = warm_from(last[1], last[2], scenario.tool)
+                    say(f"  {t.name} {scenario.name} {run.label}: no warm-up, the same load as {last[1]} just before")
+                    continue
                 first = t.name not in bench.warmed
                 bench.warmed.add(t.name)
                 warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
-                clock.advance(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
+                clock.advance(WARMUP_RUNS_EXPECTED * (warmup_run_seconds(settings) + ATTEMPT_OVERHEAD_S))
         attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
         for n in range(1, repeat + 1):
             alive = [t for t in members if t.name not in bench.dead]
@@ -314,6 +326,9 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                                                 (position, len(turn)) if len(turn) > 1 else None))
                 clock.advance(attempt_seconds(run) + ATTEMPT_OVERHEAD_S)
         for t in members:
+            measured = [a for a in attempts[t.name] if a.measured]
+            bench.last_load[t.name] = (load_key(scenario, run, t.server), f"{scenario.name} {run.label}",
+                                       measured[-1].rps if measured else warmups[t.name].rate)
             record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name], warmups[t.name],
                                bench.session.runtime.name, bench.round_no)
             if not attempts[t.name]:

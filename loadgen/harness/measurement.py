@@ -6,9 +6,10 @@ Why the warm-up uses the scenario's own tool and load: a server warmed with keep
 accept path (the akka-http family served 935 new connections/s after a keep-alive warm-up, 2,200 after one of new
 connections), so a connection-per-request scenario must be warmed with connection-per-request load.
 Why attempts are sized by time, not by request count: a fixed count lasts 0.4 s on one server and 20 s on another,
-and a short attempt measures noise and connection set-up rather than the server. Tools that take a duration (wrk,
-ab -t) get one; tools that count (httperf; ab once a rate is known, so a CPU-bound load ends on whole rounds) get a
-count from the rate of the warm-up just before.
+and a short attempt measures noise and connection set-up rather than the server. wrk takes a duration; tools that
+count (httperf; ab once a rate is known: ab -t drops the requests still under way at its end, and a CPU-bound load
+must end on whole rounds) get a count from the rate of the warm-up run just before. Warm-up runs are sized the same
+way, so the rate that sizes the attempts was measured like them.
 
 A server that dies is noticed right after the warm-up run or attempt it died in (or, had it died in between, right
 before the next): that attempt is recorded as failed with how it ended, the end of its log is kept in its servers
@@ -35,6 +36,7 @@ from harness.tools import TOOLS, LoadSpec
 
 WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
 PRIMER_REQUESTS = 10
+MAX_UNSIZED_S = 8.0  # the longest a warm-up run without a known rate grows to
 LOG_LINES = 20  # of a dead server's log, kept and shown
 AFTER_DEATH = "its remaining scenarios were skipped (a server that died is not restarted)"
 
@@ -62,6 +64,7 @@ class Bench:
     status: object = None  # callable() -> text shown beside the progress bar (the run's remaining time)
     turn: object = None  # callable(name): before `name` is loaded, the others go to sleep (campaign.Turns)
     warmed: set = field(default_factory=set)  # servers warmed up once already in this campaign
+    last_load: dict = field(default_factory=dict)  # name -> (load_key, "scenario run", last attempt's req/s)
     dead: dict = field(default_factory=dict)  # name -> why it died, for the servers that died in this campaign
 
     @property
@@ -111,6 +114,24 @@ class Bench:
         return True
 
 
+# What sizes a load, not what it is: two runs that differ only in these are the same load.
+SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "timeout_s"})
+
+
+def load_key(scenario: Scenario, run: Run, server: Server) -> tuple:
+    """What a server was last loaded with, for telling whether a warm-up would repeat it: the tool, the path and every
+    load field but the sizing ones (quick `long` after `low-compute`: the same ab load at c1000 on /factorial)."""
+    fields = tuple(sorted((k, v) for k, v in run.load.items() if k not in SIZING_FIELDS))
+    return scenario.tool, scenario.path_for(server), fields
+
+
+def warm_from(previous: str, rate: float | None, tool: str) -> results.Warmup:
+    """The warm-up of a run whose load is the one the server was measured with just before (`previous`, e.g.
+    "low-compute c1000"): none is run; the last attempt's rate sizes the attempts."""
+    return results.Warmup(tool=tool, runs=[], steady=True, tolerance=None, max_runs=None,
+                          rate=round(rate, 1) if rate else None, after=previous)
+
+
 def pattern(scenario: Scenario, run: Run) -> tuple:
     """What a warm-up must match: the tool and whether connections are kept (ab -k, or not)."""
     return scenario.tool, bool(run.load.get("keepalive"))
@@ -118,9 +139,14 @@ def pattern(scenario: Scenario, run: Run) -> tuple:
 
 def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup,
             first: bool = False) -> results.Warmup:
-    """A primer (a few sequential requests), then runs of the scenario's own load, each `rule.duration_s` long, until
-    two in a row agree within the tolerance (at most `rule.max_runs`; the server's `first` warm-up of the campaign at
-    least `rule.first_min_runs`). The last run's rate sizes the attempts."""
+    """A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
+    `rule.duration_s` (a counting tool's request count from the last run's rate), until two in a row agree within the
+    tolerance (at most `rule.max_runs`; the server's `first` warm-up of the campaign at least `rule.first_min_runs`).
+    The last run's rate sizes the attempts.
+
+    Before any rate is known ab runs for its time (-t); a run in which no request completed (ten fibonacci(35) at once
+    take longer than a second on one core, and ab -t drops the requests still under way) is followed by one twice as
+    long (at most MAX_UNSIZED_S)."""
     path = scenario.path_for(target.server)
     for _ in range(PRIMER_REQUESTS):
         try:
@@ -131,10 +157,11 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     base = run.spec(target.running.base_url + path)
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     runs, steady, rate = [], False, None
+    unsized_s = rule.duration_s  # a run's length while no rate is known
     min_runs = max(2, rule.first_min_runs if first else 2)
     while len(runs) < rule.max_runs and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
         n = len(runs) + 1
-        spec = tool.sized(base, rule.duration_s, None if tool.timed else rate)
+        spec = tool.sized(base, rule.duration_s if rate else unsized_s, rate)
         outcome = bench.load(target, scenario.tool, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
                              f"{target.name} {scenario.name} warm-up {n}",
                              f"{scenario.name} {run.label} warm-up run {n}", rate)
@@ -142,6 +169,8 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
         rps = m.rps if m and not outcome.failure and m.requests else None
         runs.append(WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=m.duration_s if m else None,
                               errors=m.errors.total if m else None))
+        if rps is None and rate is None:
+            unsized_s = min(unsized_s * 2, MAX_UNSIZED_S)
         rate = rps or rate
         if len(runs) >= 2 and runs[-1].rps and runs[-2].rps:
             steady = abs(runs[-1].rps - runs[-2].rps) / runs[-2].rps <= rule.tolerance
@@ -150,7 +179,7 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
              "attempts are sized without a rate and taken on a server that may not be warm")
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in runs)
     verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
-    say(f"  {target.name} {scenario.name} {run.label} warm-up ({scenario.tool}): {len(runs)} run(s) of "
+    say(f"  {target.name} {scenario.name} {run.label} warm-up ({scenario.tool}): {len(runs)} run(s) of about "
         f"{rule.duration_s:g} s, {verdict} ({rates} req/s)")
     return results.Warmup(tool=scenario.tool, runs=runs, steady=steady, tolerance=rule.tolerance,
                           max_runs=rule.max_runs, rate=round(rate, 1) if rate else None)

@@ -136,15 +136,19 @@ class Warmup:
     tolerance: float | None
     max_runs: int | None
     rate: float | None = None
+    after: str | None = None  # no run: the server had just been measured with this same load (e.g. "low-compute c1000")
 
     @classmethod
     def from_dict(cls, d: dict) -> Warmup:
         return cls(tool=d.get("tool"), runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
                    steady=bool(d.get("steady")), tolerance=d.get("tolerance"), max_runs=d.get("max_runs"),
-                   rate=d.get("rate"))
+                   rate=d.get("rate"), after=d.get("after"))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["after"] is None:  # absent unless a warm-up was skipped: older files read and written back unchanged
+            del out["after"]
+        return out
 
 
 @dataclass

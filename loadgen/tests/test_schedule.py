@@ -162,6 +162,56 @@ def test_records_carry_the_runtime_and_the_round_they_were_measured_in(monkeypat
     assert {r.label for r in overhead.records} == {"close local-2", "keepalive local-2"}
 
 
+LOW = scenario("low-compute", "ab", [Run("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])
+LONG = scenario("long", "ab", [Run("c1000", {"concurrency": 1000, "duration_s": 3, "continue_on_error": True})])
+
+
+def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again(monkeypatch):
+    calls = []
+    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+                        calls.append(("warm", sc.name, t.name)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
+    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+                        calls.append(("attempt", sc.name, t.name, rate)) or fake_attempt(n))
+    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
+    recorder = Recorder()
+    bench = campaign.Bench(session=recorder, store=recorder)
+    members = [campaign.Target(s, None) for s in servers("rust", "node")]
+    for sc in (LOW, LONG, BACKEND):
+        campaign.measure_in_rounds(bench, Clock(), members, sc, SETTINGS)
+    warmed = [c[1:] for c in calls if c[0] == "warm"]
+    # long repeats low-compute's load (only its length differs): sized from low-compute's last attempt (3.0 req/s);
+    # backend is another path (and its keep-alive run another pattern): warmed again
+    assert warmed == [("low-compute", "rust"), ("low-compute", "node")] + [("backend", "rust"), ("backend", "node")] * 2
+    assert {c[3] for c in calls if c[0] == "attempt" and c[1] == "long"} == {3.0}
+    long_records = [r for r in recorder.records if r.scenario == "long"]
+    assert {(r.warmup.runs == [], r.warmup.after, r.warmup.rate) for r in long_records} == {(True, "low-compute c1000", 3.0)}
+    assert long_records[0].to_dict()["warmup"]["after"] == "low-compute c1000"
+    counts = estimate(Clock(), servers("rust"), [LOW, LONG, BACKEND], SETTINGS)
+    assert counts["warmups"] == 3  # low-compute, backend close, backend keep-alive
+
+
+def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing_completes(monkeypatch):
+    from harness import measurement
+    from harness.result import Measurement
+
+    specs = []
+    completed = iter([0, 0, 12, 14])  # two runs in which no fibonacci finished in time (ab -t), then a rate
+
+    def load(target, tool, spec, stem, label, what, expected_rps):
+        specs.append(spec)
+        done = next(completed)
+        return measurement.Outcome(Measurement(requests=done, errors=Errors(), duration_s=1.0, rps=float(done),
+                                               latency_ms={}), None)
+
+    monkeypatch.setattr(measurement.httpclient, "get", lambda *a, **k: None)
+    target = campaign.Target(servers("rust")[0], SimpleNamespace(host="127.0.0.1", port=1, base_url="http://127.0.0.1:1"))
+    bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH)
+    high = scenario("high-compute", "ab", [Run("c10", {"concurrency": 10, "duration_s": 2})], "fibonacci")
+    result = measurement.warm_up(bench, target, high, high.runs[0], Warmup(duration_s=1, tolerance=0.2, max_runs=6))
+    assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 20)]
+    assert result.rate == 14.0 and result.steady
+
+
 def fake_attempt(n):
     return Attempt(attempt=n, started_at=None, tool_processes=1, commands=[], raw=[], failed=None, samples={},
                    requests=10, good_requests=10, errors=Errors(), duration_s=1.0, rps=float(n), latency_ms={})

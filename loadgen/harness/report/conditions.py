@@ -30,8 +30,11 @@ def _placement(p: dict) -> str:
 def _warmup(w) -> str:
     if not w:
         return "-"
-    return (f"wrk runs of {w.get('duration_s')} s at {w.get('concurrency')} connections, {w.get('threads')} thread(s), "
-            f"until two in a row agree within {w.get('tolerance', 0):.0%} (at most {w.get('max_runs')} runs)")
+    first = w.get("first_min_runs")
+    return (f"runs of the scenario's own load (its tool and connection pattern), each sized to about "
+            f"{w.get('duration_s')} s, until two in a row agree within {w.get('tolerance', 0):.0%} (at most "
+            f"{w.get('max_runs')} runs" + (f"; a server's first warm-up at least {first}" if first else "") + "); "
+            "none where the server was just measured with the same load (quick `long` after `low-compute`)")
 
 
 def items(run: Run) -> list[tuple[str, str]]:
