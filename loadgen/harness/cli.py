@@ -8,7 +8,7 @@ import subprocess
 import sys
 from contextlib import nullcontext
 
-from harness import compare, overhead
+from harness import compare, overhead, steadiness
 from harness import scenarios as scenario_data
 from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
@@ -106,7 +106,9 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     store = open_run(args.run_id or new_run_id(kind), session.runtime, session.plan, args.profile, settings,
                      " ".join(sys.argv[1:]), {"limit_notes": notes})
     try:
+        probe_steadiness(store, session.plan, settings, "before")
         ok = run_campaign(session, store, chosen, picked, settings, args.order)
+        probe_steadiness(store, session.plan, settings, "after")
     except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
         if is_out_of_space(exc):
             raise store.out_of_space() from None
@@ -114,6 +116,17 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     finally:  # the runtime's conditions are read back while the run's servers (containers) are still up
         finish_run(store, session.runtime)
     return 0 if ok else 1
+
+
+def probe_steadiness(store, plan, settings, when: str) -> None:
+    """The machine's own CPU-speed steadiness (harness/steadiness.py), recorded in the conditions `when` ("before",
+    "after") the run, where the profile asks for it."""
+    if not settings.steadiness:
+        return
+    say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
+    result = steadiness.probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
+    say(f"  {steadiness.describe(result)}")
+    store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})
 
 
 def cmd_overhead(args, servers: dict[str, Server]) -> int:

@@ -37,6 +37,7 @@ class Settings:
     repeat: int
     warmup: Warmup
     forced: bool = False  # REPEAT given: it wins over a scenario's own attempts
+    steadiness: dict | None = None  # {"seconds", "window_s"}: the machine's CPU-speed probe before and after the run
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,13 @@ def settings(profile: str, repeat: int | None = None, path: Path | None = None) 
     count = table["repeat"] if repeat is None else repeat
     if not isinstance(count, int) or count < 1:
         raise ScenarioError(f"REPEAT={count!r}: must be a positive integer")
+    steadiness = table.get("steadiness")
+    if steadiness is not None and (set(steadiness) != {"seconds", "window_s"} or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in steadiness.values())):
+        raise ScenarioError(f"{path.name} [settings.{profile}] steadiness = {steadiness!r}: give positive seconds and "
+                            "window_s, e.g. {{ seconds = 20, window_s = 2 }}")
     try:
-        return Settings(repeat=count, warmup=Warmup(**table["warmup"]), forced=repeat is not None)
+        return Settings(repeat=count, warmup=Warmup(**table["warmup"]), forced=repeat is not None, steadiness=steadiness)
     except TypeError as exc:
         raise ScenarioError(f"{path.name} [settings.{profile}] warmup: {exc}") from None
 

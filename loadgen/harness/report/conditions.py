@@ -2,6 +2,7 @@
 exports."""
 from __future__ import annotations
 
+from harness import steadiness
 from harness.results import Run
 
 
@@ -47,6 +48,8 @@ def items(run: Run) -> list[tuple[str, str]]:
         ("profile", c.get("profile", "-")),
         ("attempts per measurement (REPEAT)", str(c.get("repeat", "-"))),
         ("warm-up", _warmup(c.get("warmup"))),
+        *((f"machine steadiness {when} the run", steadiness.describe(result))
+          for when, result in (c.get("steadiness") or {}).items()),
         ("runtime", c.get("runtime", "-")),
         ("CPU sets", cpus_text(c.get("cpus"))),
         ("machine", ", ".join(x for x in [
