@@ -148,6 +148,8 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     take longer than a second on one core, and ab -t drops the requests still under way) is followed by one twice as
     long (at most MAX_UNSIZED_S)."""
     path = scenario.path_for(target.server)
+    if bench.turn:  # in interleaved rounds the server may be asleep (SIGSTOP): the primer would wait out its timeout
+        bench.turn(target.name)
     for _ in range(PRIMER_REQUESTS):
         try:
             httpclient.get(target.running.host, target.running.port, path, timeout=60)

@@ -203,13 +203,16 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
         return measurement.Outcome(Measurement(requests=done, errors=Errors(), duration_s=1.0, rps=float(done),
                                                latency_ms={}), None)
 
-    monkeypatch.setattr(measurement.httpclient, "get", lambda *a, **k: None)
+    order = []
+    monkeypatch.setattr(measurement.httpclient, "get", lambda *a, **k: order.append("primer"))
     target = campaign.Target(servers("rust")[0], SimpleNamespace(host="127.0.0.1", port=1, base_url="http://127.0.0.1:1"))
-    bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH)
+    # a sleeping server (interleaved rounds) is woken before its primer, which would otherwise wait out its timeout
+    bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH, turn=lambda name: order.append(f"wake {name}"))
     high = scenario("high-compute", "ab", [Run("c10", {"concurrency": 10, "duration_s": 2})], "fibonacci")
     result = measurement.warm_up(bench, target, high, high.runs[0], Warmup(duration_s=1, tolerance=0.2, max_runs=6))
     assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 20)]
     assert result.rate == 14.0 and result.steady
+    assert order[:2] == ["wake rust", "primer"]
 
 
 def fake_attempt(n):
