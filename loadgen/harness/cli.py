@@ -8,7 +8,7 @@ import subprocess
 import sys
 from contextlib import nullcontext
 
-from harness import compare, overhead, steadiness
+from harness import compare, flags, overhead, steadiness
 from harness import scenarios as scenario_data
 from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
@@ -126,6 +126,11 @@ def probe_steadiness(store, plan, settings, when: str) -> None:
     say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
     result = steadiness.probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
     say(f"  {steadiness.describe(result)}")
+    worst = max((c for c in result["cv"].values() if c is not None), default=None)
+    if worst is not None and worst > steadiness.UNSTEADY_CV:
+        warn(f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
+             f"length will carry about as much spread, and records past {flags.SPREAD_MAX_CV:.0%} are flagged `spread`; "
+             "a quieter machine (or the seed profile's longer attempts) gives tighter intervals")
     store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})
 
 

@@ -18,6 +18,9 @@ import subprocess
 import sys
 
 TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
+# Above this, the run is warned that its records will carry the machine's spread: with 3 attempts whose own CV is 5 %,
+# about one record in twenty passes the 10 % spread flag by chance; at 10 %, about four in ten.
+UNSTEADY_CV = 0.05
 # A loop that counts and prints its count every TICK_S; it ends after the given seconds.
 PROBE = (
     "import sys, time\n"

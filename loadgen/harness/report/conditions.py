@@ -38,6 +38,20 @@ def _warmup(w) -> str:
             "none where the server was just measured with the same load (quick `long` after `low-compute`)")
 
 
+def machine_note(conditions: dict) -> str | None:
+    """One sentence on the machine's own steadiness (the probe before and after the run), for the top of a report;
+    None where the run has no probe."""
+    probes = conditions.get("steadiness") or {}
+    cvs = [c for result in probes.values() for c in (result.get("cv") or {}).values() if c is not None]
+    if not cvs:
+        return None
+    window = next(iter(probes.values()))["window_s"]
+    return (f"The machine itself: a pinned busy loop's speed varied {min(cvs) * 100:.0f}–{max(cvs) * 100:.0f} % "
+            f"(coefficient of variation) between {window:g} s windows in the probes before and after this run. "
+            "Attempts of that length cannot be steadier than the machine: a `spread` whose CV is of that size is the "
+            "machine's noise as much as the server's (see the conditions).")
+
+
 def items(run: Run) -> list[tuple[str, str]]:
     c = run.conditions
     m = c.get("machine") or {}

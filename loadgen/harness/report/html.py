@@ -263,6 +263,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="sub">{subtitle}</p>',
         f'<nav>{nav}</nav>',
         f'<div class="cards">{"".join(cards)}</div>',
+        *([f'<p class="sub">{escape(cond.machine_note(c))}</p>'] if cond.machine_note(c) else []),
         '<p class="muted">req/s is the median of the attempts, whiskers and bands its confidence interval, CV the '
         "attempts' spread (coefficient of variation). Latency percentiles are those of the median attempt. CPU is the "
         "share of the CPUs each side was pinned to. Flagged measurements are not ranked: each carries its reasons. The "

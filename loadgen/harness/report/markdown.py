@@ -80,6 +80,9 @@ def render(model: Model) -> str:
              "req/s is the median of the attempts; CV is their spread (coefficient of variation); p50/p99 are those of the "
              "median attempt; CPU is the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "",
              RANKING_NOTE, ""]
+    machine = cond.machine_note(c)
+    if machine:
+        lines += [machine, ""]
     lines += ["## At a glance", ""] + glance_lines(model) + [""]
     missing = cond.not_measured(model.run)
     if missing:
