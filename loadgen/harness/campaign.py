@@ -175,16 +175,12 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
             for run in scenario.runs:
                 if id(run) in warmed and load_key(scenario, run, server) != last_load:
                     counts["warmups"] += 1
-                    clock.plan(WARMUP_RUNS_EXPECTED * (warmup_run_seconds(settings) + ATTEMPT_OVERHEAD_S))
+                    clock.plan(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
                 last_load = load_key(scenario, run, server)
                 counts["records"] += 1
                 counts["attempts"] += repeat_of[scenario.name]
                 clock.plan(repeat_of[scenario.name] * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
     return counts
-
-
-def warmup_run_seconds(settings: Settings) -> float:
-    return settings.warmup.duration_s
 
 
 def warmed_runs(scenario: Scenario) -> list[Run]:
@@ -313,7 +309,7 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 first = t.name not in bench.warmed
                 bench.warmed.add(t.name)
                 warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
-                clock.advance(WARMUP_RUNS_EXPECTED * (warmup_run_seconds(settings) + ATTEMPT_OVERHEAD_S))
+                clock.advance(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
         attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
         for n in range(1, repeat + 1):
             alive = [t for t in members if t.name not in bench.dead]

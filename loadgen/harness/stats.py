@@ -91,19 +91,25 @@ def interval_from_range(s: dict) -> dict | None:
             "method": CI_SINGLE if n == 1 else CI_METHOD if coverage(1, n) >= CI_LEVEL else CI_MIN_MAX, "k": 1}
 
 
+def cv(xs: list[float]) -> float | None:
+    """The coefficient of variation, `statistics.stdev / statistics.mean` rounded to 4 places; None with fewer than two
+    values or a mean that is not positive."""
+    if len(xs) < 2 or statistics.fmean(xs) <= 0:
+        return None
+    return round(statistics.stdev(xs) / statistics.fmean(xs), 4)
+
+
 def describe(values: list[float | None]) -> dict | None:
     """median, min, max, cv (None with fewer than two values), n, and ci (`median_interval`) of the values that are not
     None."""
     xs = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     if not xs:
         return None
-    mean = statistics.fmean(xs)
-    cv = statistics.stdev(xs) / mean if len(xs) >= 2 and mean > 0 else None
     return {
         "median": statistics.median(xs),
         "min": min(xs),
         "max": max(xs),
-        "cv": round(cv, 4) if cv is not None else None,
+        "cv": cv(xs),
         "n": len(xs),
         "ci": median_interval(xs),
     }

@@ -17,6 +17,8 @@ import statistics
 import subprocess
 import sys
 
+from harness import stats
+
 TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
 # Above this, the run is warned that its records will carry the machine's spread: with 3 attempts whose own CV is 5 %,
 # about one record in twenty passes the 10 % spread flag by chance; at 10 %, about four in ten.
@@ -54,12 +56,6 @@ def windows(rates: list[float], per_window: int) -> list[float]:
     return [statistics.fmean(rates[i:i + per_window]) for i in range(0, len(rates) - per_window + 1, per_window)]
 
 
-def cv(values: list[float]) -> float | None:
-    if len(values) < 2 or statistics.fmean(values) <= 0:
-        return None
-    return round(statistics.stdev(values) / statistics.fmean(values), 4)
-
-
 def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
     """{"seconds", "window_s", "cpus", "cv": {role: CV between windows}, "correlation": of the roles' window rates
     (None with one role)}. `cpus`: role -> the CPU its busy loop is pinned to."""
@@ -85,7 +81,7 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
         if n >= 3 and len(set(a[:n])) > 1 and len(set(b[:n])) > 1:
             correlation = round(statistics.correlation(a[:n], b[:n]), 2)
     return {"seconds": seconds, "window_s": window_s, "cpus": cpus, "windows": min(len(s) for s in series.values()),
-            "cv": {role: cv(s) for role, s in series.items()}, "correlation": correlation}
+            "cv": {role: stats.cv(s) for role, s in series.items()}, "correlation": correlation}
 
 
 def describe(result: dict | None) -> str:

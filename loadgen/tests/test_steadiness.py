@@ -3,13 +3,13 @@ import os
 
 import pytest
 
-from harness import scenarios, steadiness
+from harness import scenarios, stats, steadiness
 
 
 def test_windows_average_whole_groups_of_ticks_and_drop_a_partial_one():
     assert steadiness.windows([1, 3, 5, 7, 9], 2) == [2, 6]
-    assert steadiness.cv([100, 100]) == 0 and steadiness.cv([90, 110]) == pytest.approx(0.1414, abs=1e-4)
-    assert steadiness.cv([100]) is None
+    assert stats.cv([100, 100]) == 0 and stats.cv([90, 110]) == pytest.approx(0.1414, abs=1e-4)
+    assert stats.cv([100]) is None
 
 
 def test_a_real_probe_on_two_pinned_cpus_reports_each_cpus_variation_and_their_correlation():

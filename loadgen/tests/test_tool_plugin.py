@@ -39,7 +39,6 @@ class FakeTool:
     name = "fake"
     binary = sys.executable  # the script runs on the harness's own Python
     install_hint = "nothing to install: the harness's Python runs tests/fixtures/fake_tool/fake_load.py"
-    timed = False  # it counts requests, it has no time limit
     version_args = (str(SCRIPT), "--version")
 
     def completed(self, output_tail: bytes) -> int | None:

@@ -25,7 +25,6 @@ class ApacheBench:
     name = "ab"
     binary = "ab"
     install_hint = "apt-get install apache2-utils (or: make setup)"
-    timed = True  # -t: runs for a given time
     version_args = ("-V",)
 
     def completed(self, output_tail: bytes) -> int | None:

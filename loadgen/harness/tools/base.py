@@ -49,7 +49,6 @@ class LoadTool(Protocol):
     name: str  # what a scenario's `tool` names
     binary: str
     install_hint: str
-    timed: bool  # can run for a given time (a warm-up then needs no rate to size it)
     version_args: tuple[str, ...]  # `binary *version_args` prints the version line (run where the runtime runs tools)
 
     def completed(self, output_tail: bytes) -> int | None:

@@ -27,7 +27,6 @@ class Httperf:
     name = "httperf"
     binary = "httperf"
     install_hint = "apt-get install httperf (or: make setup)"
-    timed = False  # no time limit: a count of calls
     version_args = ("-V",)
 
     def completed(self, output_tail: bytes) -> int | None:

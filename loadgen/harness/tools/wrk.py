@@ -20,7 +20,6 @@ class Wrk:
     name = "wrk"
     binary = "wrk"
     install_hint = "apt-get install wrk (or: make setup)"
-    timed = True  # runs for a given time
     version_args = ("-v",)
 
     def completed(self, output_tail: bytes) -> int | None:
