@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from harness import contract, flags, inventory
+from harness import capacity, contract, flags, inventory
 from harness.console import fail, say, warn
 from harness.manifest import Server
 from harness.measurement import Bench, Target, aggregate, attempt, load_key, pattern, warm_from, warm_up
@@ -161,7 +161,7 @@ def minutes(seconds: float) -> str:
 
 def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings) -> dict:
     """Plans every server start, warm-up and attempt on `clock`; returns the counts for the announcement."""
-    repeat_of = {s.name: settings.repeat if settings.forced else max(settings.repeat, s.attempts) for s in scenarios}
+    repeat_of = {s.name: s.repeat(settings) for s in scenarios}
     counts = {"servers": 0, "records": 0, "attempts": 0, "warmups": 0}
     for server in servers:
         applicable = [s for s in scenarios if s.path_for(server)]
@@ -292,7 +292,7 @@ def _idle_pids(session: Session, targets: list[Target]):
 def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenario: Scenario, settings: Settings) -> None:
     """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back). A server that
     dies (measurement.Bench.died) gets the record of what it did, and no further round, run or warm-up."""
-    repeat = settings.repeat if settings.forced else max(settings.repeat, scenario.attempts)
+    repeat = scenario.repeat(settings)
     warmups: dict[str, Warmup] = {}
     warm_before = {id(r) for r in warmed_runs(scenario)}
     for run in scenario.runs:
@@ -331,6 +331,20 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 record.failed = f"the server died before its first attempt: {bench.dead[t.name]}"
             bench.store.add_record(record)
         evaluate_flags(bench.store)
+    if any(r.rate_share for r in scenario.runs):
+        record_capacity(bench.store, bench.store.run.conditions.get("slo_p99_ms") or capacity.slo_from_env())
+
+
+def record_capacity(store: RunStore, slo_p99_ms: float) -> None:
+    """Each server's capacity at the latency target (harness.capacity), in its servers entry, and said."""
+    for name, by_scenario in capacity.of_run(store.run, slo_p99_ms).items():
+        store.set_server(name, {**store.run.servers.get(name, {}), "capacity": by_scenario})
+        for scenario, c in by_scenario.items():
+            if c["rps"]:
+                say(f"  {name} {scenario}: capacity {c['rps']:,.0f} req/s at p99 ≤ {slo_p99_ms:g} ms "
+                    f"(step {c['step']}, p99 {c['p99_ms']:.2f} ms)" + (" — at least: " + c["why"] if c["lower_bound"] else ""))
+            else:
+                warn(f"{name} {scenario}: no capacity at p99 ≤ {slo_p99_ms:g} ms: {c['why']}")
 
 
 def evaluate_flags(store: RunStore) -> None:

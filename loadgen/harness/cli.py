@@ -8,7 +8,7 @@ import subprocess
 import sys
 from contextlib import nullcontext
 
-from harness import compare, flags, overhead, steadiness
+from harness import capacity, compare, flags, overhead, steadiness
 from harness import scenarios as scenario_data
 from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
@@ -100,11 +100,13 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
     if args.order not in ORDERS:  # before anything starts
         raise OrderError(f"ORDER={args.order!r}: use one of {', '.join(ORDERS)}")
+    stepped = any(r.rate_share for s in picked for r in s.runs)
+    slo = capacity.slo_from_env() if stepped else None  # a bad SLO_P99_MS is refused before anything starts
     session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
     store = open_run(args.run_id or new_run_id(kind), session.runtime, session.plan, args.profile, settings,
-                     " ".join(sys.argv[1:]), {"limit_notes": notes})
+                     " ".join(sys.argv[1:]), {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
         probe_steadiness(store, session.plan, settings, "before")
         ok = run_campaign(session, store, chosen, picked, settings, args.order)
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args)
     except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_, OrderError,
-            HarnessBusy) as exc:
+            HarnessBusy, capacity.CapacityError) as exc:
         fail(str(exc))
         return 2
     except DiskFull as exc:

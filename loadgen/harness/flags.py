@@ -22,6 +22,7 @@ SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator
 UPSTREAM_MARGIN = 0.10  # weather within 10 % of (or above) the upstream's own /weather.json figure
 SPREAD_MAX_CV = 0.10  # req/s coefficient of variation over the attempts
 SPREAD_MAX_HALF_WIDTH = 0.10  # the median's interval: (high − low) > 2 × this × median is flagged
+RATE_HELD = 0.99  # an open-model step's achieved rate must be at least this share of the offered
 SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
 
 UPSTREAM_SCENARIO = "weather"
@@ -33,6 +34,9 @@ EXPLANATIONS = {
     "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
     "loadgen-saturated": f"the load generator used ≥ {LOADGEN_SATURATED:.0%} of its CPUs while the server used less "
                          f"than {SERVER_BUSY:.0%} of its own: the number measures the tool, not the server",
+    "rate-not-held": f"the load generator sent less than {RATE_HELD:.0%} of the rate it was asked to offer while the "
+                     f"server used less than {SERVER_BUSY:.0%} of its CPUs (or the generator was saturated): the step "
+                     "measures the tool, not the server, and is never read as the server's limit",
     "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) the upstream's own {UPSTREAM_PATH} at the "
                       "same load in the same run: the upstream is the limit, not the server",
     "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
@@ -102,6 +106,24 @@ def _saturated(record: Record) -> Flag | None:
             + (f"{_pct(server)} of its {server_cores or '?'}" if server is not None else "an unknown share of its CPUs (not sampled)")
             + ": the number measures the tool, not the server")
     return Flag("loadgen-saturated", what)
+
+
+def offered_rps(record: Record) -> float | None:
+    """The rate an open-model step offered (oha -q), or None for a closed-loop record."""
+    return record.details.get("offered_rps")
+
+
+def _rate_not_held(record: Record) -> Flag | None:
+    offered = offered_rps(record)
+    if not offered or record.rps is None or record.rps >= RATE_HELD * offered:
+        return None
+    server, loadgen = utilization(record, "server"), utilization(record, "loadgen")
+    if server is not None and server >= SERVER_BUSY and (loadgen is None or loadgen < LOADGEN_SATURATED):
+        return None  # the server is the limit: that is what the step measures
+    return Flag("rate-not-held", f"{stats.fmt_rate(record.rps)} req/s achieved of {stats.fmt_rate(offered)} offered "
+                                 f"({record.rps / offered:.1%}) while the server used "
+                                 + (f"{_pct(server)} of its CPUs" if server is not None else "an unknown share of its CPUs")
+                                 + (f" and the load generator {_pct(loadgen)} of its own" if loadgen is not None else ""))
 
 
 def _cores(record: Record, role: str) -> int | None:
@@ -189,8 +211,10 @@ def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], veri
         _contract(record, verification),
         _errors(record),
         _saturated(record),
+        _rate_not_held(record),
         _upstream(record, upstream_rates),
-        None if record.rps is None else _spread(record.summary),
+        # an open-model step's req/s is the rate it was offered, not the server's: its spread says nothing
+        None if record.rps is None or offered_rps(record) else _spread(record.summary),
     ]
     return [f for f in found if f]
 

@@ -133,7 +133,10 @@ def warm_from(previous: str, rate: float | None, tool: str) -> results.Warmup:
 
 
 def pattern(scenario: Scenario, run: Run) -> tuple:
-    """What a warm-up must match: the tool and whether connections are kept (ab -k, or not)."""
+    """What a warm-up must match: the tool and whether connections are kept (ab -k, or not); a scenario with a
+    warm-up load of its own is warmed once, before its first run."""
+    if scenario.warmup:
+        return scenario.warmup.tool, None
     return scenario.tool, bool(run.load.get("keepalive"))
 
 
@@ -155,16 +158,19 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
             httpclient.get(target.running.host, target.running.port, path, timeout=60)
         except (OSError, httpclient.HttpError):
             break
-    tool = TOOLS[scenario.tool]
-    base = run.spec(target.running.base_url + path)
+    tool_name = scenario.warmup_tool
+    tool = TOOLS[tool_name]
+    own = scenario.warmup.run if scenario.warmup else run
+    base = own.spec(target.running.base_url + path)
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
+    run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
     runs, steady, rate = [], False, None
-    unsized_s = rule.duration_s  # a run's length while no rate is known
+    unsized_s = run_s  # a run's length while no rate is known
     min_runs = max(2, rule.first_min_runs if first else 2)
     while len(runs) < rule.max_runs and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
         n = len(runs) + 1
-        spec = tool.sized(base, rule.duration_s if rate else unsized_s, rate)
-        outcome = bench.load(target, scenario.tool, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
+        spec = tool.sized(base, run_s if rate else unsized_s, rate)
+        outcome = bench.load(target, tool_name, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
                              f"{target.name} {scenario.name} warm-up {n}",
                              f"{scenario.name} {run.label} warm-up run {n}", rate)
         m = outcome.measurement
@@ -181,15 +187,19 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
              "attempts are sized without a rate and taken on a server that may not be warm")
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in runs)
     verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
-    say(f"  {target.name} {scenario.name} {run.label} warm-up ({scenario.tool}): {len(runs)} run(s) of about "
-        f"{rule.duration_s:g} s, {verdict} ({rates} req/s)")
-    return results.Warmup(tool=scenario.tool, runs=runs, steady=steady, tolerance=rule.tolerance,
+    say(f"  {target.name} {scenario.name} {run.label} warm-up ({tool_name}): {len(runs)} run(s) of about "
+        f"{run_s:g} s, {verdict} ({rates} req/s)")
+    return results.Warmup(tool=tool_name, runs=runs, steady=steady, tolerance=rule.tolerance,
                           max_runs=rule.max_runs, rate=round(rate, 1) if rate else None)
 
 
 def attempt_spec(scenario: Scenario, run: Run, url: str, warm_rate: float | None) -> LoadSpec:
     """The run's load; where the profile gives a duration, sized to it from the warm-up's rate (see the docstring)."""
     spec = run.spec(url)
+    if run.rate_share:
+        if not warm_rate:
+            raise ValueError(f"{scenario.name} {run.label}: no warm-up rate to take {run.rate_share:.0%} of")
+        spec = replace(spec, rate=round(run.rate_share * warm_rate, 1))
     if run.load.get("duration_s"):
         spec = TOOLS[scenario.tool].sized(spec, run.load["duration_s"], warm_rate)
     return spec
@@ -201,11 +211,18 @@ def attempt(bench: Bench, target: Target, scenario: Scenario, run: Run, n: int, 
     url = target.running.base_url + scenario.path_for(target.server)
     label = f"{target.name} {scenario.name} {run.label}" + (f" #{n}" if repeat > 1 else "")
     started = time.time()
-    spec = attempt_spec(scenario, run, url, warm_rate)
-    outcome = bench.load(target, scenario.tool, spec, f"{target.name}-{scenario.name}-{run.label}-{n}", label,
-                         f"{scenario.name} {run.label} attempt {n}", warm_rate)
+    try:
+        spec = attempt_spec(scenario, run, url, warm_rate)
+    except ValueError as exc:  # a rate share of a warm-up that measured nothing
+        spec, outcome = None, Outcome(None, f"not run: {exc}")
+    else:
+        outcome = bench.load(target, scenario.tool, spec, f"{target.name}-{scenario.name}-{run.label}-{n}", label,
+                             f"{scenario.name} {run.label} attempt {n}", warm_rate)
     entry = attempt_record(n, outcome, bench.store, started)
-    entry.sized_from_rps = spec.sized_from_rps
+    if spec is not None:
+        entry.sized_from_rps = spec.sized_from_rps
+        if run.rate_share:  # what was offered, beside what the server achieved (rps)
+            entry.details = {"offered_rps": spec.rate, **entry.details}
     entry.round_position = round_position
     say(_line(label, entry))
     return entry
@@ -228,6 +245,7 @@ def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: 
         rps=round(m.rps, 2) if m else None,
         latency_ms=m.latency_ms if m else {},
         stopped=outcome.stopped,
+        details=m.details if m else {},
     )
 
 
@@ -250,7 +268,7 @@ def aggregate(server: Server, scenario: Scenario, run: Run, path: str, attempts:
         round=round_no,
         tool=scenario.tool,
         path=path,
-        concurrency=run.load["concurrency"],
+        concurrency=run.load.get("concurrency"),
         threads=run.load.get("threads"),
         load=run.load,
         requests=sum(a.requests for a in attempts),
@@ -265,6 +283,7 @@ def aggregate(server: Server, scenario: Scenario, run: Run, path: str, attempts:
         summary=None,
         samples={role: SampleSummary(cpu_util=sample(role, "cpu_util", statistics.median),
                                      peak_rss_mb=sample(role, "peak_rss_mb", max)) for role in ("server", "loadgen")},
+        details=median_attempt.details if median_attempt else {},
     )
     record.summary = record.fresh_summary()
     return record

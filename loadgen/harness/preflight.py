@@ -3,9 +3,11 @@ anything starts; loads are split across tool processes or announced, never silen
 from __future__ import annotations
 
 import math
-
-from harness.console import warn
+import subprocess
+import time
+from harness.console import say, warn
 from harness.host import nofile_limit
+from harness.manifest import REPO
 from harness.scenarios import Scenario
 from harness.tools import TOOLS, find_binary
 
@@ -15,12 +17,34 @@ class PreflightError(Exception):
 
 
 def tools_needed(scenarios: list[Scenario]) -> set[str]:
-    """The scenarios' tools: warm-ups run each scenario's own tool too."""
-    return {s.tool for s in scenarios}
+    """The scenarios' tools, and the tools of their warm-up loads."""
+    return {s.tool for s in scenarios} | {s.warmup_tool for s in scenarios}
+
+
+
+def provision(tools: set[str]) -> None:
+    """Builds, once, each tool the project builds itself (its adapter's `provision`) that is not built yet: announced
+    with its cost, run from the repository's root, its output shown. A failed build is a PreflightError."""
+    for name in sorted(tools):
+        tool = TOOLS[name]
+        argv = getattr(tool, "provision", None)
+        if not argv or find_binary(tool):
+            continue
+        say(f"{name} is needed and not built yet: {tool.provision_note}\n  running: {' '.join(argv)}")
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(list(argv), cwd=REPO)
+        except OSError as exc:
+            raise PreflightError(f"could not build {name} ({exc}); {tool.install_hint}") from None
+        if proc.returncode != 0 or not find_binary(tool):
+            raise PreflightError(f"building {name} failed (exit {proc.returncode}); see its output above. "
+                                 f"To retry: {' '.join(argv)}")
+        say(f"{name} built in {time.monotonic() - started:.0f} s: {tool.binary}")
 
 
 def check_tools(tools: set[str]) -> None:
-    """The tools installed on this host (the local runtime runs them here)."""
+    """The tools installed on this host (the local runtime runs them here); those the project builds, built."""
+    provision(tools)
     missing = {t for t in tools if not find_binary(TOOLS[t])}
     if missing:
         hints = "; ".join(f"{t}: {TOOLS[t].install_hint}" for t in sorted(missing))
@@ -29,6 +53,8 @@ def check_tools(tools: set[str]) -> None:
 
 def tool_processes(tool_name: str, concurrency: int, limit: int | None = None) -> int:
     """How many processes of the tool share a load of `concurrency` connections."""
+    if not concurrency:  # a load given in users over time (gatling)
+        return 1
     per_process = TOOLS[tool_name].max_connections_per_process(limit or nofile_limit())
     return max(1, math.ceil(concurrency / per_process))
 
@@ -39,7 +65,9 @@ def announce_limits(scenarios: list[Scenario]) -> list[str]:
     notes = []
     for s in scenarios:
         for run in s.runs:
-            c = run.load["concurrency"]
+            c = run.load.get("concurrency")
+            if not c:
+                continue
             parts = tool_processes(s.tool, c, limit)
             if parts > 1:
                 notes.append(f"{s.name} {run.label}: {c} connections exceed what one {s.tool} process holds "

@@ -43,6 +43,8 @@ class Measurement:
     latency_ms: dict[str, float | None] = field(default_factory=lambda: dict.fromkeys(LATENCY_KEYS))
     # (percent, ms) points of the latency distribution, for merging parts; not every tool gives them
     quantiles: list[tuple[float, float]] = field(default_factory=list)
+    # what only some tools measure, kept as they say it: oha's offered rate and p99.9, Gatling's distribution
+    details: dict = field(default_factory=dict)
 
     @property
     def good_requests(self) -> int:

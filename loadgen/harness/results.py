@@ -80,6 +80,9 @@ class Attempt:
     sized_from_rps: float | None = None  # the warm-up's rate that sized this attempt (written only then)
     round_position: tuple[int, int] | None = None  # (position, servers) in an interleaved round (written only there)
     stopped: str | None = None  # why the harness stopped the tool before it ended by itself (written only then)
+    # what only some tools measure (written only then): oha's offered rate and corrected percentiles, Gatling's
+    # response-time distribution (harness.result.Measurement.details)
+    details: dict = field(default_factory=dict)
 
     @property
     def measured(self) -> bool:
@@ -96,7 +99,8 @@ class Attempt:
             requests=d.get("requests") or 0, good_requests=d.get("good_requests") or 0,
             errors=Errors.from_dict(d.get("errors") or {}), duration_s=d.get("duration_s"), rps=d.get("rps"),
             latency_ms=d.get("latency_ms") or {}, sized_from_rps=d.get("sized_from_rps"),
-            round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"))
+            round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"),
+            details=d.get("details") or {})
 
     def to_dict(self) -> dict:
         out = {
@@ -112,6 +116,8 @@ class Attempt:
             out["round_position"] = {"position": self.round_position[0], "of": self.round_position[1]}
         if self.stopped:
             out["stopped"] = self.stopped
+        if self.details:
+            out["details"] = self.details
         return out
 
 
@@ -206,6 +212,7 @@ class Record:
     samples: dict[str, SampleSummary]
     flags: list[Flag] = field(default_factory=list)
     ranked: bool = True
+    details: dict = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
 
     @property
     def label(self) -> str:
@@ -230,10 +237,11 @@ class Record:
             warmup=Warmup.from_dict(d["warmup"]) if d.get("warmup") else None,
             summary=Summary.from_dict(d["summary"]) if d.get("summary") else None,
             samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
-            flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True))
+            flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
+            details=d.get("details") or {})
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "server": self.server, "scenario": self.scenario, "run": self.run, "runtime": self.runtime,
             "round": self.round, "tool": self.tool, "path": self.path, "concurrency": self.concurrency,
             "threads": self.threads, "load": self.load, "requests": self.requests, "good_requests": self.good_requests,
@@ -244,6 +252,9 @@ class Record:
             "samples": {role: asdict(s) for role, s in self.samples.items()},
             "flags": [f.to_dict() for f in self.flags], "ranked": self.ranked,
         }
+        if self.details:
+            out["details"] = self.details
+        return out
 
 
 @dataclass

@@ -14,8 +14,11 @@ SCENARIO_FILE = Path(__file__).resolve().parents[1] / "scenarios.toml"
 PROFILES = ("quick", "seed")
 LOAD_FIELDS = {
     "concurrency": int, "requests": int, "duration_s": float, "threads": int, "keepalive": bool,
-    "timeout_s": float, "continue_on_error": bool, "rate": float, "calls_per_connection": int,
+    "timeout_s": float, "continue_on_error": bool, "rate": float, "calls_per_connection": int, "users": int,
+    "injection": str,
 }
+# A run field that is not part of the load: `rate_share`, the run's rate as a share of the rate its warm-up reached
+# (latency: 0.5 offers half of the server's closed-loop maximum on that path)
 
 
 class ScenarioError(Exception):
@@ -44,9 +47,20 @@ class Settings:
 class Run:
     label: str
     load: dict  # LoadSpec fields except the URL
+    rate_share: float | None = None  # the rate, as a share of the warm-up's (see LOAD_FIELDS)
 
     def spec(self, url: str) -> LoadSpec:
         return LoadSpec(url=url, **self.load)
+
+
+@dataclass(frozen=True)
+class WarmupLoad:
+    """A scenario's own warm-up load where it differs from its runs: another tool, another load (latency: a closed-loop
+    wrk run, whose rate is the server's maximum the steps are shares of; gatling-backend: ab, since each Gatling run
+    starts a JVM)."""
+
+    tool: str
+    run: Run
 
 
 @dataclass(frozen=True)
@@ -56,8 +70,19 @@ class Scenario:
     tool: str
     targets: tuple[tuple[str, str], ...]  # (route, path) in order of preference
     runs: tuple[Run, ...]
-    attempts: int
+    attempts: int | None  # the profile's own count of attempts per run (None: the settings' repeat)
     in_bench: bool = True  # false: measured only when named (`make test-<name>`, `make docker-overhead`)
+    warmup: WarmupLoad | None = None  # None: warmed with its own tool and load
+
+    @property
+    def warmup_tool(self) -> str:
+        return self.warmup.tool if self.warmup else self.tool
+
+    def repeat(self, settings: Settings) -> int:
+        """Attempts per run: REPEAT when given, else the scenario's own `attempts`, else the profile's `repeat`."""
+        if settings.forced or self.attempts is None:
+            return settings.repeat
+        return self.attempts
 
     def path_for(self, server: Server) -> str | None:
         """The path this scenario measures on `server`, or None when the server serves none of its routes."""
@@ -66,21 +91,39 @@ class Scenario:
 
 def _run(raw: dict, where: str, index: int) -> Run:
     label = str(raw.get("label", f"c{raw.get('concurrency', '?')}"))
-    load = {}
+    load, share = {}, raw.get("rate_share")
+    if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or share <= 0):
+        raise ScenarioError(f"{where} run {index + 1}: rate_share = {share!r} must be a positive number (0.5: half the "
+                            "warm-up's rate)")
     for key, value in raw.items():
-        if key == "label":
+        if key in ("label", "rate_share"):
             continue
         if key not in LOAD_FIELDS:
-            raise ScenarioError(f"{where} run {index + 1}: unknown field {key!r}; known: {', '.join(LOAD_FIELDS)}")
+            raise ScenarioError(f"{where} run {index + 1}: unknown field {key!r}; known: "
+                                f"{', '.join([*LOAD_FIELDS, 'rate_share', 'label'])}")
         kind = LOAD_FIELDS[key]
+        if kind is str:
+            if not isinstance(value, str) or not value:
+                raise ScenarioError(f"{where} run {index + 1}: {key} = {value!r} must be a text")
+            load[key] = value
+            continue
         if kind is bool and not isinstance(value, bool) or kind is not bool and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ScenarioError(f"{where} run {index + 1}: {key} = {value!r} must be a {kind.__name__}")
         if kind is not bool and value <= 0:
             raise ScenarioError(f"{where} run {index + 1}: {key} = {value!r} must be positive")
         load[key] = kind(value)
-    if "concurrency" not in load:
+    if "concurrency" not in load and "injection" not in load:
         raise ScenarioError(f"{where} run {index + 1}: concurrency is required")
-    return Run(label=label, load=load)
+    return Run(label=label, load=load, rate_share=float(share) if share is not None else None)
+
+
+def _warmup_load(raw, where: str) -> WarmupLoad | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("tool") not in TOOLS:
+        raise ScenarioError(f"{where} warmup: give {{ tool = ..., <load> }} with a tool among {', '.join(TOOLS)}")
+    fields = {k: v for k, v in raw.items() if k != "tool"}
+    return WarmupLoad(tool=raw["tool"], run=_run({"label": "warm-up", **fields}, f"{where} warmup", 0))
 
 
 def settings(profile: str, repeat: int | None = None, path: Path | None = None) -> Settings:
@@ -119,14 +162,17 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
         targets = tuple((t["route"], t["path"]) for t in table["targets"])
         if "path" in chosen:  # a profile may change the path of the first target (e.g. a smaller fibonacci)
             targets = ((targets[0][0], chosen["path"]),) + targets[1:]
-        attempts = chosen.get("attempts", 1)
-        if not isinstance(attempts, int) or attempts < 1:
+        attempts = chosen.get("attempts")
+        if attempts is not None and (not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1):
             raise ScenarioError(f"{where}: attempts must be a positive integer")
         runs = tuple(_run(raw, where, i) for i, raw in enumerate(chosen["runs"]))
         in_bench = table.get("in_bench", True)
         if not isinstance(in_bench, bool):
             raise ScenarioError(f"{path.name} [{name}]: in_bench must be true or false")
-        scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts, in_bench)
+        if any(r.rate_share for r in runs) and "warmup" not in table:
+            raise ScenarioError(f"{where}: runs with rate_share need a `warmup` load whose rate they are shares of")
+        scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts, in_bench,
+                                   _warmup_load(table.get("warmup"), where))
     return scenarios
 
 

@@ -21,14 +21,16 @@ class LoadSpec:
     """One load: what to send, how hard. Fields a tool does not use are ignored by it."""
 
     url: str
-    concurrency: int
+    concurrency: int | None = None  # connections (ab, wrk, oha), connections in all (httperf), users at once (gatling)
     requests: int | None = None  # ab: total requests
     duration_s: float | None = None  # wrk: test length
     threads: int = 1  # wrk
     keepalive: bool = False  # ab -k (wrk and httperf always keep connections alive)
     timeout_s: float | None = None  # per request/socket timeout
     continue_on_error: bool = False  # ab -r
-    rate: float | None = None  # httperf: new connections per second
+    rate: float | None = None  # httperf: new connections per second; oha: requests per second; gatling: users per second
+    users: int | None = None  # gatling: users injected in all (each sends one request)
+    injection: str | None = None  # gatling: how users arrive: "ramp" (over duration_s), "at-once", "constant" (rate)
     calls_per_connection: int | None = None  # httperf --num-calls
     sized_from_rps: float | None = None  # the rate a request count was sized from (recorded; no tool reads it)
 
@@ -38,7 +40,7 @@ class LoadSpec:
             return self
         return replace(
             self,
-            concurrency=math.ceil(self.concurrency / parts),
+            concurrency=math.ceil(self.concurrency / parts) if self.concurrency else self.concurrency,
             requests=math.ceil(self.requests / parts) if self.requests else self.requests,
             threads=max(1, self.threads // parts),
             rate=self.rate / parts if self.rate else self.rate,
@@ -50,6 +52,9 @@ class LoadTool(Protocol):
     binary: str
     install_hint: str
     version_args: tuple[str, ...]  # `binary *version_args` prints the version line (run where the runtime runs tools)
+    # A tool the project builds itself rather than installs (oha, Gatling) also has `provision`: the argv, run from the
+    # repository's root, that builds it into the repository (ignored by git) when `binary` is missing, and
+    # `provision_note`, what that costs, announced before it runs (preflight.check_tools).
 
     def completed(self, output_tail: bytes) -> int | None:
         """Requests done so far, read from the end of the tool's running output (progress of a counted load);

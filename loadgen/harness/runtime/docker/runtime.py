@@ -28,6 +28,7 @@ from harness.runtime.docker.engine import (allowed_cpus, compose_command, compos
 from harness.runtime.docker.images import (LOADGEN, app_dir, build_images, ensure_runtime_images, ensure_server_image,
                                            runtime_image, server_image)
 from harness.runtime.docker.process import ContainerProcess
+from harness.preflight import provision
 from harness.store import RESULTS
 from harness.tools import TOOLS
 
@@ -249,14 +250,16 @@ class DockerRuntime:
     def tool_versions(self) -> dict[str, str]:
         out = {}
         for name, tool in TOOLS.items():  # the loadgen image's; a tool it lacks says so here
-            proc = run_cli(["docker", "run", "--rm", "--network", "none", runtime_image(LOADGEN), tool.binary,
-                            *tool.version_args], check=False)
+            proc = run_cli(["docker", "run", "--rm", "--network", "none", "-v", f"{REPO}:{CONTAINER_REPO}:ro",
+                            runtime_image(LOADGEN), self.container_path(tool.binary), *tool.version_args], check=False)
             lines = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
             out[name] = lines[0].strip() if lines else "unknown"
         return out
 
     def check_tools(self, tools: set[str]) -> None:
-        """The tools are in the loadgen image (docker/loadgen.Dockerfile): it is built here when missing."""
+        """The tools are in the loadgen image (docker/loadgen.Dockerfile): it is built here when missing. The tools the
+        project builds itself (oha, Gatling) are built on the host and run from the repository the container mounts."""
+        provision(tools)
         ensure_runtime_images({LOADGEN})
 
     def describe(self, running: RunningServer) -> dict:
