@@ -66,8 +66,17 @@ compare: setup
 	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "usage: make compare A=<run-id> B=<run-id> (run ids: ls results/)"; exit 2; }
 	$(HARNESS) compare $(A) $(B)
 
+# The load tools the project builds itself, not packaged by Debian (the harness also builds them the first time a
+# scenario needs them): oha with cargo (harness/tools/oha.py), Gatling with Maven (harness/tools/gatling.py).
+.PHONY: setup-tools setup-oha setup-gatling
+setup-tools: setup-oha setup-gatling
+setup-oha:
+	bash loadgen/build-oha.sh
+setup-gatling:
+	bash loadgen/gatling/build.sh
+
 # The project's tests: unit tests, then integration tests against real servers on loopback.
-test: build
+test: build setup-tools
 	cd loadgen && ../$(PY) -m pytest -q tests
 
 # ======================================================================================================================

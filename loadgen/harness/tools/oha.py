@@ -3,8 +3,9 @@ schedule meant to send it (--latency-correction), as wrk2 does. A closed-loop to
 request only once the previous answer is in, so a server that stalls is asked less while it stalls and the stall
 costs one slow sample instead of every request users would have sent meanwhile (coordinated omission).
 
-oha is not packaged by Debian: the harness builds the pinned version with cargo into the repository's .tools/ the
-first time a scenario needs it (`provision`), and the Docker runtime runs that same binary in the loadgen container.
+oha is not packaged by Debian: the harness builds the pinned version with cargo (loadgen/build-oha.sh) into the
+repository's .tools/ the first time a scenario needs it (`provision`), and the Docker runtime runs that same binary in
+the loadgen container, which mounts the repository.
 """
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ FD_MARGIN = 64
 class Oha:
     name = "oha"
     binary = str(ROOT / "bin" / "oha")
-    install_hint = f"make setup-oha (cargo install oha --version {VERSION} --locked --root .tools/oha)"
+    install_hint = f"make setup-oha (bash loadgen/build-oha.sh: cargo install oha --version {VERSION} --locked)"
     version_args = ("--version",)
-    provision = ("cargo", "install", "oha", "--version", VERSION, "--locked", "--root", ".tools/oha")
-    provision_note = f"oha {VERSION} is built with cargo into .tools/oha once (about 6-12 min on 2 cores), then reused"
+    provision = ("bash", "loadgen/build-oha.sh")
+    provision_note = (f"oha {VERSION} is built with cargo once per machine (about 6-12 min on 2 cores, kept in "
+                      "~/.cache/polyglot-bench) and copied into .tools/oha")
 
     def completed(self, output_tail: bytes) -> int | None:
         return None  # silent until it ends (--no-tui)

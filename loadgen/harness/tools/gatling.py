@@ -1,0 +1,99 @@
+"""Gatling: the seeds' open workload model. Virtual users arrive by an injection profile (ramp, at-once, constant
+rate), each sends one GET and leaves. The project builds it (loadgen/gatling: a Java DSL simulation driven by -Dbench.*
+properties, and a launcher); figures come from the HTML report's js/stats.json, not the console text."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from harness.result import Errors, Measurement
+from harness.tools.base import LoadSpec, ToolFailed
+
+GATLING_DIR = Path(__file__).resolve().parents[2] / "gatling"
+SIMULATION = "bench.OpenModelSimulation"
+STACK_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ )")
+FD_MARGIN = 64  # descriptors the JVM holds besides its sockets (jars, epoll, report files)
+# Gatling's default percentiles (gatling.charting.indicators.percentile1..4), as the seeds' reports show them
+PERCENTILES = {"p50": "percentiles1", "p75": "percentiles2", "p95": "percentiles3", "p99": "percentiles4"}
+INJECTIONS = {  # what each profile needs from the LoadSpec, and what it means
+    "ramp": ("users", "duration_s"),  # rampUsers(users).during(duration_s)
+    "at-once": ("users",),  # atOnceUsers(users); users defaults to concurrency
+    "constant": ("rate", "duration_s"),  # constantUsersPerSec(rate).during(duration_s)
+}
+
+
+class Gatling:
+    name = "gatling"
+    binary = str(GATLING_DIR / "target" / "gatling")
+    install_hint = "make setup builds it: bash loadgen/gatling/build.sh (Maven, JDK 17)"
+    version_args = ("--version",)
+    provision = ("bash", "loadgen/gatling/build.sh")
+    provision_note = "builds Gatling 3.11.5 with Maven: the first build downloads about 70 MB from Maven Central (about 35 s)"
+
+    def completed(self, output_tail: bytes) -> int | None:
+        return None  # a profile is timed, not counted
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        return nofile_limit - FD_MARGIN  # one connection per user in flight
+
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        return spec  # a profile's duration is part of what it measures (users per second): never resized
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        if spec.injection not in INJECTIONS:
+            raise ValueError(f"gatling needs an injection, one of {', '.join(INJECTIONS)}; got {spec.injection!r}")
+        values = {"users": spec.users or (spec.concurrency if spec.injection == "at-once" else None),
+                  "rate": spec.rate, "duration_s": spec.duration_s}
+        missing = [f for f in INJECTIONS[spec.injection] if not values[f] or values[f] <= 0]
+        if missing:
+            raise ValueError(f"gatling's {spec.injection} injection needs {' and '.join(missing)} (a positive number)")
+        props = {"url": spec.url, "injection": spec.injection}
+        props.update({f: _number(values[f]) for f in INJECTIONS[spec.injection]})
+        if spec.timeout_s:
+            props["timeout_s"] = _number(spec.timeout_s)
+        scratch.mkdir(parents=True, exist_ok=True)
+        description = " ".join(f"{k}={v}" for k, v in props.items() if k != "url")
+        return [self.binary, *(f"-Dbench.{k}={v}" for k, v in props.items()),
+                "-s", SIMULATION, "-rf", str(scratch / "gatling"), "-rd", description]
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        reports = sorted(scratch.rglob("js/stats.json"), key=lambda p: (p.stat().st_mtime, str(p)))
+        if not reports:
+            # a crash ends in a stack trace: its frames say less than the exception lines above them
+            said = [line.strip() for line in output.splitlines() if line.strip() and not STACK_FRAME.match(line)]
+            raise ToolFailed(f"Gatling wrote no report (no js/stats.json under {scratch}): "
+                             + " | ".join(said[-3:] or ["no output"]))
+        stats = json.loads(reports[-1].read_text())["stats"]  # the "All Requests" group: every request of the run
+
+        def total(key: str):
+            return stats[key]["total"]
+
+        requests = total("numberOfRequests")
+        rps = float(total("meanNumberOfRequestsPerSecond"))
+        latency = {key: float(total(field)) for key, field in PERCENTILES.items()}
+        latency.update(p90=None, max=float(total("maxResponseTime")), mean=float(total("meanResponseTime")))
+        groups = [stats[f"group{i}"] for i in range(1, 5)]  # t < lower, lower <= t < higher, t >= higher, failed
+        return Measurement(
+            requests=requests,
+            errors=Errors(other=stats["numberOfRequests"]["ko"]),  # Gatling's KO: refused, timed out or not 2xx
+            duration_s=requests / rps if rps else 0.0,
+            rps=rps,
+            latency_ms=latency,
+            details={"gatling": {
+                "ok": stats["numberOfRequests"]["ok"],
+                "ko": stats["numberOfRequests"]["ko"],
+                "mean_rps": rps,
+                "std_dev_ms": total("standardDeviation"),
+                "min_ms": total("minResponseTime"),
+                "distribution": {g["name"]: g["count"] for g in groups},
+            }},
+        )
+
+
+def _number(value: float) -> str:
+    """As Java's parsers read it: 52000, not 5.2e+04 (Integer.parseInt reads users)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+TOOL = Gatling()  # what the registry (tools/__init__.py) finds
