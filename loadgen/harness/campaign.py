@@ -120,7 +120,7 @@ def attempt_seconds(run: Run) -> float:
     load = run.load
     if load.get("duration_s"):
         return float(load["duration_s"])
-    count = load.get("requests") or load["concurrency"] * (load.get("calls_per_connection") or 1)
+    count = load.get("requests") or load.get("users") or load["concurrency"] * (load.get("calls_per_connection") or 1)
     return count / ASSUMED_RPS
 
 

@@ -43,11 +43,11 @@ class Outcome:
 
 def deadline_s(spec: LoadSpec, expected_rps: float | None) -> float:
     """How long the load `spec` may run before the harness stops it (see the module's docstring)."""
-    if spec.duration_s:
-        return spec.duration_s + GRACE_S
+    if spec.duration_s:  # answers may come up to a request timeout after the end (Gatling waits for them)
+        return spec.duration_s + max(GRACE_S, (spec.timeout_s or 0) + GRACE_S / 2)
     if not expected_rps:
         return DEADLINE_CEILING_S
-    requests = spec.requests or spec.concurrency * (spec.calls_per_connection or 1)
+    requests = spec.requests or spec.users or (spec.concurrency or 1) * (spec.calls_per_connection or 1)
     return min(max(DEADLINE_FACTOR * requests / expected_rps, DEADLINE_FLOOR_S), DEADLINE_CEILING_S)
 
 

@@ -203,3 +203,24 @@ def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed
         assert results[closed].latency_ms["p99"] < 50, (closed, results[closed].latency_ms)  # ...its p99 hides them
     assert results["oha at a rate"].latency_ms["p99"] >= 100, results["oha at a rate"].latency_ms  # this one shows them
     assert results["wrk"].latency_ms["p99"] >= 100, results["wrk"].latency_ms  # wrk's own correction
+
+
+def test_the_report_ranks_a_stepped_scenario_by_capacity_and_draws_latency_against_offered_load(tmp_path):
+    from harness.report import charts, csv_export, markdown, model as report_model
+
+    fast = [_step(f"{p}%", 100 * p, 100 * p, p / 10) for p in (10, 50, 90)]  # p99 1, 5, 9 ms: all held
+    slow = [{**_step(f"{p}%", 50 * p, 50 * p, p / 2), "server": "t"} for p in (10, 50, 90)]  # 5, 25, 45 ms
+    run = _run(*fast, *slow)
+    run.conditions["slo_p99_ms"] = 10.0
+    m = report_model.build(run)
+    assert m.scenarios[0].is_stepped and not m.scenarios[0].is_matrix
+    assert [(s, c["rps"]) for s, c in m.capacities("latency")] == [("s", 9000), ("t", 500)]
+    md = markdown.render(m)
+    assert "| latency | capacity at p99 ≤ 10 ms | s | 9,000 req/s |" in md
+    assert "| t | 50% | 2,500 | 2,500 | 25.00 | 0 | p99 25.0 ms above 10 ms |" in md
+    rows = csv_export.render(m).splitlines()
+    header = rows[0].split(",")
+    first = dict(zip(header, rows[1].split(",")))
+    assert first["offered_rps"] and first["capacity_rps"] in ("9000", "500") and first["capacity_slo_p99_ms"] == "10.0"
+    drawn = charts.write(m, tmp_path)
+    assert list(drawn) == ["latency-latency-steps"] and drawn["latency-latency-steps"].stat().st_size > 10_000

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from harness import flags as flag_rules  # noqa: E402
 from harness.report.model import CEILING_COLOR, Group, Model, Scenario, flag_names, latency  # noqa: E402
 from harness.results import Record  # noqa: E402
 from harness.stats import fmt_ms, fmt_rate  # noqa: E402
@@ -192,10 +193,48 @@ def p99_matrix(model: Model, scenario: Scenario, path: Path) -> Path | None:
     return _matrix(model, scenario, path, "p99")
 
 
+def latency_steps(model: Model, scenario: Scenario, path: Path) -> Path | None:
+    """p99 (from each request's planned start) against the offered rate, one line per server; the target's line."""
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
+    drawn = False
+    for server in scenario.servers:
+        points = sorted((flag_rules.offered_rps(r), latency(r, "p99"), r.ranked) for g in scenario.groups
+                        for r in g.records if r.server == server and latency(r, "p99") is not None)
+        if not points:
+            continue
+        drawn = True
+        color = model.colors.get(server)
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        ax.plot(xs, ys, color=color, lw=1.6, label=server, zorder=3)
+        ax.scatter([p[0] for p in points if p[2]], [p[1] for p in points if p[2]], color=color, s=28, zorder=4)
+        ax.scatter([p[0] for p in points if not p[2]], [p[1] for p in points if not p[2]], facecolor="white",
+                   edgecolor=color, s=34, lw=1.4, zorder=4)
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.axhline(model.slo_p99_ms, color="#c0392b", ls=":", lw=1.2, label=f"target p99 ≤ {model.slo_p99_ms:g} ms")
+    _log_ms_axis(ax)
+    ax.set_xlim(left=0)
+    ax.xaxis.set_major_formatter(RATE_AXIS)
+    ax.set_xlabel("offered req/s (steps: shares of each server's closed-loop maximum)")
+    ax.set_ylabel("p99 latency, ms (log scale)")
+    ax.set_title(f"{scenario.name}: p99 from each request's planned start against offered load")
+    handles, names = ax.get_legend_handles_labels()
+    handles.append(plt.Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="#555"))
+    names.append("hollow point: flagged")
+    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    return _save(fig, path)
+
+
 def write(model: Model, folder: Path) -> dict[str, Path]:
     """Every chart of the run into folder; returns {chart id: path} (ids: '<group key>-rps', '<scenario>-rps-matrix'...)."""
     out: dict[str, Path] = {}
     for scenario in model.scenarios:
+        if scenario.is_stepped:
+            path = latency_steps(model, scenario, folder / f"{scenario.name}-latency-steps.png")
+            if path:
+                out[f"{scenario.name}-latency-steps"] = path
+            continue
         if scenario.is_matrix:
             for kind, draw in (("rps-matrix", rps_matrix), ("p99-matrix", p99_matrix)):
                 key = f"{scenario.name}-{kind}"

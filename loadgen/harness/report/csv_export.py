@@ -17,7 +17,7 @@ COLUMNS = [
     "rps_ci_method", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
     "p99_min_ms", "p99_max_ms", "p99_cv", "requests", "good_requests", "errors", "error_rate", "server_cpu_util",
     "loadgen_cpu_util", "server_peak_rss_mb", "loadgen_peak_rss_mb", "attempt_rps", "warmup_runs", "warmup_steady",
-    "failed",
+    "failed", "offered_rps", "p99_9_ms", "capacity_rps", "capacity_slo_p99_ms",
 ]
 
 
@@ -27,7 +27,8 @@ def _num(value, digits: int = 4):
     return round(value, digits) if isinstance(value, float) else value
 
 
-def row(r: Record, rank: str) -> dict:
+def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
+    """`capacity`: the server's capacity in a stepped scenario (harness.capacity), repeated on each of its steps."""
     rps, p99 = r.summary.rps or {}, r.summary.p99 or {}
     ci = rps.get("ci") or {}
     warmup = r.warmup
@@ -55,6 +56,9 @@ def row(r: Record, rank: str) -> dict:
         "warmup_runs": len(warmup.runs) if warmup else "",
         "warmup_steady": ("yes" if warmup.steady else "no") if warmup else "",
         "failed": r.failed or "",
+        "offered_rps": _num(flag_rules.offered_rps(r), 1), "p99_9_ms": _num(latency(r, "p99.9")),
+        "capacity_rps": _num(capacity["rps"], 1) if capacity else "",
+        "capacity_slo_p99_ms": _num(capacity["slo_p99_ms"]) if capacity else "",
     }
 
 
@@ -65,7 +69,7 @@ def render(model: Model) -> str:
     for scenario in model.scenarios:
         for group in scenario.groups:
             for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged:
-                writer.writerow(row(r, group.rank_label(r)))
+                writer.writerow(row(r, group.rank_label(r), model.capacity.get(r.server, {}).get(r.scenario)))
     return out.getvalue()
 
 

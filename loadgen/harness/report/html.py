@@ -8,9 +8,9 @@ from pathlib import Path
 
 from harness import flags
 import harness.report.conditions as cond
-from harness.report.model import (RANKING_NOTE, Group, Model, Scenario, attempts_text, bytes_text, cpu,
-                                  cv_text, errors_text, flag_names, latency, loc_text, rps_interval, rps_of, rss_text,
-                                  startup_text)
+from harness.report.model import (CAPACITY_HEADER, RANKING_NOTE, STEP_HEADER, Group, Model, Scenario, attempts_text,
+                                  bytes_text, capacity_rows, cpu, cv_text, errors_text, flag_names, latency, loc_text,
+                                  rps_interval, rps_of, rss_text, startup_text, step_rows)
 from harness.results import Record
 from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
 
@@ -160,10 +160,24 @@ def _matrix_table(model: Model, scenario: Scenario) -> str:
             '<p class="muted">Median req/s per load; ⚑ flagged (hover for the reasons; the tables below list them).</p>')
 
 
+def _simple_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def scenario_section(model: Model, scenario: Scenario, charts: dict[str, Path]) -> str:
     out = [f'<h2 id="{escape(scenario.name)}">{escape(scenario.name)}</h2>']
     if scenario.description:
         out.append(f'<p class="sub">{escape(scenario.description)}</p>')
+    if scenario.is_stepped:
+        out.append(f'<div class="charts">{_img(charts.get(f"{scenario.name}-latency-steps"), f"{scenario.name} latency")}</div>')
+        out.append(f"<h3>Capacity at p99 ≤ {model.slo_p99_ms:g} ms</h3><p class=muted>The highest offered rate held with no "
+                   "errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target "
+                   "(SLO_P99_MS).</p>" + _simple_table(CAPACITY_HEADER, capacity_rows(model, scenario)))
+        out.append("<details><summary>every step</summary>" + _simple_table(STEP_HEADER, step_rows(model, scenario))
+                   + "</details>")
+        return "\n".join(out)
     if scenario.is_matrix:
         imgs = [_img(charts.get(f"{scenario.name}-{k}"), f"{scenario.name} {k}") for k in ("rps-matrix", "p99-matrix")]
         out.append(f'<div class="charts">{"".join(imgs)}</div>')

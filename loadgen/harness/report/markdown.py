@@ -6,8 +6,9 @@ from pathlib import Path
 
 from harness import flags
 import harness.report.conditions as cond
-from harness.report.model import (RANKING_NOTE, Group, Model, bytes_text, cpu_text, cv_text, errors_text, flag_names,
-                                  latency, loc_text, rps_interval, rps_of, rss_text, startup_text)
+from harness.report.model import (CAPACITY_HEADER, RANKING_NOTE, STEP_HEADER, Group, Model, bytes_text, capacity_rows,
+                                  capacity_text, cpu_text, cv_text, errors_text, flag_names, latency, loc_text,
+                                  rps_interval, rps_of, rss_text, startup_text, step_rows)
 from harness.results import Record
 from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
 
@@ -56,6 +57,13 @@ def glance_lines(model: Model) -> list[str]:
     """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with req/s."""
     rows = []
     for scenario in model.scenarios:
+        if scenario.is_stepped:  # ranked by capacity at the latency target, not per step
+            caps = model.capacities(scenario.name)
+            top = caps[0] if caps and caps[0][1]["rps"] else None
+            rows.append([scenario.name, f"capacity at p99 ≤ {model.slo_p99_ms:g} ms", top[0] if top else "_none_",
+                         capacity_text(top[1]) if top else "-", "-", sum(1 for _, c in caps if c["rps"]),
+                         sum(1 for _, c in caps if not c["rps"]), ""])
+            continue
         for group in scenario.groups:
             best = group.leaders()
             ceiling = group.ceiling.rps if group.ceiling else None
@@ -91,6 +99,12 @@ def render(model: Model) -> str:
         lines += [f"## {scenario.name}", ""]
         if scenario.description:
             lines += [scenario.description, ""]
+        if scenario.is_stepped:
+            lines += [f"**Capacity at p99 ≤ {model.slo_p99_ms:g} ms** (SLO_P99_MS): the highest offered rate held with "
+                      "no errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target.", ""]
+            lines += _table(CAPACITY_HEADER, capacity_rows(model, scenario)) + [""]
+            lines += _table(STEP_HEADER, step_rows(model, scenario)) + [""]
+            continue
         if scenario.is_matrix:
             lines += ["req/s (median) per load; ⚑ flagged", ""]
             header = ["server"] + [g.run for g in scenario.groups]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness import capacity as capacity_rules
 from harness import flags as flag_rules
 from harness import stats
 from harness.manifest import discover
@@ -72,7 +73,12 @@ class Scenario:
 
     @property
     def is_matrix(self) -> bool:
-        return len(self.groups) >= MATRIX_MIN_RUNS
+        return len(self.groups) >= MATRIX_MIN_RUNS and not self.is_stepped
+
+    @property
+    def is_stepped(self) -> bool:
+        """An open-model scenario of rate steps (latency): shown as latency against offered load, and capacity."""
+        return any(flag_rules.offered_rps(r) for g in self.groups for r in g.records)
 
     @property
     def servers(self) -> list[str]:
@@ -90,6 +96,16 @@ class Model:
     scenarios: list[Scenario]
     colors: dict[str, str]
     ceilings: set[str]  # servers with the role "ceiling": shown apart, never ranked
+    capacity: dict = field(default_factory=dict)  # {server: {scenario: capacity}} (harness.capacity)
+
+    @property
+    def slo_p99_ms(self) -> float:
+        return self.run.conditions.get("slo_p99_ms") or capacity_rules.DEFAULT_SLO_P99_MS
+
+    def capacities(self, scenario: str) -> list[tuple[str, dict]]:
+        """(server, capacity) of a stepped scenario, highest capacity first (none last)."""
+        found = [(server, by[scenario]) for server, by in self.capacity.items() if scenario in by]
+        return sorted(found, key=lambda sc: -(sc[1]["rps"] or 0))
 
     def is_ceiling(self, server: str) -> bool:
         return server in self.ceilings
@@ -171,7 +187,9 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     for r in run.records:
         if r.server not in names:
             names.append(r.server)
-    return Model(run, out, colors(names, ceilings), ceilings)
+    model = Model(run, out, colors(names, ceilings), ceilings)
+    model.capacity = capacity_rules.of_run(run, model.slo_p99_ms)
+    return model
 
 
 # tab10 without its red (red means errors in this report) and grey (nginx), then a few more
@@ -198,6 +216,36 @@ def colors(names: list[str], ceilings: set[str]) -> dict[str, str]:
 
 
 # -- cells shared by the exports ---------------------------------------------------------------------------------------
+
+def capacity_text(c: dict) -> str:
+    """"12,345 req/s", "≥ 12,345 req/s" (the load generator was the limit above it), or why there is none."""
+    if not c["rps"]:
+        return "none: " + c.get("why", "")
+    return ("≥ " if c["lower_bound"] else "") + f"{fmt_rate(c['rps'])} req/s"
+
+
+def capacity_rows(model: Model, scenario: Scenario) -> list[list[str]]:
+    """The capacity table of a stepped scenario: server, capacity, the step that set it, its p99, notes."""
+    return [[server, capacity_text(c), c["step"] or "-", "-" if c["p99_ms"] is None else f"{c['p99_ms']:.2f}",
+             c.get("why", "") if c["rps"] else ""] for server, c in model.capacities(scenario.name)]
+
+
+CAPACITY_HEADER = ["server", "capacity", "step", "p99 ms", "note"]
+
+
+def step_rows(model: Model, scenario: Scenario) -> list[list[str]]:
+    """Per server and step: offered → achieved req/s, p99 (corrected), errors, held or why not."""
+    rows = []
+    for server, c in model.capacities(scenario.name):
+        for s in c["steps"]:
+            rows.append([server, s["step"], fmt_rate(s["offered_rps"]), fmt_rate(s["achieved_rps"]) if s["achieved_rps"] else "-",
+                         "-" if s["p99_ms"] is None else f"{s['p99_ms']:.2f}", f"{s['errors']:,}",
+                         "held" if s["held"] else s["why_not"]])
+    return rows
+
+
+STEP_HEADER = ["server", "step", "offered req/s", "achieved req/s", "p99 ms", "errors", "within target"]
+
 
 def rps_interval(r: Record) -> str:
     """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'."""
