@@ -86,13 +86,26 @@ def inputs_digest(server: Server, runtime_id: str) -> str:
     return h.hexdigest()[:24]
 
 
+def _current(fam: str) -> bool:
+    """Whether bench/<family>:bookworm exists and was built from its Dockerfile as it is now (the `bench.recipe` label
+    base-images.sh writes: the Dockerfile's sha256, 16 hex digits), so a changed recipe (a JRE added to loadgen) is
+    rebuilt rather than run stale."""
+    labels = image_labels(runtime_image(fam))
+    if labels is None:
+        return False
+    dockerfile = DOCKER_DIR / f"{fam}.Dockerfile"
+    recipe = labels.get("bench.recipe")
+    return recipe is None or not dockerfile.exists() or recipe == hashlib.sha256(dockerfile.read_bytes()).hexdigest()[:16]
+
+
 def ensure_runtime_images(families: set[str]) -> None:
     """bench/<family>:bookworm for each family, built by docker/base-images.sh where missing (it builds bench/base
     from Debian with debootstrap when no base image is present, or OFFLINE=1)."""
-    missing = sorted(f for f in families if image_labels(runtime_image(f)) is None)
+    missing = sorted(f for f in families if not _current(f))
     if not missing:
         return
-    say(f"building the runtime image(s) {', '.join(runtime_image(f) for f in missing)} (docker/base-images.sh)")
+    say(f"building the runtime image(s) {', '.join(runtime_image(f) for f in missing)} (docker/base-images.sh: new, or "
+        "their Dockerfile changed)")
     proc = subprocess.run([str(DOCKER_DIR / "base-images.sh")], env={**os.environ, "FAMILIES": " ".join(missing)})
     if proc.returncode != 0:
         raise RuntimeError_("building the base images failed (output above); see docker/base-images.sh")
