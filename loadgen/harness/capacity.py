@@ -3,8 +3,8 @@ and sustained, the number a capacity planner asks for.
 
 A step is sustained when it had no errors, its achieved rate was at least flags.RATE_HELD of the offered one, and its
 p99 (measured from each request's planned start) was within the target. A step whose load generator could not hold the
-rate (flag `rate-not-held`) says nothing of the server: when the first step above the capacity is such a step, the
-capacity is only a lower bound, and says so. Pure functions of the records, so the report computes them again from an
+rate (flag `rate-not-held`), or whose load generator was saturated, says nothing of the server: when the first step
+above the capacity is such a step, the capacity is only a lower bound, and says so. Pure functions of the records, so the report computes them again from an
 older results.json.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def of_steps(records: list[Record], slo_p99_ms: float) -> dict:
     held = [r for r in ordered if step_verdict(r, slo_p99_ms) is None]
     best = held[-1] if held else None
     above = [r for r in ordered if best is None or flags.offered_rps(r) > flags.offered_rps(best)]
-    tool_bound = bool(above) and "rate-not-held" in flags.names(above[0])
+    tool_bound = bool(above) and bool({"rate-not-held", "loadgen-saturated"} & set(flags.names(above[0])))
     result = {
         "rps": flags.offered_rps(best) if best else None,
         "slo_p99_ms": slo_p99_ms,

@@ -231,7 +231,9 @@ def test_docker_runtime_end_to_end(docker_images):
     # a few seconds of each tool, in the loadgen container, on rust and nginx
     from harness.store import RESULTS
 
-    for scenario, tool in (("hello", "wrk"), ("backend", "ab"), ("tweets", "httperf")):
+    # (and the tools the project builds, run from the repository the loadgen container mounts: oha, Gatling on its JRE)
+    for scenario, tool in (("hello", "wrk"), ("backend", "ab"), ("tweets", "httperf"), ("latency", "oha"),
+                           ("gatling-backend", "gatling")):
         run_id = f"docker-test-{scenario}"
         proc = _cli("--servers", "rust", "--run-id", run_id, "run", scenario)
         assert proc.returncode == 0, proc.stdout
@@ -242,6 +244,12 @@ def test_docker_runtime_end_to_end(docker_images):
         assert records and all(r["requests"] > 0 and not r["failed"] and r["errors"]["total"] == 0 for r in records)
         if tool == "wrk":  # seconds long: the sampler saw the tool itself (not the docker client: ~0 CPU)
             assert all(r["samples"]["loadgen"]["cpu_util"] > 0.05 for r in records)
+        if tool == "oha":  # seven steps offered at shares of the wrk warm-up's rate, and a capacity from them
+            assert len(records) == 7 and all(r["details"]["offered_rps"] > 0 for r in records)
+            assert results["servers"]["rust"]["capacity"]["latency"]["slo_p99_ms"] == 10.0
+        if tool == "gatling":
+            assert [r["run"] for r in records] == ["ramp", "at-once", "constant"]
+            assert all(r["details"]["gatling"]["ko"] == 0 for r in records)
         assert compose.container_name(images.LOADGEN) not in _docker("ps", "--format", "{{.Names}}").split()
 
     # down: nothing left
