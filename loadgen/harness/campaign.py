@@ -124,6 +124,14 @@ def attempt_seconds(run: Run) -> float:
     return count / ASSUMED_RPS
 
 
+def warmup_seconds(scenario: Scenario, settings: Settings) -> float:
+    """How long a warm-up usually takes: the profile's rule, or the scenario's own warm-up load and its minimum runs."""
+    if scenario.warmup:
+        own = scenario.warmup.run.load.get("duration_s", settings.warmup.duration_s)
+        return max(WARMUP_RUNS_EXPECTED, scenario.warmup.min_runs) * (own + ATTEMPT_OVERHEAD_S)
+    return WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
+
+
 @dataclass
 class Clock:
     """The run's estimated duration before it starts, and its remaining time as it goes (the estimate of what is left,
@@ -175,7 +183,7 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
             for run in scenario.runs:
                 if id(run) in warmed and load_key(scenario, run, server) != last_load:
                     counts["warmups"] += 1
-                    clock.plan(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
+                    clock.plan(warmup_seconds(scenario, settings))
                 last_load = load_key(scenario, run, server)
                 counts["records"] += 1
                 counts["attempts"] += repeat_of[scenario.name]
@@ -309,7 +317,7 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 first = t.name not in bench.warmed
                 bench.warmed.add(t.name)
                 warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
-                clock.advance(WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S))
+                clock.advance(warmup_seconds(scenario, settings))
         attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
         for n in range(1, repeat + 1):
             alive = [t for t in members if t.name not in bench.dead]

@@ -166,8 +166,8 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
     runs, steady, rate = [], False, None
     unsized_s = run_s  # a run's length while no rate is known
-    min_runs = max(2, rule.first_min_runs if first else 2)
-    while len(runs) < rule.max_runs and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
+    min_runs = max(2, rule.first_min_runs if first else 2, scenario.warmup.min_runs if scenario.warmup else 2)
+    while len(runs) < max(rule.max_runs, min_runs) and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
         n = len(runs) + 1
         spec = tool.sized(base, run_s if rate else unsized_s, rate)
         outcome = bench.load(target, tool_name, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",

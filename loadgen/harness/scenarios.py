@@ -61,6 +61,7 @@ class WarmupLoad:
 
     tool: str
     run: Run
+    min_runs: int = 2  # at least this many runs, steady or not (a JIT that still climbs slowly can look steady)
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,12 @@ def _warmup_load(raw, where: str) -> WarmupLoad | None:
         return None
     if not isinstance(raw, dict) or raw.get("tool") not in TOOLS:
         raise ScenarioError(f"{where} warmup: give {{ tool = ..., <load> }} with a tool among {', '.join(TOOLS)}")
-    fields = {k: v for k, v in raw.items() if k != "tool"}
-    return WarmupLoad(tool=raw["tool"], run=_run({"label": "warm-up", **fields}, f"{where} warmup", 0))
+    fields = {k: v for k, v in raw.items() if k not in ("tool", "min_runs")}
+    min_runs = raw.get("min_runs", 2)
+    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 2:
+        raise ScenarioError(f"{where} warmup: min_runs = {min_runs!r} must be an integer of at least 2")
+    return WarmupLoad(tool=raw["tool"], run=_run({"label": "warm-up", **fields}, f"{where} warmup", 0),
+                      min_runs=min_runs)
 
 
 def settings(profile: str, repeat: int | None = None, path: Path | None = None) -> Settings:
