@@ -129,6 +129,22 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def _points(ax, xs: list, ys: list, flagged: list[bool], color: str) -> None:
+    """A line's points: filled where clean, hollow where flagged."""
+    ax.scatter([x for x, f in zip(xs, flagged) if not f], [y for y, f in zip(ys, flagged) if not f], color=color,
+               s=28, zorder=4)
+    ax.scatter([x for x, f in zip(xs, flagged) if f], [y for y, f in zip(ys, flagged) if f], facecolor="white",
+               edgecolor=color, s=34, lw=1.4, zorder=4)
+
+
+def _legend_beside(ax) -> None:
+    """The lines' legend to the right of the plot, with what a hollow point means."""
+    handles, names = ax.get_legend_handles_labels()
+    handles.append(plt.Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="#555"))
+    names.append("hollow point: flagged")
+    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+
+
 def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path | None:
     labels = [g.run for g in scenario.groups]
     fig, ax = plt.subplots(figsize=(9.5, 4.2))
@@ -152,10 +168,7 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
         ceiling = model.is_ceiling(server)
         name = f"{server} {scenario.groups[0].ceiling.path} (ceiling)" if ceiling and scenario.groups[0].ceiling else server
         ax.plot(xs, ys, color=color, lw=2.2 if ceiling else 1.6, ls="--" if ceiling else "-", label=name, zorder=3)
-        ax.scatter([x for x, f in zip(xs, flagged) if not f], [y for y, f in zip(ys, flagged) if not f], color=color,
-                   s=28, zorder=4)
-        ax.scatter([x for x, f in zip(xs, flagged) if f], [y for y, f in zip(ys, flagged) if f], facecolor="white",
-                   edgecolor=color, s=34, lw=1.4, zorder=4)
+        _points(ax, xs, ys, flagged, color)
         if metric == "rps":  # a band of the medians' confidence intervals
             lo, hi = [], []
             for x in xs:
@@ -178,10 +191,7 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
         _log_ms_axis(ax)
         ax.set_ylabel("p99 latency, ms (log scale)")
         ax.set_title(f"{scenario.name}: p99 latency against concurrency")
-    handles, names = ax.get_legend_handles_labels()
-    handles.append(plt.Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="#555"))
-    names.append("hollow point: flagged")
-    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    _legend_beside(ax)
     return _save(fig, path)
 
 
@@ -206,9 +216,7 @@ def latency_steps(model: Model, scenario: Scenario, path: Path) -> Path | None:
         color = model.colors.get(server)
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         ax.plot(xs, ys, color=color, lw=1.6, label=server, zorder=3)
-        ax.scatter([p[0] for p in points if p[2]], [p[1] for p in points if p[2]], color=color, s=28, zorder=4)
-        ax.scatter([p[0] for p in points if not p[2]], [p[1] for p in points if not p[2]], facecolor="white",
-                   edgecolor=color, s=34, lw=1.4, zorder=4)
+        _points(ax, xs, ys, [not p[2] for p in points], color)
     if not drawn:
         plt.close(fig)
         return None
@@ -219,10 +227,7 @@ def latency_steps(model: Model, scenario: Scenario, path: Path) -> Path | None:
     ax.set_xlabel("offered req/s (steps: shares of each server's closed-loop maximum)")
     ax.set_ylabel("p99 latency, ms (log scale)")
     ax.set_title(f"{scenario.name}: p99 from each request's planned start against offered load")
-    handles, names = ax.get_legend_handles_labels()
-    handles.append(plt.Line2D([], [], marker="o", ls="", markerfacecolor="white", markeredgecolor="#555"))
-    names.append("hollow point: flagged")
-    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    _legend_beside(ax)
     return _save(fig, path)
 
 
