@@ -45,6 +45,8 @@ class Case:
 RUN = ["--ports", PORTS, "--servers", "rust", "--run-id", RUN_ID, "run", "hello"]
 CASES = {
     "REPEAT=0": Case(RUN, r"REPEAT='0': must be a positive integer", env={"REPEAT": "0"}),
+    "SLO_P99_MS=fast": Case(RUN[:-1] + ["latency"], r"SLO_P99_MS='fast': give the p99 latency target in milliseconds",
+                            env={"SLO_P99_MS": "fast"}),
     "CPUS_SERVER beyond the machine": Case(
         RUN, rf"CPUS_SERVER={UNAVAILABLE_CPU}: CPU {UNAVAILABLE_CPU} not available here",
         env={"CPUS_SERVER": str(UNAVAILABLE_CPU)}),
@@ -61,7 +63,7 @@ CASES = {
         RUN[4:], r"b/manifest.toml: server name 'twin' is also used in .*/a$",
         manifests={"a": SERVER.format(name="twin", port=26101), "b": SERVER.format(name="twin", port=26102)}),
     "a scenario with an unknown tool": Case(
-        RUN, r"scenarios.toml \[hello\] profile quick: tool 'siege' is not one of ab, httperf, wrk",
+        RUN, r"scenarios.toml \[hello\] profile quick: tool 'siege' is not one of ab, gatling, httperf, oha, wrk",
         scenarios=SCENARIO.format(tool="siege", requests=100)),
     "a scenario with a negative request count": Case(
         RUN, r"scenarios.toml \[hello\] profile quick run 1: requests = -5 must be positive",
