@@ -70,8 +70,8 @@ compare: setup
 # scenario needs them): oha with cargo (harness/tools/oha.py), Gatling with Maven (harness/tools/gatling.py).
 .PHONY: setup-tools setup-oha setup-gatling
 setup-tools: setup-oha setup-gatling
-setup-oha:
-	bash loadgen/build-oha.sh
+setup-oha: setup
+	bash loadgen/build-oha.sh $$(cd loadgen && ../$(PY) -c 'from harness.tools.oha import VERSION; print(VERSION)')
 setup-gatling:
 	bash loadgen/gatling/build.sh
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds oha (the open-model load tool, harness/tools/oha.py) into .tools/oha, the pinned version with cargo.
+# Builds oha (the open-model load tool) into .tools/oha with cargo: `build-oha.sh VERSION`, the version
+# harness/tools/oha.py pins (`make setup-oha` reads it from there).
 # A build takes 6-12 min on 2 cores, so it is kept in a cache outside the checkout (OHA_CACHE, default
 # ~/.cache/polyglot-bench) and copied from there when a fresh clone on the same machine needs it.
 set -euo pipefail
-VERSION=1.16.0
+VERSION="${1:?usage: build-oha.sh VERSION (the one harness/tools/oha.py pins: make setup-oha)}"
 cd "$(dirname "$0")/.."
 CACHE="${OHA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/polyglot-bench}/oha-$VERSION"
 if [ ! -x "$CACHE/bin/oha" ]; then

@@ -4,8 +4,8 @@ and sustained, the number a capacity planner asks for.
 A step is sustained when it had no errors, its achieved rate was at least flags.RATE_HELD of the offered one, and its
 p99 (measured from each request's planned start) was within the target. A step whose load generator could not hold the
 rate (flag `rate-not-held`), or whose load generator was saturated, says nothing of the server: when the first step
-above the capacity is such a step, the capacity is only a lower bound, and says so. Pure functions of the records, so the report computes them again from an
-older results.json.
+above the capacity is such a step, the capacity is only a lower bound, and says so. Pure functions of the records, so
+the report computes them again from an older results.json.
 """
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ def of_run(run: Run, slo_p99_ms: float) -> dict[str, dict[str, dict]]:
 def of_steps(records: list[Record], slo_p99_ms: float) -> dict:
     """The capacity one server showed over one scenario's steps."""
     ordered = sorted(records, key=flags.offered_rps)
-    held = [r for r in ordered if step_verdict(r, slo_p99_ms) is None]
+    why_not = [step_verdict(r, slo_p99_ms) for r in ordered]
+    held = [r for r, why in zip(ordered, why_not) if why is None]
     best = held[-1] if held else None
     above = [r for r in ordered if best is None or flags.offered_rps(r) > flags.offered_rps(best)]
     tool_bound = bool(above) and bool({"rate-not-held", "loadgen-saturated"} & set(flags.names(above[0])))
@@ -78,13 +79,13 @@ def of_steps(records: list[Record], slo_p99_ms: float) -> dict:
         "path": ordered[0].path,
         "steps": [{"step": r.run, "offered_rps": flags.offered_rps(r), "achieved_rps": r.rps,
                    "p99_ms": r.latency_ms.get("p99"), "errors": r.errors.total,
-                   "held": step_verdict(r, slo_p99_ms) is None, "why_not": step_verdict(r, slo_p99_ms)}
-                  for r in ordered],
+                   "held": why is None, "why_not": why}
+                  for r, why in zip(ordered, why_not)],
         "lower_bound": tool_bound,
     }
     if best is None:
-        result["why"] = f"no step held the rate within p99 ≤ {slo_p99_ms:g} ms without errors (lowest: " \
-                        f"{step_verdict(ordered[0], slo_p99_ms)})"
+        result["why"] = (f"no step held the rate within p99 ≤ {slo_p99_ms:g} ms without errors (lowest: "
+                         f"{why_not[0]})")
     elif tool_bound:
         result["why"] = (f"the next step ({above[0].run}) measured the load generator, not the server: at least this "
                          "much")

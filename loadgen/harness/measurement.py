@@ -167,7 +167,8 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     runs, steady, rate = [], False, None
     unsized_s = run_s  # a run's length while no rate is known
     min_runs = max(2, rule.first_min_runs if first else 2, scenario.warmup.min_runs if scenario.warmup else 2)
-    while len(runs) < max(rule.max_runs, min_runs) and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
+    max_runs = max(rule.max_runs, min_runs)
+    while len(runs) < max_runs and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
         n = len(runs) + 1
         spec = tool.sized(base, run_s if rate else unsized_s, rate)
         outcome = bench.load(target, tool_name, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
@@ -186,11 +187,11 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
         warn(f"{target.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
              "attempts are sized without a rate and taken on a server that may not be warm")
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in runs)
-    verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {rule.max_runs} runs"
+    verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {max_runs} runs"
     say(f"  {target.name} {scenario.name} {run.label} warm-up ({tool_name}): {len(runs)} run(s) of about "
         f"{run_s:g} s, {verdict} ({rates} req/s)")
     return results.Warmup(tool=tool_name, runs=runs, steady=steady, tolerance=rule.tolerance,
-                          max_runs=rule.max_runs, rate=round(rate, 1) if rate else None)
+                          max_runs=max_runs, rate=round(rate, 1) if rate else None)
 
 
 def attempt_spec(scenario: Scenario, run: Run, url: str, warm_rate: float | None) -> LoadSpec:

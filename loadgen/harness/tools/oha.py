@@ -25,9 +25,9 @@ FD_MARGIN = 64
 class Oha:
     name = "oha"
     binary = str(ROOT / "bin" / "oha")
-    install_hint = f"make setup-oha (bash loadgen/build-oha.sh: cargo install oha --version {VERSION} --locked)"
+    install_hint = f"make setup-oha (bash loadgen/build-oha.sh {VERSION}: cargo install oha --version {VERSION} --locked)"
     version_args = ("--version",)
-    provision = ("bash", "loadgen/build-oha.sh")
+    provision = ("bash", "loadgen/build-oha.sh", VERSION)  # the one place the version is pinned
     provision_note = (f"oha {VERSION} is built with cargo once per machine (about 6-12 min on 2 cores, kept in "
                       "~/.cache/polyglot-bench) and copied into .tools/oha")
 
