@@ -15,7 +15,7 @@ from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
 from harness.lifecycle import finish_run, open_run
 from harness.lock import HarnessBusy, one_command_at_a_time
-from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, discover, select
+from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select
 from harness.preflight import PreflightError, announce_limits, tools_needed
 from harness.runtime import RuntimeError_, get_runtime
 from harness.session import Session
@@ -45,14 +45,11 @@ def parse_repeat(text: str | None) -> int | None:
 
 
 def cmd_build(args, servers: list[Server]) -> int:
-    done = set()
-    for server in servers:
-        if not server.build or (server.folder, server.build) in done:
-            continue
-        done.add((server.folder, server.build))
-        say(f"building {server.name}: {server.build}  (in {server.folder.name}/)")
-        if subprocess.run(server.build, shell=True, cwd=server.folder).returncode != 0:
-            fail(f"building {server.name} failed (command above, run in {server.folder}); fix it and run `make build` again")
+    for step in build_steps(servers):
+        say(f"building {', '.join(step.servers)}: {step.command}  (in {step.cwd})")
+        if subprocess.run(step.command, shell=True, cwd=step.cwd).returncode != 0:
+            fail(f"building {', '.join(step.servers)} failed (command above, run in {step.cwd}); fix it and run "
+                 f"`make build` again")
             return 1
     # docker: each server's image from the artifacts just built (local: nothing to build)
     get_runtime(args.runtime, plan=None).build_images(servers)  # images need no CPU plan

@@ -55,6 +55,45 @@ class Server:
         return "weather" in self.routes
 
 
+SHARED_BUILD = "{folders}"  # in a `build` command: one build for several servers (see build_steps)
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    command: str
+    cwd: Path
+    servers: tuple[str, ...]
+
+
+def build_steps(servers: list[Server]) -> list[BuildStep]:
+    """The build commands to run for `servers`, in order. A command is run once per folder. A command with
+    `{folders}` is shared: it runs once, from the servers' common parent folder, for every server with the same
+    command, `{folders}` replaced by their folder names, comma-separated (one Maven reactor builds every JVM server:
+    its start-up and the shared modules are paid once, not once per server)."""
+    steps: list[BuildStep] = []
+    shared: dict[tuple[str, Path], list[Server]] = {}
+    done: set[tuple[Path, str]] = set()
+    for server in servers:
+        if not server.build:
+            continue
+        if SHARED_BUILD in server.build:
+            group = shared.setdefault((server.build, server.folder.parent), [])
+            if not group:
+                steps.append(BuildStep(server.build, server.folder.parent, ()))  # filled in below, keeps the order
+            group.append(server)
+        elif (server.folder, server.build) not in done:
+            done.add((server.folder, server.build))
+            steps.append(BuildStep(server.build, server.folder, (server.name,)))
+    out = []
+    for step in steps:
+        group = shared.get((step.command, step.cwd)) if not step.servers else None
+        if group:
+            folders = ",".join(dict.fromkeys(s.folder.name for s in group))
+            step = BuildStep(step.command.replace(SHARED_BUILD, folders), step.cwd, tuple(s.name for s in group))
+        out.append(step)
+    return out
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # TOML's true is no port
 

@@ -3,7 +3,7 @@ import pytest
 
 from harness import scenarios
 from harness.cpus import CpuPlanError, plan
-from harness.manifest import ManifestError, discover, select, upstream_of
+from harness.manifest import ManifestError, build_steps, discover, select, upstream_of
 from harness.preflight import tool_processes
 from harness.result import Errors, Measurement, merge
 from harness.tools import LoadSpec
@@ -80,6 +80,17 @@ def test_a_manifest_with_an_unknown_route_is_refused(tmp_path):
     (tmp_path / "x" / "manifest.toml").write_text('[[server]]\nname="x"\nport=1\nroutes=["hello","graphql"]\nrun=["x"]\n')
     with pytest.raises(ManifestError, match="unknown routes"):
         discover(tmp_path)
+
+
+def test_a_shared_build_runs_once_for_its_servers_and_others_once_per_folder():
+    servers = discover()
+    steps = build_steps(select(servers, ["akka", "node", "express", "finagle", "rust"]))
+    assert [(s.servers, s.cwd.name) for s in steps] == [
+        (("akka", "finagle"), servers["akka"].folder.parent.name),
+        (("node",), "node"), (("rust",), "rust")]
+    assert "-pl akka,finagle -am" in steps[0].command
+    assert [s.command for s in build_steps(select(servers, ["spray"]))] == [
+        servers["spray"].build.replace("{folders}", "spray")]
 
 
 def write_manifest(folder, body: str) -> None:

@@ -18,10 +18,13 @@ object PlayServer {
 
     val env = Environment.simple(mode = Mode.Prod)
     // application.conf plus the pool sizes that follow SERVER_CORES. Pekko's default dispatcher (which runs
-    // the HTTP streams and the actions) would otherwise use at least 8 threads whatever the CPU count.
+    // the HTTP streams and the actions) would otherwise use at least 8 threads whatever the CPU count, and its
+    // internal one (pekko-io's TCP actors: every accept, read and write) at least 4 (ServerEnv says what that costs).
     val config = Configuration(
       "pekko.actor.default-dispatcher.fork-join-executor.parallelism-min" -> cores,
       "pekko.actor.default-dispatcher.fork-join-executor.parallelism-max" -> cores,
+      "pekko.actor.internal-dispatcher.fork-join-executor.parallelism-min" -> cores,
+      "pekko.actor.internal-dispatcher.fork-join-executor.parallelism-max" -> cores,
       "contexts.cpu-bound.thread-pool-executor.fixed-pool-size" -> cores
     ).withFallback(Configuration.load(env))
 
