@@ -119,7 +119,7 @@ docker-compose.yml: $(wildcard */manifest.toml) $(addprefix loadgen/harness/runt
 docker-env: | $(VENV)/.installed
 	@$(DOCKER_HARNESS) env
 
-# What the Docker runtime costs: nginx /weather.json and rust /hello with wrk, docker and local alternately,
+# What the Docker runtime costs: nginx /weather.json, rust and node /hello with wrk, docker and local alternately,
 # ROUNDS=3 times in one run; prints docker/local req/s per server and round (target: at least 0.95).
 docker-overhead: build
 	$(HARNESS) overhead

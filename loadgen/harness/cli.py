@@ -138,7 +138,7 @@ def cmd_overhead(args, servers: dict[str, Server]) -> int:
         raise scenario_data.ScenarioError(f"ROUNDS={args.rounds}: must be a positive integer")
     scenario = scenario_data.load(args.profile)[overhead.SCENARIO]
     settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
-    chosen = select(servers, names(args.servers) or ["nginx", "rust"])
+    chosen = select(servers, names(args.servers) or list(overhead.DEFAULT_SERVERS))
     return overhead.run(servers, chosen, scenario, settings, plan_from_env(), parse_ports(args.ports), args.rounds,
                         args.profile, " ".join(sys.argv[1:]))
 

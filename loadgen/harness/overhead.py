@@ -1,5 +1,5 @@
-"""What the Docker runtime costs: the `runtime-overhead` scenario (nginx /weather.json, rust /hello, wrk) measured under
-the docker and the local runtime alternately, ROUNDS times, in one run; docker/local req/s per server and round.
+"""What the Docker runtime costs: the `runtime-overhead` scenario (nginx /weather.json, rust and node /hello, wrk)
+measured under the docker and the local runtime alternately, ROUNDS times, in one run; docker/local req/s per server and round.
 
 Alternating, rather than all docker then all local, spreads whatever else the machine does over both sides. Each
 round starts the servers afresh under its runtime (same CPU plan, ports, artifacts, warm-up and attempts) and stops
@@ -25,6 +25,7 @@ from harness.store import new_run_id
 
 RUNTIMES = ("docker", "local")
 SCENARIO = "runtime-overhead"
+DEFAULT_SERVERS = ("nginx", "rust", "node")  # the ceiling, a native server and a runtime of its own (Node.js)
 TARGET = 0.95  # issue 4: docker/local at least this, on this machine
 
 
