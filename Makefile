@@ -75,11 +75,11 @@ setup-oha: setup
 setup-gatling:
 	bash loadgen/gatling/build.sh
 
-# Where a JVM server's CPU goes on connection-per-request load (async-profiler): SERVER=akka; results/profile-akka-*/
+# Where a JVM server's CPU goes on connection-per-request load (async-profiler): SERVER=akka; KEEPALIVE=1 for ab -k
 .PHONY: profile
 profile: build
 	@[ -n "$(SERVER)" ] || { echo "usage: make profile SERVER=<a JVM server: akka, pekko, play, finagle, spray, socko>"; exit 2; }
-	bash loadgen/profiling/profile-jvm.sh $(SERVER)
+	KEEPALIVE=$(KEEPALIVE) bash loadgen/profiling/profile-jvm.sh $(SERVER)
 
 # The project's tests: unit tests, then integration tests against real servers on loopback.
 test: build setup-tools

@@ -22,10 +22,10 @@ CATEGORIES = [  # frames as the collapsed format writes them: packages with '/'
     ("epoll / selector wait and registration",
      r"epoll_wait|epoll_ctl|EPoll\.|EPollSelectorImpl|Native\.epoll|SelectorImpl\.select|processReadyEvents|register"),
     ("HTTP parse/render", r"HttpRequestParser|HttpResponseRenderer|parboiled|HttpMessageParser|HttpObjectDecoder|"
-                          r"HttpObjectEncoder|HttpServerCodec|HttpHeaderParser"),
+                          r"HttpObjectEncoder|HttpServerCodec|HttpHeaderParser|spray/can/parsing|spray/can/rendering"),
     ("the server's own code (routes)", r"^bench/"),
     ("framework machinery (actors, streams, futures, pipeline)",
-     r"^(akka|pekko|play|scala|com/twitter|io/netty|java/util/concurrent)/"),
+     r"^(akka|pekko|play|spray|scala|com/twitter|io/netty|java/util/concurrent)/"),
 ]
 
 
@@ -51,8 +51,8 @@ def summarize(path: str, requests: int, interval_us: float) -> str:
     if not total:
         return f"{path}: no samples"
     lines = [f"{total} samples of {interval_us:g} us over {requests} requests: "
-             f"{total * interval_us / requests:.0f} us of CPU per request"]
-    lines += [f"  {100 * n / total:5.1f} %  {n * interval_us / requests:5.0f} us  {name}" for name, n in shares.most_common()]
+             f"{total * interval_us / requests:.1f} us of CPU per request"]
+    lines += [f"  {100 * n / total:5.1f} %  {n * interval_us / requests:6.1f} us  {name}" for name, n in shares.most_common()]
     lines.append("  by thread: " + ", ".join(f"{name} {100 * n / total:.0f} %" for name, n in pools.most_common(5)))
     return "\n".join(lines)
 

@@ -28,11 +28,18 @@ public final class ServerEnv {
      *  without keep-alive: 2.6k req/s with it, 3.3k with one thread). Akka before 2.6 (spray, socko) has no internal
      *  dispatcher and ignores that key. */
     public String coreSizedDispatchers(String root) {
+        return coreSizedDispatchers(root, 1);
+    }
+
+    /** As above with `defaultThreadsPerCore` default-dispatcher threads per core (see SprayServer for why spray
+     *  wants two). */
+    public String coreSizedDispatchers(String root, int defaultThreadsPerCore) {
         StringBuilder hocon = new StringBuilder();
         for (String dispatcher : new String[] {"default-dispatcher", "internal-dispatcher"}) {
+            int threads = dispatcher.equals("default-dispatcher") ? cores * defaultThreadsPerCore : cores;
             hocon.append(root).append(".actor.").append(dispatcher).append(".fork-join-executor {\n")
-                .append("  parallelism-min = ").append(cores).append("\n")
-                .append("  parallelism-max = ").append(cores).append("\n")
+                .append("  parallelism-min = ").append(threads).append("\n")
+                .append("  parallelism-max = ").append(threads).append("\n")
                 .append("}\n");
         }
         return hocon.append("fibonacci-dispatcher.thread-pool-executor.fixed-pool-size = ").append(cores).append("\n")
