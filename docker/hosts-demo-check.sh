@@ -19,7 +19,7 @@ RUN=/run/bench-hosts
 IMAGE=bench-hosts/busybox:latest
 WEB=bench-hc-web            # the test container on the server host
 CHECK_TAG=bench-hosts/saveload:check
-CTX=bench-h-check-server    # a docker context created and removed here
+CTX=bench-h-server          # a docker context, created and removed in a throw-away DOCKER_CONFIG
 
 failures=0
 pass() { echo "PASS  $*"; }
@@ -27,11 +27,14 @@ fail() { echo "FAIL  $*"; failures=$((failures + 1)); }
 dk() { local role=$1; shift; env -u DOCKER_HOST -u DOCKER_CONTEXT docker -H "unix://$RUN/$role/docker.sock" "$@"; }
 dssh() { local role=$1; shift; env -u DOCKER_HOST -u DOCKER_CONTEXT timeout 60 docker -H "ssh://root@${ADDR[$role]}" "$@"; }
 
+# The docker context is made in a throw-away client config (DOCKER_CONFIG), not in ~/.docker: the user's own
+# contexts are left alone, and nothing is left behind.
+CTX_CONFIG=$(mktemp -d /tmp/bench-hosts-check.XXXXXX)
 cleanup() {
   set +e
+  rm -rf "$CTX_CONFIG"
   dk server rm -f "$WEB" >/dev/null 2>&1
   for role in server loadgen; do dk "$role" image rm "$CHECK_TAG" >/dev/null 2>&1; done
-  env -u DOCKER_HOST -u DOCKER_CONTEXT docker context rm -f "$CTX" >/dev/null 2>&1
 }
 trap cleanup EXIT
 
@@ -50,14 +53,15 @@ for role in "${ROLES[@]}"; do
     fail "$role: docker -H ssh://root@${ADDR[$role]} info -> $a"
   fi
 done
-if out=$(env -u DOCKER_HOST -u DOCKER_CONTEXT docker context create "$CTX" --docker "host=ssh://root@${ADDR[server]}" 2>&1) \
-   && out=$(env -u DOCKER_HOST -u DOCKER_CONTEXT timeout 60 docker --context "$CTX" ps 2>&1) \
-   && n=$(env -u DOCKER_HOST -u DOCKER_CONTEXT timeout 60 docker --context "$CTX" info --format '{{.Name}}' 2>&1) && [ "$n" = bench-h-server ]; then
+ctx() { env -u DOCKER_HOST -u DOCKER_CONTEXT DOCKER_CONFIG="$CTX_CONFIG" timeout 60 docker "$@"; }
+if out=$(ctx context create "$CTX" --docker "host=ssh://root@${ADDR[server]}" 2>&1) \
+   && out=$(ctx --context "$CTX" ps 2>&1) \
+   && n=$(ctx --context "$CTX" info --format '{{.Name}}' 2>&1) && [ "$n" = bench-h-server ]; then
   pass "docker context $CTX (ssh://root@${ADDR[server]}): ps works, info Name=$n"
 else
   fail "docker context over ssh: $out ${n:-}"
 fi
-env -u DOCKER_HOST -u DOCKER_CONTEXT docker context rm -f "$CTX" >/dev/null 2>&1 || true
+ctx context rm -f "$CTX" >/dev/null 2>&1 || fail "docker context rm $CTX"
 
 # 2. a host-network container on the server host lives in bench-h-server.
 if dk server run -d --name "$WEB" --network host "$IMAGE" httpd -f -p "${ADDR[server]}:8080" -h /www >/dev/null; then

@@ -74,7 +74,13 @@ pid_alive() {
   local pid
   [ -s "$1" ] || return 1
   pid=$(tr -dc 0-9 <"$1")
-  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ]
+  [ -n "$pid" ] && proc_is "$pid" "$2"
+}
+# proc_is PID NAME: PID runs NAME and is not a zombie (a KILLed daemon stays a zombie until init reaps it).
+proc_is() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && [ "$(echo "${stat##*) }" | cut -c1)" != Z ]
 }
 
 engine_answers() { timeout 10 env -u DOCKER_HOST -u DOCKER_CONTEXT docker -H "unix://$(sock_of "$1")" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
@@ -97,7 +103,7 @@ stop_pidfile() {
   pid=$(tr -dc 0-9 <"$file")
   kill -TERM "$pid" 2>/dev/null || true
   for ((i = 0; i < STOP_TIMEOUT * 5; i++)); do
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ] || return 0
+    proc_is "$pid" "$name" || return 0
     sleep 0.2
   done
   warn "$name ($pid) did not stop within ${STOP_TIMEOUT}s: KILL"
@@ -121,18 +127,31 @@ ns_procs() {
           for (p in keep) if (p in parent) print p }'
 }
 
+# A containerd-shim's socket is a file under /run/containerd/s/ (containerd 1.6 puts it there whatever its --state),
+# named by a hash; a shim that is KILLed leaves it behind. Unix sockets belong to the network namespace they were
+# made in, so the ones that `ss` lists inside one of our namespaces are our shims'.
+shim_sockets() {
+  in_ns "$1" ss -xlnH 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ "^/run/containerd/s/[0-9a-f]+$") print $i }' | sort -u
+}
+
 kill_ns_procs() {
-  local ns=$1 pids i
+  local ns=$1 pids i socks
   pids=$(ns_procs "$ns")
   [ -n "$pids" ] || return 0
+  socks=$(shim_sockets "$ns")
   warn "$ns: stopping leftover processes: $(echo $pids)"
   kill -TERM $pids 2>/dev/null || true
+  # Wait on the pids themselves: once its shim is gone, a container's init is no longer a descendant of anything
+  # in the namespace, and a container's pid 1 ignores TERM unless it handles it.
+  local left
   for ((i = 0; i < STOP_TIMEOUT * 5; i++)); do
-    pids=$(ns_procs "$ns"); [ -n "$pids" ] || return 0
+    left=""
+    for p in $pids; do [ -e "/proc/$p" ] && [ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" != Z ] && left="$left $p"; done
+    [ -n "$left" ] || break
     sleep 0.2
   done
-  kill -KILL $pids 2>/dev/null || true
-  sleep 0.5
+  if [ -n "$left" ]; then kill -KILL $left 2>/dev/null || true; sleep 0.5; fi
+  [ -z "$socks" ] || rm -f $socks
 }
 
 # Whatever dockerd/containerd left mounted under our directories (overlay rootfs, shm, netns bind mounts):
@@ -144,13 +163,13 @@ unmount_ours() {
   done
 }
 
-# The per-host cgroups (bench-h-<role>) that runc created under the caller's cgroups: empty once the containers
-# are gone; rmdir never removes a cgroup that still has tasks or children.
+# The per-host cgroups (bench-h-<role>, and a container's <id> under it when its shim was killed) that runc
+# created under the caller's cgroups, deepest first; rmdir never removes a cgroup that still has tasks.
 remove_cgroups() {
   local d
   [ -d /sys/fs/cgroup ] || return 0
-  find /sys/fs/cgroup -maxdepth 6 -depth -type d -name 'bench-h-*' 2>/dev/null | while read -r d; do
-    rmdir "$d" 2>/dev/null || true
+  find /sys/fs/cgroup -maxdepth 6 -type d -name 'bench-h-*' 2>/dev/null | while read -r d; do
+    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
 }
 
@@ -196,6 +215,7 @@ health() {
   for ns in "${ROLES[@]/#/bench-h-}" "$NET_NS"; do ns_exists "$ns" || echo "namespace $ns"; done
   ip link show "$ROOT_VETH" >/dev/null 2>&1 || echo "root veth $ROOT_VETH"
   [ -f "$SSH_CONF" ] || echo "$SSH_CONF"
+  [ -f "$RUN/up-complete" ] || echo "$RUN/up-complete (the last up did not finish)"
   for role in "${ROLES[@]}"; do
     pid_alive "$RUN/$role/containerd.pid" containerd || echo "$role: containerd"
     pid_alive "$RUN/$role/dockerd.pid" dockerd || echo "$role: dockerd"
@@ -269,7 +289,8 @@ up_exit() {
   else
     warn "removed; nothing of the topology is left."
   fi
-  warn "daemon logs kept in $keep/. Fix the cause and run 'make hosts-demo' again."
+  if ls "$keep"/*.log >/dev/null 2>&1; then warn "daemon logs kept in $keep/."; fi
+  warn "fix the cause and run 'make hosts-demo' again."
   exit "$rc"
 }
 
@@ -488,6 +509,7 @@ EOF
     say "$role: ssh://root@${ADDR[$role]} answers: $(timeout 30 env -u DOCKER_HOST -u DOCKER_CONTEXT docker -H "ssh://root@${ADDR[$role]}" info --format '{{.Name}} {{.ServerVersion}} {{.CgroupDriver}}')"
   done
 
+  touch "$RUN/up-complete"   # an `up` that was killed before this line is found partial by the next one
   UP_OK=1
   trap - EXIT INT TERM HUP
   say "up."
