@@ -42,15 +42,21 @@ trap cleanup EXIT
 for role in "${ROLES[@]}"; do
   [ -S "$RUN/$role/docker.sock" ] || { echo "the topology is not up ($RUN/$role/docker.sock missing): make hosts-demo" >&2; exit 2; }
 done
+# Every ssh:// below must go through the topology's veth: were 10.213.77.* not routed there, it would follow the
+# default route off the machine.
+for role in "${ROLES[@]}"; do
+  ip -4 route get "${ADDR[$role]}" | grep -q ' dev bench-h0 ' \
+    || { echo "${ADDR[$role]} is not routed through bench-h0 (the topology is not up): make hosts-demo" >&2; exit 2; }
+done
 cleanup  # leftovers of an interrupted earlier check
 
 # 1. engines: unix socket and ssh://, from the right host; a docker context over ssh.
 for role in "${ROLES[@]}"; do
   if v=$(dk "$role" version --format '{{.Server.Version}}' 2>&1); then pass "$role: unix://$RUN/$role/docker.sock answers ($v)"; else fail "$role: unix socket: $v"; fi
-  if a=$(dssh "$role" info --format '{{.Name}} {{.ServerVersion}}' 2>&1) && [ "${a%% *}" = "bench-h-$role" ]; then
+  if a=$(dssh "$role" info --format '{{.Name}} {{.ServerVersion}}' 2>&1) && a=$(echo $a) && [ "${a%% *}" = "bench-h-$role" ]; then
     pass "$role: docker -H ssh://root@${ADDR[$role]} info -> $a"
   else
-    fail "$role: docker -H ssh://root@${ADDR[$role]} info -> $a"
+    fail "$role: docker -H ssh://root@${ADDR[$role]} info -> $(echo "$a" | grep -v '^[[:space:]]*$' | head -1)"
   fi
 done
 ctx() { env -u DOCKER_HOST -u DOCKER_CONTEXT DOCKER_CONFIG="$CTX_CONFIG" timeout 60 docker "$@"; }
@@ -110,7 +116,7 @@ else
   fail "save | load over unix sockets"
 fi
 dk server image rm "$CHECK_TAG" >/dev/null
-if dssh loadgen save "$CHECK_TAG" | dssh server load >/dev/null && dk server image inspect "$CHECK_TAG" >/dev/null 2>&1; then
+if dssh loadgen save "$CHECK_TAG" | dssh server load >/dev/null 2>&1 && dk server image inspect "$CHECK_TAG" >/dev/null 2>&1; then
   pass "docker -H ssh://root@${ADDR[loadgen]} save | docker -H ssh://root@${ADDR[server]} load"
 else
   fail "save | load over ssh"

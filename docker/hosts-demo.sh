@@ -83,6 +83,10 @@ proc_is() {
   [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && [ "$(echo "${stat##*) }" | cut -c1)" != Z ]
 }
 
+# routed_here ADDR: ADDR goes out through our veth. Anything that uses ssh:// asks this first: with the topology
+# down, 10.213.77.* would follow the default route off the machine, and no packet of ours may leave it.
+routed_here() { ip -4 route get "$1" 2>/dev/null | grep -q " dev $ROOT_VETH "; }
+
 engine_answers() { timeout 10 env -u DOCKER_HOST -u DOCKER_CONTEXT docker -H "unix://$(sock_of "$1")" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
 require_tools() {
@@ -256,7 +260,11 @@ do_status() {
       if pid_alive "$RUN/$role/$daemon.pid" "$daemon"; then d="$d $daemon:$(tr -dc 0-9 <"$RUN/$role/$daemon.pid")"; else d="$d $daemon:down"; rc=1; fi
     done
     ns_exists "$ns" || rc=1
-    answer=$(timeout 20 env -u DOCKER_HOST -u DOCKER_CONTEXT docker -H "ssh://root@${ADDR[$role]}" info --format '{{.Name}} {{.ServerVersion}} {{.CgroupDriver}}' 2>&1 | tail -1) || { rc=1; answer="no answer: $answer"; }
+    if ! routed_here "${ADDR[$role]}"; then
+      rc=1; answer="not asked: ${ADDR[$role]} is not routed through $ROOT_VETH (the topology is down)"
+    elif ! answer=$(timeout 20 env -u DOCKER_HOST -u DOCKER_CONTEXT docker -H "ssh://root@${ADDR[$role]}" info --format '{{.Name}} {{.ServerVersion}} {{.CgroupDriver}}' 2>&1); then
+      rc=1; answer="no answer: $(echo "$answer" | grep -v '^[[:space:]]*$' | head -1)"
+    fi
     printf '%-8s namespace %-17s %-7s address %-12s%s\n         engine (ssh://root@%s): %s\n' \
       "$role" "$ns" "$(ns_exists "$ns" && echo present || echo absent)" "${ADDR[$role]}" "$d" "${ADDR[$role]}" "$answer"
   done
@@ -491,6 +499,7 @@ EOF
       /usr/sbin/sshd -f "$RUN/$role/sshd_config" -E "$RUN/$role/sshd.log" </dev/null
   done
   for role in "${ROLES[@]}"; do
+    routed_here "${ADDR[$role]}" || die "${ADDR[$role]} is not routed through $ROOT_VETH"
     wait_for "$role: sshd" "" sshd "$RUN/$role/sshd.log" ssh "root@${ADDR[$role]}" true
     pid_alive "$RUN/$role/sshd.pid" sshd || die "$role: sshd answers but its pid file $RUN/$role/sshd.pid is not right"
   done
@@ -506,6 +515,7 @@ EOF
 
   STEP="asking each engine over ssh"
   for role in "${ROLES[@]}"; do
+    routed_here "${ADDR[$role]}" || die "${ADDR[$role]} is not routed through $ROOT_VETH"
     say "$role: ssh://root@${ADDR[$role]} answers: $(timeout 30 env -u DOCKER_HOST -u DOCKER_CONTEXT docker -H "ssh://root@${ADDR[$role]}" info --format '{{.Name}} {{.ServerVersion}} {{.CgroupDriver}}')"
   done
 
