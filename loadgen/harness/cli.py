@@ -16,7 +16,7 @@ from harness.cpus import CpuPlanError, plan_from_env
 from harness.lifecycle import finish_run, open_run
 from harness.lock import HarnessBusy, one_command_at_a_time
 from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select
-from harness.preflight import PreflightError, announce_limits, tools_needed
+from harness.preflight import PreflightError, announce_limits, refuse_hosts, tools_needed
 from harness.runtime import RuntimeError_, get_runtime
 from harness.session import Session
 from harness.store import DiskFull, is_out_of_space, new_run_id
@@ -217,6 +217,7 @@ def run_command(args) -> int:
         return compare.cmd_compare(args.a, args.b)
     if args.command == "build":
         return cmd_build(args, select(servers, names(args.servers)))
+    refuse_hosts()  # every command from here on starts servers or sends load
     if args.command == "overhead":
         return cmd_overhead(args, servers)
     plan = plan_from_env()

@@ -24,7 +24,7 @@ PORTS = "rust=26086 nginx=26000"  # below the ephemeral ports; no other test use
 RUN_ID = f"test-bad-configuration-{os.getpid()}"
 # the harness's variables, cleared so that the developer's own (SERVERS, PORTS, ...) do not change the cases
 VARIABLES = ("RUNTIME", "SERVERS", "PROFILE", "PORTS", "REPEAT", "ORDER", "ROUNDS", "CPUS_SERVER", "CPUS_LOADGEN",
-             "CPUS_UPSTREAM", SERVERS_DIR_VAR)
+             "CPUS_UPSTREAM", "HOSTS", SERVERS_DIR_VAR)
 
 SERVER = '[[server]]\nname = "{name}"\nport = {port}\nroutes = ["id", "hello"]\nrun = ["./{name}"]\n'
 SCENARIO = ('[settings.quick]\nrepeat = 1\nwarmup = {{ duration_s = 1, tolerance = 0.1, max_runs = 2 }}\n\n'
@@ -50,6 +50,9 @@ CASES = {
     "CPUS_SERVER beyond the machine": Case(
         RUN, rf"CPUS_SERVER={UNAVAILABLE_CPU}: CPU {UNAVAILABLE_CPU} not available here",
         env={"CPUS_SERVER": str(UNAVAILABLE_CPU)}),
+    "HOSTS (not built yet)": Case(RUN, r"HOSTS='server=ssh://root@10.213.77.2': running the server, load generator "
+                                       r"and upstream on separate Docker hosts is not built yet",
+                                  env={"HOSTS": "server=ssh://root@10.213.77.2"}),
     "PORTS=garbage": Case(RUN[2:], r"bad port override 'garbage': use PORTS=\"node=9090 rust=9091\"",
                           env={"PORTS": "garbage"}),
     "make report RUN=<unknown>": Case(["report", "no-such-run"], r"no run 'no-such-run' \(no results.json there\); "
