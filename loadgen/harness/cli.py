@@ -175,7 +175,7 @@ def parser() -> argparse.ArgumentParser:
     comparison.add_argument("b")
     sub.add_parser("list", help="servers and scenarios")
     overhead_cmd = sub.add_parser("overhead", help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
-                                                   "alternately (default servers: nginx rust)")
+                                                   "alternately (default servers: nginx rust node)")
     overhead_cmd.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS") or 3))
     return p
 

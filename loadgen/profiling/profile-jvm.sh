@@ -29,7 +29,7 @@ agent=$agent_dir/libasyncProfiler.so
 # perf events give kernel frames (accept, close, epoll): allowed for root at paranoid level 1 (Debian: 2 or 3)
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 1 ] && [ "$(id -u)" = 0 ]; then echo 1 > /proc/sys/kernel/perf_event_paranoid; fi
 
-read -r port loadgen_cpus < <($PY - "$SERVER" <<'PY'
+read -r port loadgen_cpus upstream_port < <($PY - "$SERVER" <<'PY'
 import sys
 from harness.cpus import plan
 from harness.manifest import ManifestError, discover, select
@@ -39,12 +39,16 @@ except ManifestError as e:
     sys.exit(f"{e}")
 if server.run[0] != "java":
     sys.exit(f"{server.name} does not run on the JVM: profile-jvm.sh attaches a JVM agent")
-print(server.port, ",".join(map(str, plan().loadgen)))
+upstream = discover().get("nginx")
+print(server.port, ",".join(map(str, plan().loadgen)), upstream.port if upstream else 0)
 PY
 )
 out=$ROOT/results/profile-$SERVER${KEEPALIVE:+-keepalive}-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
-trap '$PY -m harness --runtime local --servers "$SERVER" down >/dev/null 2>&1 || true' EXIT
+# stopped on exit: the server, and the upstream when `up` started it for this server
+started=$SERVER
+ss -ltnH "sport = :$upstream_port" | grep -q . || started="$SERVER nginx"
+trap '$PY -m harness --runtime local --servers "$started" down >/dev/null 2>&1 || true' EXIT
 $PY -m harness --runtime local --servers "$SERVER" up
 pid=$(ss -ltnpH "sport = :$port" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 url=http://127.0.0.1:$port/hello
