@@ -6,7 +6,7 @@
 # WARMUPS runs of its load (JIT; the same connection pattern): `ab -n REQUESTS -c 100` without keep-alive, or with
 # KEEPALIVE=1 `wrk -t1 -c64 -d10s` (which, unlike ab -k, saturates a server on one core: an idle server would
 # count more wake-ups per request), then profiled by async-profiler (Maven Central,
-# tools.profiler:async-profiler, attached with jcmd) during one more such run; ab runs on the load generator's CPUs.
+# tools.profiler:async-profiler, attached with jcmd) during one more such run; the load runs on the load generator's CPUs.
 # Writes results/profile-<server>-<time>/: profile.collapsed (flame-graph input), flat.txt (top frames) and
 # summary.txt (CPU per request by activity, profiling/classify.py). Profiling costs some speed: compare servers with
 # each other here, not with `make bench`.
