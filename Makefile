@@ -75,7 +75,7 @@ setup-oha: setup
 setup-gatling:
 	bash loadgen/gatling/build.sh
 
-# Where a JVM server's CPU goes on connection-per-request load (async-profiler): SERVER=akka; KEEPALIVE=1 for ab -k
+# Where a JVM server's CPU goes on connection-per-request load (async-profiler): SERVER=akka; KEEPALIVE=1 for keep-alive (wrk)
 .PHONY: profile
 profile: build
 	@[ -n "$(SERVER)" ] || { echo "usage: make profile SERVER=<a JVM server: akka, pekko, play, finagle, spray, socko>"; exit 2; }
