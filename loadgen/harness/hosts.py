@@ -1,0 +1,127 @@
+"""Roles on Docker hosts (issue 13): HOSTS="server=ssh://bench@10.1.0.2 loadgen=ssh://bench@10.1.0.3 upstream=..."
+maps each role to a Docker endpoint. Each entry is `role=endpoint[,address=IP][,cpus=LIST]`:
+
+- endpoint: ssh://[user@]host[:port] (preferred), tcp://host:port (TLS only: DOCKER_TLS_VERIFY and DOCKER_CERT_PATH,
+  or HOSTS_INSECURE_TCP=1 to accept plain TCP with a warning), unix:///path, or the name of a Docker context;
+- address: where the other roles reach this host's services (default: the endpoint's host when it is an IP
+  address; required for unix:// endpoints and context names);
+- cpus: the CPUs of that host to use for the role (default: the host's own CPU plan).
+
+server and loadgen are required; upstream defaults to the server's host when left out. Parsing only: nothing here
+connects anywhere."""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from harness.console import warn
+
+HOSTS_ENV = "HOSTS"
+INSECURE_ENV = "HOSTS_INSECURE_TCP"
+ROLES = ("server", "loadgen", "upstream")
+REQUIRED = ("server", "loadgen")
+CONTEXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")  # the Docker CLI's rule for context names
+
+
+class HostsError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Host:
+    role: str
+    endpoint: str  # what `docker --host` takes, or a context name (`kind` says which)
+    kind: str  # ssh, tcp, unix or context
+    address: str  # where the other roles reach this host
+    cpus: tuple[int, ...] | None = None
+
+
+def parse(raw: str, environ=os.environ) -> dict[str, Host]:
+    """The roles of a HOSTS value; HostsError names the bad entry and what to write instead."""
+    entries: dict[str, Host] = {}
+    for item in raw.split():
+        role, sep, rest = item.partition("=")
+        if not sep or not rest:
+            raise HostsError(f"HOSTS entry {item!r}: write role=endpoint, e.g. server=ssh://bench@10.1.0.2")
+        if role not in ROLES:
+            raise HostsError(f"HOSTS entry {item!r}: unknown role {role!r}; the roles are {', '.join(ROLES)}")
+        if role in entries:
+            raise HostsError(f"HOSTS names the {role} role twice: give each role one endpoint")
+        entries[role] = host(role, rest, environ)
+    missing = [r for r in REQUIRED if r not in entries]
+    if missing:
+        raise HostsError(f"HOSTS has no {' and no '.join(missing)} endpoint: "
+                         'e.g. HOSTS="server=ssh://bench@10.1.0.2 loadgen=ssh://bench@10.1.0.3"')
+    if "upstream" not in entries:
+        entries["upstream"] = Host("upstream", entries["server"].endpoint, entries["server"].kind,
+                                   entries["server"].address, entries["server"].cpus)
+    return entries
+
+
+def host(role: str, spec: str, environ=os.environ) -> Host:
+    endpoint, *options = spec.split(",")
+    fields: dict[str, str] = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or key not in ("address", "cpus") or not value:
+            raise HostsError(f"HOSTS {role}: bad option {option!r}; the options are address=IP and cpus=LIST")
+        fields[key] = value
+    kind, default_address = endpoint_kind(role, endpoint, environ)
+    address = fields.get("address") or default_address
+    if not address:
+        raise HostsError(f"HOSTS {role}={endpoint}: say where the other roles reach it: {role}={endpoint},address=IP")
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        raise HostsError(f"HOSTS {role}: address {address!r} is not an IP address") from None
+    return Host(role, endpoint, kind, address, cpu_list(role, fields["cpus"]) if "cpus" in fields else None)
+
+
+def endpoint_kind(role: str, endpoint: str, environ=os.environ) -> tuple[str, str | None]:
+    """The endpoint's kind and the address it implies (its host when that is an IP address)."""
+    if "://" not in endpoint:
+        if not CONTEXT_NAME.match(endpoint):
+            raise HostsError(f"HOSTS {role}={endpoint}: not an endpoint (ssh://, tcp://, unix://) or a context name")
+        return "context", None
+    url = urlsplit(endpoint)
+    if url.scheme == "unix":
+        if not url.path:
+            raise HostsError(f"HOSTS {role}={endpoint}: give the socket's path, e.g. unix:///var/run/docker.sock")
+        return "unix", None
+    if url.scheme not in ("ssh", "tcp") or not url.hostname:
+        raise HostsError(f"HOSTS {role}={endpoint}: use ssh://user@host (preferred), tcp://host:port with TLS, "
+                         "unix:///path or a Docker context name")
+    if url.scheme == "tcp":
+        if not url.port:
+            raise HostsError(f"HOSTS {role}={endpoint}: a tcp:// endpoint needs its port (2376 with TLS)")
+        tls = environ.get("DOCKER_TLS_VERIFY") and environ.get("DOCKER_CERT_PATH")
+        if not tls:
+            if environ.get(INSECURE_ENV) != "1":
+                raise HostsError(f"HOSTS {role}={endpoint}: a Docker engine on plain TCP lets anyone on the network "
+                                 "run containers as root there; use ssh://, or TLS (DOCKER_TLS_VERIFY=1 "
+                                 f"DOCKER_CERT_PATH=...), or say {INSECURE_ENV}=1 to accept it")
+            warn(f"{role}: plain TCP to {endpoint} without TLS ({INSECURE_ENV}=1)")
+    try:
+        ipaddress.ip_address(url.hostname)
+        return url.scheme, url.hostname
+    except ValueError:
+        return url.scheme, None  # a name: the address must be given (the harness does not resolve names for you)
+
+
+def cpu_list(role: str, raw: str) -> tuple[int, ...]:
+    cpus: list[int] = []
+    for part in raw.split("."):  # "0-3.6" as 0,1,2,3,6: a comma already separates the options
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()) or (high and int(high) < int(low)):
+            raise HostsError(f"HOSTS {role}: cpus={raw!r}; write a list like cpus=0-3 or cpus=0.2")
+        cpus.extend(range(int(low), int(high or low) + 1))
+    return tuple(sorted(set(cpus)))
+
+
+def from_env(environ=os.environ) -> dict[str, Host] | None:
+    """The roles HOSTS gives, or None when it is unset (everything on the local engine, as before)."""
+    raw = environ.get(HOSTS_ENV, "").strip()
+    return parse(raw, environ) if raw else None
