@@ -125,3 +125,47 @@ def from_env(environ=os.environ) -> dict[str, Host] | None:
     """The roles HOSTS gives, or None when it is unset (everything on the local engine, as before)."""
     raw = environ.get(HOSTS_ENV, "").strip()
     return parse(raw, environ) if raw else None
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What a host's Docker engine says of itself."""
+    version: str
+    cpus: int
+    kernel: str
+    name: str
+
+
+PROBE_TIMEOUT_S = 30  # an ssh:// endpoint opens an ssh connection first
+
+
+def docker_args(h: Host) -> list[str]:
+    """The Docker CLI's global options that address this host's engine."""
+    return ["--context", h.endpoint] if h.kind == "context" else ["--host", h.endpoint]
+
+
+def probe(roles: dict[str, Host], run=None) -> dict[str, Engine]:
+    """Each distinct endpoint's engine, asked once (`docker info`); HostsError for the first that does not answer,
+    before anything starts anywhere."""
+    import subprocess
+    run = run or subprocess.run
+    engines: dict[str, Engine] = {}
+    for h in roles.values():
+        if h.endpoint in engines:
+            continue
+        command = ["docker", *docker_args(h), "info", "--format", "{{.ServerVersion}}|{{.NCPU}}|{{.KernelVersion}}|{{.Name}}"]
+        try:
+            done = run(command, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+        except FileNotFoundError:
+            raise HostsError("HOSTS needs the Docker CLI here (`docker`): apt-get install docker.io") from None
+        except subprocess.TimeoutExpired:
+            raise HostsError(f"{h.role}: {h.endpoint} did not answer `docker info` within {PROBE_TIMEOUT_S} s; "
+                             "check that the host is up and its engine running") from None
+        fields = done.stdout.strip().split("|")
+        if done.returncode != 0 or len(fields) != 4 or not fields[1].isdigit():
+            why = (done.stderr.strip().splitlines() or ["no answer"])[-1]
+            hint = (f"check key access: ssh {h.endpoint.removeprefix('ssh://')} docker info" if h.kind == "ssh"
+                    else "check that the engine runs and that you may use it")
+            raise HostsError(f"{h.role}: the Docker engine at {h.endpoint} does not answer ({why}); {hint}")
+        engines[h.endpoint] = Engine(fields[0], int(fields[1]), fields[2], fields[3])
+    return engines

@@ -1,9 +1,11 @@
 """HOSTS parsing (issue 13): each role's endpoint, kind, address and CPUs, and one clear error per bad value."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
-from harness.hosts import Host, HostsError, parse
+from harness.hosts import Host, HostsError, parse, probe
 
 DEMO = "server=ssh://root@10.213.77.2 loadgen=ssh://root@10.213.77.3 upstream=ssh://root@10.213.77.4"
 
@@ -53,3 +55,11 @@ def test_tcp_with_tls_is_accepted_and_plain_tcp_only_when_asked(capsys):
 def test_a_bad_hosts_value_names_the_entry_and_what_to_write(raw, message):
     with pytest.raises(HostsError, match=message):
         parse(raw, environ={})
+
+
+@pytest.mark.skipif(not shutil.which("docker"), reason="the Docker CLI is not installed")
+def test_an_engine_that_does_not_answer_is_named_before_anything_starts(tmp_path):
+    roles = parse(f"server=unix://{tmp_path}/no-engine.sock,address=10.1.0.2 loadgen=ssh://b@10.1.0.3", environ={})
+    with pytest.raises(HostsError, match=rf"server: the Docker engine at unix://{tmp_path}/no-engine.sock does not "
+                                         r"answer \(.+\); check that the engine runs"):
+        probe(roles)  # the server's endpoint is asked first: nothing is sent to the loadgen address
