@@ -169,3 +169,34 @@ def probe(roles: dict[str, Host], run=None) -> dict[str, Engine]:
             raise HostsError(f"{h.role}: the Docker engine at {h.endpoint} does not answer ({why}); {hint}")
         engines[h.endpoint] = Engine(fields[0], int(fields[1]), fields[2], fields[3])
     return engines
+
+
+def image_id(image: str, h: Host | None) -> str | None:
+    """The image's id on that host's engine (None: the local engine), or None when it has no such image."""
+    import subprocess
+    where = docker_args(h) if h else []
+    done = subprocess.run(["docker", *where, "image", "inspect", "--format", "{{.Id}}", image],
+                          capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def send_image(image: str, h: Host) -> bool:
+    """The local engine's `image` onto the host's engine when the host lacks it or holds another build (`docker save |
+    docker load`: no registry); True when it was sent."""
+    import subprocess
+    local = image_id(image, None)
+    if not local:
+        raise HostsError(f"no image {image} here to send to {h.role} ({h.endpoint}): make docker-images")
+    if image_id(image, h) == local:
+        return False
+    save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    load = subprocess.run(["docker", *docker_args(h), "load", "--quiet"], stdin=save.stdout, capture_output=True,
+                          text=True)
+    save.stdout.close()
+    save_err = save.stderr.read().decode(errors="replace").strip()
+    if save.wait() != 0 or load.returncode != 0:
+        why = (save_err or load.stderr.strip() or "no message").splitlines()[-1]
+        raise HostsError(f"sending {image} to {h.role} ({h.endpoint}) failed: {why}")
+    if image_id(image, h) != local:
+        raise HostsError(f"{h.role} ({h.endpoint}) loaded {image} but holds another id than this machine's")
+    return True
