@@ -13,6 +13,7 @@ from harness import scenarios as scenario_data
 from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
+from harness.hosts import HostsError
 from harness.lifecycle import finish_run, open_run
 from harness.lock import HarnessBusy, one_command_at_a_time
 from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args)
     except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_, OrderError,
-            HarnessBusy, capacity.CapacityError) as exc:
+            HarnessBusy, capacity.CapacityError, HostsError) as exc:
         fail(str(exc))
         return 2
     except DiskFull as exc:

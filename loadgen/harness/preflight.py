@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import time
+from harness import hosts
 from harness.console import say, warn
 from harness.host import nofile_limit
 from harness.manifest import REPO
@@ -18,11 +19,12 @@ class PreflightError(Exception):
 
 
 def refuse_hosts(environ=os.environ) -> None:
-    """HOSTS (roles on separate Docker hosts, issue 13) is not wired into the harness yet: a run with it set would
-    measure on this machine while the user believes otherwise."""
-    hosts = environ.get("HOSTS", "").strip()
-    if hosts:
-        raise PreflightError(f"HOSTS={hosts!r}: running the server, load generator and upstream on separate Docker "
+    """HOSTS (roles on separate Docker hosts, issue 13) is read and checked, but not used by the harness yet: a run
+    with it set would measure on this machine while the user believes otherwise."""
+    roles = hosts.from_env(environ)  # a bad value says what is wrong with it first
+    if roles:
+        where = ", ".join(f"{h.role} on {h.endpoint} ({h.address})" for h in roles.values())
+        raise PreflightError(f"HOSTS ({where}): running the server, load generator and upstream on separate Docker "
                              "hosts is not built yet (`make hosts-demo` builds the test topology only); unset HOSTS "
                              "to run on this machine")
 

@@ -50,9 +50,13 @@ CASES = {
     "CPUS_SERVER beyond the machine": Case(
         RUN, rf"CPUS_SERVER={UNAVAILABLE_CPU}: CPU {UNAVAILABLE_CPU} not available here",
         env={"CPUS_SERVER": str(UNAVAILABLE_CPU)}),
-    "HOSTS (not built yet)": Case(RUN, r"HOSTS='server=ssh://root@10.213.77.2': running the server, load generator "
-                                       r"and upstream on separate Docker hosts is not built yet",
-                                  env={"HOSTS": "server=ssh://root@10.213.77.2"}),
+    "HOSTS (not built yet)": Case(
+        RUN, r"HOSTS \(server on ssh://root@10.213.77.2 \(10.213.77.2\), loadgen on ssh://root@10.213.77.3 "
+             r"\(10.213.77.3\), upstream on ssh://root@10.213.77.2 \(10.213.77.2\)\): running the server, load "
+             r"generator and upstream on separate Docker hosts is not built yet",
+        env={"HOSTS": "server=ssh://root@10.213.77.2 loadgen=ssh://root@10.213.77.3"}),
+    "HOSTS without a load generator": Case(RUN, r"HOSTS has no loadgen endpoint",
+                                           env={"HOSTS": "server=ssh://root@10.213.77.2"}),
     "PORTS=garbage": Case(RUN[2:], r"bad port override 'garbage': use PORTS=\"node=9090 rust=9091\"",
                           env={"PORTS": "garbage"}),
     "make report RUN=<unknown>": Case(["report", "no-such-run"], r"no run 'no-such-run' \(no results.json there\); "
