@@ -7,7 +7,7 @@ HARNESS = cd loadgen && ../$(PY) -m harness
 SERVERS ?=
 PROFILE ?= quick
 RUNTIME ?= auto
-export SERVERS PROFILE RUNTIME PORTS REPEAT ORDER ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM SLO_P99_MS
+export SERVERS PROFILE RUNTIME PORTS REPEAT ORDER ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM SLO_P99_MS HOSTS HOSTS_INSECURE_TCP
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
 .PHONY: setup build ping up down bench test list report compare

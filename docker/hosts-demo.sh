@@ -236,14 +236,26 @@ any_trace() {
   [ -e "$RUN" ] || [ -e "$SSH_CONF" ]
 }
 
+# The namespaces share this machine's CPUs (each engine reports all of them), so the line gives each role its own
+# CPUs: the harness's one-machine plan (loadgen/harness/cpus.py), in HOSTS' cpus= form (0-3.6 for 0,1,2,3,6).
+role_cpus() {
+  PYTHONPATH="$(dirname "$0")/../loadgen" python3 -c '
+from harness.cpus import plan
+p = plan()
+print(" ".join(".".join(map(str, getattr(p, r))) for r in ("server", "loadgen", "upstream")))'
+}
+
 hosts_line() {
-  echo "HOSTS=\"server=ssh://root@${ADDR[server]} loadgen=ssh://root@${ADDR[loadgen]} upstream=ssh://root@${ADDR[upstream]}\""
+  local cpus
+  read -r -a cpus <<<"$(role_cpus)"
+  echo "HOSTS=\"server=ssh://root@${ADDR[server]},cpus=${cpus[0]} loadgen=ssh://root@${ADDR[loadgen]},cpus=${cpus[1]} upstream=ssh://root@${ADDR[upstream]},cpus=${cpus[2]}\""
 }
 
 print_usage_note() {
   hosts_line
   local role
-  echo "  (copy the line above; each role is a network namespace with its own dockerd, reached over ssh)"
+  echo "  (copy the line above; each role is a network namespace with its own dockerd, reached over ssh; they share"
+  echo "   this machine's CPUs, so the line gives each its own, as a one-machine run would)"
   for role in "${ROLES[@]}"; do
     printf '  %-8s %-12s namespace %-17s engine: ssh://root@%s or unix://%s\n' "$role" "${ADDR[$role]}" "$(ns_of "$role")" "${ADDR[$role]}" "$(sock_of "$role")"
   done

@@ -56,24 +56,17 @@ class Turns:
     def __call__(self, name: str) -> None:
         for t in self.targets:
             if t.name == name and name in self.asleep:
-                self._signal(t, psutil.Process.resume)
+                self.session.runtime.pause(t.running, asleep=False)
                 self.asleep.discard(name)
             elif t.name != name and t.name not in self.asleep:
-                self._signal(t, psutil.Process.suspend)
+                self.session.runtime.pause(t.running, asleep=True)
                 self.asleep.add(t.name)
 
     def wake_all(self) -> None:
         for t in self.targets:
             if t.name in self.asleep:
-                self._signal(t, psutil.Process.resume)
+                self.session.runtime.pause(t.running, asleep=False)
         self.asleep.clear()
-
-    def _signal(self, target: Target, action) -> None:
-        for pid in self.session.runtime.pids(target.running):
-            try:
-                action(psutil.Process(pid))
-            except psutil.Error:
-                pass  # gone: the next attempt on it fails and says so
 
 
 def verify(running: RunningServer, server: Server, upstream: Server | None) -> contract.Report:

@@ -13,12 +13,14 @@ from harness import scenarios as scenario_data
 from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
+from harness import hosts
 from harness.hosts import HostsError
 from harness.lifecycle import finish_run, open_run
 from harness.lock import HarnessBusy, one_command_at_a_time
 from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select
-from harness.preflight import PreflightError, announce_limits, refuse_hosts, tools_needed
+from harness.preflight import PreflightError, announce_limits, check_hosts_settings, tools_needed
 from harness.runtime import RuntimeError_, get_runtime
+from harness.runtime.docker.hosts import HostsRuntime
 from harness.session import Session
 from harness.store import DiskFull, is_out_of_space, new_run_id
 
@@ -52,8 +54,13 @@ def cmd_build(args, servers: list[Server]) -> int:
             fail(f"building {', '.join(step.servers)} failed (command above, run in {step.cwd}); fix it and run "
                  f"`make build` again")
             return 1
-    # docker: each server's image from the artifacts just built (local: nothing to build)
-    get_runtime(args.runtime, plan=None).build_images(servers)  # images need no CPU plan
+    # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
+    roles = hosts.from_env()
+    if roles:
+        check_hosts_settings(roles, args.runtime, args.command)
+        HostsRuntime(roles).build_images(servers)
+    else:
+        get_runtime(args.runtime, plan=None).build_images(servers)  # images need no CPU plan
     return 0
 
 
@@ -122,6 +129,9 @@ def probe_steadiness(store, plan, settings, when: str) -> None:
     """The machine's own CPU-speed steadiness (harness/steadiness.py), recorded in the conditions `when` ("before",
     "after") the run, where the profile asks for it."""
     if not settings.steadiness:
+        return
+    if store.run.conditions.get("runtime") == "hosts":  # this machine's CPUs are not the roles'
+        store.update_conditions(steadiness={"not_probed": "the roles run on other hosts (HOSTS)"})
         return
     say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
     result = steadiness.probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
@@ -218,11 +228,17 @@ def run_command(args) -> int:
         return compare.cmd_compare(args.a, args.b)
     if args.command == "build":
         return cmd_build(args, select(servers, names(args.servers)))
-    refuse_hosts()  # every command from here on starts servers or sends load
-    if args.command == "overhead":
-        return cmd_overhead(args, servers)
-    plan = plan_from_env()
-    session = Session(get_runtime(args.runtime, plan), plan, servers, parse_ports(args.ports), keep=args.command == "up")
+    roles = hosts.from_env()  # every command from here on starts servers or sends load: where?
+    if roles:  # each role on its own Docker host, each host's CPUs its own plan
+        check_hosts_settings(roles, args.runtime, args.command)
+        runtime = HostsRuntime(roles)
+        plan = runtime.plan
+    else:
+        if args.command == "overhead":
+            return cmd_overhead(args, servers)
+        plan = plan_from_env()
+        runtime = get_runtime(args.runtime, plan)
+    session = Session(runtime, plan, servers, parse_ports(args.ports), keep=args.command == "up")
     with session:
         chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
         if args.command in ("up", "ping", "run", "bench"):

@@ -37,6 +37,7 @@ def collect(runtime, profile: str, plan: CpuPlan, command: str) -> dict:
         "profile": profile,
         "cpus": plan.to_dict(),
         "git_commit": git_commit(),
+        **({"machine_is": "the harness's own; each role's host is in runtime_details.hosts"} if runtime.remote else {}),
         "machine": {
             "hostname": platform.node(),
             "kernel": platform.release(),

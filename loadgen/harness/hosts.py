@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from harness.console import warn
+from harness.cpus import CpuPlan
 
 HOSTS_ENV = "HOSTS"
 INSECURE_ENV = "HOSTS_INSECURE_TCP"
@@ -169,6 +170,46 @@ def probe(roles: dict[str, Host], run=None) -> dict[str, Engine]:
             raise HostsError(f"{h.role}: the Docker engine at {h.endpoint} does not answer ({why}); {hint}")
         engines[h.endpoint] = Engine(fields[0], int(fields[1]), fields[2], fields[3])
     return engines
+
+
+def cpu_plan(roles: dict[str, Host], engines: dict[str, Engine]) -> CpuPlan:
+    """Each role's CPUs on its own host (its `cpus=`, else from the host's CPU count): the server 4 cores where its
+    host has them, else 2, else 1, the rest of its host idle; the load generator every core of its host; the upstream
+    every core of its own host, or, sharing the server's host, the core after the server's (the server then keeps 2
+    of 4 cores, so that neither steals the other's). The server and the load generator never share an engine: one
+    machine is what HOSTS unset is for."""
+    server, loadgen, upstream = roles["server"], roles["loadgen"], roles["upstream"]
+    if server.endpoint == loadgen.endpoint:
+        raise HostsError(f"HOSTS puts the server and the load generator on the same engine ({server.endpoint}): to "
+                         "measure on one machine leave HOSTS unset")
+    count = {endpoint: e.cpus for endpoint, e in engines.items()}
+    for h in roles.values():
+        outside = [c for c in h.cpus or () if c >= count[h.endpoint]]
+        if outside:
+            raise HostsError(f"HOSTS {h.role}: cpus= names CPU {','.join(map(str, outside))}, but {h.endpoint} has "
+                             f"{count[h.endpoint]} CPUs (0-{count[h.endpoint] - 1})")
+    upstream_with_server = upstream.endpoint == server.endpoint
+    n = count[server.endpoint]
+    if server.cpus:
+        server_cpus = server.cpus
+    else:
+        k = (4 if n >= 5 else 2 if n >= 3 else 1) if upstream_with_server else (4 if n >= 4 else 2 if n >= 2 else 1)
+        server_cpus = tuple(range(k))
+    loadgen_cpus = loadgen.cpus or tuple(range(count[loadgen.endpoint]))
+    if upstream.cpus:
+        upstream_cpus = upstream.cpus
+    elif upstream_with_server:
+        free = [c for c in range(n) if c not in server_cpus]
+        upstream_cpus = tuple(free[:1]) or server_cpus
+    elif upstream.endpoint == loadgen.endpoint:
+        upstream_cpus = loadgen_cpus[-1:]
+        loadgen_cpus = loadgen_cpus[:-1] or loadgen_cpus
+    else:
+        upstream_cpus = tuple(range(count[upstream.endpoint]))
+    if upstream_with_server and set(upstream_cpus) & set(server_cpus):
+        warn(f"the upstream shares the server's CPU {','.join(map(str, server_cpus))} on {server.endpoint}: "
+             "it has no other")
+    return CpuPlan(server=tuple(server_cpus), loadgen=tuple(loadgen_cpus), upstream=tuple(upstream_cpus))
 
 
 def image_id(image: str, h: Host | None) -> str | None:

@@ -86,7 +86,7 @@ class Bench:
         idle = (lambda: self.idle_pids(target.name)) if self.idle_pids else None
         with session.measuring(target.running):
             outcome = measure(session.runtime, tool, spec, list(session.plan.loadgen), self.raw, stem, label,
-                              server_pids=lambda: session.runtime.pids(target.running),
+                              server=target.running,
                               server_cores=len(target.running.cpus), idle_pids=idle,
                               status=self.status() if self.status else "", expected_rps=expected_rps)
         if self.died(target, f"during {what}"):

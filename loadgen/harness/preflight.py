@@ -18,15 +18,19 @@ class PreflightError(Exception):
     pass
 
 
-def refuse_hosts(environ=os.environ) -> None:
-    """HOSTS (roles on separate Docker hosts, issue 13) is read and checked, but not used by the harness yet: a run
-    with it set would measure on this machine while the user believes otherwise."""
-    roles = hosts.from_env(environ)  # a bad value says what is wrong with it first
-    if roles:
-        where = ", ".join(f"{h.role} on {h.endpoint} ({h.address})" for h in roles.values())
-        raise PreflightError(f"HOSTS ({where}): running the server, load generator and upstream on separate Docker "
-                             "hosts is not built yet (`make hosts-demo` builds the test topology only); unset HOSTS "
-                             "to run on this machine")
+def check_hosts_settings(roles: dict, runtime: str, command: str, environ=os.environ) -> None:
+    """With HOSTS set, the settings that would mean something else: RUNTIME=local, CPUS_* (each host's CPUs are
+    HOSTS' cpus=), `make docker-overhead` (docker against local on this machine)."""
+    where = ", ".join(f"{h.role} on {h.endpoint}" for h in roles.values())
+    if (runtime or "auto").strip().lower() == "local":
+        raise PreflightError(f"HOSTS ({where}) runs every role in a container on its host: RUNTIME=local cannot; "
+                             "unset one of them")
+    cpus = [name for name in ("CPUS_SERVER", "CPUS_LOADGEN", "CPUS_UPSTREAM") if environ.get(name)]
+    if cpus:
+        raise PreflightError(f"{', '.join(cpus)} name this machine's CPUs; with HOSTS give each host's as "
+                             "role=endpoint,cpus=0-3 (cpus=0.2 for CPUs 0 and 2)")
+    if command == "overhead":
+        raise PreflightError("make docker-overhead compares the docker and local runtimes on this machine: unset HOSTS")
 
 
 def tools_needed(scenarios: list[Scenario]) -> set[str]:

@@ -80,11 +80,12 @@ def _tree(procs: list[subprocess.Popen]) -> list[int]:
 
 
 def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str,
-            server_pids=None, server_cores: int = 1, idle_pids=None, status: str = "",
+            server=None, server_pids=None, server_cores: int = 1, idle_pids=None, status: str = "",
             expected_rps: float | None = None) -> Outcome:
-    """Runs the load; while it runs, samples the server's processes (`server_pids()`), the tool's, and those of the
-    servers that are up but not measured (`idle_pids()`, interleaved runs). `status` (e.g. the whole run's remaining
-    time) is shown beside the progress bar. `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
+    """Runs the load; while it runs, samples the server (the RunningServer `server`, as its runtime samples it; or the
+    processes `server_pids()` names), the tool, and the servers that are up but not measured (`idle_pids()`,
+    interleaved runs). `status` (e.g. the whole run's remaining time) is shown beside the progress bar.
+    `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
     tool = TOOLS[tool_name]
     parts = tool_processes(tool_name, spec.concurrency)
     part_spec = spec.split(parts)
@@ -93,14 +94,16 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     deadline = deadline_s(spec, expected_rps)
     stopped = False
     procs: list[subprocess.Popen] = []
-    server_sampler = ProcessSampler(server_pids or (lambda: []), server_cores)
-    loadgen_sampler = ProcessSampler(lambda: _tree(procs), len(cpus))
+    server_sampler = (runtime.sampler(server, server_cores) if server is not None
+                      else ProcessSampler(server_pids or (lambda: []), server_cores))
+    loadgen_sampler = runtime.tool_sampler(lambda: _tree(procs), cpus)
     idle_sampler = ProcessSampler(idle_pids, server_cores) if idle_pids else None
     children_cpu_before = _children_cpu_s()
     # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
-    # off the server's (threads inherit this thread's affinity when they start); restored afterwards.
+    # off the server's (threads inherit this thread's affinity when they start); restored afterwards. (With HOSTS the
+    # load generator's CPUs are another machine's: those this one has, if any.)
     affinity_before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
+    os.sched_setaffinity(0, (set(cpus) & affinity_before) or affinity_before)
     try:
         server_sampler.start()
         loadgen_sampler.start()

@@ -50,11 +50,15 @@ class Session:
         return self.upstream is not None and name == self.upstream.name
 
     def upstream_url(self) -> str:
-        return upstream_url(self.upstream, self.port(self.upstream)) if self.upstream else ""
+        if not self.upstream:
+            return ""
+        return upstream_url(self.upstream, self.port(self.upstream), self.runtime.address("upstream"))
 
     def check_ports(self, servers: list[Server]) -> None:
         """Before anything starts: every server this session may start (and the upstream) has its port free."""
         self.clear_leftovers()  # what a killed run left is stopped, not reported as a stranger holding a port
+        if self.runtime.remote:  # the ports are other machines': a busy one fails that server's start, with its log
+            return
         up = self.running()
         wanted = [s for s in servers if s.name not in up]
         if any(s.needs_upstream for s in wanted) and self.upstream and self.upstream.name not in up:
@@ -119,11 +123,7 @@ class Session:
         return bool(found)
 
     def _wake(self, running: RunningServer) -> None:
-        for pid in self.runtime.pids(running):
-            try:
-                psutil.Process(pid).resume()
-            except psutil.Error:
-                pass
+        self.runtime.pause(running, asleep=False)
 
     def stop(self, name: str) -> None:
         entry = self.state.load().get(name)
@@ -131,7 +131,7 @@ class Session:
             say(f"stopping {name}")
             self.runtime.stop(entry)
             self.state.drop(name)
-            owner = port_owner(entry.host, entry.port)
+            owner = None if self.runtime.remote else port_owner(entry.host, entry.port)
             if owner:  # never silently: whatever holds it would be measured in place of the next server here
                 warn(f"{name} was stopped but its port {entry.port} is still held by {owner}: stop that process")
         if name in self.started:

@@ -30,6 +30,8 @@ SERVER = '[[server]]\nname = "{name}"\nport = {port}\nroutes = ["id", "hello"]\n
 SCENARIO = ('[settings.quick]\nrepeat = 1\nwarmup = {{ duration_s = 1, tolerance = 0.1, max_runs = 2 }}\n\n'
             '[hello]\ntool = "{tool}"\ntargets = [{{ route = "hello", path = "/hello" }}]\n'
             'profile.quick = {{ runs = [{{ concurrency = 10, requests = {requests} }}] }}\n')
+NO_ENGINES = ("server=unix:///nonexistent/s.sock,address=127.0.0.2 "
+              "loadgen=unix:///nonexistent/l.sock,address=127.0.0.3")
 UNAVAILABLE_CPU = max(os.sched_getaffinity(0)) + 1  # "CPUS_SERVER=7 on a 2-CPU machine", wherever this runs
 
 
@@ -50,11 +52,16 @@ CASES = {
     "CPUS_SERVER beyond the machine": Case(
         RUN, rf"CPUS_SERVER={UNAVAILABLE_CPU}: CPU {UNAVAILABLE_CPU} not available here",
         env={"CPUS_SERVER": str(UNAVAILABLE_CPU)}),
-    "HOSTS (not built yet)": Case(
-        RUN, r"HOSTS \(server on ssh://root@10.213.77.2 \(10.213.77.2\), loadgen on ssh://root@10.213.77.3 "
-             r"\(10.213.77.3\), upstream on ssh://root@10.213.77.2 \(10.213.77.2\)\): running the server, load "
-             r"generator and upstream on separate Docker hosts is not built yet",
-        env={"HOSTS": "server=ssh://root@10.213.77.2 loadgen=ssh://root@10.213.77.3"}),
+    # engines on sockets that do not exist: refused before anything starts, and nothing leaves this machine
+    "HOSTS with RUNTIME=local": Case(
+        RUN, r"HOSTS \(server on unix:///nonexistent/s.sock, loadgen on unix:///nonexistent/l.sock, upstream on "
+             r"unix:///nonexistent/s.sock\) runs every role in a container on its host: RUNTIME=local cannot",
+        env={"HOSTS": NO_ENGINES, "RUNTIME": "local"}),
+    "HOSTS with CPUS_SERVER": Case(RUN, r"CPUS_SERVER name this machine's CPUs; with HOSTS give each host's as "
+                                        r"role=endpoint,cpus=0-3", env={"HOSTS": NO_ENGINES, "CPUS_SERVER": "0", "RUNTIME": "auto"}),
+    "HOSTS whose engine does not answer": Case(
+        RUN, r"server: the Docker engine at unix:///nonexistent/s.sock does not answer \(.*\); check that the engine "
+             r"runs and that you may use it", env={"HOSTS": NO_ENGINES, "RUNTIME": "auto"}),
     "HOSTS without a load generator": Case(RUN, r"HOSTS has no loadgen endpoint",
                                            env={"HOSTS": "server=ssh://root@10.213.77.2"}),
     "PORTS=garbage": Case(RUN[2:], r"bad port override 'garbage': use PORTS=\"node=9090 rust=9091\"",

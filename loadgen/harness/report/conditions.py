@@ -18,6 +18,7 @@ def _placement(p: dict) -> str:
     """A container's or process's placement as read back: CPU set and quota, memory, open files, network."""
     nofile = next((u.get("Hard") for u in p.get("ulimits") or [] if u.get("Name") == "nofile"), None)
     return ", ".join(x for x in [
+        p.get("host") and f"on the {p['host']} host {p.get('address')}",
         p.get("container") and f"{p['container']} ({p.get('image')})",
         p.get("cpuset") and f"cpuset {p['cpuset']}",
         p.get("cpus") and f"cpus {p['cpus']:g}",
@@ -83,6 +84,16 @@ def items(run: Run) -> list[tuple[str, str]]:
                                      f"{details.get('cgroup')}, {details.get('compose')}"))
     if details.get("loadgen"):
         out.append(("loadgen container", _placement(details["loadgen"])))
+    for role, h in (details.get("hosts") or {}).items():  # HOSTS: which host ran what
+        out.append((f"{role} host", f"{h.get('host_name')} at {h.get('address')} ({h.get('endpoint')}), engine "
+                                    f"{h.get('engine')}, kernel {h.get('kernel')}, CPU {cpus_text(h.get('cpus'))} "
+                                    f"of {h.get('host_cpus')}"))
+    path = details.get("path_loadgen_to_server")
+    if path:
+        rtt = (f"round trip {path['rtt_min_ms']}/{path['rtt_avg_ms']}/{path['rtt_max_ms']} ms (min/avg/max)"
+               if "rtt_avg_ms" in path else f"round trip not measured ({path.get('rtt_error')})")
+        mtu = f"path MTU {path['mtu']}" if "mtu" in path else f"path MTU not measured ({path.get('mtu_error')})"
+        out.append(("loadgen to server", f"{path.get('from')} to {path.get('to')}: {rtt}, {mtu}"))
     for name, server in run.servers.items():
         if server.get("placement"):
             out.append((f"{name} placement", _placement(server["placement"])))

@@ -40,6 +40,7 @@ class RunningServer:
     # the process's start time as the kernel reports it (psutil): with `pid`, identifies it. Wall-clock time is no
     # substitute: /proc's boot time drifts from time.time() (clock adjustments), and a recycled pid must not match
     pid_created: float | None = None
+    engine: str | None = None  # hosts runtime: the Docker endpoint of the host it runs on
 
     def is_process(self, pid_created: float) -> bool:
         """Whether a process that started at `pid_created` (psutil's create_time) is this server's main process."""
@@ -58,6 +59,9 @@ class Runtime(Protocol):
     name: str
     # whether load tools are this process's children, so that RUSAGE_CHILDREN counts their CPU time exactly
     tools_are_children: bool
+    # whether the servers and tools run on other machines (HOSTS): then this machine's CPUs, processes and ports are
+    # not theirs, and nothing is checked or sampled here
+    remote: bool
 
     def build_images(self, servers: list[Server], force: bool = False) -> None:
         """After `make build`: whatever this runtime runs the servers from, made from their artifacts."""
@@ -85,7 +89,19 @@ class Runtime(Protocol):
         """Move a running server to other CPUs (nginx: upstream cores, or server cores while it is measured)."""
 
     def pids(self, running: RunningServer) -> list[int]:
-        """Every process of the server, for sampling."""
+        """Every process of the server, as this machine sees them (none when it runs on another)."""
+
+    def address(self, role: str) -> str:
+        """Where the other roles reach the services of `role` (server, upstream): 127.0.0.1 on one machine."""
+
+    def sampler(self, running: RunningServer, cores: int):
+        """What samples the server's CPU and memory while a load runs (harness/sampling.py's interface)."""
+
+    def tool_sampler(self, tree, cpus: list[int]):
+        """What samples the load tools' CPU; `tree()` gives the pids of the tool processes this command started."""
+
+    def pause(self, running: RunningServer, asleep: bool) -> None:
+        """Freeze (asleep) or thaw an idle server (interleaved rounds)."""
 
     def tool_process(self, argv: list[str], cpus: list[int], output: Path):
         """Start a load tool pinned to `cpus`, stdout+stderr to `output`; returns a Popen."""

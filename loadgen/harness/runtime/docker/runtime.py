@@ -20,6 +20,7 @@ from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus
 from harness.host import pinned_child_setup, port_owner, process_create_time
 from harness.manifest import REPO, Server, discover
+from harness.sampling import ProcessSampler
 from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, State, exit_reason, indent, wait_ready
 from harness.runtime.docker.compose import (COMPOSE_FILE, CONTAINER_REPO, PROJECT, STOP_GRACE_S, compose_env,
                                             container_name, cpu_vars, ensure_compose_file, port_var, role)
@@ -38,6 +39,7 @@ ENGINE_SETTLE_S = 5  # the engine notes a container's exit a moment after its ma
 
 class DockerRuntime:
     name = "docker"
+    remote = False
     tools_are_children = False  # the tools' CPU is sampled (their processes live under the container's shim)
 
     def __init__(self, plan: CpuPlan | None):
@@ -192,6 +194,22 @@ class DockerRuntime:
             return [leader.pid, *(child.pid for child in leader.children(recursive=True))]
         except psutil.Error:
             return []
+
+    def address(self, role: str) -> str:
+        return "127.0.0.1"
+
+    def sampler(self, running: RunningServer, cores: int) -> ProcessSampler:
+        return ProcessSampler(lambda: self.pids(running), cores)
+
+    def tool_sampler(self, tree, cpus: list[int]) -> ProcessSampler:
+        return ProcessSampler(tree, len(cpus))
+
+    def pause(self, running: RunningServer, asleep: bool) -> None:
+        for pid in self.pids(running):
+            try:
+                psutil.Process(pid).suspend() if asleep else psutil.Process(pid).resume()
+            except psutil.Error:
+                pass  # gone: the next attempt on it fails and says so
 
     def pin(self, running: RunningServer, cpus: list[int]) -> None:
         run_cli(["docker", "update", "--cpuset-cpus", format_cpus(cpus), "--cpus", str(len(cpus)), running.container])

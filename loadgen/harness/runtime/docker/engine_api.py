@@ -1,0 +1,151 @@
+"""A Docker engine's HTTP API reached through the Docker CLI (`docker --host X system dial-stdio`), so that every
+endpoint the CLI reaches (ssh://, tcp:// with TLS, unix://, a context) works without a client library of our own;
+and `EngineStatsSampler`, a container's CPU and memory from the engine's cgroup counters while a load runs.
+
+Why the API and not `docker stats`: the CLI prints a percentage averaged over its own window, never the cumulative
+CPU time, so an attempt's CPU seconds could not be taken from it. `GET /containers/<id>/stats?one-shot=true` returns
+the cgroup's counters as they are at that moment (cpu_stats.cpu_usage.total_usage, nanoseconds), read by the engine
+from the kernel: nothing runs inside the measured container."""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+from harness.runtime.base import RuntimeError_
+
+API_VERSION = "v1.41"  # Docker 20.10 and later (one-shot stats)
+TIMEOUT_S = 15
+
+
+class EngineApi:
+    """One keep-alive HTTP connection to an engine's API over `docker <address> system dial-stdio`."""
+
+    def __init__(self, docker_args: list[str], where: str):
+        self.where = where
+        self._proc = subprocess.Popen(["docker", *docker_args, "system", "dial-stdio"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> dict:
+        with self._lock:
+            if self._proc.poll() is not None:
+                raise RuntimeError_(f"the connection to the Docker engine of {self.where} closed")
+            self._proc.stdin.write(f"GET /{API_VERSION}{path} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
+            self._proc.stdin.flush()
+            status, body = _read_response(self._proc.stdout)
+        if status != 200:
+            raise RuntimeError_(f"the Docker engine of {self.where} answered {status} to GET {path}: "
+                                f"{body[:200].decode(errors='replace')}")
+        return json.loads(body)
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.stdin.close()
+            self._proc.terminate()
+            try:
+                self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+
+
+def _read_response(stream) -> tuple[int, bytes]:
+    """One HTTP/1.1 response: Content-Length or chunked (the engine sends JSON either way)."""
+    status_line = stream.readline()
+    if not status_line:
+        raise RuntimeError_("the Docker engine closed the connection")
+    status = int(status_line.split()[1])
+    headers = {}
+    while (line := stream.readline()) not in (b"\r\n", b"\n", b""):
+        key, _, value = line.decode(errors="replace").partition(":")
+        headers[key.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while (size := int(stream.readline().split(b";")[0].strip() or b"0", 16)) > 0:
+            body += stream.read(size)
+            stream.readline()
+        stream.readline()  # the empty line after the last chunk
+        return status, body
+    return status, stream.read(int(headers.get("content-length", "0")))
+
+
+def container_counters(api: EngineApi, container: str) -> tuple[float, int]:
+    """(CPU seconds the container's cgroup has used, its memory as `docker stats` counts it: usage less the page
+    cache it could drop) at this moment."""
+    stats = api.get(f"/containers/{container}/stats?stream=false&one-shot=true")
+    cpu = stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage")
+    if cpu is None:
+        raise RuntimeError_(f"the Docker engine of {api.where} gives no CPU counter for {container} (is it running?)")
+    memory = stats.get("memory_stats", {})
+    extra = memory.get("stats", {})
+    cache = extra.get("inactive_file", extra.get("total_inactive_file", 0))
+    return cpu / 1e9, max(memory.get("usage", 0) - cache, 0)
+
+
+class EngineStatsSampler:
+    """A container's CPU seconds between start() and stop() (the cgroup's counter read at both ends) and its peak
+    memory, polled every INTERVAL_S; the same result as ProcessSampler's."""
+
+    INTERVAL_S = 1.0
+
+    def __init__(self, docker_args: list[str], where: str, container: str, cores: int):
+        self.docker_args, self.where, self.container, self.cores = docker_args, where, container, cores
+        self._api: EngineApi | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._cpu0 = self._cpu1 = 0.0
+        self.peak = 0
+        self.timeline: list[tuple[float, int]] = []
+        self._t0 = 0.0
+        self.wall_s = 0.0
+        self.error: str | None = None
+
+    def _read(self) -> float:
+        cpu, memory = container_counters(self._api, self.container)
+        self.peak = max(self.peak, memory)
+        self.timeline.append((time.monotonic() - self._t0, memory))
+        return cpu
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.INTERVAL_S):
+            try:
+                self._cpu1 = self._read()
+            except (RuntimeError_, OSError, ValueError) as exc:
+                self.error = str(exc)
+                return
+
+    def start(self) -> EngineStatsSampler:
+        self._api = EngineApi(self.docker_args, self.where)
+        self._t0 = time.monotonic()
+        self._cpu0 = self._cpu1 = self._read()
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        self.wall_s = time.monotonic() - self._t0
+        try:
+            self._cpu1 = self._read()
+        except (RuntimeError_, OSError, ValueError) as exc:  # a container that died: what was read before it did
+            self.error = str(exc)
+        return self.result()
+
+    def cancel(self) -> None:
+        self._stop.set()
+        if self._api:
+            self._api.close()
+
+    def result(self, cpu_s: float | None = None) -> dict:
+        cpu = self._cpu1 - self._cpu0 if cpu_s is None else cpu_s
+        if self._api:
+            self._api.close()
+        return {
+            "cores": self.cores,
+            "cpu_s": round(cpu, 3),
+            "cpu_util": round(cpu / (self.wall_s * self.cores), 3) if self.wall_s else None,
+            "peak_rss_mb": round(self.peak / 2**20, 1),
+            "rss_mb_timeline": [[round(t, 1), round(m / 2**20, 1)] for t, m in self.timeline],
+            "source": f"engine cgroup counters ({self.where})",
+        }
