@@ -131,7 +131,8 @@ def probe_steadiness(store, plan, settings, when: str) -> None:
     if not settings.steadiness:
         return
     if store.run.conditions.get("runtime") == "hosts":  # this machine's CPUs are not the roles'
-        store.update_conditions(steadiness={"not_probed": "the roles run on other hosts (HOSTS)"})
+        store.update_conditions(steadiness_not_probed="the roles run on other hosts (HOSTS): this machine's CPU speed "
+                                                      "is not theirs")
         return
     say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
     result = steadiness.probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)

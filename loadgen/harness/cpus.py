@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class CpuPlanError(Exception):
@@ -14,14 +14,20 @@ class CpuPlan:
     server: tuple[int, ...]
     loadgen: tuple[int, ...]
     upstream: tuple[int, ...]
+    # HOSTS: each role's host (its address); None: every role on this machine
+    hosts: dict[str, str] | None = field(default=None, compare=False, hash=False)
 
     def to_dict(self) -> dict:
         return {"server": list(self.server), "loadgen": list(self.loadgen), "upstream": list(self.upstream)}
 
     def describe(self) -> str:
-        shared = " (shared with the load generator: no core is free)" if set(self.upstream) & set(self.loadgen) else ""
-        return (f"server on CPU {format_cpus(self.server)}, load generator on CPU {format_cpus(self.loadgen)}, "
-                f"upstream nginx on CPU {format_cpus(self.upstream)}{shared}")
+        at = {role: f" of {self.hosts[role]}" if self.hosts else "" for role in ("server", "loadgen", "upstream")}
+        same_host = not self.hosts or self.hosts["upstream"] == self.hosts["loadgen"]
+        shared = (" (shared with the load generator: no core is free)"
+                  if same_host and set(self.upstream) & set(self.loadgen) else "")
+        return (f"server on CPU {format_cpus(self.server)}{at['server']}, load generator on CPU "
+                f"{format_cpus(self.loadgen)}{at['loadgen']}, upstream nginx on CPU {format_cpus(self.upstream)}"
+                f"{at['upstream']}{shared}")
 
 
 def format_cpus(cpus) -> str:

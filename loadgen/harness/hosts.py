@@ -209,7 +209,8 @@ def cpu_plan(roles: dict[str, Host], engines: dict[str, Engine]) -> CpuPlan:
     if upstream_with_server and set(upstream_cpus) & set(server_cpus):
         warn(f"the upstream shares the server's CPU {','.join(map(str, server_cpus))} on {server.endpoint}: "
              "it has no other")
-    return CpuPlan(server=tuple(server_cpus), loadgen=tuple(loadgen_cpus), upstream=tuple(upstream_cpus))
+    return CpuPlan(server=tuple(server_cpus), loadgen=tuple(loadgen_cpus), upstream=tuple(upstream_cpus),
+                   hosts={role: h.address for role, h in roles.items()})
 
 
 def image_id(image: str, h: Host | None) -> str | None:

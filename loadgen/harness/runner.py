@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -67,6 +68,14 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _together(calls) -> list:
+    """The calls run at once, their results in order (a sampler that reads an engine's counters over the network
+    waits about a second for a fresh reading: the server's and the tools' are read side by side)."""
+    calls = list(calls)
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
 def _tree(procs: list[subprocess.Popen]) -> list[int]:
     pids = []
     for proc in procs:
@@ -104,11 +113,9 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     # load generator's CPUs are another machine's: those this one has, if any.)
     affinity_before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, (set(cpus) & affinity_before) or affinity_before)
+    samplers = [s for s in (server_sampler, loadgen_sampler, idle_sampler) if s]
     try:
-        server_sampler.start()
-        loadgen_sampler.start()
-        if idle_sampler:
-            idle_sampler.start()
+        _together(sampler.start for sampler in samplers)
         for scratch in scratches:
             scratch.mkdir(parents=True, exist_ok=True)
             argv = tool.command(part_spec, scratch)
@@ -119,10 +126,10 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
         stopped = _wait(procs, tool_name, part_spec, outcome.raw, label, status, deadline)
         for proc in procs:
             proc.wait()
-        outcome.samples["server"] = server_sampler.stop()
+        stopped_samples = _together(sampler.stop for sampler in samplers)
+        outcome.samples["server"] = stopped_samples[0]
         if idle_sampler:  # what the sleeping servers took from the measured one's CPUs meanwhile
-            outcome.samples["idle_servers"] = idle_sampler.stop()
-        loadgen_sampler.stop()
+            outcome.samples["idle_servers"] = stopped_samples[2]
         # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's last moments.
         exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
         outcome.samples["loadgen"] = loadgen_sampler.result(exact)

@@ -63,3 +63,59 @@ def test_an_engine_that_does_not_answer_is_named_before_anything_starts(tmp_path
     with pytest.raises(HostsError, match=rf"server: the Docker engine at unix://{tmp_path}/no-engine.sock does not "
                                          r"answer \(.+\); check that the engine runs"):
         probe(roles)  # the server's endpoint is asked first: nothing is sent to the loadgen address
+
+
+# -- each role's CPUs on its own host ------------------------------------------------------------------------------
+
+def engines(**cpus_by_endpoint) -> dict:
+    from harness.hosts import Engine
+    return {endpoint.replace("_", "."): Engine("28.0", n, "6.1", endpoint) for endpoint, n in cpus_by_endpoint.items()}
+
+
+def roles(line: str):
+    return parse(line, environ={})
+
+
+def test_on_three_8_core_hosts_the_server_gets_4_cores_and_the_others_their_whole_host():
+    from harness.hosts import cpu_plan
+    plan = cpu_plan(roles("server=a,address=10.0.0.2 loadgen=b,address=10.0.0.3 upstream=c,address=10.0.0.4"),
+                    engines(a=8, b=8, c=8))
+    assert (plan.server, plan.loadgen, plan.upstream) == ((0, 1, 2, 3), tuple(range(8)), tuple(range(8)))
+    assert plan.hosts == {"server": "10.0.0.2", "loadgen": "10.0.0.3", "upstream": "10.0.0.4"}
+    assert "server on CPU 0,1,2,3 of 10.0.0.2" in plan.describe() and "shared" not in plan.describe()
+
+
+def test_an_upstream_on_the_server_host_takes_the_core_after_the_servers():
+    from harness.hosts import cpu_plan
+    for n, server, upstream in ((8, (0, 1, 2, 3), (4,)), (4, (0, 1), (2,)), (2, (0,), (1,))):
+        plan = cpu_plan(roles("server=a,address=10.0.0.2 loadgen=b,address=10.0.0.3"), engines(a=n, b=2))
+        assert (plan.server, plan.upstream, plan.loadgen) == (server, upstream, (0, 1)), n
+
+
+def test_cpus_given_in_hosts_win_and_must_exist_there():
+    from harness.hosts import cpu_plan
+    line = "server=a,address=10.0.0.2,cpus=0 loadgen=b,address=10.0.0.3,cpus=1 upstream=c,address=10.0.0.4,cpus=1"
+    plan = cpu_plan(roles(line), engines(a=2, b=2, c=2))
+    assert (plan.server, plan.loadgen, plan.upstream) == ((0,), (1,), (1,))
+    with pytest.raises(HostsError, match=r"HOSTS server: cpus= names CPU 5, but a has 2 CPUs \(0-1\)"):
+        cpu_plan(roles(line.replace("cpus=0 ", "cpus=5 ")), engines(a=2, b=2, c=2))
+
+
+def test_server_and_load_generator_on_one_engine_is_refused():
+    from harness.hosts import cpu_plan
+    with pytest.raises(HostsError, match="on the same engine .* leave HOSTS unset"):
+        cpu_plan(roles("server=a,address=10.0.0.2 loadgen=a,address=10.0.0.2"), engines(a=8))
+
+
+# -- the engine's API over the CLI's dial-stdio: both body framings the engine uses ----------------------------------
+
+def test_engine_responses_with_content_length_and_chunked_are_read_whole():
+    import io
+    from harness.runtime.docker.engine_api import _read_response
+    plain = io.BytesIO(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{"a": 1}\nNEXT')
+    assert _read_response(plain) == (200, b'{"a": 1}\n')
+    assert plain.read() == b"NEXT"  # the connection stays usable for the next request
+    chunked = io.BytesIO(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"5\r\n{\"me\"\r\n6\r\n: 1}\r\n\r\n0\r\n\r\nNEXT")
+    assert _read_response(chunked) == (404, b'{"me": 1}\r\n')
+    assert chunked.read() == b"NEXT"

@@ -67,7 +67,7 @@ def items(run: Run) -> list[tuple[str, str]]:
           for when, result in (c.get("steadiness") or {}).items()),
         ("runtime", c.get("runtime", "-")),
         ("CPU sets", cpus_text(c.get("cpus"))),
-        ("machine", ", ".join(x for x in [
+        ("harness machine" if c.get("machine_is") else "machine", ", ".join(x for x in [
             m.get("cpu_model"), f"{m.get('logical_cpus')} logical CPUs" if m.get("logical_cpus") else None,
             f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,
             f"kernel {m.get('kernel')}" if m.get("kernel") else None,

@@ -73,6 +73,7 @@ class HostsRuntime:
         self._path: dict | None = None
         self._prepared = False
         self._loadgen_started = False
+        self._loadgen_cpus: list[int] | None = None
         for role, h in self.roles.items():
             engine = self.engines[h.endpoint]
             say(f"{role}: {h.endpoint} (engine {engine.version} on {engine.name}, {engine.cpus} CPUs, kernel "
@@ -259,6 +260,8 @@ class HostsRuntime:
     def tool_sampler(self, tree, cpus: list[int]) -> EngineStatsSampler:
         """The loadgen container's CPU, from its host's engine: the tools run in it, and nothing else does but its
         init and a sleep (loadgen saturation is judged from this)."""
+        self.prepare()
+        self._ensure_loadgen(cpus)  # the sampler starts before the first tool does
         h = self.roles["loadgen"]
         return EngineStatsSampler(docker_args(h), f"loadgen {h.endpoint}", container_name(LOADGEN), len(cpus))
 
@@ -295,11 +298,14 @@ class HostsRuntime:
 
     # the load generator --------------------------------------------------------------------------------------------
     def _ensure_loadgen(self, cpus: list[int]) -> None:
+        if self._loadgen_cpus == sorted(cpus):  # started by this command on these CPUs (a dead one fails the tool)
+            return
         h, name = self.roles["loadgen"], container_name(LOADGEN)
         info = self._inspect(h, name)
         if info and info["State"]["Running"]:
             if sorted(parse_cpus(info["HostConfig"]["CpusetCpus"])) != sorted(cpus):
                 self.docker(h, "update", "--cpuset-cpus", format_cpus(cpus), name)
+            self._loadgen_cpus = sorted(cpus)
             return
         if info is not None:
             self.docker(h, "rm", "-f", name, check=False)
@@ -314,11 +320,13 @@ class HostsRuntime:
                     "--security-opt", "no-new-privileges:true", "--pids-limit", str(PIDS_LIMIT),
                     "--workdir", LOADGEN_REPO, runtime_image(LOADGEN), "sleep", "infinity")
         self._copied.clear()
+        self._loadgen_cpus = sorted(cpus)
         if not self._loadgen_started:
             self._loadgen_started = True
             atexit.register(self._stop_loadgen)
 
     def _stop_loadgen(self) -> None:
+        self._loadgen_cpus = None
         self.docker(self.roles["loadgen"], "rm", "-f", "-v", container_name(LOADGEN), check=False)
 
     def _container_arg(self, arg: str, scratch: Path, token: str) -> str:
@@ -466,11 +474,10 @@ class RemoteTool:
         return code
 
     def _fetch(self) -> None:
-        h, name = self.runtime.roles["loadgen"], container_name(LOADGEN)
-        proc = self.runtime.docker(h, "exec", name, "sh", "-c", f"ls -A /tmp/out-{self.token} 2>/dev/null", check=False)
-        if proc.stdout.strip():
-            self.runtime.docker(h, "cp", f"{name}:/tmp/out-{self.token}/.", str(self.scratch), check=False)
-        self.runtime.docker(h, "exec", name, "rm", "-rf", f"/tmp/out-{self.token}", f"/tmp/pid-{self.token}", check=False)
+        """The tool's side files (ab's percentiles...) into its scratch folder here (the folder in the container goes
+        with the container at the end of the command)."""
+        self.runtime.docker(self.runtime.roles["loadgen"], "cp", f"{container_name(LOADGEN)}:/tmp/out-{self.token}/.",
+                            str(self.scratch), check=False)
 
     def send_signal(self, sig: int) -> None:
         if self.client.poll() is not None:
