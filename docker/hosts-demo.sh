@@ -6,6 +6,7 @@
 #   docker/hosts-demo.sh up            build it (idempotent: when it is already up, says so and prints HOSTS again)
 #   docker/hosts-demo.sh down [--purge] remove it; --purge also deletes the image stores in /var/lib/bench-hosts
 #   docker/hosts-demo.sh status        each host: namespace, daemons, address, what its engine answers
+#   docker/hosts-demo.sh line          the HOSTS value to use with it (what `up` prints)
 #
 # Layout (10.213.77.0/24, nothing else is touched):
 #
@@ -557,5 +558,6 @@ case "${1:-}" in
     say "down.$([ "${2:-}" = --purge ] && echo " Image stores removed ($LIB)." || echo " Image stores kept in $LIB (down --purge removes them).")"
     ;;
   status) do_status ;;
-  *) echo "usage: $0 up | down [--purge] | status" >&2; exit 2 ;;
+  line) hosts_line | sed 's/^HOSTS="//; s/"$//' ;;  # the HOSTS value alone, for scripts and tests
+  *) echo "usage: $0 up | down [--purge] | status | line" >&2; exit 2 ;;
 esac

@@ -1,35 +1,166 @@
-"""Against the namespaced three-host topology (`make hosts-demo`): skipped unless it is up. Traffic goes only to
-the namespaces that topology created (10.213.77.0/24 through bench-h0), never elsewhere."""
+"""HOSTS end to end, against the namespaced three-host topology (`make hosts-demo`): skipped unless it is up and a
+local Docker engine holds the images (CI runs it after the Docker test: .ci/hosts.sh). Traffic goes only to the
+namespaces that topology created (10.213.77.0/24 through bench-h0), never elsewhere.
+
+Through the CLI, as a user would: build (images sent to the hosts), ping, a wrk and an ab scenario with server,
+load generator and upstream each in its own namespace; then the records, the recorded hosts, addresses, CPU plans
+and path, and that nothing is left on any host, also after Ctrl-C in the middle of a load."""
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from harness.hosts import image_id, parse, probe, send_image
+from harness.manifest import REPO
+from harness.runtime.docker.engine import engine_answers
+from harness.store import RESULTS
 
-DEMO = "server=ssh://root@10.213.77.2 loadgen=ssh://root@10.213.77.3 upstream=ssh://root@10.213.77.4"
-IMAGE = "bench-hosts/busybox:latest"
+LOADGEN_DIR = Path(__file__).resolve().parents[1]
+DEMO_SCRIPT = REPO / "docker" / "hosts-demo.sh"
+IMAGE = "bench/server-rust:latest"
+ADDRESS = {"server": "10.213.77.2", "loadgen": "10.213.77.3", "upstream": "10.213.77.4"}
+PORTS = "nginx=28000 rust=28086"
 
 
 def demo_is_up() -> bool:
-    route = subprocess.run(["ip", "route", "get", "10.213.77.2"], capture_output=True, text=True)
+    route = subprocess.run(["ip", "route", "get", ADDRESS["server"]], capture_output=True, text=True)
     return route.returncode == 0 and "dev bench-h0" in route.stdout
 
 
 pytestmark = pytest.mark.skipif(not demo_is_up(), reason="the hosts-demo topology is not up (make hosts-demo)")
 
 
+def demo_hosts() -> str:
+    """The HOSTS value `make hosts-demo` prints (with each role's CPUs of this machine)."""
+    out = subprocess.run([str(DEMO_SCRIPT), "line"], capture_output=True, text=True, check=True).stdout.strip()
+    assert out.startswith("server=ssh://root@10.213.77.2,cpus="), out
+    return out
+
+
+def engine_socket(role: str) -> list[str]:
+    """A host's engine through its unix socket: what is left there is checked without the harness's own path."""
+    return ["docker", "--host", f"unix:///run/bench-hosts/{role}/docker.sock"]
+
+
+def left_on_hosts() -> dict[str, list[str]]:
+    left = {}
+    for role in ADDRESS:
+        names = subprocess.run([*engine_socket(role), "ps", "-a", "--format", "{{.Names}}"], capture_output=True,
+                               text=True).stdout.split()
+        volumes = subprocess.run([*engine_socket(role), "volume", "ls", "-q", "--filter", "label=bench.checkout"],
+                                 capture_output=True, text=True).stdout.split()
+        if names or volumes:
+            left[role] = names + volumes
+    return left
+
+
+def cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    full = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick",
+            "SERVERS": "rust", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=full, capture_output=True,
+                          text=True, timeout=timeout)
+    print(proc.stdout, proc.stderr)
+    return proc
+
+
 def test_each_demo_host_answers_with_its_own_engine():
-    engines = probe(parse(DEMO, environ={}))
+    engines = probe(parse(demo_hosts(), environ={}))
     assert sorted(e.name for e in engines.values()) == ["bench-h-loadgen", "bench-h-server", "bench-h-upstream"]
 
 
-def test_an_image_is_sent_once_and_then_found_equal():
-    server = parse(DEMO, environ={})["server"]
-    if not image_id(IMAGE, None):  # the demo imports its busybox image into each host, not into the local engine
-        pytest.skip("no local Docker engine holding the demo image")
-    subprocess.run(["docker", "--host", server.endpoint, "image", "rm", "--force", IMAGE], capture_output=True)
+@pytest.fixture(scope="module")
+def local_engine():
+    ok, why = engine_answers()
+    if not ok:
+        pytest.skip(f"HOSTS builds the images here: {why}")
+
+
+def test_build_ping_and_two_scenarios_across_three_hosts(local_engine):
+    assert left_on_hosts() == {}
+    assert cli("build").returncode == 0  # SERVERS=rust: rust's image to the server host, the loadgen image to its host
+    for role, image in (("server", "bench/server-rust:latest"), ("loadgen", "bench/loadgen:bookworm")):
+        assert image_id(image, parse(demo_hosts(), environ={})[role]) == image_id(image, None), (role, image)
+
+    ping = cli("ping")
+    assert ping.returncode == 0 and "rust: contract OK" in ping.stdout
+    assert left_on_hosts() == {}
+
+    run_id = f"test-hosts-{os.getpid()}"
+    proc = cli("--run-id", run_id, "run", "hello,low-compute")  # wrk (a script copied in), ab (side files copied back)
+    assert proc.returncode == 0, proc.stderr
+    assert left_on_hosts() == {}, "containers or volumes left on the hosts after the run"
+    results = json.loads((RESULTS / run_id / "results.json").read_text())
+
+    records = {r["scenario"]: r for r in results["records"]}
+    assert set(records) == {"hello", "low-compute"}
+    for record in records.values():
+        assert record["server"] == "rust" and record["requests"] > 0 and not record["failed"]
+        attempt = record["attempts"][0]
+        # the load crossed the veth links: every tool addressed the server's namespace
+        assert all(f"http://{ADDRESS['server']}:28086/" in c for c in attempt["commands"]), attempt["commands"]
+        for role in ("server", "loadgen"):  # CPU from each host's engine counters
+            assert attempt["samples"][role]["cpu_s"] > 0, (role, attempt["samples"])
+    assert records["hello"]["errors"]["total"] == 0
+    ab_side_files = list((RESULTS / run_id / "raw").glob("**/percentiles.csv"))
+    assert ab_side_files, "ab's percentile file was not copied back from the loadgen container"
+
+    conditions = results["conditions"]
+    assert conditions["runtime"] == "hosts"
+    hosts = conditions["runtime_details"]["hosts"]
+    plan = parse(demo_hosts(), environ={})
+    for role, address in ADDRESS.items():
+        assert hosts[role]["address"] == address
+        assert hosts[role]["host_name"] == f"bench-h-{role}"
+        assert hosts[role]["endpoint"] == f"ssh://root@{address}"
+        assert hosts[role]["cpus"] == list(plan[role].cpus)
+        assert hosts[role]["kernel"]
+    path = conditions["runtime_details"]["path_loadgen_to_server"]
+    assert (path["from"], path["to"]) == (ADDRESS["loadgen"], ADDRESS["server"])
+    assert 0 < path["rtt_avg_ms"] < 10 and path["mtu"] == 1500
+    placement = results["servers"]["rust"]["placement"]
+    assert (placement["host"], placement["address"]) == ("server", ADDRESS["server"])
+    assert placement["cpuset"] == ",".join(map(str, plan["server"].cpus)) and placement["network_mode"] == "host"
+    summary = (RESULTS / run_id / "summary.md").read_text()
+    assert f"**server host**: bench-h-server at {ADDRESS['server']}" in summary
+    assert f"**loadgen to server**: {ADDRESS['loadgen']} to {ADDRESS['server']}" in summary
+
+
+def test_an_image_is_sent_once_and_then_found_equal(local_engine):
+    server = parse(demo_hosts(), environ={})["server"]
+    if not image_id(IMAGE, None):
+        pytest.skip(f"the local Docker engine has no {IMAGE} (make docker-images SERVERS=rust)")
+    subprocess.run([*engine_socket("server"), "image", "rm", "--force", IMAGE], capture_output=True)
+    assert image_id(IMAGE, server) is None
     assert send_image(IMAGE, server) is True
     assert image_id(IMAGE, server) == image_id(IMAGE, None)
-    assert send_image(IMAGE, server) is False
+    assert send_image(IMAGE, server) is False  # the same id there: nothing sent
+
+
+def test_ctrl_c_during_a_load_leaves_nothing_on_any_host(local_engine):
+    env = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", "SERVERS": "rust"}
+    harness = subprocess.Popen([sys.executable, "-m", "harness", "--run-id", f"test-hosts-int-{os.getpid()}", "run",
+                                "hello"], cwd=LOADGEN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and harness.poll() is None:
+        # the loadgen container exists once the first load (the warm-up) is about to run
+        names = subprocess.run([*engine_socket("loadgen"), "ps", "--format", "{{.Names}}"], capture_output=True,
+                               text=True).stdout.split()
+        if "bench-loadgen" in names:
+            time.sleep(1.5)  # into the load
+            break
+        time.sleep(0.2)
+    assert harness.poll() is None, harness.stdout.read()
+    harness.send_signal(signal.SIGINT)
+    out, _ = harness.communicate(timeout=180)
+    print(out)
+    assert harness.returncode == 130, out
+    assert "interrupted" in out
+    assert left_on_hosts() == {}, "containers or volumes left on the hosts after Ctrl-C"
