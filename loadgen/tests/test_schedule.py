@@ -13,6 +13,7 @@ from harness.manifest import discover
 from harness.result import Errors
 from harness.results import Attempt
 from harness.results import Warmup as WarmupResult
+from harness.runtime.local import LocalRuntime
 from harness.scenarios import Run, Scenario, Settings, Warmup
 from harness.tools import TOOLS, LoadSpec
 
@@ -225,7 +226,7 @@ def fake_attempt(n):
 def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
     sleepers = {name: subprocess.Popen(["sleep", "30"]) for name in ("rust", "node", "nginx")}
 
-    class Runtime:
+    class Runtime(LocalRuntime):  # its pause (SIGSTOP/SIGCONT to the server's processes), on these processes
         def pids(self, running):
             return [sleepers[running].pid]
 
