@@ -6,7 +6,6 @@ import math
 import os
 import subprocess
 import time
-from harness import hosts
 from harness.console import say, warn
 from harness.host import nofile_limit
 from harness.manifest import REPO

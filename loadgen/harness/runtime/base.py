@@ -17,6 +17,7 @@ import psutil
 from harness import httpclient
 from harness.host import process_create_time, wait_until
 from harness.manifest import REPO, Server
+from harness.sampling import ProcessSampler
 
 STATE_DIR = REPO / ".run"
 
@@ -120,6 +121,29 @@ class Runtime(Protocol):
 
     def conditions(self) -> dict:
         """The runtime's own conditions (engine, compose, the load generator's placement), for the run's record."""
+
+
+class OnThisMachine:
+    """What the local and the one-machine Docker runtime share: the servers are processes of this machine, reached on
+    loopback, sampled with psutil and frozen with SIGSTOP/SIGCONT."""
+
+    remote = False
+
+    def address(self, role: str) -> str:
+        return "127.0.0.1"
+
+    def sampler(self, running: RunningServer, cores: int) -> ProcessSampler:
+        return ProcessSampler(lambda: self.pids(running), cores)
+
+    def tool_sampler(self, tree, cpus: list[int]) -> ProcessSampler:
+        return ProcessSampler(tree, len(cpus))
+
+    def pause(self, running: RunningServer, asleep: bool) -> None:
+        for pid in self.pids(running):
+            try:
+                psutil.Process(pid).suspend() if asleep else psutil.Process(pid).resume()
+            except psutil.Error:
+                pass  # gone: the next attempt on it fails and says so
 
 
 def _is_running(pid: int, created: float | None) -> bool:

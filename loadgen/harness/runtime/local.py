@@ -12,8 +12,8 @@ import psutil
 from harness.host import pinned_child_setup, port_owner, process_create_time, server_version
 from harness.manifest import Server
 from harness.preflight import check_tools
-from harness.sampling import ProcessSampler
-from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, exit_reason, indent, wait_ready
+from harness.runtime.base import (STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, exit_reason, indent,
+                                  wait_ready)
 from harness.tools import TOOLS, find_binary, tool_version
 
 STOP_GRACE_S = 15
@@ -41,9 +41,8 @@ def log_tail(path: str | Path, lines: int = 15) -> str:
     return indent("\n".join(text[-lines:]) or "(empty log)")
 
 
-class LocalRuntime:
+class LocalRuntime(OnThisMachine):
     name = "local"
-    remote = False
     tools_are_children = True  # their CPU time is exact in RUSAGE_CHILDREN
 
     def __init__(self) -> None:
@@ -118,22 +117,6 @@ class LocalRuntime:
             return []
         leader = psutil.Process(running.pid)
         return [leader.pid, *(child.pid for child in leader.children(recursive=True))]
-
-    def address(self, role: str) -> str:
-        return "127.0.0.1"
-
-    def sampler(self, running: RunningServer, cores: int) -> ProcessSampler:
-        return ProcessSampler(lambda: self.pids(running), cores)
-
-    def tool_sampler(self, tree, cpus: list[int]) -> ProcessSampler:
-        return ProcessSampler(tree, len(cpus))
-
-    def pause(self, running: RunningServer, asleep: bool) -> None:
-        for pid in self.pids(running):
-            try:
-                psutil.Process(pid).suspend() if asleep else psutil.Process(pid).resume()
-            except psutil.Error:
-                pass  # gone: the next attempt on it fails and says so
 
     def pin(self, running: RunningServer, cpus: list[int]) -> None:
         for pid in self.pids(running):

@@ -23,7 +23,6 @@ import atexit
 import io
 import json
 import re
-import signal
 import subprocess
 import tarfile
 import time
@@ -41,8 +40,9 @@ from harness.runtime.docker.compose import (IMAGE_USER, PIDS_LIMIT, SERVER_MEMOR
                                             container_name)
 from harness.runtime.docker.engine import engine_answers, run_cli
 from harness.runtime.docker.engine_api import EngineStatsSampler
+from harness.runtime.docker.process import RelayedTool
 from harness.runtime.docker.images import (LOADGEN, app_dir, ensure_runtime_images, ensure_server_image,
-                                           runtime_image, server_image, static_mounts)
+                                           runtime_image, server_image, static_mounts, version_in_image)
 from harness.tools import TOOLS
 
 CHECKOUT_LABEL = "bench.checkout"
@@ -368,12 +368,7 @@ class HostsRuntime:
 
     # what the records show -----------------------------------------------------------------------------------------
     def version(self, server: Server) -> str:
-        if not server.version:
-            return "unknown"
-        proc = run_cli(["docker", "run", "--rm", "--network", "none", "-v", f"{server.folder}:{app_dir(server)}:ro",
-                        "-w", app_dir(server), "--entrypoint", "bash", server_image(server), "-c", server.version],
-                       check=False, timeout=60)  # the image the host runs, asked here (it is the same image id)
-        return " ".join((proc.stdout + proc.stderr).decode(errors="replace").split()) or "unknown"
+        return version_in_image(server)  # asked of the local engine's copy: the hosts hold the same image id
 
     def tool_versions(self) -> dict[str, str]:
         out = {}
@@ -445,26 +440,19 @@ class HostsRuntime:
                 stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-class RemoteTool:
+class RemoteTool(RelayedTool):
     """A load tool in the loadgen container on the load generator's host, seen by the runner as a Popen: the local
     `docker exec` client relays its output; signals go to the tool through the engine (a killed client would leave
     the tool running there); its side files are copied back into its scratch folder when it has ended."""
 
     def __init__(self, client: subprocess.Popen, runtime: HostsRuntime, token: str, scratch: Path):
-        self.client, self.runtime, self.token, self.scratch = client, runtime, token, scratch
-        self.args = client.args
+        super().__init__(client)
+        self.runtime, self.token, self.scratch = runtime, token, scratch
         self._fetched = False
 
     @property
     def pid(self) -> int:
         return self.client.pid
-
-    @property
-    def returncode(self):
-        return self.client.returncode
-
-    def poll(self):
-        return self.client.poll()
 
     def wait(self, timeout: float | None = None):
         code = self.client.wait(timeout)
@@ -487,13 +475,3 @@ class RemoteTool:
                                    check=False, timeout=30)
         if done.returncode != 0:
             self.client.send_signal(sig)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-        try:
-            self.client.wait(5)
-        except subprocess.TimeoutExpired:
-            self.client.kill()

@@ -154,3 +154,14 @@ def build_images(servers: list[Server], force: bool = False) -> None:
     for server in servers:
         if not ensure_server_image(server, force):
             say(f"  image {server_image(server)} is up to date with {server.folder.name}/'s artifacts")
+
+
+def version_in_image(server: Server) -> str:
+    """The server's `version` command run in its image (the runtime's node/nginx/java), with its source folder
+    mounted read-only where its image has the artifacts (pom.xml, Cargo.lock are read from there)."""
+    if not server.version:
+        return "unknown"
+    proc = run_cli(["docker", "run", "--rm", "--network", "none", "-v", f"{server.folder}:{app_dir(server)}:ro",
+                    "-w", app_dir(server), "--entrypoint", "bash", server_image(server), "-c", server.version],
+                   check=False, timeout=60)
+    return " ".join((proc.stdout + proc.stderr).decode(errors="replace").split()) or "unknown"

@@ -13,15 +13,47 @@ from harness.runtime.docker.compose import container_name
 from harness.runtime.docker.images import LOADGEN
 
 
-class ContainerProcess:
+class RelayedTool:
+    """A load tool whose output a local `docker exec` client relays, seen by the runner as the subprocess.Popen it
+    expects; subclasses say how a signal reaches the tool itself (a killed client would leave it running)."""
+
+    def __init__(self, client: subprocess.Popen):
+        self.client = client
+        self.args = client.args
+
+    @property
+    def returncode(self):
+        return self.client.returncode
+
+    def poll(self):
+        return self.client.poll()
+
+    def wait(self, timeout: float | None = None):
+        return self.client.wait(timeout)
+
+    def send_signal(self, sig: int) -> None:
+        raise NotImplementedError
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+        try:
+            self.client.wait(5)
+        except subprocess.TimeoutExpired:
+            self.client.kill()
+
+
+class ContainerProcess(RelayedTool):
     """A load tool running in the loadgen container, behaving like the subprocess.Popen the runner expects.
 
     `pid` is the tool's process as the host sees it (so the runner samples the tool, not the docker client);
     terminate/kill signal that process, not just the client (a killed `docker exec` leaves its process running)."""
 
     def __init__(self, client: subprocess.Popen, token: str, loadgen_pid: int):
-        self.client, self.token, self.loadgen_pid = client, token, loadgen_pid
-        self.args = client.args
+        super().__init__(client)
+        self.token, self.loadgen_pid = token, loadgen_pid
         self._tool_pid: int | None = None
 
     def _find(self) -> int | None:
@@ -41,16 +73,6 @@ class ContainerProcess:
     @property
     def pid(self) -> int:
         return self._find() or self.client.pid
-
-    @property
-    def returncode(self):
-        return self.client.returncode
-
-    def poll(self):
-        return self.client.poll()
-
-    def wait(self, timeout: float | None = None):
-        return self.client.wait(timeout)
 
     def send_signal(self, sig: int) -> None:
         if self.client.poll() is not None:
@@ -75,13 +97,3 @@ class ContainerProcess:
             if line.startswith("NSpid:"):
                 return int(line.split()[-1])
         return pid
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-        try:
-            self.client.wait(5)
-        except subprocess.TimeoutExpired:
-            self.client.kill()

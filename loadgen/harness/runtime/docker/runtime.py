@@ -20,14 +20,14 @@ from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus
 from harness.host import pinned_child_setup, port_owner, process_create_time
 from harness.manifest import REPO, Server, discover
-from harness.sampling import ProcessSampler
-from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, State, exit_reason, indent, wait_ready
+from harness.runtime.base import (STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, State, exit_reason, indent,
+                                  wait_ready)
 from harness.runtime.docker.compose import (COMPOSE_FILE, CONTAINER_REPO, PROJECT, STOP_GRACE_S, compose_env,
                                             container_name, cpu_vars, ensure_compose_file, port_var, role)
 from harness.runtime.docker.engine import (allowed_cpus, compose_command, compose_version, container_facts,
                                            engine_answers, image_labels, inspect, run_cli)
-from harness.runtime.docker.images import (LOADGEN, app_dir, build_images, ensure_runtime_images, ensure_server_image,
-                                           runtime_image, server_image)
+from harness.runtime.docker.images import (LOADGEN, build_images, ensure_runtime_images, ensure_server_image, runtime_image,
+                                           version_in_image)
 from harness.runtime.docker.process import ContainerProcess
 from harness.preflight import provision
 from harness.store import RESULTS
@@ -37,9 +37,8 @@ from harness.tools import TOOLS
 ENGINE_SETTLE_S = 5  # the engine notes a container's exit a moment after its main process is gone
 
 
-class DockerRuntime:
+class DockerRuntime(OnThisMachine):
     name = "docker"
-    remote = False
     tools_are_children = False  # the tools' CPU is sampled (their processes live under the container's shim)
 
     def __init__(self, plan: CpuPlan | None):
@@ -195,22 +194,6 @@ class DockerRuntime:
         except psutil.Error:
             return []
 
-    def address(self, role: str) -> str:
-        return "127.0.0.1"
-
-    def sampler(self, running: RunningServer, cores: int) -> ProcessSampler:
-        return ProcessSampler(lambda: self.pids(running), cores)
-
-    def tool_sampler(self, tree, cpus: list[int]) -> ProcessSampler:
-        return ProcessSampler(tree, len(cpus))
-
-    def pause(self, running: RunningServer, asleep: bool) -> None:
-        for pid in self.pids(running):
-            try:
-                psutil.Process(pid).suspend() if asleep else psutil.Process(pid).resume()
-            except psutil.Error:
-                pass  # gone: the next attempt on it fails and says so
-
     def pin(self, running: RunningServer, cpus: list[int]) -> None:
         run_cli(["docker", "update", "--cpuset-cpus", format_cpus(cpus), "--cpus", str(len(cpus)), running.container])
         running.cpus = self._applied_cpus(running, cpus)
@@ -256,14 +239,7 @@ class DockerRuntime:
         build_images(servers, force)
 
     def version(self, server: Server) -> str:
-        """The server's `version` command run in its image (the runtime's node/nginx/java), with its source folder
-        mounted read-only where its image has the artifacts (pom.xml, Cargo.lock are read from there)."""
-        if not server.version:
-            return "unknown"
-        proc = run_cli(["docker", "run", "--rm", "--network", "none", "-v", f"{server.folder}:{app_dir(server)}:ro",
-                        "-w", app_dir(server), "--entrypoint", "bash", server_image(server), "-c", server.version],
-                       check=False, timeout=60)
-        return " ".join((proc.stdout + proc.stderr).decode(errors="replace").split()) or "unknown"
+        return version_in_image(server)
 
     def tool_versions(self) -> dict[str, str]:
         out = {}
