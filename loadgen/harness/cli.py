@@ -8,12 +8,11 @@ import subprocess
 import sys
 from contextlib import nullcontext
 
-from harness import capacity, compare, flags, overhead, steadiness
+from harness import capacity, compare, flags, hosts, overhead, steadiness
 from harness import scenarios as scenario_data
 from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
-from harness import hosts
 from harness.hosts import HostsError
 from harness.lifecycle import finish_run, open_run
 from harness.lock import HarnessBusy, one_command_at_a_time
@@ -55,13 +54,18 @@ def cmd_build(args, servers: list[Server]) -> int:
                  f"`make build` again")
             return 1
     # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
-    roles = hosts.from_env()
-    if roles:
-        check_hosts_settings(roles, args.runtime, args.command)
-        HostsRuntime(roles).build_images(servers)
-    else:
-        get_runtime(args.runtime, plan=None).build_images(servers)  # images need no CPU plan
+    (hosts_runtime(args) or get_runtime(args.runtime, plan=None)).build_images(servers)  # images need no CPU plan
     return 0
+
+
+def hosts_runtime(args) -> HostsRuntime | None:
+    """With HOSTS set, the runtime on those hosts (every engine asked first; settings that would mean something else
+    refused); None without it."""
+    roles = hosts.from_env()
+    if not roles:
+        return None
+    check_hosts_settings(roles, args.runtime, args.command)
+    return HostsRuntime(roles)
 
 
 def targets(session: Session, requested: list[str], servers: dict[str, Server]) -> list[Server]:
@@ -130,7 +134,7 @@ def probe_steadiness(store, plan, settings, when: str) -> None:
     "after") the run, where the profile asks for it."""
     if not settings.steadiness:
         return
-    if store.run.conditions.get("runtime") == "hosts":  # this machine's CPUs are not the roles'
+    if plan.hosts:  # the plan's CPUs are other machines', not this one's
         store.update_conditions(steadiness_not_probed="the roles run on other hosts (HOSTS): this machine's CPU speed "
                                                       "is not theirs")
         return
@@ -229,10 +233,8 @@ def run_command(args) -> int:
         return compare.cmd_compare(args.a, args.b)
     if args.command == "build":
         return cmd_build(args, select(servers, names(args.servers)))
-    roles = hosts.from_env()  # every command from here on starts servers or sends load: where?
-    if roles:  # each role on its own Docker host, each host's CPUs its own plan
-        check_hosts_settings(roles, args.runtime, args.command)
-        runtime = HostsRuntime(roles)
+    runtime = hosts_runtime(args)  # every command from here on starts servers or sends load: where?
+    if runtime:  # each role on its own Docker host, each host's CPUs its own plan
         plan = runtime.plan
     else:
         if args.command == "overhead":

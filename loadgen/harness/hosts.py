@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -148,7 +149,6 @@ def docker_args(h: Host) -> list[str]:
 def probe(roles: dict[str, Host], run=None) -> dict[str, Engine]:
     """Each distinct endpoint's engine, asked once (`docker info`); HostsError for the first that does not answer,
     before anything starts anywhere."""
-    import subprocess
     run = run or subprocess.run
     engines: dict[str, Engine] = {}
     for h in roles.values():
@@ -215,17 +215,14 @@ def cpu_plan(roles: dict[str, Host], engines: dict[str, Engine]) -> CpuPlan:
 
 def image_id(image: str, h: Host | None) -> str | None:
     """The image's id on that host's engine (None: the local engine), or None when it has no such image."""
-    import subprocess
-    where = docker_args(h) if h else []
-    done = subprocess.run(["docker", *where, "image", "inspect", "--format", "{{.Id}}", image],
-                          capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    from harness.runtime.docker.engine import image_labels  # the runtimes import this module: not at its top
+    labels = image_labels(image, docker_args(h) if h else ())
+    return labels["id"] if labels else None
 
 
 def send_image(image: str, h: Host) -> bool:
     """The local engine's `image` onto the host's engine when the host lacks it or holds another build (`docker save |
     docker load`: no registry); True when it was sent."""
-    import subprocess
     local = image_id(image, None)
     if not local:
         raise HostsError(f"no image {image} here to send to {h.role} ({h.endpoint}): make docker-images")

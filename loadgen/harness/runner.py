@@ -20,7 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from harness.console import console
 from harness.preflight import tool_processes
 from harness.result import Measurement, merge
-from harness.runtime import Runtime, State
+from harness.runtime import RunningServer, Runtime, State
 from harness.sampling import ProcessSampler
 from harness.tools import TOOLS, LoadSpec, LoadTool, ToolFailed
 
@@ -89,11 +89,10 @@ def _tree(procs: list[subprocess.Popen]) -> list[int]:
 
 
 def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str,
-            server=None, server_pids=None, server_cores: int = 1, idle_pids=None, status: str = "",
+            server: RunningServer, server_cores: int = 1, idle_pids=None, status: str = "",
             expected_rps: float | None = None) -> Outcome:
-    """Runs the load; while it runs, samples the server (the RunningServer `server`, as its runtime samples it; or the
-    processes `server_pids()` names), the tool, and the servers that are up but not measured (`idle_pids()`,
-    interleaved runs). `status` (e.g. the whole run's remaining time) is shown beside the progress bar.
+    """Runs the load; while it runs, samples the server (the RunningServer `server`, as its runtime samples it), the
+    tool, and the servers that are up but not measured (`idle_pids()`, interleaved runs). `status` (e.g. the whole run's remaining time) is shown beside the progress bar.
     `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
     tool = TOOLS[tool_name]
     parts = tool_processes(tool_name, spec.concurrency)
@@ -103,19 +102,18 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     deadline = deadline_s(spec, expected_rps)
     stopped = False
     procs: list[subprocess.Popen] = []
-    server_sampler = (runtime.sampler(server, server_cores) if server is not None
-                      else ProcessSampler(server_pids or (lambda: []), server_cores))
-    loadgen_sampler = runtime.tool_sampler(lambda: _tree(procs), cpus)
-    idle_sampler = ProcessSampler(idle_pids, server_cores) if idle_pids else None
+    samplers = {"server": runtime.sampler(server, server_cores),
+                "loadgen": runtime.tool_sampler(lambda: _tree(procs), cpus)}
+    if idle_pids:  # what the sleeping servers take from the measured one's CPUs meanwhile
+        samplers["idle_servers"] = ProcessSampler(idle_pids, server_cores)
     children_cpu_before = _children_cpu_s()
     # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
     # off the server's (threads inherit this thread's affinity when they start); restored afterwards. (With HOSTS the
     # load generator's CPUs are another machine's: those this one has, if any.)
     affinity_before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, (set(cpus) & affinity_before) or affinity_before)
-    samplers = [s for s in (server_sampler, loadgen_sampler, idle_sampler) if s]
     try:
-        _together(sampler.start for sampler in samplers)
+        _together(sampler.start for sampler in samplers.values())
         for scratch in scratches:
             scratch.mkdir(parents=True, exist_ok=True)
             argv = tool.command(part_spec, scratch)
@@ -126,19 +124,14 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
         stopped = _wait(procs, tool_name, part_spec, outcome.raw, label, status, deadline)
         for proc in procs:
             proc.wait()
-        stopped_samples = _together(sampler.stop for sampler in samplers)
-        outcome.samples["server"] = stopped_samples[0]
-        if idle_sampler:  # what the sleeping servers took from the measured one's CPUs meanwhile
-            outcome.samples["idle_servers"] = stopped_samples[2]
+        outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
         # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's last moments.
         exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
-        outcome.samples["loadgen"] = loadgen_sampler.result(exact)
+        outcome.samples["loadgen"] = samplers["loadgen"].result(exact)
     finally:
         os.sched_setaffinity(0, affinity_before)
-        server_sampler.cancel()
-        loadgen_sampler.cancel()
-        if idle_sampler:
-            idle_sampler.cancel()
+        for sampler in samplers.values():
+            sampler.cancel()
         for proc in procs:  # Ctrl-C or a failure: no tool outlives the harness
             if proc.poll() is None:
                 proc.terminate()

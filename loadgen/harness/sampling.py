@@ -72,11 +72,16 @@ class ProcessSampler:
         return sum(self._last[pid] - self._base[pid] for pid in self._last)
 
     def result(self, cpu_s: float | None = None) -> dict:
-        cpu = self.cpu_s() if cpu_s is None else cpu_s
-        return {
-            "cores": self.cores,
-            "cpu_s": round(cpu, 3),
-            "cpu_util": round(cpu / (self.wall_s * self.cores), 3) if self.wall_s else None,
-            "peak_rss_mb": round(self.peak_rss / 2**20, 1),
-            "rss_mb_timeline": [[round(t, 1), round(rss / 2**20, 1)] for t, rss in self.timeline],
-        }
+        return usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline)
+
+
+def usage(cores: int, cpu_s: float, wall_s: float, peak_bytes: int, timeline: list[tuple[float, int]]) -> dict:
+    """What every sampler reports (ProcessSampler here, EngineStatsSampler from a Docker engine's counters): CPU
+    seconds, their share of `cores` over `wall_s`, peak memory and memory once a second, in MB."""
+    return {
+        "cores": cores,
+        "cpu_s": round(cpu_s, 3),
+        "cpu_util": round(cpu_s / (wall_s * cores), 3) if wall_s else None,
+        "peak_rss_mb": round(peak_bytes / 2**20, 1),
+        "rss_mb_timeline": [[round(t, 1), round(rss / 2**20, 1)] for t, rss in timeline],
+    }

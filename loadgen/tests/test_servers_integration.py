@@ -69,7 +69,7 @@ def test_each_tool_measures_each_core_server_without_errors(session, tmp_path, n
     running = session.ensure(SERVERS[name])
     spec = LOADS[tool].__class__(**{**LOADS[tool].__dict__, "url": running.base_url + "/hello"})
     outcome = measure(session.runtime, tool, spec, list(session.plan.loadgen), tmp_path, "t", "t",
-                      server_pids=lambda: session.runtime.pids(running), server_cores=len(running.cpus))
+                      server=running, server_cores=len(running.cpus))
     assert outcome.failure is None
     m = outcome.measurement
     assert m.errors.total == 0

@@ -8,6 +8,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
@@ -277,6 +278,21 @@ def exit_reason(returncode: int) -> str:
         name = "unknown signal"
     killed = f"killed by signal {signal_no} ({name})"
     return killed if returncode < 0 else f"{killed} (exit code {returncode})"
+
+
+def await_start(runtime: Runtime, server: Server, running: RunningServer, began: float, read_cpus=None) -> RunningServer:
+    """The end of every runtime's `start`: until the server answers GET /id (`wait_ready`), then its CPU set read back
+    (`read_cpus()`, where the runtime can); on any failure, Ctrl-C included, the server is stopped. `began`: when the
+    start began (time.monotonic()), for `startup_s`."""
+    try:
+        wait_ready(server, running, lambda: runtime.death(running), lambda: runtime.log_tail(running))
+        if read_cpus:
+            running.cpus = read_cpus()
+    except BaseException:
+        runtime.stop(running)
+        raise
+    running.startup_s = round(time.monotonic() - began, 3)
+    return running
 
 
 def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:

@@ -12,8 +12,7 @@ import psutil
 from harness.host import pinned_child_setup, port_owner, process_create_time, server_version
 from harness.manifest import Server
 from harness.preflight import check_tools
-from harness.runtime.base import (STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, exit_reason, indent,
-                                  wait_ready)
+from harness.runtime.base import STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, await_start, exit_reason, indent
 from harness.tools import TOOLS, find_binary, tool_version
 
 STOP_GRACE_S = 15
@@ -85,13 +84,7 @@ class LocalRuntime(OnThisMachine):
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
                                 pid_created=process_create_time(proc.pid))
-        try:
-            wait_ready(server, running, lambda: self.death(running), lambda: self.log_tail(running))
-        except BaseException:
-            self.stop(running)
-            raise
-        running.startup_s = round(time.monotonic() - started, 3)
-        return running
+        return await_start(self, server, running, started)
 
     def alive(self, running: RunningServer) -> bool:
         try:

@@ -57,19 +57,36 @@ def compose_command() -> list[str]:
                         "make setup-docker (apt-get install docker-compose)")
 
 
-def inspect(container: str) -> dict | None:
-    proc = run_cli(["docker", "inspect", "--type", "container", container], check=False, timeout=30)
+def inspect(container: str, where: list[str] | tuple = ()) -> dict | None:
+    """The engine's `docker inspect` of a container, None when there is none. `where`: the Docker CLI's options that
+    address another engine (harness/hosts.py's docker_args); default the local one."""
+    proc = run_cli(["docker", *where, "inspect", "--type", "container", container], check=False, timeout=30)
     if proc.returncode != 0:
         return None
     return json.loads(proc.stdout)[0]
 
 
-def image_labels(image: str) -> dict | None:
-    proc = run_cli(["docker", "image", "inspect", "--format", "{{json .Config.Labels}} {{.Id}}", image], check=False)
+def image_labels(image: str, where: list[str] | tuple = ()) -> dict | None:
+    """An image's labels and its id ("id"), None when the engine has no such image."""
+    proc = run_cli(["docker", *where, "image", "inspect", "--format", "{{json .Config.Labels}} {{.Id}}", image],
+                   check=False, timeout=30)
     if proc.returncode != 0:
         return None
     labels, _, image_id = proc.stdout.decode().strip().rpartition(" ")
     return {**(json.loads(labels) or {}), "id": image_id}
+
+
+def log_tail(container: str, lines: int = 15, where: list[str] | tuple = ()) -> str:
+    """The last `lines` of a container's output, indented for an error message."""
+    proc = run_cli(["docker", *where, "logs", "--tail", str(lines), container], check=False)
+    return indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
+
+
+def follow_log(container: str, path: str, where: list[str] | tuple = ()) -> subprocess.Popen:
+    """The container's output appended to `path` as it comes (like a local server's log), until it ends."""
+    with open(path, "ab") as log:
+        return subprocess.Popen(["docker", *where, "logs", "-f", container], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def allowed_cpus(pid: int) -> list[int]:

@@ -14,6 +14,7 @@ import threading
 import time
 
 from harness.runtime.base import RuntimeError_
+from harness.sampling import usage
 
 API_VERSION = "v1.41"  # Docker 20.10 and later (one-shot stats)
 TIMEOUT_S = 15
@@ -130,6 +131,7 @@ class EngineStatsSampler:
             self._cpu1 = self._read()
         except (RuntimeError_, OSError, ValueError) as exc:  # a container that died: what was read before it did
             self.error = str(exc)
+        self._api.close()
         return self.result()
 
     def cancel(self) -> None:
@@ -139,13 +141,5 @@ class EngineStatsSampler:
 
     def result(self, cpu_s: float | None = None) -> dict:
         cpu = self._cpu1 - self._cpu0 if cpu_s is None else cpu_s
-        if self._api:
-            self._api.close()
-        return {
-            "cores": self.cores,
-            "cpu_s": round(cpu, 3),
-            "cpu_util": round(cpu / (self.wall_s * self.cores), 3) if self.wall_s else None,
-            "peak_rss_mb": round(self.peak / 2**20, 1),
-            "rss_mb_timeline": [[round(t, 1), round(m / 2**20, 1)] for t, m in self.timeline],
-            "source": f"engine cgroup counters ({self.where})",
-        }
+        return {**usage(self.cores, cpu, self.wall_s, self.peak, self.timeline),
+                "source": f"engine cgroup counters ({self.where})"}

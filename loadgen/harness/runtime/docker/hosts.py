@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import io
-import json
 import re
 import subprocess
 import tarfile
@@ -35,13 +34,13 @@ from harness.cpus import CpuPlan, format_cpus, parse_cpus
 from harness.host import nofile_limit
 from harness.hosts import Host, docker_args
 from harness.manifest import REPO, Server
-from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, State, exit_reason, indent, wait_ready
+from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, State, await_start, exit_reason
 from harness.runtime.docker.compose import (IMAGE_USER, PIDS_LIMIT, SERVER_MEMORY, STOP_GRACE_S, WRITABLE_TMPFS,
                                             container_name)
-from harness.runtime.docker.engine import engine_answers, run_cli
+from harness.runtime.docker.engine import engine_answers, follow_log, inspect, log_tail, run_cli
 from harness.runtime.docker.engine_api import EngineStatsSampler
 from harness.runtime.docker.process import RelayedTool
-from harness.runtime.docker.images import (LOADGEN, app_dir, ensure_runtime_images, ensure_server_image,
+from harness.runtime.docker.images import (LOADGEN, app_dir, build_images, ensure_runtime_images, ensure_server_image,
                                            runtime_image, server_image, static_mounts, version_in_image)
 from harness.tools import TOOLS
 
@@ -97,10 +96,6 @@ class HostsRuntime:
                input: bytes | None = None) -> subprocess.CompletedProcess:
         return run_cli(["docker", *docker_args(h), *args], timeout=timeout, check=check, input=input)
 
-    def _inspect(self, h: Host, container: str) -> dict | None:
-        proc = self.docker(h, "inspect", "--type", "container", container, check=False, timeout=30)
-        return json.loads(proc.stdout)[0] if proc.returncode == 0 else None
-
     def _hosts(self) -> list[Host]:
         """Each distinct engine once."""
         return list({h.endpoint: h for h in self.roles.values()}.values())
@@ -108,7 +103,6 @@ class HostsRuntime:
     # images --------------------------------------------------------------------------------------------------------
     def build_images(self, servers: list[Server], force: bool = False) -> None:
         """Built here, then sent to the host that runs each (the loadgen image to the load generator's)."""
-        from harness.runtime.docker.images import build_images
         say(f"building the images of {', '.join(s.name for s in servers)} here, for the hosts")
         build_images(servers, force)
         for server in servers:
@@ -141,7 +135,7 @@ class HostsRuntime:
         ensure_server_image(server)
         self._send(server_image(server), h)
         name = container_name(server.name)
-        leftover = self._inspect(h, name)
+        leftover = inspect(name, docker_args(h))
         if leftover:
             if (leftover["Config"].get("Labels") or {}).get(CHECKOUT_LABEL) != str(REPO):
                 raise RuntimeError_(f"cannot start {server.name}: {h.role} ({h.endpoint}) runs a container {name} of "
@@ -172,15 +166,8 @@ class HostsRuntime:
         running = RunningServer(name=server.name, host=h.address, port=port, cpus=list(cpus), pid=0, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name, container=name,
                                 engine=h.endpoint)
-        self._follow_log(running, h)
-        try:
-            wait_ready(server, running, lambda: self.death(running), lambda: self.log_tail(running))
-            running.cpus = self._applied_cpus(running, cpus)
-        except BaseException:
-            self.stop(running)
-            raise
-        running.startup_s = round(time.monotonic() - started, 3)
-        return running
+        self._followers[server.name] = follow_log(name, running.log, docker_args(h))
+        return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
 
     @staticmethod
     def _limits() -> list[str]:
@@ -188,8 +175,7 @@ class HostsRuntime:
         nofile = nofile_limit()
         return ["--network", "host", "--ulimit", f"nofile={nofile}:{nofile}", "--stop-timeout", str(STOP_GRACE_S),
                 "--restart", "no", "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--read-only",
-                "--tmpfs", WRITABLE_TMPFS,
-                "--pids-limit", str(PIDS_LIMIT)]
+                "--tmpfs", WRITABLE_TMPFS, "--pids-limit", str(PIDS_LIMIT)]
 
     def _static_volumes(self, server: Server, h: Host) -> list[str]:
         """Folders the one-machine runtime bind-mounts (nginx's static files) cannot be mounted from here: each is
@@ -212,7 +198,7 @@ class HostsRuntime:
     def _applied_cpus(self, running: RunningServer, asked: list[int]) -> list[int]:
         """The CPU set as the engine applied it and as the kernel lets the container's init run."""
         h = self._host_of_running(running)
-        info = self._inspect(h, running.container) or {}
+        info = inspect(running.container, docker_args(h)) or {}
         configured = info.get("HostConfig", {}).get("CpusetCpus", "")
         proc = self.docker(h, "exec", running.container, "grep", "Cpus_allowed_list", "/proc/1/status", check=False)
         applied = list(parse_cpus(proc.stdout.decode().partition(":")[2].strip())) if proc.returncode == 0 else []
@@ -225,7 +211,7 @@ class HostsRuntime:
         if running.runtime != self.name or not running.engine:
             return False
         try:
-            info = self._inspect(self._host_of_running(running), running.container)
+            info = inspect(running.container, docker_args(self._host_of_running(running)))
         except RuntimeError_:
             return False
         return bool(info and info["State"]["Running"])
@@ -233,12 +219,12 @@ class HostsRuntime:
     def death(self, running: RunningServer) -> str | None:
         h = self._host_of_running(running)
         settle_by = time.monotonic() + ENGINE_SETTLE_S
-        info = self._inspect(h, running.container)
+        info = inspect(running.container, docker_args(h))
         if info and info["State"]["Running"]:
             return None
         while info and info["State"]["Status"] in ("created", "restarting") and time.monotonic() < settle_by:
             time.sleep(0.1)
-            info = self._inspect(h, running.container)
+            info = inspect(running.container, docker_args(h))
         if info is None:
             return f"gone (its container was removed from {h.role})"
         state = info["State"]
@@ -247,8 +233,7 @@ class HostsRuntime:
         return f"container {state['Status']} on {h.role}: {exit_reason(state['ExitCode'])}"
 
     def log_tail(self, running: RunningServer, lines: int = 15) -> str:
-        proc = self.docker(self._host_of_running(running), "logs", "--tail", str(lines), running.container, check=False)
-        return indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
+        return log_tail(running.container, lines, docker_args(self._host_of_running(running)))
 
     def pids(self, running: RunningServer) -> list[int]:
         return []  # its processes are another machine's
@@ -301,7 +286,7 @@ class HostsRuntime:
         if self._loadgen_cpus == sorted(cpus):  # started by this command on these CPUs (a dead one fails the tool)
             return
         h, name = self.roles["loadgen"], container_name(LOADGEN)
-        info = self._inspect(h, name)
+        info = inspect(name, docker_args(h))
         if info and info["State"]["Running"]:
             if sorted(parse_cpus(info["HostConfig"]["CpusetCpus"])) != sorted(cpus):
                 self.docker(h, "update", "--cpuset-cpus", format_cpus(cpus), name)
@@ -382,7 +367,7 @@ class HostsRuntime:
 
     def describe(self, running: RunningServer) -> dict:
         h = self._host_of_running(running)
-        c = self._inspect(h, running.container)
+        c = inspect(running.container, docker_args(h))
         if not c:
             return {"host": h.role, "endpoint": h.endpoint, "address": h.address}
         config = c["HostConfig"]
@@ -432,12 +417,6 @@ class HostsRuntime:
             mtu = int(smaller[1])
         return path
 
-    # internals -----------------------------------------------------------------------------------------------------
-    def _follow_log(self, running: RunningServer, h: Host) -> None:
-        with open(running.log, "ab") as log:
-            self._followers[running.name] = subprocess.Popen(
-                ["docker", *docker_args(h), "logs", "-f", running.container], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 class RemoteTool(RelayedTool):

@@ -20,12 +20,11 @@ from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus
 from harness.host import pinned_child_setup, port_owner, process_create_time
 from harness.manifest import REPO, Server, discover
-from harness.runtime.base import (STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, State, exit_reason, indent,
-                                  wait_ready)
+from harness.runtime.base import STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, State, await_start, exit_reason
 from harness.runtime.docker.compose import (COMPOSE_FILE, CONTAINER_REPO, PROJECT, STOP_GRACE_S, compose_env,
                                             container_name, cpu_vars, ensure_compose_file, port_var, role)
 from harness.runtime.docker.engine import (allowed_cpus, compose_command, compose_version, container_facts,
-                                           engine_answers, image_labels, inspect, run_cli)
+                                           engine_answers, follow_log, image_labels, inspect, log_tail, run_cli)
 from harness.runtime.docker.images import (LOADGEN, build_images, ensure_runtime_images, ensure_server_image, runtime_image,
                                            version_in_image)
 from harness.runtime.docker.process import ContainerProcess
@@ -131,21 +130,14 @@ class DockerRuntime(OnThisMachine):
                              timeout=server.startup_timeout_s + 120)
         except RuntimeError_ as exc:
             self._discard(server.name)
-            raise RuntimeError_(f"cannot start {server.name}: {exc}\n  its log:\n{self._log_tail(server.name)}") from None
+            raise RuntimeError_(f"cannot start {server.name}: {exc}\n  its log:\n{log_tail(container_name(server.name))}") from None
         info = inspect(container_name(server.name)) or {}
         pid = info.get("State", {}).get("Pid", 0)
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
                                 container=container_name(server.name), pid_created=process_create_time(pid))
-        self._follow_log(running)
-        try:
-            wait_ready(server, running, lambda: self.death(running), lambda: self.log_tail(running))
-            running.cpus = self._applied_cpus(running, cpus)
-        except BaseException:
-            self.stop(running)
-            raise
-        running.startup_s = round(time.monotonic() - started, 3)
-        return running
+        self._followers[server.name] = follow_log(running.container, running.log)
+        return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
 
     def _applied_cpus(self, running: RunningServer, asked: list[int]) -> list[int]:
         """The container's CPU set read back: from the kernel (what its main process may run on), checked against
@@ -182,7 +174,7 @@ class DockerRuntime(OnThisMachine):
         return f"container {state['Status']}: {exit_reason(state['ExitCode'])}"
 
     def log_tail(self, running: RunningServer, lines: int = 15) -> str:
-        return self._log_tail(running.name, lines)
+        return log_tail(running.container, lines)
 
     def pids(self, running: RunningServer) -> list[int]:
         """The container's processes as the host sees them (psutil only: this is called while load runs)."""
@@ -321,16 +313,6 @@ class DockerRuntime(OnThisMachine):
     def _discard(self, service: str) -> None:
         run_cli(["docker", "rm", "-f", "-v", container_name(service)], check=False)
 
-    def _follow_log(self, running: RunningServer) -> None:
-        """The container's output, appended to .run/<name>/server.log as it comes (like a local server's log)."""
-        with open(running.log, "ab") as log:
-            self._followers[running.name] = subprocess.Popen(
-                ["docker", "logs", "-f", running.container], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def _log_tail(self, service: str, lines: int = 15) -> str:
-        proc = run_cli(["docker", "logs", "--tail", str(lines), container_name(service)], check=False)
-        return indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
 
 
 def _main_process_runs(running: RunningServer) -> bool:
