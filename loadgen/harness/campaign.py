@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from harness import capacity, contract, flags, inventory
+from harness import capacity, contract, flags, inventory, trend
 from harness.console import fail, say, warn
 from harness.manifest import Server
 from harness.measurement import Bench, Target, aggregate, attempt, load_key, pattern, warm_from, warm_up
@@ -72,7 +72,7 @@ class Turns:
 def verify(running: RunningServer, server: Server, upstream: Server | None) -> contract.Report:
     """The contract checked on `server`; `upstream` (the session's) gives the weather document its answers come from."""
     document = upstream.upstream_document.read_bytes() if upstream else None
-    report = contract.verify(server.name, running.host, running.port, server.routes, document)
+    report = contract.verify(server.identity, running.host, running.port, server.routes, document)
     if report.ok:
         say(f"  {server.name}: contract OK ({report.checks} checks)")
     else:
@@ -234,7 +234,8 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                     targets.append(target)
             turns = Turns(session, targets) if len(targets) > 1 else None
             bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
-                          idle_pids=_idle_pids(session, targets) if turns else None)
+                          idle_pids=_idle_pids(session, targets) if turns else None,
+                          remeasure_left_s=settings.remeasure_s)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
@@ -266,6 +267,7 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
         "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
         "started_by_this_run": started_here, "log": running.log,
+        **({"twin_of": server.twin_of} if server.twin_of else {}),
         **inventory.describe(server, session.servers), **_earlier_deaths(store, server)})
     if not report.ok:
         warn(f"{server.name} is not benchmarked: it fails the contract")
@@ -307,8 +309,8 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                     warmups[t.name] = warm_from(last[1], last[2], scenario.tool)
                     say(f"  {t.name} {scenario.name} {run.label}: no warm-up, the same load as {last[1]} just before")
                     continue
-                first = t.name not in bench.warmed
-                bench.warmed.add(t.name)
+                first = (t.name, pattern(scenario, run)) not in bench.warmed
+                bench.warmed.add((t.name, pattern(scenario, run)))
                 warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
                 clock.advance(warmup_seconds(scenario, settings))
         attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
@@ -322,18 +324,50 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 attempts[t.name].append(attempt(bench, t, scenario, run, n, repeat, warmups[t.name].rate,
                                                 (position, len(turn)) if len(turn) > 1 else None))
                 clock.advance(attempt_seconds(run) + ATTEMPT_OVERHEAD_S)
+        remeasured = {t.name: remeasure(bench, clock, t, scenario, run, repeat, attempts[t.name], settings)
+                      for t in members if t.name not in bench.dead}
         for t in members:
             measured = [a for a in attempts[t.name] if a.measured]
             bench.last_load[t.name] = (load_key(scenario, run, t.server), f"{scenario.name} {run.label}",
                                        measured[-1].rps if measured else warmups[t.name].rate)
             record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name], warmups[t.name],
                                bench.session.runtime.name, bench.round_no)
+            record.remeasured = remeasured.get(t.name)
             if not attempts[t.name]:
                 record.failed = f"the server died before its first attempt: {bench.dead[t.name]}"
             bench.store.add_record(record)
         evaluate_flags(bench.store)
     if any(r.rate_share for r in scenario.runs):
         record_capacity(bench.store, bench.store.run.conditions.get("slo_p99_ms") or capacity.slo_from_env())
+
+
+def remeasure(bench: Bench, clock: Clock, t: Target, scenario: Scenario, run: Run, repeat: int,
+              attempts: list[Attempt], settings: Settings) -> dict | None:
+    """Where `t`'s attempts climbed or fell beyond the noise (harness.trend, the rule of the warming and drifting
+    flags) and the run's re-measuring time allows: a further warm-up until settled, then `repeat` attempts back to back
+    that replace `attempts` (the others sleep meanwhile). Returns what the record keeps of the first attempts, or
+    None when nothing was measured again."""
+    rates = [a.rps for a in attempts if a.measured]
+    found = trend.classify(rates, flags.TREND_TOLERANCE) if len(rates) >= 3 else None
+    if not found or not found.moving:
+        return None
+    label = f"  {t.name} {scenario.name} {run.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, {found.kind}"
+    needed = (settings.warmup.window * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
+              + repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
+    if needed > bench.remeasure_left_s:
+        say(f"{label}; not measured again ({bench.remeasure_left_s:.0f} s of the run's re-measuring time left, about "
+            f"{needed:.0f} s needed): flagged {found.kind}")
+        return None
+    say(f"{label}: warmed further and measured again")
+    started = time.monotonic()
+    clock.plan(needed)
+    warmup = warm_up(bench, t, scenario, run, settings.warmup)
+    again = [attempt(bench, t, scenario, run, n, repeat, warmup.rate) for n in range(1, repeat + 1)]
+    clock.advance(needed)
+    bench.remeasure_left_s = max(0.0, bench.remeasure_left_s - (time.monotonic() - started))
+    attempts[:] = again
+    return {"why": found.describe(), "first_attempts": rates, "warmup": warmup.to_dict(),
+            "note": "measured again back to back after a further warm-up; the first attempts are not used"}
 
 
 def record_capacity(store: RunStore, slo_p99_ms: float) -> None:

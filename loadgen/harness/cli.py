@@ -16,7 +16,7 @@ from harness.cpus import CpuPlanError, plan_from_env
 from harness.hosts import HostsError
 from harness.lifecycle import finish_run, open_run
 from harness.lock import HarnessBusy, one_command_at_a_time
-from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select
+from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
 from harness.preflight import PreflightError, announce_limits, check_hosts_settings, tools_needed
 from harness.runtime import RuntimeError_, get_runtime
 from harness.runtime.docker.hosts import HostsRuntime
@@ -74,6 +74,20 @@ def targets(session: Session, requested: list[str], servers: dict[str, Server]) 
         return select(servers, requested)
     up = session.running()
     return [servers[n] for n in servers if n in up] or list(servers.values())
+
+
+DEFAULT_TWIN = "node"  # the A/A control of `make bench`: a cheap warm-up, server-bound on some rows, loadgen-bound on others
+
+
+def with_twin(servers: dict[str, Server], chosen: list[Server], name: str) -> list[Server]:
+    """`chosen` with `name`'s A/A twin right after it (and in `servers`, for the session): measured like any server,
+    so the report can say whether the method ordered two identical servers."""
+    double = twin(servers[name], {s.port for s in servers.values()})
+    servers[double.name] = double
+    say(f"A/A control: {name} is measured twice, as {name} and {double.name} (port {double.port}); the report says "
+        "whether the two were ordered (TWIN= turns it off)")
+    at = next(i for i, s in enumerate(chosen) if s.name == name)
+    return chosen[:at + 1] + [double] + chosen[at + 1:]
 
 
 def cmd_up(args, session: Session, chosen: list[Server]) -> int:
@@ -241,9 +255,19 @@ def run_command(args) -> int:
             return cmd_overhead(args, servers)
         plan = plan_from_env()
         runtime = get_runtime(args.runtime, plan)
+    twin_name = os.environ.get("TWIN", DEFAULT_TWIN).strip() if args.command == "bench" else ""
+    if twin_name and twin_name not in servers:
+        raise ManifestError(f"TWIN={twin_name!r}: no such server (known: {', '.join(servers)}); TWIN= turns the A/A "
+                            "control off")
+    if twin_name and runtime.name != "local":
+        warn(f"the A/A control (TWIN={twin_name}) runs under the local runtime only (the {runtime.name} runtime has "
+             "one container per manifest server): not measured")
+        twin_name = ""
     session = Session(runtime, plan, servers, parse_ports(args.ports), keep=args.command == "up")
     with session:
         chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
+        if twin_name and any(s.name == twin_name for s in chosen):
+            chosen = with_twin(servers, chosen, twin_name)
         if args.command in ("up", "ping", "run", "bench"):
             session.check_ports(chosen)
         return COMMANDS[args.command](args, session, chosen)

@@ -1,7 +1,8 @@
 """Flags: why a record's number cannot be read as a clean measurement of the server.
 
 `evaluate(run)` sets, on every record of a harness.results.Run, its summary, its flags (`Flag(name, reason)`) and
-`ranked = not flags`. A flagged record is shown as such everywhere and never ranked beside clean ones. Flags are a
+`ranked`: whether it takes part in the ordering (harness.ranking: only failures, errors and a failed contract keep a
+record out; a saturated load generator or the upstream make its figure a lower bound). Flags are a
 pure function of the data (re-evaluating gives the same answer), so the report can evaluate an older results.json
 again.
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 
-from harness import stats
+from harness import ranking, stats, trend
 from harness.manifest import UPSTREAM_PATH
 from harness.results import Flag, Record, Run, Summary, Verification
 
@@ -23,6 +24,7 @@ UPSTREAM_MARGIN = 0.10  # weather within 10 % of (or above) the upstream's own /
 SPREAD_MAX_CV = 0.10  # req/s coefficient of variation over the attempts
 SPREAD_MAX_HALF_WIDTH = 0.10  # the median's interval: (high − low) > 2 × this × median is flagged
 RATE_HELD = 0.99  # an open-model step's achieved rate must be at least this share of the offered
+TREND_TOLERANCE = 0.10  # attempts whose trend moves req/s more than this over the series are warming or drifting
 SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
 
 UPSTREAM_SCENARIO = "weather"
@@ -39,6 +41,10 @@ EXPLANATIONS = {
                      "measures the tool, not the server, and is never read as the server's limit",
     "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) the upstream's own {UPSTREAM_PATH} at the "
                       "same load in the same run: the upstream is the limit, not the server",
+    "warming": f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, most pairs rising): "
+               "the server was not yet warm; the median understates it",
+    "drifting": f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, most pairs falling): the "
+                "server or the machine slowed down during the measurement",
     "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
               f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the median; "
               "or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: it widens "
@@ -181,6 +187,23 @@ def _spread(summary: Summary) -> Flag | None:
     return None
 
 
+def attempts_trend(record: Record) -> trend.Trend | None:
+    """The trend of the measured attempts' req/s in the order they were taken (three attempts or more)."""
+    rates = [a.rps for a in record.attempts if a.measured]
+    if len(rates) < 3:
+        return None
+    return trend.classify(rates, TREND_TOLERANCE)
+
+
+def _trend(record: Record) -> Flag | None:
+    found = attempts_trend(record)
+    if not found or not found.moving:
+        return None
+    rates = " → ".join(stats.fmt_rate(a.rps) for a in record.attempts if a.measured)
+    return Flag(found.kind, f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
+                            f"direction agreement {found.agreement:+.2f}")
+
+
 def _contract(record: Record, verification: dict[str, Verification] | None) -> Flag | None:
     if verification is None:
         return None  # a results file without a verification section: nothing to say
@@ -213,9 +236,11 @@ def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], veri
         _saturated(record),
         _rate_not_held(record),
         _upstream(record, upstream_rates),
-        # an open-model step's req/s is the rate it was offered, not the server's: its spread says nothing
-        None if record.rps is None or offered_rps(record) else _spread(record.summary),
     ]
+    # an open-model step's req/s is the rate it was offered, not the server's: its spread and trend say nothing; a
+    # trend explains a spread, so a record that is warming or drifting is not also flagged spread
+    if record.rps is not None and not offered_rps(record):
+        found.append(_trend(record) or _spread(record.summary))
     return [f for f in found if f]
 
 
@@ -226,7 +251,7 @@ def evaluate(run: Run) -> None:
     for record in run.records:
         record.summary = record.fresh_summary()
         record.flags = flags_for(record, upstream_rates, run.verification)
-        record.ranked = not record.flags
+        record.ranked = ranking.takes_part(record)
 
 
 def names(record: Record) -> list[str]:

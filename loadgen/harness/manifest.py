@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +43,15 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)
     roles: tuple[str, ...] = ()
     upstream_document: Path | None = None  # upstream role: the file it serves at UPSTREAM_PATH
+    # its first warm-up on connection-per-request load runs until at least this many connections were made (its JIT's
+    # work on the accept path, measured per family; 0: the trend test alone decides)
+    warmup_connections: int = 0
+    twin_of: str | None = None  # the A/A control: this is `twin_of` under a second name (it answers /id as that one)
+
+    @property
+    def identity(self) -> str:
+        """What GET /id answers: its name, or the name of the server it is a twin of."""
+        return self.twin_of or self.name
 
     def has_role(self, role: str) -> bool:
         return role in self.roles
@@ -119,6 +128,7 @@ FIELDS = {
             lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values())),
     "roles": (f"a list of {sorted(ROLES)}", lambda v: _strings(v) and set(v) <= set(ROLES)),
     "upstream_document": ("a string (a file in the server's folder)", lambda v: isinstance(v, str)),
+    "warmup_connections": ("a non-negative integer (connections)", lambda v: _is_int(v) and v >= 0),
 }
 REQUIRED = ("name", "port", "routes", "run")
 
@@ -164,7 +174,20 @@ def _server(table: dict, folder: Path, source: Path) -> Server:
         env=dict(table.get("env", {})),
         roles=tuple(roles),
         upstream_document=folder / document if document else None,
+        warmup_connections=table.get("warmup_connections", 0),
     )
+
+
+TWIN_SUFFIX = "-twin"
+
+
+def twin(server: Server, taken_ports: set[int]) -> Server:
+    """The A/A control: `server` again under a second name (`<name>-twin`) on a port no other server uses, the same
+    folder, command and artifacts; it answers /id as `server` does (`identity`)."""
+    port = server.port + 100
+    while port in taken_ports:
+        port += 1
+    return replace(server, name=server.name + TWIN_SUFFIX, port=port, twin_of=server.name)
 
 
 def servers_dir() -> Path:

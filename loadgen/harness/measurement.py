@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness import httpclient, results
+from harness import httpclient, results, trend
 from harness.console import fail, say, warn
 from harness.manifest import Server
 from harness.result import Errors
@@ -63,7 +63,8 @@ class Bench:
     idle_pids: object = None  # callable(name) -> pids of the other servers that are up but idle (interleaved runs)
     status: object = None  # callable() -> text shown beside the progress bar (the run's remaining time)
     turn: object = None  # callable(name): before `name` is loaded, the others go to sleep (campaign.Turns)
-    warmed: set = field(default_factory=set)  # servers warmed up once already in this campaign
+    warmed: set = field(default_factory=set)  # (server, connection pattern) warmed up once already in this campaign
+    remeasure_left_s: float = 0.0  # what is left of the time for measuring again what was still warming
     last_load: dict = field(default_factory=dict)  # name -> (load_key, "scenario run", last attempt's req/s)
     dead: dict = field(default_factory=dict)  # name -> why it died, for the servers that died in this campaign
 
@@ -143,9 +144,11 @@ def pattern(scenario: Scenario, run: Run) -> tuple:
 def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup,
             first: bool = False) -> results.Warmup:
     """A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
-    `rule.duration_s` (a counting tool's request count from the last run's rate), until two in a row agree within the
-    tolerance (at most `rule.max_runs`; the server's `first` warm-up of the campaign at least `rule.first_min_runs`).
-    The last run's rate sizes the attempts.
+    `rule.duration_s` (a counting tool's request count from the last run's rate), until the latest `rule.window` runs
+    show no trend beyond the tolerance (harness.trend.settled): a JIT that still climbs is not called warm because two
+    short runs happened to agree. A server's `first` warm-up on connection-per-request load also runs until its
+    manifest's `warmup_connections` were made. At most `rule.max_runs` runs and `rule.max_s` seconds. The last run's
+    rate sizes the attempts.
 
     Before any rate is known ab runs for its time (-t); a run in which no request completed (ten fibonacci(35) at once
     take longer than a second on one core, and ab -t drops the requests still under way) is followed by one twice as
@@ -164,11 +167,19 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     base = own.spec(target.running.base_url + path)
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
-    runs, steady, rate = [], False, None
+    runs, steady, rate, made = [], False, None, 0
     unsized_s = run_s  # a run's length while no rate is known
-    min_runs = max(2, rule.first_min_runs if first else 2, scenario.warmup.min_runs if scenario.warmup else 2)
-    max_runs = max(rule.max_runs, min_runs)
-    while len(runs) < max_runs and not (steady and len(runs) >= min_runs) and target.name not in bench.dead:
+    window = max(2, rule.window, scenario.warmup.min_runs if scenario.warmup else 2)
+    new_connections = tool_name == "ab" and not own.load.get("keepalive")
+    connections = target.server.warmup_connections if first and new_connections else 0
+    max_runs = max(rule.max_runs, window)
+    started = time.monotonic()
+
+    def enough() -> bool:
+        return steady and made >= connections
+
+    while (len(runs) < max_runs and not enough() and target.name not in bench.dead
+           and (len(runs) < window or time.monotonic() - started < rule.max_s)):
         n = len(runs) + 1
         spec = tool.sized(base, run_s if rate else unsized_s, rate)
         outcome = bench.load(target, tool_name, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
@@ -176,20 +187,23 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
                              f"{scenario.name} {run.label} warm-up run {n}", rate)
         m = outcome.measurement
         rps = m.rps if m and not outcome.failure and m.requests else None
+        made += m.requests if m else 0
         runs.append(WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=m.duration_s if m else None,
                               errors=m.errors.total if m else None))
         if rps is None and rate is None:
             unsized_s = min(unsized_s * 2, MAX_UNSIZED_S)
         rate = rps or rate
-        if len(runs) >= 2 and runs[-1].rps and runs[-2].rps:
-            steady = abs(runs[-1].rps - runs[-2].rps) / runs[-2].rps <= rule.tolerance
+        latest = [r.rps for r in runs[-window:]]
+        steady = all(latest) and trend.settled(latest, window, rule.tolerance)
     if rate is None and target.name not in bench.dead:
         warn(f"{target.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
              "attempts are sized without a rate and taken on a server that may not be warm")
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in runs)
-    verdict = "steady" if steady else f"NOT steady within {rule.tolerance:.0%} after {max_runs} runs"
+    verdict = (f"steady (the latest {window} within {rule.tolerance:.0%})" if steady
+               else f"NOT steady within {rule.tolerance:.0%} after {len(runs)} runs, {time.monotonic() - started:.0f} s")
     say(f"  {target.name} {scenario.name} {run.label} warm-up ({tool_name}): {len(runs)} run(s) of about "
-        f"{run_s:g} s, {verdict} ({rates} req/s)")
+        f"{run_s:g} s, {made:,} requests" + (f" (at least {connections:,} new connections: its JIT's first)"
+                                              if connections else "") + f", {verdict} ({rates} req/s)")
     return results.Warmup(tool=tool_name, runs=runs, steady=steady, tolerance=rule.tolerance,
                           max_runs=max_runs, rate=round(rate, 1) if rate else None)
 

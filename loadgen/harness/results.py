@@ -134,7 +134,8 @@ class WarmupRun:
 
 @dataclass
 class Warmup:
-    """The warm-up before a record's attempts: its runs, whether two in a row agreed, the rate that sized the attempts."""
+    """The warm-up before a record's attempts: its runs, whether it settled (harness.trend.settled), the rate that
+    sized the attempts."""
 
     tool: str | None  # None in schema 2 files
     runs: list[WarmupRun]
@@ -159,14 +160,17 @@ class Warmup:
 
 @dataclass
 class Summary:
-    """harness.stats.describe of the measured attempts' req/s and p99: median, min, max, cv, n and ci (the interval)."""
+    """harness.stats.describe of the measured attempts' req/s, p99 and server CPU µs per request (and per connection
+    where the load fixes requests per connection): median, min, max, cv, n and ci (the interval)."""
 
     rps: dict | None = None
     p99: dict | None = None
+    cost_us: dict | None = None
+    cost_us_per_connection: dict | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> Summary:
-        return cls(d.get("rps"), d.get("p99"))
+        return cls(d.get("rps"), d.get("p99"), d.get("cost_us"), d.get("cost_us_per_connection"))
 
 
 @dataclass
@@ -213,6 +217,9 @@ class Record:
     flags: list[Flag] = field(default_factory=list)
     ranked: bool = True
     details: dict = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
+    # measured again after its first attempts climbed or fell (campaign.remeasure): {"why", "first_attempts" (their
+    # req/s), "warmup" (the further warm-up)}; written only when present
+    remeasured: dict | None = None
 
     @property
     def label(self) -> str:
@@ -238,7 +245,7 @@ class Record:
             summary=Summary.from_dict(d["summary"]) if d.get("summary") else None,
             samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
             flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
-            details=d.get("details") or {})
+            details=d.get("details") or {}, remeasured=d.get("remeasured"))
 
     def to_dict(self) -> dict:
         out = {
@@ -254,6 +261,8 @@ class Record:
         }
         if self.details:
             out["details"] = self.details
+        if self.remeasured:
+            out["remeasured"] = self.remeasured
         return out
 
 
@@ -306,6 +315,10 @@ class Run:
         if not recorded:
             return set(LEGACY_ROLES.get(role, ()))
         return {name for name, roles in recorded.items() if role in roles}
+
+    def twin_of(self, server: str) -> str | None:
+        """The server `server` is the A/A twin of (the same server under a second name), as recorded at its start."""
+        return (self.servers.get(server) or {}).get("twin_of")
 
     def to_dict(self) -> dict:
         out = {

@@ -27,12 +27,14 @@ class ScenarioError(Exception):
 
 @dataclass(frozen=True)
 class Warmup:
-    """Runs of the scenario's own load, each `duration_s` long, until two in a row agree within `tolerance`."""
+    """Runs of the scenario's own load, each `duration_s` long, until the latest `window` runs show no trend beyond
+    `tolerance` (harness.trend.settled), at most `max_runs` runs or `max_s` seconds."""
 
     duration_s: float
     tolerance: float
     max_runs: int
-    first_min_runs: int = 2  # a server's first warm-up of the campaign: at least this many runs (the JIT compiles)
+    window: int = 3
+    max_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Settings:
     warmup: Warmup
     forced: bool = False  # REPEAT given: it wins over a scenario's own attempts
     steadiness: dict | None = None  # {"seconds", "window_s"}: the machine's CPU-speed probe before and after the run
+    remeasure_s: float = 0.0  # time a campaign may spend warming further and measuring again what was still warming
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,11 @@ def settings(profile: str, repeat: int | None = None, path: Path | None = None) 
         raise ScenarioError(f"{path.name} [settings.{profile}] steadiness = {steadiness!r}: give positive seconds and "
                             "window_s, e.g. {{ seconds = 20, window_s = 2 }}")
     try:
-        return Settings(repeat=count, warmup=Warmup(**table["warmup"]), forced=repeat is not None, steadiness=steadiness)
+        remeasure_s = table.get("remeasure_s", 0.0)
+        if not isinstance(remeasure_s, (int, float)) or isinstance(remeasure_s, bool) or remeasure_s < 0:
+            raise ScenarioError(f"{path.name} [settings.{profile}] remeasure_s = {remeasure_s!r}: give seconds (0 or more)")
+        return Settings(repeat=count, warmup=Warmup(**table["warmup"]), forced=repeat is not None, steadiness=steadiness,
+                        remeasure_s=float(remeasure_s))
     except TypeError as exc:
         raise ScenarioError(f"{path.name} [settings.{profile}] warmup: {exc}") from None
 

@@ -143,12 +143,39 @@ def measured_attempts(record: dict) -> list[dict]:
     return [a for a in attempts if not a.get("failed") and a.get("rps") is not None]
 
 
+def attempt_cost_us(attempt: dict) -> float | None:
+    """The server's CPU per request in one attempt, in µs: its processes' CPU seconds over the requests completed."""
+    cpu_s = ((attempt.get("samples") or {}).get("server") or {}).get("cpu_s")
+    requests = attempt.get("requests")
+    if cpu_s is None or not requests:
+        return None
+    return round(cpu_s / requests * 1e6, 2)
+
+
+def requests_per_connection(record: dict) -> int | None:
+    """How many requests each connection carries, where the load fixes it: 1 for ab without keep-alive, httperf's
+    calls per connection; None for keep-alive loads whose connections live as long as the run."""
+    load = record.get("load") or {}
+    if record.get("tool") == "ab" and not load.get("keepalive"):
+        return 1
+    if record.get("tool") == "httperf" and load.get("calls_per_connection"):
+        return int(load["calls_per_connection"])
+    return None
+
+
 def summarize(record: dict) -> dict:
-    """{"rps": describe(...), "p99": describe(...)} over the record's measured attempts (either may be None)."""
+    """{"rps", "p99", "cost_us", "cost_us_per_connection"}: `describe` over the record's measured attempts of their
+    req/s, p99, server CPU µs per request, and (one-request-per-connection loads, httperf's calls per connection) per
+    connection; any may be None."""
     attempts = measured_attempts(record)
+    costs = [attempt_cost_us(a) for a in attempts]
+    per_connection = requests_per_connection(record)
     return {
         "rps": describe([a["rps"] for a in attempts]),
         "p99": describe([(a.get("latency_ms") or {}).get("p99") for a in attempts]),
+        "cost_us": describe(costs),
+        "cost_us_per_connection": describe([c * per_connection if c is not None else None for c in costs])
+        if per_connection else None,
     }
 
 
@@ -160,10 +187,13 @@ def summary_of(record: dict) -> dict:
     if not stored:
         return summarize(record)
     missing = [m for m, d in stored.items() if isinstance(d, dict) and "ci" not in d]
-    if not missing:
+    costs_missing = stored.get("cost_us") is None  # written before costs were summarized (or none was sampled)
+    if not missing and not costs_missing:
         return stored
     fresh = summarize(record)
     out = dict(stored)
+    if costs_missing:
+        out.update(cost_us=fresh["cost_us"], cost_us_per_connection=fresh["cost_us_per_connection"])
     for metric in missing:
         d = stored[metric]
         f = fresh.get(metric)
@@ -229,6 +259,13 @@ def fmt_rate(value: float | None) -> str:
     if abs(value) >= 10:
         return f"{value:,.1f}".rstrip("0").rstrip(".")
     return f"{value:.2f}"
+
+
+def fmt_us(value: float | None) -> str:
+    """A CPU cost in microseconds for people: 24.5, 125, 20,556."""
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 
 def fmt_ms(value: float | None) -> str:

@@ -1,5 +1,6 @@
 """PNG charts (matplotlib, Agg backend: no display needed): req/s bars per (scenario, run) with the nginx ceiling,
-latency percentiles, and req/s and p99 against concurrency for a matrix scenario (weather)."""
+latency percentiles, the server's CPU per request per scenario, and req/s and p99 against concurrency for a matrix
+scenario (weather)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,9 +13,10 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from harness import flags as flag_rules  # noqa: E402
-from harness.report.model import CEILING_COLOR, Group, Model, Scenario, flag_names, latency  # noqa: E402
+from harness import ranking  # noqa: E402
+from harness.report.model import CEILING_COLOR, Group, Model, Scenario, cost, flag_names, latency  # noqa: E402
 from harness.results import Record  # noqa: E402
-from harness.stats import fmt_ms, fmt_rate  # noqa: E402
+from harness.stats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
 
 DPI = 110
 FLAGGED_ALPHA = 0.35
@@ -49,8 +51,9 @@ def _short_flags(r: Record) -> str:
 
 
 def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
-    """Median req/s per server (whiskers: the median's confidence interval), ranks before the names; flagged bars
-    faded and hatched, their flags under their names (red); nginx drawn as a horizontal ceiling line, not a bar."""
+    """Median req/s per server (whiskers: the median's confidence interval), ranks before the names, in rank order;
+    a lower bound (the load generator or the upstream was the limit) labelled "≥" with an open top; records kept out
+    of the ranking faded and hatched, their flags under their names (red); nginx drawn as a horizontal ceiling line."""
     rows = [s.record for s in group.ranked] + group.flagged
     if not rows and not group.ceiling:
         return None
@@ -71,7 +74,11 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
             top = max(top, high)
             label_at = max(value, high)  # above the whisker, not through it
         top = max(top, value)
-        label = fmt_rate(value) if r.rps is not None else "failed"
+        bound = ranking.is_lower_bound(r)
+        if bound and s and s.get("ci"):
+            ax.annotate("", (x, label_at * 1.06), (x, label_at), arrowprops={"arrowstyle": "->", "color": "#222", "lw": 1})
+            label_at *= 1.06
+        label = ("≥ " + fmt_rate(s["ci"]["low"]) if bound and s and s.get("ci") else fmt_rate(value)) if r.rps is not None else "failed"
         ax.annotate(label, (x, label_at), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8,
                     fontweight="bold" if clean else "normal")
     ceiling = group.ceiling.rps if group.ceiling else None
@@ -83,7 +90,8 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
         top = max(top, ceiling)
     ax.set_xticks(xs, [(f"{group.rank_label(r)} " if r.ranked else "") + r.server
-                       + ("" if r.ranked else "\n⚑ " + _short_flags(r).replace(", ", "\n")) for r in rows])
+                       + (("\n⚑ " if not r.ranked else "\n") + _short_flags(r).replace(", ", "\n") if r.flags else "")
+                       for r in rows])
     for tick, r in zip(ax.get_xticklabels(), rows):
         if not r.ranked:
             tick.set_color("#a30000")
@@ -126,6 +134,41 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
     ax.legend(handles=[Patch(facecolor="#555", alpha=a, label=k) for k, a in PERCENTILES], loc="upper left",
               fontsize=7, frameon=False, ncols=3)
     ax.set_ylim(top=ax.get_ylim()[1] * 2.5)
+    return _save(fig, path)
+
+
+def cost_bars(model: Model, scenario: Scenario, path: Path) -> Path | None:
+    """The server's CPU per request (µs, median; whiskers: its interval), one panel per run of the scenario, cheapest
+    first; a lower bound's server (the load generator was the limit) marked "≥" beside its name, records kept out of
+    the ranking faded."""
+    panels = []
+    for group in scenario.groups:
+        rows = [r for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked]
+                + group.flagged if cost(r)]
+        if rows:
+            panels.append((group, sorted(rows, key=lambda r: cost(r)["median"])))
+    if not panels:
+        return None
+    width = sum(max(2.4, 0.55 * len(rows) + 0.8) for _, rows in panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(4.8, width), 3.6), squeeze=False)
+    for ax, (group, rows) in zip(axes[0], panels):
+        for x, r in enumerate(rows):
+            s = cost(r)
+            clean = r.ranked
+            ax.bar(x, s["median"], width=0.65, color=model.colors.get(r.server), alpha=1.0 if clean else FLAGGED_ALPHA,
+                   hatch=None if clean else "//", edgecolor=model.colors.get(r.server), linewidth=0.8)
+            ci = s.get("ci")
+            if ci and s["n"] >= 2:
+                ax.errorbar(x, s["median"], yerr=[[max(s["median"] - ci["low"], 0)], [max(ci["high"] - s["median"], 0)]],
+                            fmt="none", ecolor="#222", capsize=3, lw=1)
+            ax.annotate(fmt_us(s["median"]), (x, ci["high"] if ci else s["median"]), textcoords="offset points",
+                        xytext=(0, 3), ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(rows)), [("≥ " if ranking.is_lower_bound(r) else "") + r.server
+                                         + (" ⚑" if not r.ranked else "") for r in rows], rotation=45, ha="right")
+        ax.set_title(group.run, fontsize=9)
+        ax.set_ylim(0, max((cost(r)["ci"] or {}).get("high", cost(r)["median"]) for r in rows) * 1.2)
+    axes[0][0].set_ylabel("server CPU µs per request")
+    fig.suptitle(f"{scenario.name}: server CPU per request (lower is cheaper)", fontweight="bold", fontsize=11)
     return _save(fig, path)
 
 
@@ -235,6 +278,10 @@ def write(model: Model, folder: Path) -> dict[str, Path]:
     """Every chart of the run into folder; returns {chart id: path} (ids: '<group key>-rps', '<scenario>-rps-matrix'...)."""
     out: dict[str, Path] = {}
     for scenario in model.scenarios:
+        if not scenario.is_stepped:
+            path = cost_bars(model, scenario, folder / f"{scenario.name}-cost.png")
+            if path:
+                out[f"{scenario.name}-cost"] = path
         if scenario.is_stepped:
             path = latency_steps(model, scenario, folder / f"{scenario.name}-latency-steps.png")
             if path:

@@ -32,11 +32,14 @@ def _placement(p: dict) -> str:
 def _warmup(w) -> str:
     if not w:
         return "-"
-    first = w.get("first_min_runs")
+    if "window" not in w:  # an older harness: two runs in a row within the tolerance
+        return (f"runs of the scenario's own load, each about {w.get('duration_s')} s, until two in a row agree within "
+                f"{w.get('tolerance', 0):.0%} (at most {w.get('max_runs')} runs)")
     return (f"runs of the scenario's own load (its tool and connection pattern), each sized to about "
-            f"{w.get('duration_s')} s, until two in a row agree within {w.get('tolerance', 0):.0%} (at most "
-            f"{w.get('max_runs')} runs" + (f"; a server's first warm-up at least {first}" if first else "") + "); "
-            "none where the server was just measured with the same load (quick `long` after `low-compute`)")
+            f"{w.get('duration_s')} s, until the latest {w['window']} show no trend beyond {w.get('tolerance', 0):.0%} "
+            f"(Theil–Sen; at most {w.get('max_runs')} runs or {w.get('max_s'):g} s); a JVM server's first "
+            "connection-per-request warm-up also makes its manifest's `warmup_connections`; none where the server was "
+            "just measured with the same load (quick `long` after `low-compute`)")
 
 
 def machine_note(conditions: dict) -> str | None:

@@ -1,18 +1,18 @@
-"""The console table at the end of a run, one more export of the report model: flagged records first, each with its
-reasons, then per scenario and run nginx, the ceiling, and the clean records in the model's ranking (ordered only where
-the req/s intervals do not overlap, ties shown as "=2")."""
+"""The console table at the end of a run, one more export of the report model: records kept out of the ranking
+(failures, errors, a failed contract) first, each with its reasons, then per scenario and run nginx, the ceiling, and
+the ranked records in the model's ranking (harness.ranking; ties shown as "=2", lower bounds as "≥", flags beside)."""
 from __future__ import annotations
 
 from rich.table import Table
 
 from harness import stats
-from harness.report.model import Model, cpu, errors_text, latency, peak_rss, rps_of
+from harness.report.model import Model, cost_text, cpu, errors_text, latency, peak_rss, rps_of, rps_text
 from harness.results import Record
 from harness.stats import fmt_ms, fmt_rate
 
 SEVERE = ("errors", "failed", "contract-failed")  # a record flagged so is shown red, otherwise yellow
 COLUMNS = (("", "left"), ("server", "left"), ("scenario", "left"), ("run", "left"), ("req/s", "right"),
-           ("interval", "right"), ("CV", "right"), ("p50 ms", "right"), ("p99 ms", "right"), ("errors", "right"),
+           ("interval", "right"), ("CV", "right"), ("µs/req", "right"), ("p50 ms", "right"), ("p99 ms", "right"), ("errors", "right"),
            ("srv CPU", "right"), ("lg CPU", "right"), ("RSS MB", "right"), ("flags", "left"))
 
 
@@ -61,8 +61,8 @@ def table(model: Model, title: str = "") -> Table:
         out.add_column(column, justify=justify, overflow="fold")
 
     def add(r: Record, mark: str, run: str, style: str | None, note: str) -> None:
-        rps = fmt_rate(r.rps) if r.rps is not None else "failed"
-        out.add_row(mark, r.server, r.scenario, run, rps, _interval(r), _cv(r), fmt_ms(latency(r, "p50")),
+        rps = rps_text(r) if r.rps is not None else "failed"
+        out.add_row(mark, r.server, r.scenario, run, rps, _interval(r), _cv(r), cost_text(r), fmt_ms(latency(r, "p50")),
                     fmt_ms(latency(r, "p99")), errors_text(r), _percent(cpu(r, "server")), _percent(cpu(r, "loadgen")),
                     _rss(r), note, style=style)
 
@@ -72,8 +72,10 @@ def table(model: Model, title: str = "") -> Table:
     if flagged and clean:
         out.add_section()
     for mark, run, r in clean:
+        explained = "; ".join(f"{f.name}: {f.reason}" for f in r.flags)
         if mark == "ceil":
-            add(r, mark, run, "dim", f"clean ({r.server}: the ceiling)")
+            add(r, mark, run, "dim", f"{explained or 'clean'} ({r.server}: the ceiling)")
         else:
-            add(r, mark, run, None, "clean, tied" if mark.startswith("=") else "clean")
+            add(r, mark, run, "yellow" if r.flags else None,
+                explained or ("clean, tied" if mark.startswith("=") else "clean"))
     return out

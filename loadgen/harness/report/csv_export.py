@@ -1,5 +1,7 @@
 """summary.csv: one row per record (server, scenario, run) with its statistics, samples and flags. `rank` is the
 report's rank ("=2" for a tie, empty when not ranked); rps_ci_* the req/s median's confidence interval and its level;
+`rps_lower_bound` yes where the load generator or the upstream was the limit; cost_us_* the server's CPU µs per request
+(and `conn_cost_us_*` per connection, for one-request-per-connection loads) with its interval;
 `run` the record's label (the run label, with runtime and round in an overhead run)."""
 from __future__ import annotations
 
@@ -8,13 +10,15 @@ import io
 from pathlib import Path
 
 from harness import flags as flag_rules
+from harness import ranking
 from harness.report.model import Model, latency, peak_rss
 from harness.results import Record
 
 COLUMNS = [
     "scenario", "run", "server", "rank", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
     "attempts", "rps_median", "rps_min", "rps_max", "rps_cv", "rps_ci_low", "rps_ci_high", "rps_ci_level",
-    "rps_ci_method", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
+    "rps_ci_method", "rps_lower_bound", "cost_us_median", "cost_us_ci_low", "cost_us_ci_high", "cost_us_ci_level",
+    "conn_cost_us_median", "conn_cost_us_ci_low", "conn_cost_us_ci_high", "remeasured", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
     "p99_min_ms", "p99_max_ms", "p99_cv", "requests", "good_requests", "errors", "error_rate", "server_cpu_util",
     "loadgen_cpu_util", "server_peak_rss_mb", "loadgen_peak_rss_mb", "attempt_rps", "warmup_runs", "warmup_steady",
     "failed", "offered_rps", "p99_9_ms", "capacity_rps", "capacity_slo_p99_ms",
@@ -31,6 +35,8 @@ def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
     """`capacity`: the server's capacity in a stepped scenario (harness.capacity), repeated on each of its steps."""
     rps, p99 = r.summary.rps or {}, r.summary.p99 or {}
     ci = rps.get("ci") or {}
+    cost, conn = r.summary.cost_us or {}, r.summary.cost_us_per_connection or {}
+    cost_ci, conn_ci = cost.get("ci") or {}, conn.get("ci") or {}
     warmup = r.warmup
     return {
         "scenario": r.scenario, "run": r.label, "server": r.server, "rank": rank,
@@ -43,6 +49,12 @@ def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
         "rps_max": _num(rps.get("max"), 2), "rps_cv": _num(rps.get("cv")),
         "rps_ci_low": _num(ci.get("low"), 2), "rps_ci_high": _num(ci.get("high"), 2),
         "rps_ci_level": _num(ci.get("level"), 6), "rps_ci_method": ci.get("method", ""),
+        "rps_lower_bound": "yes" if ranking.is_lower_bound(r) else "no",
+        "cost_us_median": _num(cost.get("median"), 2), "cost_us_ci_low": _num(cost_ci.get("low"), 2),
+        "cost_us_ci_high": _num(cost_ci.get("high"), 2), "cost_us_ci_level": _num(cost_ci.get("level"), 6),
+        "conn_cost_us_median": _num(conn.get("median"), 2), "conn_cost_us_ci_low": _num(conn_ci.get("low"), 2),
+        "conn_cost_us_ci_high": _num(conn_ci.get("high"), 2),
+        "remeasured": (r.remeasured or {}).get("why", ""),
         "p50_ms": _num(latency(r, "p50")), "p90_ms": _num(latency(r, "p90")), "p99_ms": _num(latency(r, "p99")),
         "max_ms": _num(latency(r, "max")), "p99_median_ms": _num(p99.get("median")), "p99_min_ms": _num(p99.get("min")),
         "p99_max_ms": _num(p99.get("max")), "p99_cv": _num(p99.get("cv")),

@@ -8,15 +8,16 @@ from pathlib import Path
 
 from harness import flags
 import harness.report.conditions as cond
-from harness.report.model import (CAPACITY_HEADER, RANKING_NOTE, STEP_HEADER, Group, Model, Scenario, attempts_text,
-                                  bytes_text, capacity_rows, cpu, cv_text, errors_text, flag_names, latency, loc_text,
-                                  rps_interval, rps_of, rss_text, startup_text, step_rows)
+from harness.report.model import (CAPACITY_HEADER, STEP_HEADER, Group, Model, Scenario, aa_text, attempts_text,
+                                  bytes_text, capacity_rows, cost_interval_text, cost_text, cpu, cv_text, errors_text,
+                                  flag_names, glance, loc_text, latency, method_note, rps_interval, rps_text, rss_text,
+                                  startup_text, step_rows)
 from harness.results import Record
 from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
 
 FLAG_COLORS = {
     "failed": "#7f1d1d", "contract-failed": "#7f1d1d", "errors": "#b91c1c", "loadgen-saturated": "#c2410c",
-    "upstream-limit": "#6d28d9", "spread": "#a16207",
+    "upstream-limit": "#6d28d9", "spread": "#a16207", "warming": "#0e7490", "drifting": "#0e7490",
 }
 
 CSS = """
@@ -85,20 +86,23 @@ def _cpu_cell(r: Record, role: str) -> str:
     return f'{value * 100:.0f} %<span class="cpu"><i class="{hot.strip()}" style="width:{pct:.0f}%"></i></span>'
 
 
-COLUMNS = [("#", ""), ("server", "l"), ("req/s", ""), ("interval (level)", ""), ("CV", ""), ("p50 ms", ""), ("p99 ms", ""),
+COLUMNS = [("#", ""), ("server", "l"), ("req/s", ""), ("interval (level)", ""), ("CV", ""), ("µs/req", ""),
+           ("µs/req interval", ""), ("p50 ms", ""), ("p99 ms", ""),
            ("p99 CV", ""), ("errors", ""), ("server CPU", ""), ("loadgen CPU", ""), ("server RSS", ""),
            ("attempts (req/s)", "l"), ("flags", "l")]
 
 
 def _row(model: Model, r: Record, rank: str, css: str) -> str:
     swatch = f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
-    rps = fmt_rate(r.rps) if r.rps is not None else "failed"
+    rps = rps_text(r) if r.rps is not None else "failed"
     cells = [
         f'<td class="rank">{escape(rank)}</td>',
         f'<td class="l">{swatch}{escape(r.server)}</td>',
         f'<td class="rps">{rps}</td>',
         f"<td>{rps_interval(r)}</td>",
         f"<td>{cv_text(r)}</td>",
+        f"<td>{cost_text(r)}</td>",
+        f"<td>{cost_interval_text(r)}</td>",
         f"<td>{fmt_ms(latency(r, 'p50'))}</td>",
         f"<td>{fmt_ms(latency(r, 'p99'))}</td>",
         f"<td>{cv_text(r, 'p99')}</td>",
@@ -129,9 +133,12 @@ def group_tables(model: Model, group: Group) -> str:
     if rows:
         out.append(f'<div class="scroll"><table>{_head()}{"".join(rows)}</table></div>')
     if not group.ranked:
-        out.append('<p class="muted">No clean record to rank in this measurement.</p>')
+        out.append('<p class="muted">No record to rank in this measurement.</p>')
+    if group.by_cost:
+        out.append('<p class="muted">≥: the load generator was the limit; where such intervals overlap, the server CPU '
+                   'per request (µs/req) orders the servers.</p>')
     if group.flagged:
-        out.append(f"<h4>flagged: not ranked ({len(group.flagged)})</h4>")
+        out.append(f"<h4>kept out of the ranking: failures, errors, a failed contract ({len(group.flagged)})</h4>")
         out.append(f'<div class="scroll"><table>{_head()}'
                    + "".join(_row(model, r, "⚑", "flagged") for r in group.flagged) + "</table></div>")
     return "\n".join(out)
@@ -151,7 +158,7 @@ def _matrix_table(model: Model, scenario: Scenario) -> str:
             title = escape("; ".join(f"{f.name}: {f.reason}" for f in r.flags) or "clean")
             mark = " ⚑" if names else ""
             style = ' style="background:var(--bad)"' if names and not model.is_ceiling(server) else ""
-            cells.append(f'<td title="{title}"{style}>{fmt_rate(r.rps)}{mark}</td>')
+            cells.append(f'<td title="{title}"{style}>{rps_text(r)}{mark}</td>')
         swatch = f'<span class="sw" style="background:{model.colors.get(server, "#999")}"></span>'
         css = ' class="ceiling"' if model.is_ceiling(server) else ""
         label = f"{server} (ceiling)" if model.is_ceiling(server) else server
@@ -178,14 +185,15 @@ def scenario_section(model: Model, scenario: Scenario, charts: dict[str, Path]) 
         out.append("<details><summary>every step</summary>" + _simple_table(STEP_HEADER, step_rows(model, scenario))
                    + "</details>")
         return "\n".join(out)
+    cost_chart = _img(charts.get(f"{scenario.name}-cost"), f"{scenario.name} CPU per request")
     if scenario.is_matrix:
         imgs = [_img(charts.get(f"{scenario.name}-{k}"), f"{scenario.name} {k}") for k in ("rps-matrix", "p99-matrix")]
-        out.append(f'<div class="charts">{"".join(imgs)}</div>')
+        out.append(f'<div class="charts">{"".join(imgs)}{cost_chart}</div>')
         out.append(_matrix_table(model, scenario))
         for group in scenario.groups:
             n_flagged = len(group.flagged)
             label = (f"{scenario.name} · {group.run}: {len(group.ranked)} ranked"
-                     + (f", {n_flagged} flagged" if n_flagged else ""))
+                     + (f", {n_flagged} kept out" if n_flagged else ""))
             out.append(f"<details><summary>{escape(label)}</summary><p class=load>{escape(group.load)}</p>"
                        f"{group_tables(model, group)}</details>")
         return "\n".join(out)
@@ -196,37 +204,35 @@ def scenario_section(model: Model, scenario: Scenario, charts: dict[str, Path]) 
         imgs = [_img(charts.get(f"{group.key}-{k}"), f"{group.scenario} {group.run} {k}") for k in ("rps", "latency")]
         out.append(f'<div class="charts">{"".join(imgs)}</div>')
         out.append(group_tables(model, group))
+    if cost_chart:
+        out.append(f'<div class="charts">{cost_chart}</div>')
     return "\n".join(out)
 
 
 def _glance(model: Model) -> str:
     """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with their
-    figures; "none clean" only where no record is ranked."""
+    figures (model.glance: the same rows as the Markdown's)."""
     rows = []
-    for scenario in model.scenarios:
-        for group in scenario.groups:
-            best = group.leaders()
-            ceiling = group.ceiling.rps if group.ceiling else None
-            anchor = scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else group.key
-            eq = ' <span class="muted">=</span> '
-            name = (eq.join(f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
-                            f'{escape(r.server)}' for r in best) if best else '<span class="muted">none clean</span>')
-            rps = " = ".join(fmt_rate(r.rps) for r in best) or "-"
-            p99 = " = ".join(fmt_ms(latency(r, "p99")) for r in best) or "-"
-            share = " = ".join(f"{r.rps / ceiling:.0%}" for r in best) if best and ceiling else "-"
-            flagged = "".join(badge(n) for n in sorted({n for r in group.flagged for n in flag_names(r)}))
-            top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best[0])) else None
-            faster = (f'{escape(top.server)} {fmt_rate(top.rps)} '
-                      + "".join(badge(n) for n in flag_names(top))) if top and top.rps else ""
-            rows.append(
-                f'<tr><td class=l><a href="#{anchor}">{escape(scenario.name)}</a></td><td class=l>{escape(group.run)}</td>'
-                f"<td class=l>{name}</td><td class=rps>{rps}</td><td>{p99}</td>"
-                f"<td>{fmt_rate(ceiling) if ceiling else '-'}</td><td>{share}</td>"
-                f"<td>{len(group.ranked)}</td><td class=l>{len(group.flagged) or ''} {flagged}</td>"
-                f'<td class="l muted">{faster}</td></tr>')
-    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best ranked (= tie)</th><th>req/s</th>"
-            "<th>p99 ms</th><th>ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>flagged</th>"
-            "<th class=l>faster but flagged</th></tr>")
+    by_name = {s.name: s for s in model.scenarios}
+    for row in glance(model):
+        scenario = by_name[row.scenario]
+        group = next(g for g in scenario.groups if g.run == row.run)
+        anchor = scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else group.key
+        eq = ' <span class="muted">=</span> '
+        name = (eq.join(f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
+                        f'{escape(r.server)}' for r in row.best) if row.best else '<span class="muted">none ranked</span>')
+        p99 = " = ".join(fmt_ms(latency(r, "p99")) for r in row.best) or "-"
+        ceiling = row.ceiling.rps if row.ceiling else None
+        flagged = "".join(badge(n) for n in sorted({n for r in group.flagged for n in flag_names(r)}))
+        rows.append(
+            f'<tr><td class=l><a href="#{anchor}">{escape(row.scenario)}</a></td><td class=l>{escape(row.run)}</td>'
+            f"<td class=l>{name}</td><td class=rps>{escape(row.rates or '-')}</td><td>{escape(row.costs or '-')}</td>"
+            f"<td>{p99}</td><td>{fmt_rate(ceiling) if ceiling else '-'}</td><td>{row.of_ceiling}</td>"
+            f"<td>{row.ranked}</td><td class=l>{row.kept_out or ''} {flagged}</td>"
+            f'<td class="l muted">{escape(row.note)}</td></tr>')
+    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best (= tie)</th><th>req/s</th>"
+            "<th>µs/req</th><th>p99 ms</th><th>ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>kept out</th>"
+            "<th class=l>note</th></tr>")
     return f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
 
 
@@ -263,8 +269,8 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         for n in flag_names(r):
             counts[n] = counts.get(n, 0) + 1
     cards = [f'<div class="card"><b>{len(records)}</b>measurements</div>',
-             f'<div class="card"><b>{ranked}</b>clean, ranked</div>',
-             f'<div class="card{" bad" if ranked < len(records) else ""}"><b>{len(records) - ranked}</b>flagged, not ranked</div>']
+             f'<div class="card"><b>{ranked}</b>ranked</div>',
+             f'<div class="card{" bad" if ranked < len(records) else ""}"><b>{len(records) - ranked}</b>kept out (failures, errors, contract)</div>']
     cards += [f'<div class="card bad"><b>{n}</b>{badge(name)}</div>' for name, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     nav = "".join(f'<a href="#{escape(s.name)}">{escape(s.name)}</a>' for s in model.scenarios)
     nav += '<a href="#servers">servers</a><a href="#conditions">conditions</a><a href="#flags">flags</a>'
@@ -280,10 +286,13 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         *([f'<p class="sub">{escape(cond.machine_note(c))}</p>'] if cond.machine_note(c) else []),
         '<p class="muted">req/s is the median of the attempts, whiskers and bands its confidence interval, CV the '
         "attempts' spread (coefficient of variation). Latency percentiles are those of the median attempt. CPU is the "
-        "share of the CPUs each side was pinned to. Flagged measurements are not ranked: each carries its reasons. The "
-        "dashed line is nginx serving the same bytes from a static file: the ceiling.</p>",
+        "share of the CPUs each side was pinned to; µs/req the server's CPU time per request. ≥ marks a lower bound "
+        "(the load generator or the upstream was the limit). Flags explain a figure; only failures, errors and a failed "
+        "contract keep it out of the ranking. The dashed line is nginx serving the same bytes from a static file: the "
+        "ceiling.</p>",
         f'<p class="muted">{escape(INTERVAL_NOTE)}</p>',
-        f'<p class="muted">{escape(RANKING_NOTE)}</p>',
+        f'<p class="muted">{escape(method_note(model))}</p>',
+        *([f'<p class="sub">{escape(aa_text(model))}</p>'] if aa_text(model) else []),
         "<h2>At a glance</h2>", _glance(model),
     ]
     missing = cond.not_measured(model.run)

@@ -1,19 +1,23 @@
-"""summary.md: the report's tables in Markdown (GitHub flavour): per scenario and run, ranked records first, then the
-flagged ones with their reasons; the servers; the run's conditions."""
+"""summary.md: the report's tables in Markdown (GitHub flavour): per scenario and run, the ranked records (flags
+beside them), then those kept out (failures, errors, a failed contract), every flag's reason; the servers; the run's
+conditions."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness import flags
 import harness.report.conditions as cond
-from harness.report.model import (CAPACITY_HEADER, RANKING_NOTE, STEP_HEADER, Group, Model, bytes_text, capacity_rows,
-                                  capacity_text, cpu_text, cv_text, errors_text, flag_names, latency, loc_text,
-                                  rps_interval, rps_of, rss_text, startup_text, step_rows)
+from harness.report.model import (CAPACITY_HEADER, STEP_HEADER, Group, Model, aa_text, bytes_text, capacity_rows,
+                                  capacity_text, cost_interval_text, cost_text, cpu_text, cv_text, errors_text,
+                                  flag_names, glance, latency, loc_text, method_note, rps_interval, rps_text, rss_text,
+                                  startup_text, step_rows)
 from harness.results import Record
-from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
+from harness.stats import INTERVAL_NOTE, fmt_ms
 
-HEADER = ["#", "server", "req/s", "interval (level)", "CV", "p50 ms", "p99 ms", "errors", "server CPU", "loadgen CPU",
-          "server RSS", "flags"]
+HEADER = ["#", "server", "req/s", "interval (level)", "CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "errors",
+          "server CPU", "loadgen CPU", "server RSS", "flags"]
+RIGHT = {"#", "req/s", "CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS",
+         "errors", "start-up", "artifact", "checks", "interval (level)", "of ceiling", "ranked", "kept out"}
 
 
 def _cell(text) -> str:
@@ -21,17 +25,15 @@ def _cell(text) -> str:
 
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
-    align = ["---:" if h in ("#", "req/s", "CV", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS", "errors",
-                             "start-up", "artifact", "checks", "interval (level)", "of ceiling", "ranked", "flagged")
-             else "---" for h in header]
+    align = ["---:" if h in RIGHT else "---" for h in header]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
 
 
 def _row(r: Record, rank: str) -> list:
-    return [rank, r.server, fmt_rate(r.rps) if r.rps is not None else "failed", rps_interval(r),
-            cv_text(r), fmt_ms(latency(r, "p50")), fmt_ms(latency(r, "p99")), errors_text(r), cpu_text(r, "server"),
+    return [rank, r.server, rps_text(r) if r.rps is not None else "failed", rps_interval(r),
+            cv_text(r), cost_text(r), cost_interval_text(r), fmt_ms(latency(r, "p50")), fmt_ms(latency(r, "p99")), errors_text(r), cpu_text(r, "server"),
             cpu_text(r, "loadgen"), rss_text(r), ", ".join(flag_names(r)) or "-"]
 
 
@@ -40,11 +42,15 @@ def group_lines(group: Group) -> list[str]:
     if group.ceiling:
         rows.append(_row(group.ceiling, "ceiling"))
     rows += [_row(s.record, s.label) for s in group.ranked]
-    lines = _table(HEADER, rows) if rows else ["_no clean record to rank_"]
+    lines = _table(HEADER, rows) if rows else ["_no record to rank_"]
+    if group.by_cost:
+        lines += ["", "_≥: the load generator was the limit; where such intervals overlap, server CPU per request "
+                      "(µs/req) orders the servers_"]
     if group.flagged:
-        lines += ["", "**flagged: not ranked**", ""]
+        lines += ["", "**kept out of the ranking (failures, errors, a failed contract)**", ""]
         lines += _table(HEADER, [_row(r, "⚑") for r in group.flagged])
-    flagged = [r for r in ([group.ceiling] if group.ceiling else []) + group.flagged if r.flags]
+    flagged = [r for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged
+               if r.flags]
     if flagged:
         lines.append("")
         for r in flagged:
@@ -54,28 +60,21 @@ def group_lines(group: Group) -> list[str]:
 
 
 def glance_lines(model: Model) -> list[str]:
-    """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with req/s."""
+    """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with req/s
+    ("≥" where the load generator was the limit) and CPU per request."""
     rows = []
     for scenario in model.scenarios:
         if scenario.is_stepped:  # ranked by capacity at the latency target, not per step
             caps = model.capacities(scenario.name)
             top = caps[0] if caps and caps[0][1]["rps"] else None
             rows.append([scenario.name, f"capacity at p99 ≤ {model.slo_p99_ms:g} ms", top[0] if top else "_none_",
-                         capacity_text(top[1]) if top else "-", "-", sum(1 for _, c in caps if c["rps"]),
+                         capacity_text(top[1]) if top else "-", "-", "-", sum(1 for _, c in caps if c["rps"]),
                          sum(1 for _, c in caps if not c["rps"]), ""])
-            continue
-        for group in scenario.groups:
-            best = group.leaders()
-            ceiling = group.ceiling.rps if group.ceiling else None
-            top = group.flagged[0] if group.flagged and (not best or rps_of(group.flagged[0]) > rps_of(best[0])) else None
-            rows.append([scenario.name, group.run,
-                         " = ".join(r.server for r in best) or "_none clean_",
-                         " = ".join(fmt_rate(r.rps) for r in best) or "-",
-                         " = ".join(f"{r.rps / ceiling:.0%}" for r in best) if best and ceiling else "-",
-                         len(group.ranked), len(group.flagged),
-                         f"{top.server} {fmt_rate(top.rps)} ({', '.join(flag_names(top))})" if top and top.rps else ""])
-    return _table(["scenario", "run", "best ranked (= tie)", "req/s", "of ceiling", "ranked", "flagged",
-                   "faster but flagged"], rows)
+    for row in glance(model):
+        rows.append([row.scenario, row.run, row.names or "_none ranked_", row.rates or "-", row.costs or "-",
+                     row.of_ceiling, row.ranked, row.kept_out, row.note])
+    return _table(["scenario", "run", "best (= tie)", "req/s", "µs/req", "of ceiling", "ranked", "kept out", "note"],
+                  rows)
 
 
 def render(model: Model) -> str:
@@ -84,10 +83,14 @@ def render(model: Model) -> str:
     ranked = sum(1 for r in records if r.ranked)
     lines = [f"# Benchmark run {model.run_id}", "",
              f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
-             f"measurement; {len(records)} records, {ranked} clean, {len(records) - ranked} flagged (not ranked). "
-             "req/s is the median of the attempts; CV is their spread (coefficient of variation); p50/p99 are those of the "
-             "median attempt; CPU is the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "",
-             RANKING_NOTE, ""]
+             f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out (failures, errors, "
+             "a failed contract). req/s is the median of the attempts (≥: a lower bound, the load generator or the "
+             "upstream was the limit); CV is their spread (coefficient of variation); µs/req is the server's CPU time "
+             "per request (median of the attempts, with its interval); p50/p99 are those of the median attempt; CPU is "
+             "the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "", method_note(model), ""]
+    aa = aa_text(model)
+    if aa:
+        lines += [aa, ""]
     machine = cond.machine_note(c)
     if machine:
         lines += [machine, ""]
@@ -113,7 +116,7 @@ def render(model: Model) -> str:
                 row = [server]
                 for g in scenario.groups:
                     r = next((r for r in g.records if r.server == server), None)
-                    row.append("" if r is None else fmt_rate(r.rps) + ("" if r.ranked else " ⚑"))
+                    row.append("" if r is None else rps_text(r) + ("" if r.ranked else " ⚑"))
                 rows.append(row)
             lines += _table(header, rows) + [""]
         for group in scenario.groups:

@@ -3,50 +3,52 @@
 Records are grouped by their label (harness.results.Record.label): the run label, with the runtime and round where
 records have a round (an overhead run measures the same run once per runtime and round).
 
-Ranking (`rank`, the one ranking function: the report's exports and the console table use it): among the clean records
-of a group (nginx, the ceiling, apart), a record's rank is 1 + the number of records whose req/s interval (the median's
-confidence interval, harness.stats.median_interval) lies entirely above its own; touching ends are an overlap. Records
-with the same rank are tied and shown as "=2". Two servers are therefore ordered only where their intervals do not
-overlap. Overlap is not transitive: with A overlapping B, B overlapping C, and A entirely above C, A and B are "=1" and
-C is 2."""
+Ranking: harness.ranking, the one ordering rule (the report's exports, the console table and `make compare` use it):
+every record with a figure takes part (a lower bound where the load generator or the upstream was the limit, ordered
+by CPU per request where that decides); only failures, errors and a failed contract are listed apart, unranked."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from harness import capacity as capacity_rules
 from harness import flags as flag_rules
-from harness import stats
+from harness import ranking, stats
 from harness.manifest import discover
+from harness.ranking import Standing
 from harness.results import Record, Run
-from harness.stats import fmt_rate, interval_text
+from harness.stats import fmt_rate, fmt_us, interval_text
 
 MATRIX_MIN_RUNS = 4  # a scenario with this many runs or more (weather) is shown as a req/s-against-concurrency matrix
 
 
-@dataclass(frozen=True)
-class Standing:
-    """A clean record's place in its group."""
-
-    record: Record
-    rank: int
-    tied: bool  # another record of the group has the same rank
-
-    @property
-    def label(self) -> str:
-        """"2", or "=2" for a tie."""
-        return ("=" if self.tied else "") + str(self.rank)
-
-
 @dataclass
 class Group:
-    """The records of one (scenario, run): clean ones ranked by req/s, the ceiling apart, flagged ones below."""
+    """The records of one (scenario, run): those with a figure ranked (harness.ranking), the ceiling apart, those
+    kept out (failures, errors, a failed contract) below."""
 
     scenario: str
     run: str  # the records' label
     records: list[Record]
     ceiling: Record | None = None  # nginx's record in this group (hello, backend; /weather.json for weather)
     ranked: list[Standing] = field(default_factory=list)
-    flagged: list[Record] = field(default_factory=list)
+    flagged: list[Record] = field(default_factory=list)  # kept out of the ranking
+    twins: tuple[Record, Record] | None = None  # the A/A control's two records in this group
+
+    @property
+    def by_cost(self) -> bool:
+        """Whether CPU per request placed any record (where the load generator was the limit)."""
+        return any(s.by_cost for s in self.ranked)
+
+    @property
+    def twins_ordered(self) -> bool | None:
+        """The A/A control: whether the ranking placed one twin above the other (None: no twins here, or one of
+        them is not ranked)."""
+        if not self.twins:
+            return None
+        records = [s.record for s in self.ranked]
+        if not all(t in records for t in self.twins):
+            return None
+        return ranking.ordered(*self.twins, records)
 
     @property
     def key(self) -> str:
@@ -149,19 +151,11 @@ def rps_of(r: Record) -> float:
     return r.rps or 0.0
 
 
-RANKING_NOTE = (
-    "Ranks: two servers are ordered only where the intervals of their req/s do not overlap; a server's rank is 1 + the "
-    "number of servers of its group whose interval lies entirely above its own, so servers with overlapping intervals "
-    "share a rank, shown with = (=2: tied second). nginx, the ceiling, is not ranked. Flagged measurements are not "
-    "ranked either.")
+RANKING_NOTE = ranking.METHOD_NOTE
 
 
 def rank(records: list[Record]) -> list[Standing]:
-    """The standings of the clean records of one group (see the module's docstring), by rank, then req/s descending."""
-    rps = [r.summary.rps for r in records]
-    ranks = [1 + sum(1 for j, other in enumerate(rps) if j != i and stats.above(other, own)) for i, own in enumerate(rps)]
-    standings = [Standing(r, n, ranks.count(n) > 1) for r, n in zip(records, ranks)]
-    return sorted(standings, key=lambda s: (s.rank, -rps_of(s.record)))
+    return ranking.rank(records)
 
 
 def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
@@ -179,6 +173,8 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
             others = [r for r in records if r.server not in ceilings]
             g.ranked = rank([r for r in others if r.ranked])
             g.flagged = sorted((r for r in others if not r.ranked), key=rps_of, reverse=True)
+            twins = [(r, o) for r in records for o in records if run.twin_of(r.server) == o.server]
+            g.twins = twins[0] if twins else None
             groups.append(g)
         out.append(Scenario(name, groups, (descriptions or {}).get(name, "")))
     order = list(descriptions or {})  # scenarios.toml's order; unknown scenarios after, as they came
@@ -215,6 +211,91 @@ def colors(names: list[str], ceilings: set[str]) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class Glance:
+    """One row of the at-a-glance table (Markdown and HTML alike): a group's best, by the one ranking rule."""
+
+    scenario: str
+    run: str
+    best: list[Record]  # rank 1: one, or several tied
+    ceiling: Record | None
+    ranked: int
+    kept_out: int
+    by_cost: bool  # CPU per request placed someone in this group (the load generator was the limit)
+    twins_ordered: bool | None  # the A/A control in this group (None: no twins ranked here)
+
+    @property
+    def names(self) -> str:
+        return " = ".join(r.server for r in self.best)
+
+    @property
+    def rates(self) -> str:
+        return " = ".join(rps_text(r) for r in self.best)
+
+    @property
+    def costs(self) -> str:
+        return " = ".join(cost_text(r) for r in self.best)
+
+    @property
+    def of_ceiling(self) -> str:
+        if not self.best or not self.ceiling or not self.ceiling.rps:
+            return "-"
+        return " = ".join(f"{r.rps / self.ceiling.rps:.0%}" for r in self.best)
+
+    @property
+    def note(self) -> str:
+        parts = []
+        if any(ranking.is_lower_bound(r) for r in self.best):
+            parts.append("≥: the load generator (or upstream) was the limit")
+        if self.by_cost:
+            parts.append("ordered by CPU/request where the load generator was the limit")
+        if self.twins_ordered is not None:
+            parts.append("A/A twins ORDERED" if self.twins_ordered else "A/A twins tied")
+        return "; ".join(parts)
+
+
+def glance(model: Model) -> list[Glance]:
+    """The at-a-glance rows of every closed-loop group (stepped scenarios are read by capacity instead)."""
+    return [Glance(scenario.name, group.run, group.leaders(), group.ceiling, len(group.ranked), len(group.flagged),
+                   group.by_cost, group.twins_ordered)
+            for scenario in model.scenarios if not scenario.is_stepped for group in scenario.groups]
+
+
+def aa_result(model: Model) -> dict | None:
+    """The A/A control over the run: in how many groups the twins were ranked, and ordered (the method's own false
+    positives), against the rate the method promises for the attempts taken."""
+    groups = [g for s in model.scenarios for g in s.groups if g.twins_ordered is not None]
+    if not groups:
+        return None
+    twins = groups[0].twins
+    n = min(len([a for a in t.attempts if a.measured]) for g in groups for t in g.twins)
+    return {"server": twins[1].server, "twin": twins[0].server, "groups": len(groups),
+            "ordered": [f"{g.scenario} {g.run}" for g in groups if g.twins_ordered],
+            "expected_rate": ranking.false_order_rate(n) if n else None, "attempts": n}
+
+
+def aa_text(model: Model) -> str | None:
+    result = aa_result(model)
+    if not result:
+        return None
+    ordered = result["ordered"]
+    rate = result["expected_rate"]
+    return (f"A/A control: {result['server']} was measured twice, as {result['server']} and {result['twin']}, in "
+            f"{result['groups']} groups; the ranking ordered the twins in {len(ordered)}"
+            + (f" ({', '.join(ordered)})" if ordered else "")
+            + (f". With {result['attempts']} attempts each the method orders two identical servers "
+               f"{rate:.1%} of the time per group, so about {rate * result['groups']:.1f} of {result['groups']} is "
+               "expected by chance." if rate is not None else "."))
+
+
+def method_note(model: Model) -> str:
+    """The ranking rule with the false-order rate of the attempts this run took."""
+    counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})
+    rates = ", ".join(f"{ranking.false_order_rate(n):.1%} with {n} attempts" for n in counts)
+    return (RANKING_NOTE + (f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
+                            "exchangeable, all of one above all of the other)." if rates else ""))
+
+
 # -- cells shared by the exports ---------------------------------------------------------------------------------------
 
 def capacity_text(c: dict) -> str:
@@ -248,8 +329,34 @@ STEP_HEADER = ["server", "step", "offered req/s", "achieved req/s", "p99 ms", "e
 
 
 def rps_interval(r: Record) -> str:
-    """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'."""
+    """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'; a lower bound (the load
+    generator or the upstream was the limit) as '≥ 35,266 (75 %)'."""
+    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
+        ci = r.summary.rps["ci"]
+        return f"≥ {fmt_rate(ci['low'])} ({stats.fmt_level(ci['level'])})"
     return interval_text(r.summary.rps)
+
+
+def rps_text(r: Record) -> str:
+    """The median req/s, '≥ 21,492' (the interval's low end) for a lower bound."""
+    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
+        return "≥ " + fmt_rate(r.summary.rps["ci"]["low"])
+    return fmt_rate(r.rps)
+
+
+def cost(r: Record, per_connection: bool = False) -> dict | None:
+    return (r.summary.cost_us_per_connection if per_connection else r.summary.cost_us) if r.summary else None
+
+
+def cost_text(r: Record) -> str:
+    """The median server CPU per request in µs: '24.5'."""
+    s = cost(r)
+    return fmt_us(s["median"]) if s else "-"
+
+
+def cost_interval_text(r: Record) -> str:
+    """'24.4 – 24.7 (87.5 %)': the cost median's interval."""
+    return interval_text(cost(r), fmt_us)
 
 
 def cv_text(r: Record, metric: str = "rps") -> str:

@@ -307,7 +307,7 @@ def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:
             response = httpclient.get(running.host, running.port, "/id", timeout=2)
         except (OSError, httpclient.HttpError):
             return False
-        return response.status == 200 and response.text == server.name
+        return response.status == 200 and response.text == server.identity
 
     if not wait_until(answers, server.startup_timeout_s, interval_s=0.05):
         raise RuntimeError_(f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
