@@ -361,8 +361,8 @@ def remeasure(bench: Bench, clock: Clock, t: Target, scenario: Scenario, run: Ru
     say(f"{label}: warmed further and measured again")
     started = time.monotonic()
     clock.plan(needed)
-    warmup = warm_up(bench, t, scenario, run, settings.warmup)
-    again = [attempt(bench, t, scenario, run, n, repeat, warmup.rate) for n in range(1, repeat + 1)]
+    warmup = warm_up(bench, t, scenario, run, settings.warmup, False)
+    again = [attempt(bench, t, scenario, run, n, repeat, warmup.rate, None) for n in range(1, repeat + 1)]
     clock.advance(needed)
     bench.remeasure_left_s = max(0.0, bench.remeasure_left_s - (time.monotonic() - started))
     attempts[:] = again

@@ -1,6 +1,9 @@
-"""Compare two runs like benchstat: per (server, scenario, run) the change of the median req/s and p99 from A to B,
-and whether it is significant: only where the two medians' confidence intervals do not overlap; otherwise a tie, "="
-(the rule is in harness.stats.compare_metric).
+"""Compare two runs like benchstat: per (server, scenario, run) the change of the median req/s, server CPU per request
+and p99 from A to B, and whether it is significant: only where the two medians' confidence intervals do not overlap;
+otherwise a tie, "=" (the rule is in harness.stats.compare_metric). The report's ordering rule holds here too
+(harness.ranking): a req/s figure limited by the load generator or the upstream is a lower bound, so a change of it is
+significant only where the other side's interval lies wholly below that bound, or wholly above it by an unbounded
+side's interval; the CPU per request still compares.
 
   python -m harness compare A B    (A, B: run ids under results/, `latest`, a unique prefix, or paths)
 """
@@ -12,9 +15,10 @@ from pathlib import Path
 from rich.table import Table
 
 from harness import flags as flag_rules
-from harness import results, stats
+from harness import ranking, results, stats
 from harness.console import console, fail, say
 from harness.report import write_report
+from harness.report.model import cost_text, rps_text
 from harness.results import Record, ResultsError, Run
 from harness.stats import Change, fmt_ms, fmt_rate
 from harness.store import RESULTS
@@ -58,6 +62,7 @@ class Row:
     b: Record | None
     rps: Change | None = None
     p99: Change | None = None
+    cost: Change | None = None
 
     @property
     def flags(self) -> list[str]:
@@ -78,6 +83,14 @@ def rows(a: Run, b: Run) -> list[Row]:
         if ra and rb:
             row.rps = stats.compare_metric(ra.summary.rps, rb.summary.rps)
             row.p99 = stats.compare_metric(ra.summary.p99, rb.summary.p99)
+            row.cost = stats.compare_metric(ra.summary.cost_us, rb.summary.cost_us)
+            if row.rps.significant and (ranking.is_lower_bound(ra) or ranking.is_lower_bound(rb)):
+                # a lower bound moved: the change is real only where one side lies wholly above the other's bound
+                real = ranking.above_by_rate(rb, ra) or ranking.above_by_rate(ra, rb)
+                if not real:
+                    row.rps = Change(row.rps.a, row.rps.b, row.rps.delta, False,
+                                     "a side is a lower bound (the load generator was the limit) that the other's "
+                                     "interval reaches")
         out.append(row)
     return out
 
@@ -125,7 +138,8 @@ def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
 def table(a: Run, b: Run, compared: list[Row]) -> Table:
     t = Table(title=f"A = {a.run_id}   B = {b.run_id}: measurements in both runs", title_justify="left")
     for col, just in (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
-                      ("B req/s", "right"), ("Δ req/s", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
+                      ("B req/s", "right"), ("Δ req/s", "right"), ("A µs/req", "right"), ("B µs/req", "right"),
+                      ("Δ µs/req", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
                       ("Δ p99", "right"), ("flags", "left")):
         t.add_column(col, justify=just)
     for row in compared:
@@ -134,10 +148,12 @@ def table(a: Run, b: Run, compared: list[Row]) -> Table:
         sa, sb = row.a.summary, row.b.summary
         d_rps, s_rps = _verdict(row.rps, higher_is_better=True)
         d_p99, s_p99 = _verdict(row.p99, higher_is_better=False)
+        d_cost, s_cost = _verdict(row.cost, higher_is_better=False)
         t.add_row(
             row.server, row.scenario, row.run,
-            fmt_rate(row.a.rps) + _spread(sa.rps), fmt_rate(row.b.rps) + _spread(sb.rps),
+            rps_text(row.a) + _spread(sa.rps), rps_text(row.b) + _spread(sb.rps),
             f"[{s_rps}]{d_rps}[/{s_rps}]" if s_rps else d_rps,
+            cost_text(row.a), cost_text(row.b), f"[{s_cost}]{d_cost}[/{s_cost}]" if s_cost else d_cost,
             fmt_ms((sa.p99 or {}).get("median")), fmt_ms((sb.p99 or {}).get("median")),
             f"[{s_p99}]{d_p99}[/{s_p99}]" if s_p99 else d_p99,
             "[yellow]" + " ".join(row.flags) + "[/yellow]" if row.flags else "")
@@ -168,7 +184,8 @@ def geomean_line(compared: list[Row]) -> str | None:
     return f"geomean of B/A req/s over {len(ratios)} measurements clean in both runs: {g:.3f} ({(g - 1) * 100:+.1f}%)"
 
 
-LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; p99: the median of the attempts' p99). "
+LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; µs/req: the server's CPU per request; "
+          "p99: the median of the attempts' p99); ≥: a lower bound, the load generator or the upstream was the limit. "
           "= : a tie, the two medians' confidence intervals overlap (order-statistic intervals of the median: the "
           "attempts' min–max with 3 attempts, at 75 %), whatever the size of Δ; ? : a side has a single attempt, so "
           "nothing is known of its uncertainty; a coloured Δ is significant, the intervals are apart (green better, red "

@@ -35,15 +35,17 @@ EXPLANATIONS = {
     "contract-failed": "the server failed (or was not given) this run's contract verification",
     "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
     "loadgen-saturated": f"the load generator used ≥ {LOADGEN_SATURATED:.0%} of its CPUs while the server used less "
-                         f"than {SERVER_BUSY:.0%} of its own: the number measures the tool, not the server",
+                         f"than {SERVER_BUSY:.0%} of its own: the number measures the tool, so it is a lower bound of "
+                         "the server's (shown ≥), and the server's CPU per request orders such servers",
     "rate-not-held": f"the load generator sent less than {RATE_HELD:.0%} of the rate it was asked to offer while the "
                      f"server used less than {SERVER_BUSY:.0%} of its CPUs (or the generator was saturated): the step "
                      "measures the tool, not the server, and is never read as the server's limit",
     "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) the upstream's own {UPSTREAM_PATH} at the "
-                      "same load in the same run: the upstream is the limit, not the server",
-    "warming": f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, most pairs rising): "
+                      "same load in the same run: the upstream is the limit, not the server, so the figure is a lower "
+                      "bound of the server's (shown ≥)",
+    "warming": f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts agreeing on the direction): "
                "the server was not yet warm; the median understates it",
-    "drifting": f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, most pairs falling): the "
+    "drifting": f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts agreeing on the direction): the "
                 "server or the machine slowed down during the measurement",
     "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
               f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the median; "

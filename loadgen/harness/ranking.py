@@ -1,7 +1,8 @@
 """The one ordering rule: which server of a group is above which, from intervals, and the ranks that follow.
 
-Who takes part: every record with a figure. Only a failure, errors, a failed contract (or an open-model step that did
-not hold its rate) keep a record out (`EXCLUDING`). `spread`, `warming` and `drifting` widen or explain the interval
+Who takes part: every record with a figure and an interval. Only a failure, errors, a failed contract (or an
+open-model step that did not hold its rate) keep a record out (`EXCLUDING`), and a single attempt (REPEAT=1), whose
+interval is one point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`, `warming` and `drifting` widen or explain the interval
 but the record is ordered through it.
 
 Two relations place B above A:
@@ -37,7 +38,9 @@ EQUAL_RATE = 0.05  # rates within 5 % count as equal for the cost relation (the 
 
 
 def takes_part(record: Record) -> bool:
-    return record.rps is not None and not any(f.name in EXCLUDING for f in record.flags)
+    s = record.summary.rps if record.summary else None
+    return (record.rps is not None and bool(s) and s.get("n", 0) >= 2
+            and not any(f.name in EXCLUDING for f in record.flags))
 
 
 def is_lower_bound(record: Record) -> bool:

@@ -172,6 +172,14 @@ class Summary:
     def from_dict(cls, d: dict) -> Summary:
         return cls(d.get("rps"), d.get("p99"), d.get("cost_us"), d.get("cost_us_per_connection"))
 
+    def to_dict(self) -> dict:
+        """rps and p99 always; the costs only where there are (files of older harnesses are written back as read)."""
+        out = {"rps": self.rps, "p99": self.p99}
+        for key in ("cost_us", "cost_us_per_connection"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
 
 @dataclass
 class Flag:
@@ -255,7 +263,7 @@ class Record:
             "errors": self.errors.to_dict(), "duration_s": self.duration_s, "rps": self.rps,
             "latency_ms": self.latency_ms, "failed": self.failed, "attempts": [a.to_dict() for a in self.attempts],
             "warmup": self.warmup.to_dict() if self.warmup else None,
-            "summary": asdict(self.summary) if self.summary else None,
+            "summary": self.summary.to_dict() if self.summary else None,
             "samples": {role: asdict(s) for role, s in self.samples.items()},
             "flags": [f.to_dict() for f in self.flags], "ranked": self.ranked,
         }

@@ -34,7 +34,7 @@ DOCKER_PORTS = {"rust": 32086, "finagle": 32084, "nginx": 32000}
 SCENARIOS = """
 [settings.quick]
 repeat = 3
-warmup = { duration_s = 1, tolerance = 1.0, max_runs = 2, first_min_runs = 2 }
+warmup = { duration_s = 1, tolerance = 1.0, max_runs = 2, window = 2 }
 
 [hello]
 description = "GET /hello with wrk: 2 s attempts"

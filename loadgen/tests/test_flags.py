@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import flags, results
+from harness import flags, ranking, results
 from harness.report import markdown, model
 from harness.results import Record, Run
 
@@ -192,7 +192,8 @@ def test_several_flags_in_a_fixed_order_and_evaluate_is_idempotent():
 
 def test_flags_are_written_with_todays_field_names():
     (r,) = evaluated(rec(rates=(1000.0,)))
-    assert r.to_dict()["flags"] == [{"flag": "spread", "reason": reason(r)}] and r.to_dict()["ranked"] is False
+    assert r.to_dict()["flags"] == [{"flag": "spread", "reason": reason(r)}]
+    assert r.to_dict()["ranked"] is False  # one attempt: a point, no interval, nothing to order it by
 
 
 # -- on the recorded run ----------------------------------------------------------------------------------------------
@@ -204,9 +205,9 @@ def recorded():
     return {(r.server, r.scenario, r.run): r for r in run.records}
 
 
-def test_recorded_saturated_run_is_flagged(recorded):
+def test_recorded_saturated_run_is_flagged_and_ranked_as_a_lower_bound(recorded):
     r = recorded["rust", "hello", "c1000-t1"]  # wrk -t1 -c1000 on one CPU against rust
-    assert "loadgen-saturated" in names(r) and r.ranked is False
+    assert "loadgen-saturated" in names(r) and r.ranked is True and ranking.is_lower_bound(r)
     assert flags.utilization(r, "loadgen") >= flags.LOADGEN_SATURATED > flags.utilization(r, "server")
 
 
@@ -219,15 +220,18 @@ def test_recorded_erroring_server_is_flagged_and_not_ranked(recorded):
 
 def test_recorded_run_every_record_has_flags_ranked_and_samples(recorded):
     for key, r in recorded.items():
-        assert r.ranked == (not r.flags), key
+        assert r.ranked == (not {"failed", "contract-failed", "errors"} & set(names(r))), key
         assert all(f.name in flags.FLAG_ORDER for f in r.flags)
         assert len(r.attempts) == 3
         for a in r.attempts:
             assert a.samples["server"].cpu_s is not None and a.samples["loadgen"].peak_rss_mb is not None
+        assert r.summary.cost_us["n"] == 3 and r.summary.cost_us["median"] > 0
         spread = next((f for f in r.flags if f.name == "spread"), None)
+        moving = flags.attempts_trend(r).moving
+        assert not (spread and moving), key  # a trend explains the spread: one flag or the other
         s = r.summary.rps
         wide = s["ci"]["high"] - s["ci"]["low"] > 2 * flags.SPREAD_MAX_HALF_WIDTH * s["median"]
-        assert (spread is not None) == (s["cv"] > flags.SPREAD_MAX_CV or wide), key
+        assert (spread is not None) == (not moving and (s["cv"] > flags.SPREAD_MAX_CV or wide)), key
 
 
 def test_each_flag_is_explained_once_in_flags_and_the_report_reads_it():

@@ -59,7 +59,7 @@ def test_html_is_self_contained(report):
 def test_html_ranks_clean_records_and_sets_flagged_ones_apart(report):
     run, _ = report
     html = (run / "report.html").read_text()
-    for section in ("At a glance", 'id="servers"', 'id="conditions"', 'id="flags"', "flagged: not ranked"):
+    for section in ("At a glance", 'id="servers"', 'id="conditions"', 'id="flags"', "kept out of the ranking"):
         assert section in html
     # the erroring server's reasons are on the page, in a flagged row, never with a rank
     assert "1,136 of 1,136 requests failed" in html
@@ -75,15 +75,17 @@ def test_markdown_tables(report):
     md = (run / "summary.md").read_text()
     assert md.startswith("# Benchmark run 20261122-051300-fixture")
     ranking = md.split("### backend · keepalive")[1].split("###")[0]
-    assert "**flagged: not ranked**" not in ranking
+    assert "**kept out of the ranking" not in ranking
     assert "| ceiling | nginx | 30,894 | 29,818 – 32,801 (75 %) |" in ranking
     assert "| 1 | rust | 31,774 | 29,694 – 35,584 (75 %) | 9.2% |" in ranking  # CV 9.2 %: no longer flagged
     assert "| 2 | node | 12,021 |" in ranking
     section = md.split("### backend · close")[1].split("###")[0]
-    ranking, flagged = section.split("**flagged: not ranked**")
-    assert "| 1 | node | 1,705 |" in ranking
-    assert "| ⚑ | rust | 6,356 |" in flagged and "- rust: **spread**: req/s: CV 25.2% between attempts" in flagged
-    assert "## At a glance" in md and "| backend | keepalive | rust | 31,774 | 103% | 2 | 0 |" in md
+    assert "**kept out of the ranking" not in section  # a spread widens rust's interval: it is ranked through it
+    assert "| 1 | rust | 6,356 | 6,142 – 9,437 (75 %) |" in section and "| 2 | node | 1,705 |" in section
+    assert "- rust: **spread**: req/s: CV 25.2% between attempts" in section
+    glance = md.split("## At a glance")[1].split("\n## ")[0]
+    row = next(line for line in glance.splitlines() if line.startswith("| backend | keepalive |"))
+    assert row.startswith("| backend | keepalive | rust | 31,774 |") and row.endswith("| 103% | 2 | 0 |  |")
     assert "## Servers" in md and "## Conditions" in md and "| rust |" in md.split("## Servers")[1]
 
 
@@ -125,9 +127,10 @@ def test_an_older_results_file_is_refused(tmp_path):
         write_report(tmp_path)
 
 
-def test_console_table_shows_flagged_first(data):
+def test_console_table_shows_what_is_kept_out_first(data):
     flagged, clean = console.rows(model.build(data))
-    assert all(r.flags for _, r in flagged) and not any(r.flags for _, _, r in clean)
+    assert flagged and all(not r.ranked for _, r in flagged) and all(r.ranked for _, _, r in clean)
+    assert any(r.flags for _, _, r in clean)  # a flag explains a ranked figure (spread, a lower bound)
     table = console.table(model.build(data), "run")
     assert table.row_count == len(data.records)
     marks = list(table.columns[0].cells)
@@ -162,7 +165,8 @@ def test_compare_two_runs(tmp_path, data):
     assert hello.rps.delta == pytest.approx(1.0) and hello.rps.significant is True
     assert rows["node", "hello", "c100"].rps.delta == 0 and rows["node", "hello", "c100"].rps.significant is False
     assert rows["py500", "hello", "c100"].b is None
-    assert hello.flags == [] and rows["rust", "backend", "close"].flags == ["A:spread", "B:spread"]
+    # rust hello climbed 35,266 → 38,757 → 40,867 in that run (a trend of +15 %): warming on both sides
+    assert hello.flags == ["A:warming", "B:warming"] and rows["rust", "backend", "close"].flags == ["A:spread", "B:spread"]
     table, notes = compare.compare(a_dir, b_dir)
     assert table.row_count == len(rows) - 1  # py500 is listed under the table
     assert "1 measurements only in A: hello (py500)" in notes

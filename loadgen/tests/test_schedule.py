@@ -51,14 +51,15 @@ def test_wrk_gets_whole_seconds():  # "-d 1.5s" makes wrk print its usage and me
     assert argv[argv.index("-d") + 1] == "2s"
 
 
-def test_the_quick_profile_sizes_every_attempt_by_time_and_keeps_three_weather_levels():
+def test_the_quick_profile_sizes_every_attempt_by_time_and_keeps_two_weather_levels():
     quick = scenarios.load("quick")
     for scenario in quick.values():
         for run in scenario.runs:
             if run.load.get("injection") == "at-once":  # Gatling's users all arrive at once: it lasts as they take
                 continue
             assert run.load.get("duration_s"), f"{scenario.name} {run.label} is sized by count"
-    assert [r.label for r in quick["weather"].runs] == ["c1-t1", "c32-t8", "c256-t32"]
+    assert [r.label for r in quick["weather"].runs] == ["c1-t1", "c256-t32"]
+    assert quick["low-compute"].repeat(scenarios.settings("quick")) == 4  # the 5 % rule needs four attempts
     seed = scenarios.load("seed")
     assert seed["low-compute"].runs[0].load["requests"] == 20000  # the seeds' exact parameters stay
     assert len(seed["weather"].runs) == 9
@@ -147,7 +148,7 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeyp
         ("attempt", "node", "close", 2, (1, 2)), ("attempt", "rust", "close", 2, (2, 2)),
         ("attempt", "rust", "close", 3, (1, 2)), ("attempt", "node", "close", 3, (2, 2)),
         ("record", "rust", "close", [1.0, 2.0, 3.0]), ("record", "node", "close", [1.0, 2.0, 3.0]),
-        ("warm", "rust", "keepalive", False), ("warm", "node", "keepalive", False),  # keep-alive: a new pattern
+        ("warm", "rust", "keepalive", True), ("warm", "node", "keepalive", True),  # keep-alive: a new pattern, first again
         ("attempt", "rust", "keepalive", 1, (1, 2)), ("attempt", "node", "keepalive", 1, (2, 2)),
         ("attempt", "node", "keepalive", 2, (1, 2)), ("attempt", "rust", "keepalive", 2, (2, 2)),
         ("attempt", "rust", "keepalive", 3, (1, 2)), ("attempt", "node", "keepalive", 3, (2, 2)),
@@ -167,6 +168,41 @@ def test_records_carry_the_runtime_and_the_round_they_were_measured_in(monkeypat
 
 LOW = scenario("low-compute", "ab", [Run("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])
 LONG = scenario("long", "ab", [Run("c1000", {"concurrency": 1000, "duration_s": 3, "continue_on_error": True})])
+
+
+def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_budget(monkeypatch):
+    recorder = Recorder()
+    calls = recorder.calls
+    rates = {"rust": iter([100.0, 130.0, 160.0, 200.0, 201.0, 199.0]), "node": iter([50.0, 51.0, 49.0])}
+
+    def climbing(n, name):
+        a = fake_attempt(n)
+        a.rps = next(rates[name])
+        return a
+    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+                        calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
+    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+                        calls.append(("attempt", t.name, run.label, n, pos)) or climbing(n, t.name))
+    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
+    bench = campaign.Bench(session=recorder, store=recorder, remeasure_left_s=100.0)
+    members = [campaign.Target(s, None) for s in servers("rust", "node")]
+    close_only = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
+    campaign.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
+    rust, node = recorder.records
+    # rust climbed 100 → 130 → 160: a further warm-up (not its first), then three attempts back to back
+    assert calls[-6:-2] == [("warm", "rust", "close", False), ("attempt", "rust", "close", 1, None),
+                            ("attempt", "rust", "close", 2, None), ("attempt", "rust", "close", 3, None)]
+    assert [a.rps for a in rust.attempts] == [200.0, 201.0, 199.0]
+    assert rust.remeasured["first_attempts"] == [100.0, 130.0, 160.0] and "warming" in rust.remeasured["why"]
+    assert node.remeasured is None and [a.rps for a in node.attempts] == [50.0, 51.0, 49.0]
+    assert bench.remeasure_left_s < 100.0
+
+
+def test_without_time_left_a_climbing_record_is_kept_and_flagged(monkeypatch):
+    recorder = Recorder()
+    measure_backend(monkeypatch, recorder)  # attempts 1, 2, 3 climb; SETTINGS leaves no time to measure again
+    assert all(r.remeasured is None for r in recorder.records)
+    assert not any(c[0] == "warm" and c[3] is False and c[2] == "close" for c in recorder.calls)
 
 
 def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again(monkeypatch):
@@ -198,7 +234,7 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
     from harness.result import Measurement
 
     specs = []
-    completed = iter([0, 0, 12, 14])  # two runs in which no fibonacci finished in time (ab -t), then a rate
+    completed = iter([0, 0, 12, 14, 13])  # two runs in which no fibonacci finished in time (ab -t), then a rate
 
     def load(target, tool, spec, stem, label, what, expected_rps):
         specs.append(spec)
@@ -213,8 +249,9 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
     bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH, turn=lambda name: order.append(f"wake {name}"))
     high = scenario("high-compute", "ab", [Run("c10", {"concurrency": 10, "duration_s": 2})], "fibonacci")
     result = measurement.warm_up(bench, target, high, high.runs[0], Warmup(duration_s=1, tolerance=0.2, max_runs=6))
-    assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 20)]
-    assert result.rate == 14.0 and result.steady
+    # the latest three runs with a rate settle it (12, 14, 13: no trend beyond 20 %)
+    assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 20), (None, 20)]
+    assert result.rate == 13.0 and result.steady
     assert order[:2] == ["wake rust", "primer"]
 
 

@@ -1,0 +1,88 @@
+"""The trend detector (harness/trend.py) on recorded series: akka warming on new connections, flat rust, falling
+express; the warm-up's end; and the flags and re-measuring it drives."""
+import itertools
+import json
+from pathlib import Path
+
+from harness import flags, results, trend
+
+FIXTURE = Path(__file__).parent / "fixtures" / "bench_20261123" / "results.json"
+
+# akka by hand, cold, server on CPU 0 and ab -c1000 /factorial?param=1 on CPU 1 (loadgen/profiling/warm-by-hand.sh):
+# each ~2 s run's req/s, in order
+AKKA_BY_HAND = [620.56, 1235.90, 1494.55, 1733.64, 2218.89, 2878.13, 3224.70, 4743.63, 6301.64, 7630.26, 7683.16,
+                7613.65, 7673.95, 7709.45, 7736.22, 7808.19, 7770.20, 7956.51, 7836.46, 7720.50]
+
+
+def recorded(server: str, scenario: str) -> tuple[list[float], list[float]]:
+    """(warm-up runs' req/s, attempts' req/s) of a record of the recorded bench."""
+    d = json.loads(FIXTURE.read_text())
+    r = next(r for r in d["records"] if r["server"] == server and r["scenario"] == scenario)
+    return [w["rps"] for w in r["warmup"]["runs"]], [a["rps"] for a in r["attempts"]]
+
+
+def test_the_recorded_akka_attempts_are_warming_not_spread():
+    _, low = recorded("akka", "low-compute")
+    _, long = recorded("akka", "long")
+    assert [round(x) for x in low + long] == [2028, 2451, 2771, 3686, 5102, 7438]
+    assert trend.classify(low, 0.10).kind == trend.WARMING
+    assert trend.classify(long, 0.10).kind == trend.WARMING
+    assert trend.classify(low + long, 0.10).kind == trend.WARMING  # six in a row: the JIT's climb
+    assert trend.classify(low + long, 0.10).change > 1.0
+
+
+def test_the_old_two_run_rule_called_akka_steady_mid_climb_and_the_window_does_not():
+    warmup, _ = recorded("akka", "low-compute")
+    assert [round(x) for x in warmup] == [211, 400, 1110, 1386, 1482]
+    assert abs(warmup[-1] - warmup[-2]) / warmup[-2] <= 0.10  # what the old rule saw: "steady"
+    assert not trend.settled(warmup, 3, 0.10)  # 1,110 → 1,386 → 1,482 is still a climb
+    # by hand the same climb settles once it is flat over three runs, at the warm figure
+    settled_at = next(i for i in range(3, len(AKKA_BY_HAND) + 1) if trend.settled(AKKA_BY_HAND[:i], 3, 0.10))
+    assert settled_at == 12 and min(AKKA_BY_HAND[settled_at - 3:settled_at]) > 7600  # 7,630 → 7,683 → 7,614
+
+
+def test_flat_series_are_flat():
+    for server, scenario in (("rust", "low-compute"), ("rust", "backend"), ("finagle", "long"), ("node", "tweets")):
+        _, attempts = recorded(server, scenario)
+        found = trend.classify(attempts, 0.10)
+        assert found.kind == trend.FLAT, (server, scenario, attempts)
+    assert trend.settled(AKKA_BY_HAND[-5:], 3, 0.10)
+
+
+def test_falling_series_are_drifting():
+    d = json.loads(FIXTURE.read_text())
+    r = next(r for r in d["records"] if r["server"] == "express" and r["scenario"] == "weather" and r["run"] == "c256-t32")
+    rates = [a["rps"] for a in r["attempts"]]
+    assert [round(x) for x in rates] == [9268, 9244, 6251]
+    found = trend.classify(rates, 0.10)
+    assert found.kind == trend.DRIFTING and found.change < -0.1
+
+
+def test_noise_around_a_level_is_not_a_trend():
+    # up, down, up: a big swing, but the points do not agree on a direction
+    assert trend.classify([100.0, 130.0, 95.0, 128.0], 0.10).kind == trend.FLAT
+    # one outlier cannot make a flat series climb: Theil–Sen takes the median slope
+    assert trend.classify([100.0, 101.0, 99.0, 160.0], 0.10).kind == trend.FLAT
+    # a steady climb of 4 % a run over four attempts is 12 %: beyond a 10 % tolerance
+    assert trend.classify([100.0, 104.0, 108.0, 112.0], 0.10).kind == trend.WARMING
+
+
+def test_identical_servers_are_rarely_called_warming():
+    """Four exchangeable attempts are strictly rising in 1 of 24 orders: the flag needs that and a large change, so
+    noise alone flags at most 1/24 of records per direction."""
+    rates = [1000.0, 1040.0, 1080.0, 1130.0]
+    moving = [o for o in itertools.permutations(rates) if trend.classify(list(o), 0.10).moving]
+    assert len(moving) == 2  # strictly rising and strictly falling, of 24 orders
+
+
+def test_the_flags_name_warming_and_drifting_instead_of_spread():
+    run = results.load(FIXTURE)
+    flags.evaluate(run)
+    by = {(r.server, r.scenario, r.run): r for r in run.records}
+    akka = by["akka", "low-compute", "c1000"]
+    assert [f.name for f in akka.flags] == ["warming"] and akka.ranked
+    assert "2,028 → 2,451 → 2,771" in akka.flags[0].reason
+    express = by["express", "weather", "c256-t32"]
+    assert [f.name for f in express.flags] == ["drifting"]
+    finagle = by["finagle", "hello", "c100"]  # 104,781 → 84,336 → 100,726: no direction, a spread
+    assert [f.name for f in finagle.flags] == ["spread"]
