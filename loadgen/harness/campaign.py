@@ -35,7 +35,8 @@ ORDERS = ("auto", "interleaved", "sequential")
 SERVER_MEMORY_BYTES = 3 * 2**29  # 1.5 GiB
 MEMORY_RESERVE_BYTES = 2 * 2**30  # left to the tools, the harness and the system
 # For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here
-START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 2.5
+START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 3.5
+JIT_WARMUP_RPS = 4000.0  # a JVM's rate over its first connection-per-request climb (akka: 60,000 connections in ~16 s)
 ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
 
 
@@ -170,13 +171,17 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
             continue
         counts["servers"] += 1
         clock.plan(START_S)
-        last_load = None
+        last_load, patterns = None, set()
         for scenario in applicable:
             warmed = {id(r) for r in warmed_runs(scenario)}
             for run in scenario.runs:
                 if id(run) in warmed and load_key(scenario, run, server) != last_load:
                     counts["warmups"] += 1
                     clock.plan(warmup_seconds(scenario, settings))
+                    if (server.warmup_connections and pattern(scenario, run) == ("ab", False)
+                            and ("ab", False) not in patterns):  # its JIT's first connection-per-request load
+                        clock.plan(server.warmup_connections / JIT_WARMUP_RPS)
+                    patterns.add(pattern(scenario, run))
                 last_load = load_key(scenario, run, server)
                 counts["records"] += 1
                 counts["attempts"] += repeat_of[scenario.name]
@@ -215,6 +220,8 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                  "is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
     clock = Clock()
     counts = estimate(clock, wanted, scenarios, settings)
+    if scenarios and settings.remeasure_s:
+        clock.plan(settings.remeasure_s)  # measuring again what was still warming: usually spent
     say(f"order: {mode} ({why})")
     if scenarios:
         say(f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "

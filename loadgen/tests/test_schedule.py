@@ -108,7 +108,7 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
     counts = estimate(clock, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS)
     # per server: backend close and keep-alive (each warmed: the pattern changes), hello
     assert counts == {"servers": 2, "records": 6, "attempts": 18, "warmups": 6}
-    per_server = campaign.START_S + 3 * 2.5 * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
+    per_server = campaign.START_S + 3 * 3.5 * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
     assert clock.total == pytest.approx(2 * per_server)
     assert clock.status().startswith("run 0%, ~")
 
