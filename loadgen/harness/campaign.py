@@ -145,6 +145,9 @@ class Clock:
     def advance(self, estimated_s: float) -> None:
         self.done_estimate += estimated_s
 
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
     def remaining_s(self) -> float:
         left = max(self.total - self.done_estimate, 0.0)
         if self.done_estimate < 30:
@@ -220,8 +223,6 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                  "is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
     clock = Clock()
     counts = estimate(clock, wanted, scenarios, settings)
-    if scenarios and settings.remeasure_s:
-        clock.plan(settings.remeasure_s)  # measuring again what was still warming: usually spent
     say(f"order: {mode} ({why})")
     if scenarios:
         say(f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
@@ -242,7 +243,9 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             turns = Turns(session, targets) if len(targets) > 1 else None
             bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
                           idle_pids=_idle_pids(session, targets) if turns else None,
-                          remeasure_left_s=settings.remeasure_s)
+                          remeasure_left_s=settings.remeasure_s,
+                          budget_left=(lambda: settings.budget_s - clock.elapsed_s() - clock.remaining_s())
+                          if settings.budget_s else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
@@ -352,18 +355,21 @@ def remeasure(bench: Bench, clock: Clock, t: Target, scenario: Scenario, run: Ru
               attempts: list[Attempt], settings: Settings) -> dict | None:
     """Where `t`'s attempts climbed or fell beyond the noise (harness.trend, the rule of the warming and drifting
     flags) and the run's re-measuring time allows: a further warm-up until settled, then `repeat` attempts back to back
-    that replace `attempts` (the others sleep meanwhile). Returns what the record keeps of the first attempts, or
-    None when nothing was measured again."""
+    that replace `attempts` (the others sleep meanwhile); not the ceiling (never ranked, it keeps its flag), and not once
+    the campaign's time budget (`budget_s`) would be overrun by it with what is still planned. Returns
+    what the record keeps of the first attempts, or None when nothing was measured again."""
     rates = [a.rps for a in attempts if a.measured]
     found = trend.classify(rates, flags.TREND_TOLERANCE) if len(rates) >= 3 else None
-    if not found or not found.moving:
+    if not found or not found.moving or t.server.has_role("ceiling"):  # the ceiling is never ranked: flagged only
         return None
     label = f"  {t.name} {scenario.name} {run.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, {found.kind}"
     needed = (settings.warmup.window * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
               + repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
-    if needed > bench.remeasure_left_s:
-        say(f"{label}; not measured again ({bench.remeasure_left_s:.0f} s of the run's re-measuring time left, about "
-            f"{needed:.0f} s needed): flagged {found.kind}")
+    left = bench.remeasure_left_s if bench.budget_left is None else min(bench.remeasure_left_s, bench.budget_left())
+    if needed > left:
+        why = (f"{bench.remeasure_left_s:.0f} s of the run's re-measuring time left" if left == bench.remeasure_left_s
+               else f"{max(left, 0):.0f} s left in the run's time budget beyond what is still to measure")
+        say(f"{label}; not measured again ({why}, about {needed:.0f} s needed): flagged {found.kind}")
         return None
     say(f"{label}: warmed further and measured again")
     started = time.monotonic()

@@ -65,6 +65,7 @@ class Bench:
     turn: object = None  # callable(name): before `name` is loaded, the others go to sleep (campaign.Turns)
     warmed: set = field(default_factory=set)  # (server, connection pattern) warmed up once already in this campaign
     remeasure_left_s: float = 0.0  # what is left of the time for measuring again what was still warming
+    budget_left: object = None  # callable() -> seconds the campaign's budget leaves beyond what is still planned
     last_load: dict = field(default_factory=dict)  # name -> (load_key, "scenario run", last attempt's req/s)
     dead: dict = field(default_factory=dict)  # name -> why it died, for the servers that died in this campaign
 

@@ -44,6 +44,7 @@ class Settings:
     forced: bool = False  # REPEAT given: it wins over a scenario's own attempts
     steadiness: dict | None = None  # {"seconds", "window_s"}: the machine's CPU-speed probe before and after the run
     remeasure_s: float = 0.0  # time a campaign may spend warming further and measuring again what was still warming
+    budget_s: float | None = None  # the campaign's time budget: nothing is measured again once it would go past it
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,13 @@ def settings(profile: str, repeat: int | None = None, path: Path | None = None) 
         raise ScenarioError(f"{path.name} [settings.{profile}] steadiness = {steadiness!r}: give positive seconds and "
                             "window_s, e.g. {{ seconds = 20, window_s = 2 }}")
     try:
-        remeasure_s = table.get("remeasure_s", 0.0)
-        if not isinstance(remeasure_s, (int, float)) or isinstance(remeasure_s, bool) or remeasure_s < 0:
-            raise ScenarioError(f"{path.name} [settings.{profile}] remeasure_s = {remeasure_s!r}: give seconds (0 or more)")
+        times = {key: table.get(key) for key in ("remeasure_s", "budget_s")}
+        for key, value in times.items():
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0):
+                raise ScenarioError(f"{path.name} [settings.{profile}] {key} = {value!r}: give seconds (0 or more)")
         return Settings(repeat=count, warmup=Warmup(**table["warmup"]), forced=repeat is not None, steadiness=steadiness,
-                        remeasure_s=float(remeasure_s))
+                        remeasure_s=float(times["remeasure_s"] or 0.0),
+                        budget_s=None if times["budget_s"] is None else float(times["budget_s"]))
     except TypeError as exc:
         raise ScenarioError(f"{path.name} [settings.{profile}] warmup: {exc}") from None
 

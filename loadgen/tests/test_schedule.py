@@ -198,6 +198,27 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
     assert bench.remeasure_left_s < 100.0
 
 
+def test_the_run_budget_and_the_ceiling_are_not_measured_again(monkeypatch):
+    recorder = Recorder()
+    calls = recorder.calls
+    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+                        calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
+    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+                        calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))  # 1, 2, 3: climbing
+    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
+    close_only = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
+    # rust: re-measuring time left, but the run's budget is spent; nginx: the ceiling, never measured again
+    bench = campaign.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 5.0)
+    members = [campaign.Target(s, None) for s in servers("rust", "nginx")]
+    campaign.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
+    assert [c for c in calls if c[0] == "warm"] == [("warm", "rust", "close", True), ("warm", "nginx", "close", True)]
+    assert all(r.remeasured is None for r in recorder.records)
+    bench = campaign.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 500.0)
+    calls.clear()
+    campaign.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
+    assert [c[1] for c in calls if c[0] == "warm" and c[3] is False] == ["rust"]
+
+
 def test_without_time_left_a_climbing_record_is_kept_and_flagged(monkeypatch):
     recorder = Recorder()
     measure_backend(monkeypatch, recorder)  # attempts 1, 2, 3 climb; SETTINGS leaves no time to measure again
