@@ -36,7 +36,8 @@ SERVER_MEMORY_BYTES = 3 * 2**29  # 1.5 GiB
 MEMORY_RESERVE_BYTES = 2 * 2**30  # left to the tools, the harness and the system
 # For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here
 START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 3.5
-JIT_WARMUP_RPS = 4000.0  # a JVM's rate over its first connection-per-request climb (akka: 60,000 connections in ~16 s)
+JIT_WARMUP_RPS = 8000.0  # what a JVM's first connection-per-request climb adds, as connections a second (measured: akka
+#                          ~15 s for its 60,000 connections beyond the usual warm-up, finagle and socko ~6 s for 130,000+)
 ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
 
 
@@ -126,6 +127,13 @@ def warmup_seconds(scenario: Scenario, settings: Settings) -> float:
     return WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
 
 
+def jit_warmup_seconds(server: Server, scenario: Scenario, run: Run) -> float:
+    """What a JVM's first connection-per-request warm-up adds to the usual one (its manifest's warmup_connections)."""
+    if server.warmup_connections and pattern(scenario, run) == ("ab", False):
+        return server.warmup_connections / JIT_WARMUP_RPS
+    return 0.0
+
+
 @dataclass
 class Clock:
     """The run's estimated duration before it starts, and its remaining time as it goes (the estimate of what is left,
@@ -181,9 +189,8 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
                 if id(run) in warmed and load_key(scenario, run, server) != last_load:
                     counts["warmups"] += 1
                     clock.plan(warmup_seconds(scenario, settings))
-                    if (server.warmup_connections and pattern(scenario, run) == ("ab", False)
-                            and ("ab", False) not in patterns):  # its JIT's first connection-per-request load
-                        clock.plan(server.warmup_connections / JIT_WARMUP_RPS)
+                    if ("ab", False) not in patterns:
+                        clock.plan(jit_warmup_seconds(server, scenario, run))
                     patterns.add(pattern(scenario, run))
                 last_load = load_key(scenario, run, server)
                 counts["records"] += 1
@@ -322,7 +329,8 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 first = (t.name, pattern(scenario, run)) not in bench.warmed
                 bench.warmed.add((t.name, pattern(scenario, run)))
                 warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
-                clock.advance(warmup_seconds(scenario, settings))
+                clock.advance(warmup_seconds(scenario, settings) + (jit_warmup_seconds(t.server, scenario, run)
+                                                                    if first else 0.0))
         attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
         for n in range(1, repeat + 1):
             alive = [t for t in members if t.name not in bench.dead]
