@@ -75,5 +75,8 @@ def test_each_tool_measures_each_core_server_without_errors(session, tmp_path, n
     assert m.errors.total == 0
     assert m.requests == (2000 if tool == "ab" else 10 * 200 if tool == "httperf" else m.requests) and m.requests > 0
     assert m.rps > 0
-    assert outcome.samples["server"]["cpu_s"] > 0 and outcome.samples["loadgen"]["cpu_s"] > 0
+    # the kernel counts CPU time in 10 ms ticks: nginx can serve httperf's 2,000 requests within one tick and read
+    # 0.0 (CI, a fast day); the server is sampled (a figure, not None), the busier load generator used some
+    assert outcome.samples["server"]["cpu_s"] is not None and outcome.samples["server"]["cpu_s"] >= 0
+    assert outcome.samples["loadgen"]["cpu_s"] > 0
     assert outcome.raw[0].read_text()
