@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from harness import capacity, contract, flags, inventory, trend
+from harness import capacity, contract, flags, inventory
 from harness.console import fail, say, warn
 from harness.manifest import Server
-from harness.measurement import Bench, Target, aggregate, attempt, load_key, pattern, warm_from, warm_up
+from harness.measurement import (Bench, Target, aggregate, attempt, first_connections, load_key, pattern, warm_from,
+                                 warm_up)
 from harness.results import Attempt, Verification, Warmup
 from harness.runtime import RunningServer, RuntimeError_
 from harness.scenarios import Run, Scenario, Settings
@@ -36,8 +37,9 @@ SERVER_MEMORY_BYTES = 3 * 2**29  # 1.5 GiB
 MEMORY_RESERVE_BYTES = 2 * 2**30  # left to the tools, the harness and the system
 # For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here
 START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 3.5
-JIT_WARMUP_RPS = 8000.0  # what a JVM's first connection-per-request climb adds, as connections a second (measured: akka
-#                          ~15 s for its 60,000 connections beyond the usual warm-up, finagle and socko ~6 s for 130,000+)
+# what a JVM's first connection-per-request climb adds, as connections a second (measured: akka ~15 s for its 60,000
+# connections beyond the usual warm-up, finagle and socko ~6 s for 130,000 and more)
+JIT_WARMUP_RPS = 8000.0
 ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
 
 
@@ -128,10 +130,9 @@ def warmup_seconds(scenario: Scenario, settings: Settings) -> float:
 
 
 def jit_warmup_seconds(server: Server, scenario: Scenario, run: Run) -> float:
-    """What a JVM's first connection-per-request warm-up adds to the usual one (its manifest's warmup_connections)."""
-    if server.warmup_connections and pattern(scenario, run) == ("ab", False):
-        return server.warmup_connections / JIT_WARMUP_RPS
-    return 0.0
+    """What a server's first warm-up on a connection-per-request load adds to the usual one (measurement.
+    first_connections)."""
+    return first_connections(server, scenario, run) / JIT_WARMUP_RPS
 
 
 @dataclass
@@ -189,7 +190,7 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
                 if id(run) in warmed and load_key(scenario, run, server) != last_load:
                     counts["warmups"] += 1
                     clock.plan(warmup_seconds(scenario, settings))
-                    if ("ab", False) not in patterns:
+                    if pattern(scenario, run) not in patterns:  # its first warm-up on this pattern
                         clock.plan(jit_warmup_seconds(server, scenario, run))
                     patterns.add(pattern(scenario, run))
                 last_load = load_key(scenario, run, server)
@@ -366,17 +367,18 @@ def remeasure(bench: Bench, clock: Clock, t: Target, scenario: Scenario, run: Ru
     that replace `attempts` (the others sleep meanwhile); not the ceiling (never ranked, it keeps its flag), and not once
     the campaign's time budget (`budget_s`) would be overrun by it with what is still planned. Returns
     what the record keeps of the first attempts, or None when nothing was measured again."""
-    rates = [a.rps for a in attempts if a.measured]
-    found = trend.classify(rates, flags.TREND_TOLERANCE) if len(rates) >= 3 else None
+    found = flags.attempts_trend(attempts)
     if not found or not found.moving or t.server.has_role("ceiling"):  # the ceiling is never ranked: flagged only
         return None
-    label = f"  {t.name} {scenario.name} {run.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, {found.kind}"
+    rates = [a.rps for a in attempts if a.measured]
+    label = (f"  {t.name} {scenario.name} {run.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, "
+             f"{found.kind}")
     needed = (settings.warmup.window * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
               + repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
-    left = bench.remeasure_left_s if bench.budget_left is None else min(bench.remeasure_left_s, bench.budget_left())
-    if needed > left:
-        why = (f"{bench.remeasure_left_s:.0f} s of the run's re-measuring time left" if left == bench.remeasure_left_s
-               else f"{max(left, 0):.0f} s left in the run's time budget beyond what is still to measure")
+    budget = bench.budget_left() if bench.budget_left else math.inf
+    if needed > min(bench.remeasure_left_s, budget):
+        why = (f"{max(budget, 0):.0f} s left in the run's time budget beyond what is still to measure"
+               if budget < bench.remeasure_left_s else f"{bench.remeasure_left_s:.0f} s of the run's re-measuring time left")
         say(f"{label}; not measured again ({why}, about {needed:.0f} s needed): flagged {found.kind}")
         return None
     say(f"{label}: warmed further and measured again")

@@ -76,7 +76,8 @@ def targets(session: Session, requested: list[str], servers: dict[str, Server]) 
     return [servers[n] for n in servers if n in up] or list(servers.values())
 
 
-DEFAULT_TWIN = "node"  # the A/A control of `make bench`: a cheap warm-up, server-bound on some rows, loadgen-bound on others
+# the A/A control of `make bench`: a cheap warm-up, server-bound on some rows, loadgen-bound on others
+DEFAULT_TWIN = "node"
 
 
 def with_twin(servers: dict[str, Server], chosen: list[Server], name: str) -> list[Server]:

@@ -16,7 +16,7 @@ import statistics
 
 from harness import ranking, stats, trend
 from harness.manifest import UPSTREAM_PATH
-from harness.results import Flag, Record, Run, Summary, Verification
+from harness.results import Attempt, Flag, Record, Run, Summary, Verification
 
 LOADGEN_SATURATED = 0.90  # share of the load generator's CPUs (cpu_s / (duration * cores))
 SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator: not flagged
@@ -43,10 +43,10 @@ EXPLANATIONS = {
     "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) the upstream's own {UPSTREAM_PATH} at the "
                       "same load in the same run: the upstream is the limit, not the server, so the figure is a lower "
                       "bound of the server's (shown ≥)",
-    "warming": f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts agreeing on the direction): "
-               "the server was not yet warm; the median understates it",
-    "drifting": f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts agreeing on the direction): the "
-                "server or the machine slowed down during the measurement",
+    "warming": f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts "
+               "agreeing on the direction): the server was not yet warm; the median understates it",
+    "drifting": f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts agreeing on "
+                "the direction): the server or the machine slowed down during the measurement",
     "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
               f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the median; "
               "or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: it widens "
@@ -189,16 +189,17 @@ def _spread(summary: Summary) -> Flag | None:
     return None
 
 
-def attempts_trend(record: Record) -> trend.Trend | None:
-    """The trend of the measured attempts' req/s in the order they were taken (three attempts or more)."""
-    rates = [a.rps for a in record.attempts if a.measured]
+def attempts_trend(attempts: list[Attempt]) -> trend.Trend | None:
+    """The trend of the measured attempts' req/s in the order they were taken (three attempts or more): the rule of
+    the warming and drifting flags, and of measuring a record again (campaign.remeasure)."""
+    rates = [a.rps for a in attempts if a.measured]
     if len(rates) < 3:
         return None
     return trend.classify(rates, TREND_TOLERANCE)
 
 
 def _trend(record: Record) -> Flag | None:
-    found = attempts_trend(record)
+    found = attempts_trend(record.attempts)
     if not found or not found.moving:
         return None
     rates = " → ".join(stats.fmt_rate(a.rps) for a in record.attempts if a.measured)

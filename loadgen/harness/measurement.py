@@ -142,6 +142,13 @@ def pattern(scenario: Scenario, run: Run) -> tuple:
     return scenario.tool, bool(run.load.get("keepalive"))
 
 
+def first_connections(server: Server, scenario: Scenario, run: Run) -> int:
+    """The connections a server's first warm-up on this load must make (its manifest's `warmup_connections`, its
+    JIT's work on the accept path) where the warm-up load opens one per request (ab without -k); 0 elsewhere."""
+    own = scenario.warmup.run if scenario.warmup else run
+    return server.warmup_connections if scenario.warmup_tool == "ab" and not own.load.get("keepalive") else 0
+
+
 def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Warmup,
             first: bool = False) -> results.Warmup:
     """A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
@@ -171,8 +178,7 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     runs, steady, rate, made = [], False, None, 0
     unsized_s = run_s  # a run's length while no rate is known
     window = max(2, rule.window, scenario.warmup.min_runs if scenario.warmup else 2)
-    new_connections = tool_name == "ab" and not own.load.get("keepalive")
-    connections = target.server.warmup_connections if first and new_connections else 0
+    connections = first_connections(target.server, scenario, run) if first else 0
     max_runs = max(rule.max_runs, window)
     started = time.monotonic()
 

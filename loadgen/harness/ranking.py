@@ -2,8 +2,8 @@
 
 Who takes part: every record with a figure and an interval. Only a failure, errors, a failed contract (or an
 open-model step that did not hold its rate) keep a record out (`EXCLUDING`), and a single attempt (REPEAT=1), whose
-interval is one point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`, `warming` and `drifting` widen or explain the interval
-but the record is ordered through it.
+interval is one point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`,
+`warming` and `drifting` widen or explain the interval but the record is ordered through it.
 
 Two relations place B above A:
 - **by rate:** B's req/s interval lies wholly above A's (touching ends overlap). A figure limited by the load
@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from harness import stats
 from harness.results import Record
 
 EXCLUDING = frozenset({"failed", "contract-failed", "errors", "rate-not-held"})  # flags that keep a record out
@@ -49,19 +50,14 @@ def is_lower_bound(record: Record) -> bool:
 
 def rate_interval(record: Record) -> tuple[float, float] | None:
     """(low, high) of the req/s median's interval; high is ∞ for a lower bound."""
-    s = record.summary.rps if record.summary else None
-    if not s:
+    found = stats.interval(record.summary.rps if record.summary else None)
+    if not found:
         return None
-    ci = s.get("ci") or {"low": s["median"], "high": s["median"]}
-    return ci["low"], math.inf if is_lower_bound(record) else ci["high"]
+    return found[0], math.inf if is_lower_bound(record) else found[1]
 
 
 def cost_interval(record: Record) -> tuple[float, float] | None:
-    s = record.summary.cost_us if record.summary else None
-    if not s:
-        return None
-    ci = s.get("ci") or {"low": s["median"], "high": s["median"]}
-    return ci["low"], ci["high"]
+    return stats.interval(record.summary.cost_us if record.summary else None)
 
 
 def above_by_rate(b: Record, a: Record) -> bool:

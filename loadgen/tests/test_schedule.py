@@ -317,3 +317,23 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
         for proc in sleepers.values():
             proc.kill()
             proc.wait()
+
+
+def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_connections_and_the_clock_counts_them():
+    from harness.measurement import first_connections
+    from harness.scenarios import WarmupLoad
+
+    akka, rust = servers("akka", "rust")
+    close, keepalive = BACKEND.runs
+    assert akka.warmup_connections > 0 and rust.warmup_connections == 0
+    assert first_connections(akka, BACKEND, close) == akka.warmup_connections
+    assert first_connections(akka, BACKEND, keepalive) == 0 and first_connections(akka, HELLO, HELLO.runs[0]) == 0
+    assert first_connections(rust, BACKEND, close) == 0
+    # a scenario warmed by a load of its own (gatling-backend: ab on new connections) is judged by that load
+    own = Scenario("gatling-backend", "", "gatling", (("backend", "/backend"),), (Run("ramp", {"users": 10}),), None,
+                   warmup=WarmupLoad("ab", Run("warm-up", {"concurrency": 100, "duration_s": 1})))
+    assert first_connections(akka, own, own.runs[0]) == akka.warmup_connections
+    plain, jvm = Clock(), Clock()
+    estimate(plain, [rust], [BACKEND], SETTINGS)
+    estimate(jvm, [akka], [BACKEND], SETTINGS)
+    assert jvm.total - plain.total == pytest.approx(akka.warmup_connections / campaign.JIT_WARMUP_RPS)

@@ -32,7 +32,7 @@ class Group:
     ceiling: Record | None = None  # nginx's record in this group (hello, backend; /weather.json for weather)
     ranked: list[Standing] = field(default_factory=list)
     flagged: list[Record] = field(default_factory=list)  # kept out of the ranking
-    twins: tuple[Record, Record] | None = None  # the A/A control's two records in this group
+    twins: tuple[Record, Record] | None = None  # the A/A control in this group: (the twin's record, its server's)
 
     @property
     def by_cost(self) -> bool:
