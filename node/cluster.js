@@ -10,6 +10,8 @@ const http = require('node:http');
 const os = require('node:os');
 
 const host = process.env.HOST || '127.0.0.1';
+// Cleartext HTTP/2 (prior knowledge) on a port of its own, only when the harness sets H2C_PORT (CONTRACT.md).
+const h2cPort = Number.parseInt(process.env.H2C_PORT, 10) || null;
 
 // os.availableParallelism() honours the CPU affinity the harness pins us to; os.cpus() lists every core of the host.
 function workerCount() {
@@ -17,25 +19,30 @@ function workerCount() {
   return cores > 0 ? cores : os.availableParallelism();
 }
 
-/** Runs `handler` (a `(req, res)` request listener, e.g. an Express app) on every worker. */
-function runCluster({ name, defaultPort, handler }) {
+/**
+ * Runs `handler` (a `(req, res)` request listener, e.g. an Express app) on every worker. `createH2cServer`, when given,
+ * makes a worker's cleartext HTTP/2 server (not yet listening): with H2C_PORT set, every worker also listens with it.
+ */
+function runCluster({ name, defaultPort, handler, createH2cServer }) {
   const port = Number.parseInt(process.env.PORT, 10) || defaultPort;
+  const h2c = createH2cServer && h2cPort ? { port: h2cPort, createServer: createH2cServer } : null;
+  const listening = `listening on http://${host}:${port}` + (h2c ? `, h2c on http://${host}:${h2c.port}` : '');
   if (cluster.isPrimary && workerCount() === 1) {
-    runWorker(name, port, handler);
-    console.log(`${name}: node ${process.version}, one process (one core), listening on http://${host}:${port}`);
+    runWorker(name, port, handler, h2c);
+    console.log(`${name}: node ${process.version}, one process (one core), ${listening}`);
   } else if (cluster.isPrimary) {
-    runPrimary(name, port);
+    runPrimary(name, listening);
   } else {
-    runWorker(name, port, handler);
+    runWorker(name, port, handler, h2c);
   }
 }
 
 // The primary only accepts connections and hands them to the workers (Node's default round-robin scheduling on Linux).
-function runPrimary(name, port) {
+function runPrimary(name, listening) {
   const workers = workerCount();
   for (let i = 0; i < workers; i++) cluster.fork();
   cluster.once('listening', () => {
-    console.log(`${name}: node ${process.version}, ${workers} workers, listening on http://${host}:${port}`);
+    console.log(`${name}: node ${process.version}, ${workers} workers, ${listening}`);
   });
 
   let stopping = false;
@@ -54,7 +61,7 @@ function runPrimary(name, port) {
   });
 }
 
-function runWorker(name, port, handler) {
+function runWorker(name, port, handler, h2c) {
   const server = http.createServer(handler);
   // Node's default of 5 s drops keep-alive connections that sit idle briefly (say, behind a slow /fibonacci);
   // 65 s, like the nginx config.
@@ -63,6 +70,11 @@ function runWorker(name, port, handler) {
   server.on('clientError', respondToClientError(name));
   // Node's default backlog is 511; `ab -c 1000` opens its connections all at once. Same value as the nginx config.
   server.listen({ host, port, backlog: 4096 });
+  if (h2c) {
+    // Through the cluster primary like the HTTP/1.1 listener. No idle timeout to set: an HTTP/2 server has none by
+    // default. A client that does not open with the HTTP/2 preface gets a GOAWAY and the connection is closed.
+    h2c.createServer().listen({ host, port: h2c.port, backlog: 4096 });
+  }
   process.on('SIGTERM', () => process.exit(0));
 }
 

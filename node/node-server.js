@@ -1,6 +1,8 @@
 'use strict';
-// The contract (../CONTRACT.md) on Node's core http module: a switch on the path, no framework.
+// The contract (../CONTRACT.md) on Node's core http module: a switch on the path, no framework. The same handler
+// also serves cleartext HTTP/2 through the http2 module's compatibility API (req.url, res.writeHead, res.end).
 
+const http2 = require('node:http2');
 const { runCluster } = require('./cluster');
 const {
   FACTORIAL_MAX, FIBONACCI_MAX, parseParam, paramError, factorial, fibonacci, tweets, fetchWeather,
@@ -11,7 +13,7 @@ const TEXT = 'text/plain; charset=utf-8';
 const HTML = 'text/html; charset=utf-8';
 const JSON_TYPE = 'application/json';
 
-// Core http sends Date itself but no Server header.
+// Core http (and http2's compatibility API) sends Date itself but no Server header.
 function send(res, status, contentType, body) {
   res.writeHead(status, {
     'Content-Type': contentType,
@@ -71,4 +73,6 @@ function handle(req, res) {
   }
 }
 
-runCluster({ name: NAME, defaultPort: 8080, handler: handle });
+// h2c: HTTP/2 with prior knowledge, on H2C_PORT (when set). Node's http2 server speaks only HTTP/2, so it cannot share
+// PORT with the HTTP/1.1 server: a port of its own, as for every server in this repository.
+runCluster({ name: NAME, defaultPort: 8080, handler: handle, createH2cServer: () => http2.createServer(handle) });

@@ -46,6 +46,9 @@ class Server:
     # its first warm-up on connection-per-request load runs until at least this many connections were made (its JIT's
     # work on the accept path, measured per family; 0: the trend test alone decides)
     warmup_connections: int = 0
+    # cleartext HTTP/2 (prior knowledge): the port it listens on for h2c when started with H2C_PORT; None: it speaks
+    # HTTP/1.1 only (CONTRACT.md, "HTTP/2")
+    h2c_port: int | None = None
     twin_of: str | None = None  # the A/A control: this is `twin_of` under a second name (it answers /id as that one)
 
     @property
@@ -129,6 +132,7 @@ FIELDS = {
     "roles": (f"a list of {sorted(ROLES)}", lambda v: _strings(v) and set(v) <= set(ROLES)),
     "upstream_document": ("a string (a file in the server's folder)", lambda v: isinstance(v, str)),
     "warmup_connections": ("a non-negative integer (connections)", lambda v: _is_int(v) and v >= 0),
+    "h2c_port": ("an integer from 1 to 65535", lambda v: _is_int(v) and 1 <= v <= 65535),
 }
 REQUIRED = ("name", "port", "routes", "run")
 
@@ -175,6 +179,7 @@ def _server(table: dict, folder: Path, source: Path) -> Server:
         roles=tuple(roles),
         upstream_document=folder / document if document else None,
         warmup_connections=table.get("warmup_connections", 0),
+        h2c_port=table.get("h2c_port"),
     )
 
 

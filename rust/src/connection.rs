@@ -16,6 +16,8 @@ const MAX_HEADERS: usize = 32;
 /// A request head (or an unread pipelined backlog) larger than this is refused and the connection closed.
 const MAX_BUFFERED_REQUEST: usize = 64 * 1024;
 const READ_CHUNK: usize = 8 * 1024;
+/// The Server header of every response, HTTP/1.x here and HTTP/2 in h2c.rs.
+pub const SERVER: &str = "rust-tokio";
 
 pub enum Status {
     Ok,
@@ -165,7 +167,9 @@ fn persistence(version: Option<u8>, headers: &[httparse::Header]) -> Persistence
 fn write_response(out: &mut Vec<u8>, response: &Response, persistence: Persistence) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(response.status.line());
-    out.extend_from_slice(b"\r\nServer: rust-tokio\r\nDate: ");
+    out.extend_from_slice(b"\r\nServer: ");
+    out.extend_from_slice(SERVER.as_bytes());
+    out.extend_from_slice(b"\r\nDate: ");
     date::append_to(out);
     out.extend_from_slice(b"\r\nContent-Type: ");
     out.extend_from_slice(response.content_type.as_bytes());

@@ -8,12 +8,17 @@
 //! TechEmpower runs (tokio-proto's `TcpServer::threads(n)` is one reactor + SO_REUSEPORT socket per thread).
 //! The price, an event loop that cannot shed load to its neighbours, matters only for CPU-heavy requests,
 //! which /fibonacci moves off the event loops (see routes.rs).
+//!
+//! With H2C_PORT set, every event loop also accepts cleartext HTTP/2 (prior knowledge) from its own SO_REUSEPORT
+//! socket on that port, served by hyper on the same runtime (h2c.rs).
 
 mod connection;
 mod date;
+mod h2c;
 mod routes;
 mod weather;
 
+use std::future::Future;
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
@@ -31,6 +36,8 @@ const LISTEN_BACKLOG: i32 = 4096;
 
 struct Config {
     addr: SocketAddr,
+    /// HOST:H2C_PORT when the harness sets H2C_PORT: cleartext HTTP/2 (h2c.rs).
+    h2c_addr: Option<SocketAddr>,
     cores: usize,
     upstream_url: Uri,
 }
@@ -44,6 +51,9 @@ impl Config {
             .ok()
             .and_then(|mut addrs| addrs.next())
             .ok_or_else(|| format!("cannot resolve HOST {host:?}"))?;
+        // Unset (or 0): no h2c listener.
+        let h2c_port: u16 = parse_env("H2C_PORT", 0)?;
+        let h2c_addr = (h2c_port != 0).then(|| SocketAddr::new(addr.ip(), h2c_port));
         // Default: the CPUs this process may run on (available_parallelism honours the affinity mask).
         let default_cores = thread::available_parallelism().map_or(1, |n| n.get());
         let cores = parse_env("SERVER_CORES", default_cores)?.max(1);
@@ -55,6 +65,7 @@ impl Config {
             .ok_or_else(|| format!("UPSTREAM_URL must be an http:// URL, got {upstream_url:?}"))?;
         Ok(Config {
             addr,
+            h2c_addr,
             cores,
             upstream_url,
         })
@@ -98,19 +109,31 @@ fn run() -> Result<(), String> {
         .block_on(async { ShutdownSignals::register() })
         .map_err(|e| format!("cannot register signal handlers: {e}"))?;
 
-    ensure_port_free(config.addr).map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+    let cannot_listen =
+        |addr: SocketAddr| move |e: io::Error| format!("cannot listen on {addr}: {e}");
+    ensure_port_free(config.addr).map_err(cannot_listen(config.addr))?;
+    if let Some(h2c_addr) = config.h2c_addr {
+        ensure_port_free(h2c_addr).map_err(cannot_listen(h2c_addr))?;
+    }
     for worker in 0..config.cores {
         // Bind every socket here so that a taken port fails start-up instead of a worker thread.
-        let listener = bind_reuseport(config.addr)
-            .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+        let listener = bind_reuseport(config.addr).map_err(cannot_listen(config.addr))?;
+        let h2c_listener = config
+            .h2c_addr
+            .map(|addr| bind_reuseport(addr).map_err(cannot_listen(addr)))
+            .transpose()?;
         let upstream_url = config.upstream_url.clone();
         thread::Builder::new()
             .name(format!("event-loop-{worker}"))
-            .spawn(move || run_event_loop(listener, upstream_url))
+            .spawn(move || run_event_loop(listener, h2c_listener, upstream_url))
             .map_err(|e| format!("cannot start an event loop thread: {e}"))?;
     }
+    let h2c = match config.h2c_addr {
+        Some(addr) => format!(", h2c on http://{addr}"),
+        None => String::new(),
+    };
     println!(
-        "rust-server listening on http://{} with {} event loop(s), upstream {}",
+        "rust-server listening on http://{}{h2c} with {} event loop(s), upstream {}",
         config.addr, config.cores, config.upstream_url
     );
 
@@ -140,7 +163,7 @@ fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
     Ok(socket.into())
 }
 
-fn run_event_loop(listener: TcpListener, upstream_url: Uri) {
+fn run_event_loop(listener: TcpListener, h2c_listener: Option<TcpListener>, upstream_url: Uri) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // /fibonacci runs on this runtime's blocking pool. One thread per event loop caps the
@@ -150,25 +173,38 @@ fn run_event_loop(listener: TcpListener, upstream_url: Uri) {
         .build()
         .expect("cannot build the event loop runtime");
     runtime.block_on(async move {
-        let listener =
-            tokio::net::TcpListener::from_std(listener).expect("cannot register the listener");
+        // One App (one upstream pool) per event loop, shared by its HTTP/1.1 and HTTP/2 connections.
         let app = routes::App::new(weather::Upstream::new(upstream_url));
         tokio::spawn(date::refresh_every_second());
-        loop {
-            match listener.accept().await {
-                Ok((stream, _peer)) => {
-                    // Responses go out in one write per batch: nothing to gain from Nagle, only delay.
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection::serve(stream, app.clone()));
-                }
-                Err(error) => {
-                    // Typically EMFILE under a connection storm: back off instead of spinning.
-                    eprintln!("rust-server: accept failed: {error}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+        if let Some(h2c_listener) = h2c_listener {
+            tokio::spawn(accept_loop(h2c_listener, app.clone(), h2c::serve));
+        }
+        accept_loop(listener, app, connection::serve).await
+    })
+}
+
+/// Accepts connections for ever, each served by `serve` as a task of this event loop.
+async fn accept_loop<F, Fut>(listener: TcpListener, app: routes::App, serve: F)
+where
+    F: Fn(tokio::net::TcpStream, routes::App) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener =
+        tokio::net::TcpListener::from_std(listener).expect("cannot register the listener");
+    loop {
+        match listener.accept().await {
+            Ok((stream, _peer)) => {
+                // Responses go out in one write per batch: nothing to gain from Nagle, only delay.
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(serve(stream, app.clone()));
+            }
+            Err(error) => {
+                // Typically EMFILE under a connection storm: back off instead of spinning.
+                eprintln!("rust-server: accept failed: {error}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
-    })
+    }
 }
 
 struct ShutdownSignals {

@@ -7,7 +7,7 @@ import scala.concurrent.{ExecutionContext, Future}
 import scala.util.{Failure, Success}
 
 import akka.actor.ActorSystem
-import akka.http.scaladsl.Http
+import akka.http.scaladsl.{Http, ServerBuilder}
 import akka.http.scaladsl.marshallers.sprayjson.SprayJsonSupport._
 import akka.http.scaladsl.model._
 import akka.http.scaladsl.server.Directives._
@@ -26,15 +26,31 @@ object AkkaServer {
     // the default dispatcher and fibonacci-dispatcher sized to the CPUs the server is pinned to
     implicit val system: ActorSystem = ActorSystem("akka-server",
       ConfigFactory.parseString(env.coreSizedDispatchers("akka")).withFallback(ConfigFactory.load()))
-    import system.dispatcher
 
-    Http().newServerAt(host, port).bind(new AkkaServer(Uri(env.upstreamUrl)).route).onComplete {
+    val route = new AkkaServer(Uri(env.upstreamUrl)).route
+    serve(Http().newServerAt(host, port), route, s"$host:$port", env.listening("akka"))
+
+    // H2C_PORT set (CONTRACT.md): the same route (same counter, same upstream pool) also speaks cleartext HTTP/2
+    // with prior knowledge on a port of its own. HTTP/2 is switched on for that binding only: the global
+    // akka.http.server.preview.enable-http2 would also put the HTTP/1.1 port behind a protocol switch that sniffs
+    // every new connection for the HTTP/2 preface. No extra artifact: HTTP/2 is part of akka-http-core.
+    sys.env.get("H2C_PORT").map(_.toInt).foreach { h2cPort =>
+      val h2c = Http().newServerAt(host, h2cPort)
+        .adaptSettings(s => s.withPreviewServerSettings(s.previewServerSettings.withEnableHttp2(true)))
+      serve(h2c, route, s"$host:$h2cPort", s"akka h2c (HTTP/2 prior knowledge) listening on http://$host:$h2cPort/")
+    }
+  }
+
+  /** Binds with the asynchronous handler: HTTP/2 is served only by `bind`, never by `bindFlow`. */
+  private def serve(server: ServerBuilder, route: Route, address: String, listening: String)(implicit system: ActorSystem): Unit = {
+    import system.dispatcher
+    server.bind(route).onComplete {
       case Success(binding) =>
         // SIGTERM runs coordinated shutdown (a JVM shutdown hook): stop accepting, let in-flight requests finish
         binding.addToCoordinatedShutdown(hardTerminationDeadline = 3.seconds)
-        println(env.listening("akka"))
+        println(listening)
       case Failure(e) =>
-        System.err.println(s"akka: cannot bind $host:$port: $e")
+        System.err.println(s"akka: cannot bind $address: $e")
         system.terminate()
     }
   }

@@ -6,7 +6,7 @@ import com.twitter.finagle.Http
 import com.twitter.finagle.server.Listener
 import com.twitter.finagle.stats.NullStatsReceiver
 import com.twitter.finagle.tracing.NullTracer
-import com.twitter.util.{Await, Duration, FuturePool}
+import com.twitter.util.{Await, Closable, Duration, FuturePool}
 import java.net.{InetSocketAddress, URI}
 import java.util.concurrent.Executors
 
@@ -38,21 +38,37 @@ object FinagleServer {
       .newService(s"${upstreamUrl.getHost}:${portOf(upstreamUrl)}", "upstream")
     val weather = new WeatherClient(upstream, upstreamUrl)
 
-    val server = Http.server
-      .withLabel("finagle")
+    val service = ServerHeaders.andThen(new Routes(weather, cpuPool))
+    val serverBase = Http.server
       .withStatsReceiver(NullStatsReceiver)
       .withTracer(NullTracer)
-      .withNoHttp2          // the contract is HTTP/1.x: no h2c upgrade handler in the pipeline
       .withCompressionLevel(0) // no gzip handler: the contract's responses are tiny and clients ask none
       // accept-queue length, room for ab's 1000-connection burst (Linux caps it at net.core.somaxconn)
       .configured(Listener.Backlog(Some(4096)))
-      .serve(new InetSocketAddress(host, port), ServerHeaders.andThen(new Routes(weather, cpuPool)))
+
+    val server = serverBase
+      .withLabel("finagle")
+      .withNoHttp2 // the contract is HTTP/1.x: no h2c upgrade handler in the pipeline
+      .serve(new InetSocketAddress(host, port), service)
 
     println(env.listening("finagle"))
 
+    // H2C_PORT set (CONTRACT.md): a second server on its own port, the same service (routes, counter, upstream
+    // client), with HTTP/2. On a cleartext port Finagle's HTTP/2 server takes the connection preface (prior
+    // knowledge) as well as the h2c Upgrade; the HTTP/1.1 port above keeps withNoHttp2, so none of its connections
+    // go through the preface check.
+    val h2cServer = sys.env.get("H2C_PORT").map(_.toInt).map { h2cPort =>
+      val h2c = serverBase
+        .withLabel("finagle-h2c")
+        .withHttp2
+        .serve(new InetSocketAddress(host, h2cPort), service)
+      println(s"finagle h2c (HTTP/2 prior knowledge) listening on http://$host:$h2cPort/")
+      h2c
+    }
+
     // SIGTERM runs the shutdown hooks, then the JVM exits: stop accepting, give in-flight requests a moment.
     sys.addShutdownHook {
-      Await.ready(server.close(Duration.fromSeconds(2)))
+      Await.ready(Closable.all(server +: h2cServer.toSeq: _*).close(Duration.fromSeconds(2)))
       Await.ready(upstream.close())
     }
     Await.ready(server)

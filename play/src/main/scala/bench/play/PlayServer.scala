@@ -4,7 +4,7 @@ import bench.contract.ServerEnv
 import java.net.URI
 import play.api.{Configuration, Environment, Mode}
 import play.api.routing.Router
-import play.core.server.{DefaultPekkoHttpServerComponents, ServerConfig}
+import play.core.server.{DefaultPekkoHttpServerComponents, PekkoHttpServer, ServerConfig}
 
 /**
  * The benchmark contract (CONTRACT.md) on Play 3.0, embedded as a library: DefaultPekkoHttpServerComponents wires
@@ -44,5 +44,20 @@ object PlayServer {
     // Starts the application and binds. SIGTERM runs Pekko's CoordinatedShutdown hook, which unbinds and stops.
     components.server
     println(serverEnv.listening("play"))
+
+    // H2C_PORT set (CONTRACT.md): cleartext HTTP/2 with prior knowledge on a port of its own. Play binds one plain
+    // port per server, and play.server.pekko.http2.enabled (what sbt's PlayPekkoHttp2Support plugin sets) switches
+    // HTTP/2 on for all of a server's bindings, which would put the HTTP/1.1 port behind a protocol switch that
+    // sniffs every new connection for the HTTP/2 preface. So a second Play server, Play's own PekkoHttpServer
+    // started the documented way (fromApplication), serves the same application (same router, counter, upstream
+    // pool and actor system) with HTTP/2 on; on a cleartext port Pekko HTTP then accepts prior knowledge.
+    sys.env.get("H2C_PORT").map(_.toInt).foreach { h2cPort =>
+      val h2cConfig = Configuration("play.server.pekko.http2.enabled" -> true).withFallback(config)
+      PekkoHttpServer.fromApplication(
+        components.application,
+        ServerConfig(port = Some(h2cPort), address = host, mode = Mode.Prod).copy(configuration = h2cConfig)
+      )
+      println(s"play h2c (HTTP/2 prior knowledge) listening on http://$host:$h2cPort/")
+    }
   }
 }
