@@ -343,21 +343,36 @@ def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenari
                 attempts[t.name].append(attempt(bench, t, scenario, run, n, repeat, warmups[t.name].rate,
                                                 (position, len(turn)) if len(turn) > 1 else None))
                 clock.advance(attempt_seconds(run) + ATTEMPT_OVERHEAD_S)
-        remeasured = {t.name: remeasure(bench, clock, t, scenario, run, repeat, attempts[t.name], settings)
-                      for t in members if t.name not in bench.dead}
+                if n < repeat:  # an interrupt loses no attempt (the last one's record is written just below)
+                    keep(bench, t, scenario, run, attempts[t.name], warmups[t.name], repeat)
+        for t in members:  # complete now (a server that died has its failure): what remeasure does is added after
+            keep(bench, t, scenario, run, attempts[t.name], warmups[t.name], repeat, complete=True)
+        for t in members:
+            if t.name not in bench.dead:
+                again = remeasure(bench, clock, t, scenario, run, repeat, attempts[t.name], settings)
+                if again:
+                    keep(bench, t, scenario, run, attempts[t.name], warmups[t.name], repeat, again, complete=True)
         for t in members:
             measured = [a for a in attempts[t.name] if a.measured]
             bench.last_load[t.name] = (load_key(scenario, run, t.server), f"{scenario.name} {run.label}",
                                        measured[-1].rps if measured else warmups[t.name].rate)
-            record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts[t.name], warmups[t.name],
-                               bench.session.runtime.name, bench.round_no)
-            record.remeasured = remeasured.get(t.name)
-            if not attempts[t.name]:
-                record.failed = f"the server died before its first attempt: {bench.dead[t.name]}"
-            bench.store.add_record(record)
         evaluate_flags(bench.store)
     if any(r.rate_share for r in scenario.runs):
         record_capacity(bench.store, bench.store.run.conditions.get("slo_p99_ms") or capacity.slo_from_env())
+
+
+def keep(bench: Bench, t: Target, scenario: Scenario, run: Run, attempts: list[Attempt], warmup: Warmup, repeat: int,
+         remeasured: dict | None = None, complete: bool = False) -> None:
+    """`t`'s record of `run` with the attempts taken so far, written to results.json (in place of the one written after
+    its previous attempt): a record is kept from its first attempt on, marked incomplete until all were taken."""
+    record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts, warmup,
+                       bench.session.runtime.name, bench.round_no)
+    record.remeasured = remeasured
+    if not attempts:
+        record.failed = f"the server died before its first attempt: {bench.dead.get(t.name, 'it was gone')}"
+    elif not complete and len(attempts) < repeat:
+        record.incomplete = f"{len(attempts)} of {repeat} attempts: the run ended before the rest"
+    bench.store.put_record(record)
 
 
 def remeasure(bench: Bench, clock: Clock, t: Target, scenario: Scenario, run: Run, repeat: int,

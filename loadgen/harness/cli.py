@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 from contextlib import nullcontext
 
-from harness import capacity, compare, flags, hosts, overhead, steadiness
+from harness import capacity, compare, flags, hosts, interrupt, overhead, steadiness
 from harness import scenarios as scenario_data
 from harness.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.console import fail, say, warn
 from harness.cpus import CpuPlanError, plan_from_env
+from harness.host import allow_open_files
 from harness.hosts import HostsError
 from harness.lifecycle import finish_run, open_run
 from harness.lock import HarnessBusy, one_command_at_a_time
@@ -213,11 +213,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # SIGTERM (CI, a supervisor) unwinds like Ctrl-C, so every started server and tool is stopped
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    # Ctrl-C stops what this command started even where SIGINT came in ignored (a shell without job control starts
-    # background commands that way, and Python then installs no KeyboardInterrupt of its own)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Ctrl-C, and SIGTERM (CI, a supervisor), unwind the command: every server and tool it started is stopped
+    interrupt.install()
+    allow_open_files()
     try:
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args)

@@ -20,7 +20,7 @@ from harness.console import console, fail, say
 from harness.report import write_report
 from harness.report.model import cost_text, rps_text
 from harness.results import Record, ResultsError, Run
-from harness.stats import Change, fmt_ms, fmt_rate
+from harness.stats import Change, fmt_ms
 from harness.store import RESULTS
 
 

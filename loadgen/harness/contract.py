@@ -7,6 +7,7 @@ import socket
 import sys
 from dataclasses import dataclass, field
 
+from harness import interrupt
 from harness.httpclient import Connection, HttpError, Response, request_bytes
 
 HELLO = "Hello World"
@@ -52,6 +53,7 @@ class Checker:
         self.report = Report(name)
 
     def get(self, path: str) -> Response | None:
+        interrupt.check()  # a verification is many requests: a lost Ctrl-C ends it between two
         try:
             with Connection(self.host, self.port) as conn:
                 conn.send(request_bytes(path))

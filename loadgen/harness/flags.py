@@ -32,6 +32,8 @@ UPSTREAM_SCENARIO = "weather"
 # Each flag's explanation, in the order flags are reported: the one place it is written (the report's legend reads it).
 EXPLANATIONS = {
     "failed": "an attempt produced no measurement",
+    "incomplete": "the run ended (interrupted) before all of the record's attempts were taken: what was measured is "
+                  "kept, but too few attempts to order it against the others",
     "contract-failed": "the server failed (or was not given) this run's contract verification",
     "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
     "loadgen-saturated": f"the load generator used ≥ {LOADGEN_SATURATED:.0%} of its CPUs while the server used less "
@@ -230,10 +232,15 @@ def _failed(record: Record) -> Flag | None:
     return None
 
 
+def _incomplete(record: Record) -> Flag | None:
+    return Flag("incomplete", record.incomplete) if record.incomplete else None
+
+
 def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], verification: dict[str, Verification] | None) -> list[Flag]:
     """The record's flags in the reported order; `record.summary` must be set (evaluate sets it)."""
     found = [
         _failed(record),
+        _incomplete(record),
         _contract(record, verification),
         _errors(record),
         _saturated(record),

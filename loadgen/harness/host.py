@@ -4,7 +4,6 @@ pinning a child to CPUs, a process's start time, a server's version as this host
 A leaf: the runtimes, the preflight checks and the run's conditions all read these, and it imports none of them."""
 from __future__ import annotations
 
-import os
 import resource
 import socket
 import subprocess
@@ -12,6 +11,7 @@ import time
 
 import psutil
 
+from harness import interrupt
 from harness.manifest import REPO, Server
 
 
@@ -37,15 +37,20 @@ def port_owner(host: str, port: int) -> str | None:
     return "another process"
 
 
-def pinned_child_setup(cpus: list[int]):
-    """preexec_fn for children: pin to `cpus` and allow as many open files as the hard limit permits."""
+def pinned(argv: list[str], cpus) -> list[str]:
+    """`argv` run pinned to `cpus` from its first instruction (a JVM sizes its pools from the CPUs it may use at
+    start): through taskset, which sets the affinity and execs, so the pid is the program's. Not a preexec_fn: Python
+    documents those as unsafe beside threads (the samplers'), and a Ctrl-C that lands in its at-fork handlers is
+    printed as ignored and lost."""
+    return ["taskset", "-c", ",".join(str(c) for c in sorted(cpus)), *argv]
 
-    def setup() -> None:
-        os.sched_setaffinity(0, cpus)
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+def allow_open_files() -> None:
+    """The soft open-file limit raised to the hard one, for this process and every child it starts (ab and wrk hold a
+    descriptor per connection; the servers one per client)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-    return setup
 
 
 def process_create_time(pid: int) -> float | None:
@@ -70,10 +75,14 @@ def server_version(server: Server) -> str:
     return " ".join(shell_output(server.version, server.folder).split()) if server.version else "unknown"
 
 
-def wait_until(predicate, timeout_s: float, interval_s: float = 0.1) -> bool:
+def wait_until(predicate, timeout_s: float, interval_s: float = 0.1, interruptible: bool = False) -> bool:
+    """Whether `predicate` became true within `timeout_s`. `interruptible`: a Ctrl-C whose exception was lost still
+    ends the wait (harness.interrupt); clean-up waits are not."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
             return True
+        if interruptible:
+            interrupt.check()
         time.sleep(interval_s)
     return predicate()

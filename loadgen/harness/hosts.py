@@ -139,6 +139,7 @@ class Engine:
 
 
 PROBE_TIMEOUT_S = 30  # an ssh:// endpoint opens an ssh connection first
+SEND_TIMEOUT_S = 1800  # an image sent with docker save | docker load: a JVM server's is ~400 MB
 
 
 def docker_args(h: Host) -> list[str]:
@@ -229,8 +230,14 @@ def send_image(image: str, h: Host) -> bool:
     if image_id(image, h) == local:
         return False
     save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    load = subprocess.run(["docker", *docker_args(h), "load", "--quiet"], stdin=save.stdout, capture_output=True,
-                          text=True)
+    try:
+        load = subprocess.run(["docker", *docker_args(h), "load", "--quiet"], stdin=save.stdout, capture_output=True,
+                              text=True, timeout=SEND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        save.kill()
+        save.wait()
+        raise HostsError(f"sending {image} to {h.role} ({h.endpoint}) took longer than {SEND_TIMEOUT_S} s: is the "
+                         "connection to that host alive?") from None
     save.stdout.close()
     save_err = save.stderr.read().decode(errors="replace").strip()
     if save.wait() != 0 or load.returncode != 0:

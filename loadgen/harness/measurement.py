@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness import httpclient, results, trend
+from harness import httpclient, interrupt, results, trend
 from harness.console import fail, say, warn
 from harness.manifest import Server
 from harness.result import Errors
@@ -165,6 +165,7 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     if bench.turn:  # in interleaved rounds the server may be asleep (SIGSTOP): the primer would wait out its timeout
         bench.turn(target.name)
     for _ in range(PRIMER_REQUESTS):
+        interrupt.check()
         try:
             httpclient.get(target.running.host, target.running.port, path, timeout=60)
         except (OSError, httpclient.HttpError):
@@ -187,6 +188,7 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
 
     while (len(runs) < max_runs and not enough() and target.name not in bench.dead
            and (len(runs) < window or time.monotonic() - started < rule.max_s)):
+        interrupt.check()
         n = len(runs) + 1
         spec = tool.sized(base, run_s if rate else unsized_s, rate)
         outcome = bench.load(target, tool_name, spec, f"warmup/{target.name}-{scenario.name}-{run.label}-{n}",
@@ -230,6 +232,7 @@ def attempt_spec(scenario: Scenario, run: Run, url: str, warm_rate: float | None
 def attempt(bench: Bench, target: Target, scenario: Scenario, run: Run, n: int, repeat: int, warm_rate: float | None,
             round_position: tuple[int, int] | None = None) -> Attempt:
     """One measured attempt, recorded; `round_position` = (position, servers) in an interleaved round."""
+    interrupt.check()
     url = target.running.base_url + scenario.path_for(target.server)
     label = f"{target.name} {scenario.name} {run.label}" + (f" #{n}" if repeat > 1 else "")
     started = time.time()

@@ -1,8 +1,8 @@
 """The one ordering rule: which server of a group is above which, from intervals, and the ranks that follow.
 
 Who takes part: every record with a figure and an interval. Only a failure, errors, a failed contract (or an
-open-model step that did not hold its rate) keep a record out (`EXCLUDING`), and a single attempt (REPEAT=1), whose
-interval is one point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`,
+open-model step that did not hold its rate, or a record the run ended before it was complete) keep a record out
+(`EXCLUDING`), and a single attempt (REPEAT=1), whose interval is one point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`,
 `warming` and `drifting` widen or explain the interval but the record is ordered through it.
 
 Two relations place B above A:
@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from harness import stats
 from harness.results import Record
 
-EXCLUDING = frozenset({"failed", "contract-failed", "errors", "rate-not-held"})  # flags that keep a record out
+# flags that keep a record out (an incomplete record's few attempts would not keep the 19-in-20 promise)
+EXCLUDING = frozenset({"failed", "incomplete", "contract-failed", "errors", "rate-not-held"})
 LOWER_BOUND = frozenset({"loadgen-saturated", "upstream-limit"})  # flags that make the req/s figure a lower bound
 EQUAL_RATE = 0.05  # rates within 5 % count as equal for the cost relation (the machine's own noise)
 

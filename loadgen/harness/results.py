@@ -228,6 +228,14 @@ class Record:
     # measured again after its first attempts climbed or fell (campaign.remeasure): {"why", "first_attempts" (their
     # req/s), "warmup" (the further warm-up)}; written only when present
     remeasured: dict | None = None
+    # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
+    # its first attempt on and carries this until its last is done; written only when present
+    incomplete: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What tells one record of a run from another."""
+        return self.server, self.scenario, self.run, self.runtime, self.round
 
     @property
     def label(self) -> str:
@@ -253,7 +261,7 @@ class Record:
             summary=Summary.from_dict(d["summary"]) if d.get("summary") else None,
             samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
             flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
-            details=d.get("details") or {}, remeasured=d.get("remeasured"))
+            details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"))
 
     def to_dict(self) -> dict:
         out = {
@@ -271,6 +279,8 @@ class Record:
             out["details"] = self.details
         if self.remeasured:
             out["remeasured"] = self.remeasured
+        if self.incomplete:
+            out["incomplete"] = self.incomplete
         return out
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness import interrupt
 from harness.console import console
 from harness.preflight import tool_processes
 from harness.result import Measurement, merge
@@ -102,10 +103,8 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     deadline = deadline_s(spec, expected_rps)
     stopped = False
     procs: list[subprocess.Popen] = []
-    samplers = {"server": runtime.sampler(server, server_cores),
-                "loadgen": runtime.tool_sampler(lambda: _tree(procs), cpus)}
-    if idle_pids:  # what the sleeping servers take from the measured one's CPUs meanwhile
-        samplers["idle_servers"] = ProcessSampler(idle_pids, server_cores)
+    samplers = {}
+    sampling_failed = None
     children_cpu_before = _children_cpu_s()
     # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
     # off the server's (threads inherit this thread's affinity when they start); restored afterwards. (With HOSTS the
@@ -113,7 +112,15 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     affinity_before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, (set(cpus) & affinity_before) or affinity_before)
     try:
-        _together(sampler.start for sampler in samplers.values())
+        try:
+            samplers = {"server": runtime.sampler(server, server_cores),
+                        "loadgen": runtime.tool_sampler(lambda: _tree(procs), cpus)}
+            if idle_pids:  # what the sleeping servers take from the measured one's CPUs meanwhile
+                samplers["idle_servers"] = ProcessSampler(idle_pids, server_cores)
+            _together(sampler.start for sampler in samplers.values())
+        except Exception as exc:  # noqa: BLE001 - an engine's error, a process gone: this attempt is lost, not the run
+            outcome.failure = f"the CPU sampling could not start, so the load was not run: {_what(exc)}"
+            return outcome
         for scratch in scratches:
             scratch.mkdir(parents=True, exist_ok=True)
             argv = tool.command(part_spec, scratch)
@@ -124,10 +131,14 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
         stopped = _wait(procs, tool_name, part_spec, outcome.raw, label, status, deadline)
         for proc in procs:
             proc.wait()
-        outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
-        # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's last moments.
-        exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
-        outcome.samples["loadgen"] = samplers["loadgen"].result(exact)
+        try:
+            outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
+            # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's
+            # last moments.
+            exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
+            outcome.samples["loadgen"] = samplers["loadgen"].result(exact)
+        except Exception as exc:  # noqa: BLE001 - the load ran, but its CPU figures are lost: so is the attempt
+            sampling_failed = f"the CPU sampling failed at the load's end: {_what(exc)}"
     finally:
         os.sched_setaffinity(0, affinity_before)
         for sampler in samplers.values():
@@ -147,9 +158,18 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
             outcome.failure = "no request completed"
     except ToolFailed as exc:
         outcome.failure = str(exc)
+    except Exception as exc:  # noqa: BLE001 - output the parser did not foresee costs this attempt, kept with its raw
+        outcome.failure = (f"{tool_name}'s output could not be read ({_what(exc)}); it is kept in "
+                           + ", ".join(str(p) for p in outcome.raw))
+    if sampling_failed:
+        outcome.failure = sampling_failed
     if stopped:
         _note_stopped(outcome, spec, deadline)
     return outcome
+
+
+def _what(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
@@ -179,6 +199,7 @@ def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs
             if elapsed > deadline:
                 _interrupt(procs)
                 return True
+            interrupt.check()
             time.sleep(0.05)  # exits are noticed quickly: the samplers stop then
     return False
 

@@ -95,6 +95,8 @@ class Scenario:
 
 
 def _run(raw: dict, where: str, index: int) -> Run:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where} run {index + 1}: {raw!r} is not a load: give {{ concurrency = ..., ... }}")
     label = str(raw.get("label", f"c{raw.get('concurrency', '?')}"))
     load, share = {}, raw.get("rate_share")
     if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or share <= 0):
@@ -138,7 +140,13 @@ def _warmup_load(raw, where: str) -> WarmupLoad | None:
 def settings(profile: str, repeat: int | None = None, path: Path | None = None) -> Settings:
     """The profile's repeat count (REPEAT overrides it) and warm-up rule, from `path` (default: SCENARIO_FILE)."""
     path = path or SCENARIO_FILE
-    table = tomllib.loads(path.read_text())["settings"][profile]
+    table = read(path).get("settings", {}).get(profile)
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{path.name} has no [settings.{profile}] table: add one (see the file's [settings.quick])")
+    if repeat is None and "repeat" not in table:
+        raise ScenarioError(f"{path.name} [settings.{profile}] gives no `repeat` (the attempts per record): add one")
+    if not isinstance(table.get("warmup"), dict):
+        raise ScenarioError(f"{path.name} [settings.{profile}] gives no `warmup = {{ ... }}` rule: add one")
     count = table["repeat"] if repeat is None else repeat
     if not isinstance(count, int) or count < 1:
         raise ScenarioError(f"REPEAT={count!r}: must be a positive integer")
@@ -152,6 +160,10 @@ def settings(profile: str, repeat: int | None = None, path: Path | None = None) 
         for key, value in times.items():
             if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0):
                 raise ScenarioError(f"{path.name} [settings.{profile}] {key} = {value!r}: give seconds (0 or more)")
+        for key, value in table["warmup"].items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ScenarioError(f"{path.name} [settings.{profile}] warmup {key} = {value!r}: must be a positive "
+                                    "number")
         return Settings(repeat=count, warmup=Warmup(**table["warmup"]), forced=repeat is not None, steadiness=steadiness,
                         remeasure_s=float(times["remeasure_s"] or 0.0),
                         budget_s=None if times["budget_s"] is None else float(times["budget_s"]))
@@ -164,17 +176,24 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
     path = path or SCENARIO_FILE
     if profile not in PROFILES:
         raise ScenarioError(f"unknown profile {profile!r}: use one of {', '.join(PROFILES)}")
-    data = tomllib.loads(path.read_text())
+    data = read(path)
     data.pop("settings", None)
     scenarios = {}
     for name, table in data.items():
         where = f"{path.name} [{name}] profile {profile}"
+        if not isinstance(table, dict):
+            raise ScenarioError(f"{path.name}: {name} = {table!r} is not a scenario: give it a [{name}] table")
         if table.get("tool") not in TOOLS:
             raise ScenarioError(f"{where}: tool {table.get('tool')!r} is not one of {', '.join(TOOLS)}")
-        chosen = table.get("profile", {}).get(profile)
-        if not chosen or not chosen.get("runs"):
-            raise ScenarioError(f"{where}: no runs defined")
-        targets = tuple((t["route"], t["path"]) for t in table["targets"])
+        chosen = (table.get("profile") or {}).get(profile)
+        if not isinstance(chosen, dict) or not isinstance(chosen.get("runs"), list) or not chosen["runs"]:
+            raise ScenarioError(f"{where}: no runs defined (profile.{profile} = {{ runs = [{{ ... }}] }})")
+        raw_targets = table.get("targets")
+        if (not isinstance(raw_targets, list) or not raw_targets
+                or not all(isinstance(t, dict) and {"route", "path"} <= set(t) for t in raw_targets)):
+            raise ScenarioError(f"{path.name} [{name}]: `targets` must list the routes it measures, e.g. "
+                                'targets = [{ route = "hello", path = "/hello" }]')
+        targets = tuple((t["route"], t["path"]) for t in raw_targets)
         if "path" in chosen:  # a profile may change the path of the first target (e.g. a smaller fibonacci)
             targets = ((targets[0][0], chosen["path"]),) + targets[1:]
         attempts = chosen.get("attempts")
@@ -189,6 +208,16 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
         scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts, in_bench,
                                    _warmup_load(table.get("warmup"), where))
     return scenarios
+
+
+def read(path: Path) -> dict:
+    """The scenario file as TOML; a missing or malformed one is one line saying where and what to do."""
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ScenarioError(f"{path} does not exist (git checkout {path.name} restores the project's)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path} is not valid TOML: {exc}; fix it (git diff {path.name} shows what changed)") from None
 
 
 def select(scenarios: dict[str, Scenario], names: list[str] | None) -> list[Scenario]:

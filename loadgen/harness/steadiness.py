@@ -12,12 +12,13 @@ Docker runtime: the probe runs as host processes on the same CPUs the containers
 """
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
+import time
 
-from harness import stats
+from harness import interrupt, stats
+from harness.host import pinned
 
 TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
 # Above this, the run is warned that its records will carry the machine's spread: with 3 attempts whose own CV is 5 %,
@@ -25,7 +26,8 @@ TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
 UNSTEADY_CV = 0.05
 # A loop that counts and prints its count every TICK_S; it ends after the given seconds.
 PROBE = (
-    "import sys, time\n"
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"  # Ctrl-C (to the harness's process group) ends it without a word
     "tick, end = float(sys.argv[1]), time.monotonic() + float(sys.argv[2])\n"
     "n, last = 0, time.monotonic()\n"
     "while True:\n"
@@ -62,10 +64,12 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
     procs = {}
     try:
         for role, cpu in cpus.items():
-            procs[role] = subprocess.Popen([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)],
-                                           stdout=subprocess.PIPE, text=True,
-                                           preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu}))
-        outputs = {role: p.communicate(timeout=seconds + 30)[0] for role, p in procs.items()}
+            procs[role] = subprocess.Popen(pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)], [cpu]),
+                                           stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + seconds + 30
+        while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
+            interrupt.sleep(0.1)  # a probe's output (a line per tick) fits the pipe: read once it has ended
+        outputs = {role: p.communicate(timeout=1)[0] for role, p in procs.items()}
     finally:
         for p in procs.values():
             if p.poll() is None:

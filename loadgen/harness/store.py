@@ -85,6 +85,15 @@ class RunStore:
         self.run.records.append(record)
         self.save()
 
+    def put_record(self, record: Record) -> None:
+        """`record` written in place of the one with its key (the same record, with more attempts), else added."""
+        at = next((i for i, r in enumerate(self.run.records) if r.key == record.key), None)
+        if at is None:
+            self.run.records.append(record)
+        else:
+            self.run.records[at] = record
+        self.save()
+
     def update_conditions(self, **values) -> None:
         self.run.conditions.update(values)
         self.save()

@@ -26,8 +26,15 @@ lib=$HOME/.m2/repository/tools/profiler/async-profiler/$AP_VERSION/async-profile
 agent_dir=$ROOT/.tools/async-profiler-$AP_VERSION
 [ -f "$agent_dir/libasyncProfiler.so" ] || { mkdir -p "$agent_dir"; unzip -q -o -j "$lib" linux-x64/libasyncProfiler.so -d "$agent_dir"; }
 agent=$agent_dir/libasyncProfiler.so
-# perf events give kernel frames (accept, close, epoll): allowed for root at paranoid level 1 (Debian: 2 or 3)
-if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 1 ] && [ "$(id -u)" = 0 ]; then echo 1 > /proc/sys/kernel/perf_event_paranoid; fi
+# perf events give kernel frames (accept, close, epoll): allowed for root at paranoid level 1 (Debian: 2 or 3). The
+# machine's own level is put back on exit (the trap below).
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+restore_paranoid=""
+if [ "$paranoid" -gt 1 ] && [ "$(id -u)" = 0 ]; then
+  echo 1 > /proc/sys/kernel/perf_event_paranoid
+  restore_paranoid="echo $paranoid > /proc/sys/kernel/perf_event_paranoid"
+  trap 'eval "$restore_paranoid"' EXIT
+fi
 
 read -r port loadgen_cpus upstream_port < <($PY - "$SERVER" <<'PY'
 import sys
@@ -48,7 +55,7 @@ mkdir -p "$out"
 # stopped on exit: the server, and the upstream when `up` started it for this server
 started=$SERVER
 ss -ltnH "sport = :$upstream_port" | grep -q . || started="$SERVER nginx"
-trap '$PY -m harness --runtime local --servers "$started" down >/dev/null 2>&1 || true' EXIT
+trap '$PY -m harness --runtime local --servers "$started" down >/dev/null 2>&1 || true; eval "$restore_paranoid"' EXIT
 $PY -m harness --runtime local --servers "$SERVER" up
 pid=$(ss -ltnpH "sport = :$port" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 url=http://127.0.0.1:$port/hello

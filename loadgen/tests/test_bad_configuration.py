@@ -77,11 +77,28 @@ CASES = {
         RUN[4:], r"b/manifest.toml: server name 'twin' is also used in .*/a$",
         manifests={"a": SERVER.format(name="twin", port=26101), "b": SERVER.format(name="twin", port=26102)}),
     "a scenario with an unknown tool": Case(
-        RUN, r"scenarios.toml \[hello\] profile quick: tool 'siege' is not one of ab, gatling, httperf, oha, wrk",
+        RUN, r"scenarios.toml \[hello\] profile quick: tool 'siege' is not one of ab, gatling, h2load, httperf, oha, wrk",
         scenarios=SCENARIO.format(tool="siege", requests=100)),
     "a scenario with a negative request count": Case(
         RUN, r"scenarios.toml \[hello\] profile quick run 1: requests = -5 must be positive",
         scenarios=SCENARIO.format(tool="ab", requests=-5)),
+    "a scenario file that is not TOML": Case(
+        RUN, r"scenarios.toml is not valid TOML: .* \(at line 4, column 6\); fix it \(git diff scenarios.toml shows what "
+             r"changed\)", scenarios=SCENARIO.format(tool="ab", requests=100).replace("[hello]", "[hello")),
+    "a scenario without targets": Case(
+        RUN, r"scenarios.toml \[hello\]: `targets` must list the routes it measures, e.g. targets = \[\{ route = "
+             r"\"hello\", path = \"/hello\" \}\]",
+        scenarios=re.sub(r"targets = .*\n", "", SCENARIO.format(tool="ab", requests=100))),
+    "a scenario whose run is not a table": Case(
+        RUN, r"scenarios.toml \[hello\] profile quick run 1: 5 is not a load",
+        scenarios=SCENARIO.format(tool="ab", requests=100).replace("runs = [{ concurrency = 10, requests = 100 }]",
+                                                                   "runs = [5]")),
+    "settings without a warm-up rule": Case(
+        RUN, r"scenarios.toml \[settings.quick\] gives no `warmup = \{ ... \}` rule: add one",
+        scenarios=re.sub(r"warmup = .*\n", "", SCENARIO.format(tool="ab", requests=100))),
+    "a warm-up tolerance that is not a number": Case(
+        RUN, r"scenarios.toml \[settings.quick\] warmup tolerance = 'low': must be a positive number",
+        scenarios=SCENARIO.format(tool="ab", requests=100).replace("tolerance = 0.1", 'tolerance = "low"')),
     "port = \"notanint\"": Case(
         RUN[4:], r"x/manifest.toml \(\[\[server\]\] 'x'\): 'port' must be an integer from 1 to 65535, not 'notanint'",
         manifests={"x": SERVER.format(name="x", port='"notanint"')}),
@@ -159,3 +176,34 @@ def test_every_manifest_field_is_checked_for_its_type(line, message, tmp_path):
     (tmp_path / "x" / "manifest.toml").write_text(f"[[server]]\n{body}\n{line}\n")
     with pytest.raises(ManifestError, match=rf"x/manifest.toml \(\[\[server\]\] '.*'\): {message}"):
         discover(tmp_path)
+
+
+@pytest.mark.parametrize("content", ['{"servers": {"rust": ', '["not", "an", "object"]',
+                                     '{"servers": {"rust": {"name": "rust", "port": "x", "extra": 1}}}'])
+@pytest.mark.parametrize("argv", [["down"], RUN, ["--servers", "rust", "ping"]], ids=["down", "run", "ping"])
+def test_a_corrupt_state_file_is_one_line_at_every_command(content, argv, monkeypatch, capsys):
+    """.run/state.json (what the harness has running) cut short or hand-edited: every command says which file, what is
+    wrong and what to do, and starts nothing."""
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RUNTIME", "local")
+    monkeypatch.setattr(console.console, "width", 10_000)
+    state = State().path
+    saved = state.read_bytes() if state.exists() else None
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(content)
+    try:
+        status = cli.main(argv)
+    finally:
+        if saved is None:
+            state.unlink()
+        else:
+            state.write_bytes(saved)
+    out = capsys.readouterr()
+    lines = (out.out + out.err).strip().splitlines()
+    assert status == 2 and len(lines) == 1, lines
+    assert re.fullmatch(rf"error: {re.escape(str(state))} (is not valid JSON \(.*\)|does not hold a JSON object|has a "
+                        r"server entry this harness cannot read \(.*\)): it lists the servers and tools the harness "
+                        r"started. Stop any still running \(`ss -ltnp` shows who holds the servers' ports\), then "
+                        rf"delete it: rm {re.escape(str(state))}", lines[0]), lines[0]
+    assert not listeners() and not (RESULTS / RUN_ID).exists()

@@ -110,12 +110,21 @@ def test_server_and_load_generator_on_one_engine_is_refused():
 # -- the engine's API over the CLI's dial-stdio: both body framings the engine uses ----------------------------------
 
 def test_engine_responses_with_content_length_and_chunked_are_read_whole():
-    import io
-    from harness.runtime.docker.engine_api import _read_response
-    plain = io.BytesIO(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{"a": 1}\nNEXT')
-    assert _read_response(plain) == (200, b'{"a": 1}\n')
-    assert plain.read() == b"NEXT"  # the connection stays usable for the next request
-    chunked = io.BytesIO(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         b"5\r\n{\"me\"\r\n6\r\n: 1}\r\n\r\n0\r\n\r\nNEXT")
-    assert _read_response(chunked) == (404, b'{"me": 1}\r\n')
-    assert chunked.read() == b"NEXT"
+    import os
+    import time
+    from harness.runtime.docker.engine_api import DeadlineReader, _read_response
+
+    def reader(data: bytes) -> DeadlineReader:
+        read_end, write_end = os.pipe()
+        os.write(write_end, data)
+        os.close(write_end)
+        return DeadlineReader(read_end)
+
+    deadline = time.monotonic() + 5
+    plain = reader(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{"a": 1}\nNEXT')
+    assert _read_response(plain, deadline) == (200, b'{"a": 1}\n')
+    assert plain.read(4, deadline) == b"NEXT"  # the connection stays usable for the next request
+    chunked = reader(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"5\r\n{\"me\"\r\n6\r\n: 1}\r\n\r\n0\r\n\r\nNEXT")
+    assert _read_response(chunked, deadline) == (404, b'{"me": 1}\r\n')
+    assert chunked.read(4, deadline) == b"NEXT"

@@ -113,6 +113,9 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
     assert clock.status().startswith("run 0%, ~")
 
 
+INCOMPLETE = "%d of 3 attempts: the run ended before the rest"
+
+
 class Recorder:
     """A session and a store that only note what the campaign does."""
 
@@ -121,9 +124,17 @@ class Recorder:
     def __init__(self):
         self.calls, self.records = [], []
 
-    def add_record(self, record):
-        self.records.append(record)
-        self.calls.append(("record", record.server, record.run, [a.rps for a in record.attempts]))
+    def put_record(self, record):
+        """As RunStore.put_record: in place of the record with its key."""
+        at = next((i for i, r in enumerate(self.records) if r.key == record.key), None)
+        if at is None:
+            self.records.append(record)
+        else:
+            self.records[at] = record
+        if record.incomplete:
+            self.calls.append(("partial", record.server, record.run, len(record.attempts), record.incomplete))
+        else:
+            self.calls.append(("record", record.server, record.run, [a.rps for a in record.attempts]))
 
 
 def measure_backend(monkeypatch, recorder: Recorder, round_no: int | None = None) -> None:
@@ -144,16 +155,23 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeyp
     calls = recorder.calls
     assert calls == [
         ("warm", "rust", "close", True), ("warm", "node", "close", True),  # each server's first: a longer warm-up
-        ("attempt", "rust", "close", 1, (1, 2)), ("attempt", "node", "close", 1, (2, 2)),
-        ("attempt", "node", "close", 2, (1, 2)), ("attempt", "rust", "close", 2, (2, 2)),
+        # each attempt but the last is kept at once, its record marked incomplete (an interrupt loses none)
+        ("attempt", "rust", "close", 1, (1, 2)), ("partial", "rust", "close", 1, INCOMPLETE % 1),
+        ("attempt", "node", "close", 1, (2, 2)), ("partial", "node", "close", 1, INCOMPLETE % 1),
+        ("attempt", "node", "close", 2, (1, 2)), ("partial", "node", "close", 2, INCOMPLETE % 2),
+        ("attempt", "rust", "close", 2, (2, 2)), ("partial", "rust", "close", 2, INCOMPLETE % 2),
         ("attempt", "rust", "close", 3, (1, 2)), ("attempt", "node", "close", 3, (2, 2)),
         ("record", "rust", "close", [1.0, 2.0, 3.0]), ("record", "node", "close", [1.0, 2.0, 3.0]),
         ("warm", "rust", "keepalive", True), ("warm", "node", "keepalive", True),  # keep-alive: a new pattern, first again
-        ("attempt", "rust", "keepalive", 1, (1, 2)), ("attempt", "node", "keepalive", 1, (2, 2)),
-        ("attempt", "node", "keepalive", 2, (1, 2)), ("attempt", "rust", "keepalive", 2, (2, 2)),
+        ("attempt", "rust", "keepalive", 1, (1, 2)), ("partial", "rust", "keepalive", 1, INCOMPLETE % 1),
+        ("attempt", "node", "keepalive", 1, (2, 2)), ("partial", "node", "keepalive", 1, INCOMPLETE % 1),
+        ("attempt", "node", "keepalive", 2, (1, 2)), ("partial", "node", "keepalive", 2, INCOMPLETE % 2),
+        ("attempt", "rust", "keepalive", 2, (2, 2)), ("partial", "rust", "keepalive", 2, INCOMPLETE % 2),
         ("attempt", "rust", "keepalive", 3, (1, 2)), ("attempt", "node", "keepalive", 3, (2, 2)),
         ("record", "rust", "keepalive", [1.0, 2.0, 3.0]), ("record", "node", "keepalive", [1.0, 2.0, 3.0]),
     ]
+    assert [(r.server, r.run, r.incomplete) for r in recorder.records] == [
+        ("rust", "close", None), ("node", "close", None), ("rust", "keepalive", None), ("node", "keepalive", None)]
 
 
 def test_records_carry_the_runtime_and_the_round_they_were_measured_in(monkeypatch):
@@ -190,8 +208,11 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
     campaign.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
     rust, node = recorder.records
     # rust climbed 100 → 130 → 160: a further warm-up (not its first), then three attempts back to back
-    assert calls[-6:-2] == [("warm", "rust", "close", False), ("attempt", "rust", "close", 1, None),
-                            ("attempt", "rust", "close", 2, None), ("attempt", "rust", "close", 3, None)]
+    # (its first record is written before: an interrupt meanwhile keeps it)
+    assert calls[-5:] == [("warm", "rust", "close", False), ("attempt", "rust", "close", 1, None),
+                          ("attempt", "rust", "close", 2, None), ("attempt", "rust", "close", 3, None),
+                          ("record", "rust", "close", [200.0, 201.0, 199.0])]
+    assert ("record", "rust", "close", [100.0, 130.0, 160.0]) in calls
     assert [a.rps for a in rust.attempts] == [200.0, 201.0, 199.0]
     assert rust.remeasured["first_attempts"] == [100.0, 130.0, 160.0] and "warming" in rust.remeasured["why"]
     assert node.remeasured is None and [a.rps for a in node.attempts] == [50.0, 51.0, 49.0]

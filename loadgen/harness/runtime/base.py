@@ -203,7 +203,17 @@ class State:
         self.path = path
 
     def _read(self) -> dict:
-        return json.loads(self.path.read_text()) if self.path.exists() else {}
+        try:
+            data = json.loads(self.path.read_text()) if self.path.exists() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise self.corrupt(f"is not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise self.corrupt("does not hold a JSON object")
+        return data
+
+    def corrupt(self, what: str) -> RuntimeError_:
+        return RuntimeError_(f"{self.path} {what}: it lists the servers and tools the harness started. Stop any still "
+                             f"running (`ss -ltnp` shows who holds the servers' ports), then delete it: rm {self.path}")
 
     def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,7 +222,10 @@ class State:
         tmp.replace(self.path)
 
     def load(self) -> dict[str, RunningServer]:
-        return {name: RunningServer(**entry) for name, entry in self._read().get("servers", {}).items()}
+        try:
+            return {name: RunningServer(**entry) for name, entry in self._read().get("servers", {}).items()}
+        except (TypeError, AttributeError) as exc:
+            raise self.corrupt(f"has a server entry this harness cannot read ({exc})") from None
 
     def put(self, running: RunningServer, keep: bool = False) -> None:
         """`running` listed as started by this command; `keep`: it is meant to outlive the command (`make up`)."""
@@ -233,7 +246,10 @@ class State:
         starters = self._read().get("started_by", {})
         out = {}
         for name, running in self.load().items():
-            starter = Starter(**starters[name]) if name in starters else None
+            try:
+                starter = Starter(**starters[name]) if name in starters else None
+            except TypeError as exc:
+                raise self.corrupt(f"has a starter entry this harness cannot read ({exc})") from None
             if starter and not starter.keep and starter.ended():
                 out[name] = (running, starter)
         return out
@@ -245,7 +261,10 @@ class State:
         self._write(data)
 
     def tools(self) -> list[ToolProcess]:
-        return [ToolProcess(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])]
+        try:
+            return [ToolProcess(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])]
+        except (TypeError, AttributeError, KeyError) as exc:
+            raise self.corrupt(f"has a tool entry this harness cannot read ({exc!r})") from None
 
     def leftover_tools(self) -> list[ToolProcess]:
         """Tools whose command ended while they ran (it was killed): they may still be loading a server."""
@@ -309,6 +328,6 @@ def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:
             return False
         return response.status == 200 and response.text == server.identity
 
-    if not wait_until(answers, server.startup_timeout_s, interval_s=0.05):
+    if not wait_until(answers, server.startup_timeout_s, interval_s=0.05, interruptible=True):
         raise RuntimeError_(f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
                             f"its log:\n{log_tail()}")

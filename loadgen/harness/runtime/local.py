@@ -1,7 +1,8 @@
-"""The local runtime: servers and tools as host processes, pinned with sched_setaffinity."""
+"""The local runtime: servers and tools as host processes, pinned to their CPUs (taskset)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from harness.host import pinned_child_setup, port_owner, process_create_time, server_version
+from harness.host import pinned, port_owner, process_create_time, server_version
 from harness.manifest import Server
 from harness.preflight import check_tools
 from harness.runtime.base import STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, await_start, exit_reason, indent
@@ -72,12 +73,15 @@ class LocalRuntime(OnThisMachine):
         argv = [arg.format(**values) for arg in server.run]
         child_env = {**os.environ, **server.env, **env, "PORT": str(port), "HOST": host,
                      "SERVER_CORES": str(len(cpus)), "RUN_DIR": str(run_dir)}
+        program = argv[0] if "/" not in argv[0] else str(server.folder / argv[0])
+        if not shutil.which(program, path=os.environ.get("PATH") if "/" not in argv[0] else None):
+            raise RuntimeError_(f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). "
+                                "Did `make build` run?")
         started = time.monotonic()
         with log.open("wb") as log_file:
             try:
-                proc = subprocess.Popen(argv, cwd=server.folder, env=child_env, stdout=log_file, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True,
-                                        preexec_fn=pinned_child_setup(cpus))
+                proc = subprocess.Popen(pinned(argv, cpus), cwd=server.folder, env=child_env, stdout=log_file,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             except OSError as exc:
                 raise RuntimeError_(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
         self._children[proc.pid] = proc
@@ -146,8 +150,7 @@ class LocalRuntime(OnThisMachine):
 
     def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> subprocess.Popen:
         with output.open("wb") as out:
-            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    preexec_fn=pinned_child_setup(cpus))
+            return subprocess.Popen(pinned(argv, cpus), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def check_tools(self, tools: set[str]) -> None:
         check_tools(tools)

@@ -49,7 +49,7 @@ def compose_command() -> list[str]:
     $COMPOSE (the Makefile detects it the same way) overrides."""
     if os.environ.get("COMPOSE", "").strip():
         return shlex.split(os.environ["COMPOSE"])
-    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+    if shutil.which("docker") and run_cli(["docker", "compose", "version"], timeout=30, check=False).returncode == 0:
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]

@@ -9,6 +9,8 @@ from the kernel: nothing runs inside the measured container."""
 from __future__ import annotations
 
 import json
+import os
+import select
 import subprocess
 import threading
 import time
@@ -21,21 +23,33 @@ TIMEOUT_S = 15
 
 
 class EngineApi:
-    """One keep-alive HTTP connection to an engine's API over `docker <address> system dial-stdio`."""
+    """One keep-alive HTTP connection to an engine's API over `docker <address> system dial-stdio`. Every answer must
+    come within `timeout_s` (default TIMEOUT_S): an engine that stalls costs the call (RuntimeError_, the connection
+    closed), never the run."""
 
-    def __init__(self, docker_args: list[str], where: str):
-        self.where = where
-        self._proc = subprocess.Popen(["docker", *docker_args, "system", "dial-stdio"], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    def __init__(self, docker_args: list[str], where: str, timeout_s: float | None = None):
+        self.where, self.timeout_s = where, timeout_s or TIMEOUT_S
+        self._proc = subprocess.Popen(["docker", *docker_args, "system", "dial-stdio"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      start_new_session=True)
+        self._reader = DeadlineReader(self._proc.stdout.fileno())
         self._lock = threading.Lock()
 
     def get(self, path: str) -> dict:
         with self._lock:
             if self._proc.poll() is not None:
                 raise RuntimeError_(f"the connection to the Docker engine of {self.where} closed")
-            self._proc.stdin.write(f"GET /{API_VERSION}{path} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
-            self._proc.stdin.flush()
-            status, body = _read_response(self._proc.stdout)
+            try:
+                self._proc.stdin.write(f"GET /{API_VERSION}{path} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
+                self._proc.stdin.flush()
+                status, body = _read_response(self._reader, time.monotonic() + self.timeout_s)
+            except TimeoutError:
+                self.close()  # half an answer may still come: the connection cannot be used again
+                raise RuntimeError_(f"the Docker engine of {self.where} did not answer GET {path} within "
+                                    f"{self.timeout_s:g} s") from None
+            except (BrokenPipeError, ValueError) as exc:
+                self.close()
+                raise RuntimeError_(f"the connection to the Docker engine of {self.where} broke: {exc}") from None
         if status != 200:
             raise RuntimeError_(f"the Docker engine of {self.where} answered {status} to GET {path}: "
                                 f"{body[:200].decode(errors='replace')}")
@@ -43,32 +57,61 @@ class EngineApi:
 
     def close(self) -> None:
         if self._proc.poll() is None:
-            self._proc.stdin.close()
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
             self._proc.terminate()
             try:
                 self._proc.wait(5)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+                self._proc.wait()
 
 
-def _read_response(stream) -> tuple[int, bytes]:
+class DeadlineReader:
+    """Lines and byte counts from a pipe, each read waiting at most until a deadline (TimeoutError after it)."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer = fd, b""
+
+    def _fill(self, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+            raise TimeoutError
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            raise RuntimeError_("the Docker engine closed the connection")
+        self.buffer += chunk
+
+    def readline(self, deadline: float) -> bytes:
+        while b"\n" not in self.buffer:
+            self._fill(deadline)
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line + b"\n"
+
+    def read(self, size: int, deadline: float) -> bytes:
+        while len(self.buffer) < size:
+            self._fill(deadline)
+        out, self.buffer = self.buffer[:size], self.buffer[size:]
+        return out
+
+
+def _read_response(reader: DeadlineReader, deadline: float) -> tuple[int, bytes]:
     """One HTTP/1.1 response: Content-Length or chunked (the engine sends JSON either way)."""
-    status_line = stream.readline()
-    if not status_line:
-        raise RuntimeError_("the Docker engine closed the connection")
-    status = int(status_line.split()[1])
+    status = int(reader.readline(deadline).split()[1])
     headers = {}
-    while (line := stream.readline()) not in (b"\r\n", b"\n", b""):
+    while (line := reader.readline(deadline)) not in (b"\r\n", b"\n"):
         key, _, value = line.decode(errors="replace").partition(":")
         headers[key.strip().lower()] = value.strip()
     if headers.get("transfer-encoding", "").lower() == "chunked":
         body = b""
-        while (size := int(stream.readline().split(b";")[0].strip() or b"0", 16)) > 0:
-            body += stream.read(size)
-            stream.readline()
-        stream.readline()  # the empty line after the last chunk
+        while (size := int(reader.readline(deadline).split(b";")[0].strip() or b"0", 16)) > 0:
+            body += reader.read(size, deadline)
+            reader.readline(deadline)
+        reader.readline(deadline)  # the empty line after the last chunk
         return status, body
-    return status, stream.read(int(headers.get("content-length", "0")))
+    return status, reader.read(int(headers.get("content-length", "0")), deadline)
 
 
 def container_counters(api: EngineApi, container: str) -> tuple[float, int]:
@@ -125,13 +168,16 @@ class EngineStatsSampler:
 
     def stop(self) -> dict:
         self._stop.set()
-        self._thread.join()
+        self._thread.join(self._api.timeout_s + self.INTERVAL_S + 1)  # a read in progress ends by its deadline
         self.wall_s = time.monotonic() - self._t0
         try:
             self._cpu1 = self._read()
-        except (RuntimeError_, OSError, ValueError) as exc:  # a container that died: what was read before it did
+        except (RuntimeError_, OSError, ValueError) as exc:  # a stalled engine, a container that died
             self.error = str(exc)
-        self._api.close()
+            raise RuntimeError_(f"the CPU counter of {self.container} could not be read at the load's end: {exc}") \
+                from None
+        finally:
+            self._api.close()
         return self.result()
 
     def cancel(self) -> None:

@@ -10,6 +10,7 @@ import psutil
 
 from harness.host import wait_until
 from harness.runtime.docker.compose import container_name
+from harness.runtime.docker.engine import run_cli
 from harness.runtime.docker.images import LOADGEN
 
 
@@ -86,8 +87,8 @@ class ContainerProcess(RelayedTool):
             except ProcessLookupError:
                 pass
             except PermissionError:
-                subprocess.run(["docker", "exec", "-u", "0", container_name(LOADGEN), "kill", f"-{int(sig)}",
-                                str(self._container_pid(pid))], capture_output=True)
+                run_cli(["docker", "exec", "-u", "0", container_name(LOADGEN), "kill", f"-{int(sig)}",
+                         str(self._container_pid(pid))], timeout=30, check=False)
         else:
             self.client.send_signal(sig)
 

@@ -1,0 +1,53 @@
+"""Ctrl-C and SIGTERM, as an exception and as a flag.
+
+The handler raises KeyboardInterrupt, which unwinds whatever the main thread is blocked in at once, and also sets a
+flag. The flag is for the cases where the exception is lost: raised inside code that swallows it (Python prints
+"Exception ignored in ..." for an exception in a finaliser, an at-fork or a weakref callback, and goes on). Every
+loop that measures or waits calls `check()`, which raises again while the flag is set, so a signal at any instant
+stops the run within one turn of such a loop. Clean-up code (stopping servers and tools) never calls `check()`: it
+runs to its end after an interrupt.
+"""
+from __future__ import annotations
+
+import signal
+import time
+
+_received: str | None = None  # the signal's name, once one came
+
+
+def _handler(signum, frame) -> None:
+    global _received
+    _received = signal.Signals(signum).name
+    raise KeyboardInterrupt(_received)
+
+
+def install() -> None:
+    """SIGINT and SIGTERM both interrupt (also where SIGINT came in ignored: a shell without job control starts
+    background commands that way, and Python then installs no handler of its own)."""
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+
+
+def received() -> str | None:
+    return _received
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt when a signal came, whether or not its own exception got through."""
+    if _received:
+        raise KeyboardInterrupt(_received)
+
+
+def sleep(seconds: float) -> None:
+    """time.sleep in steps of at most 0.1 s, checking the flag between them."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        check()
+        time.sleep(min(left, 0.1))
+    check()
+
+
+def reset() -> None:
+    """For the tests: forget a signal received earlier in this process."""
+    global _received
+    _received = None
