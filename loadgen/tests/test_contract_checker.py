@@ -1,0 +1,55 @@
+"""The contract check (`make ping`, harness/contract.py) reports what is broken, one rule at a time: a server of the
+test's own (tests/responders/contract_server.py) keeps CONTRACT.md for its routes, or breaks exactly one rule
+(--break), and the check must pass the first and name the broken rule in each of the others."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import contract
+from harness.host import port_owner, wait_until
+
+RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
+PORT = 28221
+ROUTES = ("id", "hello", "backend", "tweets", "factorial", "fibonacci")
+
+
+def check(broken: str | None) -> contract.Report:
+    proc = subprocess.Popen([sys.executable, str(RESPONDER), str(PORT), "probe",
+                             *(["--break", broken] if broken else [])])
+    try:
+        assert wait_until(lambda: port_owner("127.0.0.1", PORT) is not None, 10), "the responder did not listen"
+        return contract.verify("probe", "127.0.0.1", PORT, ROUTES)
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+def test_a_server_that_keeps_the_contract_passes_every_check():
+    report = check(None)
+    assert report.ok and report.failures == [] and report.checks > 100
+
+
+@pytest.mark.parametrize("broken, failures", [
+    ("body-byte", ["GET /hello: body 'Hello Worle', expected 'Hello World'",
+                   "pipelining ['/id', '/hello', '/backend', '/id']: answered ['probe', 'Hello Worle', "
+                   "'<h1>Say hello to akka-http</h1>', 'probe']"]),
+    ("content-type", ["GET /hello: Content-Type 'text/html; charset=utf-8', expected text/plain"]),
+    ("http10-open", ["HTTP/1.0 without keep-alive: the server kept the connection open"]),
+    ("pipeline-order", ["pipelining ['/id', '/hello', '/backend', '/id']: answered ['probe', "
+                        "'<h1>Say hello to akka-http</h1>', 'Hello World', 'probe']"]),
+    ("tweet-counter", ["GET /v1/tweets: id did not grow on the next request (1000000 then 1000000)"]),
+])
+def test_each_broken_rule_is_reported_and_nothing_else(broken, failures):
+    report = check(broken)
+    assert not report.ok and report.failures == failures
+
+
+def test_a_missing_date_header_is_reported_on_every_response():
+    report = check("no-date")
+    assert report.failures and all(f.endswith(": no Date header") for f in report.failures)
+    assert {"GET /id: no Date header", "GET /hello: no Date header", "GET /v1/tweets: no Date header",
+            "GET /no-such-route: no Date header", "GET /factorial?param=abc: no Date header"} <= set(report.failures)
