@@ -1,0 +1,192 @@
+"""h2load (nghttp2): HTTP/2 load over cleartext connections (h2c, prior knowledge), `spec.streams` requests in flight
+on each of `concurrency` connections; with `spec.protocol == "h1"`, HTTP/1.1 (--h1), `streams` then being the
+pipelining depth. A duration (-D) or a request count (-n); with a rate, each client is held to its share (--rps, not
+latency-corrected: a stalled server is asked less while it stalls, as with wrk).
+
+Percentiles: h2load prints none, but --log-file writes one row per finished request (start time in µs since the epoch,
+status, µs until the end of the response; status -1 for a failed stream) into the scratch folder: p50/p90/p99/p99.9
+and 100 quantiles (equal slices, as wrk's and ab's, so parts can pool) are exact over the requests that got an answer.
+
+Facts of Debian bookworm's h2load 1.52 this adapter is built on:
+- -D takes an integer and a unit (h, m, s, ms): "-D 1.5" is refused ("-D: value error 1.5"), "-D 1500ms" works.
+- -n must be at least -c, and -t at most -c ("the number of requests must be greater than or equal to the clients").
+- the inactivity timeout (-N) works in counted runs (-n), where a silent connection's requests end as "timeout", but in a
+  timed run (-D) h2load 1.52 aborts as soon as it fires (libev: "epoll_modify: Assertion ... failed", SIGABRT, no
+  summary); so a timed run gets no -N: it ends at -D anyway, requests still unanswered then are left out (counted in
+  details as `unanswered`), not reported as timeouts.
+- a timed run against a port nothing listens on prints a summary of zeros and no "Application protocol:" line, which
+  is how refused connections are told from a silent server (then counted as connect errors, one per client).
+- "failed" counts answers outside 2xx/3xx and errored streams; "errored" includes "timeout"; req/s counts every answer
+  (4xx too) over the time, as wrk's Requests/sec does.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from harness.result import Errors, Measurement
+from harness.tools.base import LoadSpec, ToolFailed
+
+FD_MARGIN = 64
+LOG = "h2load-requests.tsv"  # --log-file, in the scratch folder
+UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+PROTOCOLS = {None: [], "h2": [], "h2c": [], "h1": ["--h1"]}
+
+_NUM = r"([\d.]+)(us|ms|s)"
+FINISHED = re.compile(r"^finished in " + _NUM + r", ([\d.]+) req/s", re.MULTILINE)
+REQUESTS = re.compile(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                      r"(\d+) errored, (\d+) timeout", re.MULTILINE)
+STATUS = re.compile(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", re.MULTILINE)
+TIME_FOR = r"^time for {}:\s+" + r"\s+".join([_NUM] * 4) + r"\s+([\d.]+)%"
+REQUEST_TIME = re.compile(TIME_FOR.format("request"), re.MULTILINE)
+CONNECT_TIME = re.compile(TIME_FOR.format("connect"), re.MULTILINE)
+CLIENTS = re.compile(r"^spawning thread #\d+: (\d+) total client\(s\)", re.MULTILINE)
+PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
+
+
+def _duration_arg(seconds: float) -> str:
+    """h2load's <DURATION>: whole seconds when they are, else milliseconds rounded up (it takes no fractions)."""
+    ms = math.ceil(seconds * 1000)
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def _decimal(value: float) -> str:
+    """A positive number as a plain decimal, 6 places at most (h2load takes fractions of a request per second)."""
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+class H2load:
+    name = "h2load"
+    binary = "h2load"
+    install_hint = "apt-get install nghttp2-client"
+    version_args = ("--version",)
+
+    def completed(self, output_tail: bytes) -> int | None:
+        return None  # a counted run prints "progress: 10% done", a share of -n that this method cannot turn into a count
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        return nofile_limit - FD_MARGIN
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        if not spec.concurrency:
+            raise ValueError("h2load needs a concurrency (its clients: one connection each)")
+        if not spec.duration_s and not spec.requests:
+            raise ValueError("h2load needs a duration or a request count")
+        protocol = getattr(spec, "protocol", None)
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"h2load speaks h2c or h1, not {protocol!r}")
+        streams = getattr(spec, "streams", None) or 1
+        clients = spec.concurrency
+        if spec.duration_s:
+            length = ["-D", _duration_arg(spec.duration_s)]
+        else:
+            clients = min(clients, spec.requests)  # h2load refuses fewer requests than clients
+            length = ["-n", str(spec.requests)]
+        threads = max(1, min(spec.threads, clients))  # h2load refuses more threads than clients
+        argv = [self.binary, "-c", str(clients), "-t", str(threads), "-m", str(streams), *length, *PROTOCOLS[protocol]]
+        if spec.rate:
+            argv += ["--rps", _decimal(spec.rate / clients)]  # --rps is per client
+        if spec.timeout_s and not spec.duration_s:  # -N aborts a timed run of h2load 1.52 (module docstring)
+            argv += ["-N", _duration_arg(spec.timeout_s)]
+        return [*argv, "--log-file", str(scratch / LOG), spec.url]
+
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        return replace(spec, duration_s=seconds)
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        finished, counts = FINISHED.search(output), REQUESTS.search(output)
+        if not finished or not counts:
+            last = [line for line in output.strip().splitlines() if line.strip()][-1:] or ["no output"]
+            raise ToolFailed(f"h2load printed no summary: {last[0].strip()}")
+        total, started, done, succeeded, failed, errored, timeout = (int(g) for g in counts.groups())
+        status = STATUS.search(output)
+        s2, s3, s4, s5 = (int(g) for g in status.groups()) if status else (0, 0, 0, 0)
+        clients = sum(int(n) for n in CLIENTS.findall(output))
+        connected = _connected(output)
+        others = errored - timeout  # errored streams besides timeouts: never connected, or the connection failed
+        errors = Errors(timeout=timeout, non_2xx=s3 + s4 + s5)
+        if not connected:
+            errors.connect = others or clients  # a timed run counts no request of a client that never connected
+        else:
+            errors.read = others
+        duration = round(_ms(finished.group(1), finished.group(2)) / 1000, 9)
+        answered = s2 + s3 + s4 + s5
+        latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "p99.9": None, "max": None,
+                                            "mean": None}
+        times = REQUEST_TIME.search(output)
+        logged = _log_latencies(scratch / LOG)
+        quantiles: list[tuple[float, float]] = []
+        if logged:  # exact, from the per-request log
+            points, mean, slowest = logged
+            by_pct = dict(points)
+            latency.update(p50=by_pct[50.0], p90=by_pct[90.0], p99=by_pct[99.0], max=slowest, mean=mean)
+            latency["p99.9"] = by_pct[99.9]
+            quantiles = [(p, ms) for p, ms in points if p == int(p)]
+        elif times and answered:  # h2load's summary only (to 0.01 of its unit)
+            latency["max"] = _ms(times.group(3), times.group(4))
+            latency["mean"] = _ms(times.group(5), times.group(6))
+        protocol = PROTOCOL.search(output)
+        return Measurement(
+            requests=succeeded + failed,  # every answer (any status) and every errored request
+            errors=errors,
+            duration_s=duration,
+            rps=float(finished.group(3)),
+            latency_ms=latency,
+            quantiles=quantiles,
+            details={"h2load": {
+                "total": total, "started": started, "done": done, "succeeded": succeeded, "failed": failed,
+                "errored": errored, "timeout": timeout, "status": {"2xx": s2, "3xx": s3, "4xx": s4, "5xx": s5},
+                "clients": clients, "protocol": protocol.group(1) if protocol else None,
+                # in flight when a timed run stopped (up to -m per connection is normal; more: the server stalled)
+                "unanswered": max(started - done, 0) if "Timing-based test" in output else 0,
+                "latency_sd_ms": _ms(times.group(7), times.group(8)) if times and answered else None,
+            }},
+        )
+
+
+def _ms(value: str, unit: str) -> float:
+    return round(float(value) * UNIT_MS[unit], 6)
+
+
+def _connected(output: str) -> bool:
+    """Whether any client connected: h2load names the protocol it speaks once a connection is up; with no connection
+    at all its connect line is all zeros (it is too when connections were dropped by -N, hence the protocol first)."""
+    if PROTOCOL.search(output):
+        return True
+    line = CONNECT_TIME.search(output)
+    if not line:
+        return True  # not told: assume it did
+    return not (float(line.group(9)) == 0 and all(float(line.group(i)) == 0 for i in (1, 3, 5)))
+
+
+def _log_latencies(path: Path) -> tuple[list[tuple[float, float]], float, float] | None:
+    """From h2load's --log-file, over the answered requests (status not -1): (percent, ms) for 1..100 % and 99.9 %
+    (nearest rank), the mean and the max in ms; None without a log or an answered request."""
+    if not path.exists():
+        return None
+    counts: Counter[int] = Counter()  # µs -> requests: exact, and small however long the run
+    with path.open("rb") as f:
+        for line in f:
+            fields = line.split(b"\t")
+            if len(fields) >= 3 and fields[1] != b"-1":
+                counts[int(fields[2])] += 1
+    n = sum(counts.values())
+    if not n:
+        return None
+    values = sorted(counts)
+    points: list[tuple[float, float]] = []
+    running, i = 0, 0
+    for pct in sorted({*(float(p) for p in range(1, 101)), 99.9}):
+        rank = max(1, math.ceil(pct / 100 * n))
+        while running < rank:
+            running += counts[values[i]]
+            i += 1
+        points.append((pct, values[i - 1] / 1000))
+    mean_us = sum(us * c for us, c in counts.items()) / n
+    return points, round(mean_us / 1000, 3), values[-1] / 1000
+
+
+TOOL = H2load()  # what the registry (tools/__init__.py) finds
