@@ -9,12 +9,12 @@ PROFILE ?= quick
 RUNTIME ?= auto
 export SERVERS PROFILE RUNTIME PORTS REPEAT ORDER ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM SLO_P99_MS HOSTS HOSTS_INSECURE_TCP
 
-APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv
+APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv nghttp2-client
 .PHONY: setup build ping up down bench test list report compare
 
 # Installs what is missing: the load tools and nginx from Debian, the harness's Python packages into .venv.
 setup: $(VENV)/.installed
-	@missing=""; for bin in wrk ab httperf nginx envsubst; do command -v $$bin >/dev/null || [ -x /usr/sbin/$$bin ] || missing="$$missing $$bin"; done; \
+	@missing=""; for bin in wrk ab httperf h2load nginx envsubst; do command -v $$bin >/dev/null || [ -x /usr/sbin/$$bin ] || missing="$$missing $$bin"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing (apt-get install $(APT_PACKAGES))"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -56,6 +56,12 @@ test-%: setup
 # The main job: build, verify, measure every scenario on every server, report.
 bench: build
 	$(HARNESS) bench
+
+# The HTTP/2 scenarios (h2c with h2load; not in `bench`, whose 20 minutes are taken): every server that speaks h2c,
+# each scenario's HTTP/1.1 baseline beside its 1, 10 and 100 streams per connection
+.PHONY: bench-h2
+bench-h2: build
+	$(HARNESS) run "h2-hello h2-tweets"
 
 # The HTML report (with PNG charts, summary.md, summary.csv) of a run: RUN=<run-id>, default the latest.
 report: setup

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from harness import capacity, contract, flags, inventory
+from harness import capacity, contract, contract_h2, flags, inventory
 from harness.console import fail, say, warn
 from harness.manifest import Server
 from harness.measurement import (Bench, Target, aggregate, attempt, first_connections, load_key, pattern, warm_from,
@@ -77,8 +77,14 @@ def verify(running: RunningServer, server: Server, upstream: Server | None) -> c
     """The contract checked on `server`; `upstream` (the session's) gives the weather document its answers come from."""
     document = upstream.upstream_document.read_bytes() if upstream else None
     report = contract.verify(server.identity, running.host, running.port, server.routes, document)
+    over = ""
+    if running.h2c_port:  # it claims h2c: that is part of its contract, checked the same way
+        h2 = contract_h2.check_h2(server.identity, running.host, running.h2c_port, server.routes, document)
+        report.checks += h2.checks
+        report.failures += [f"h2c: {f}" for f in h2.failures]
+        over = " over HTTP/1.1 and h2c"
     if report.ok:
-        say(f"  {server.name}: contract OK ({report.checks} checks)")
+        say(f"  {server.name}: contract OK{over} ({report.checks} checks)")
     else:
         fail(f"{server.name} fails the contract ({len(report.failures)} of {report.checks} checks):")
         for failure in report.failures:
@@ -217,12 +223,18 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                  order: str = "auto", round_no: int | None = None) -> bool:
     """Returns False when a server could not start, failed its contract (it is then not measured) or died during the
     run. `round_no`: the round of a run in rounds (overhead), recorded on each record."""
-    wanted = []
+    wanted, not_measured = [], {}
     for server in servers:
+        for s in scenarios:
+            if s.protocol == "h2c" and not server.h2c_port:  # the report says so (conditions, not_measured)
+                not_measured[f"{server.name} {s.name}"] = "it speaks no h2c (its manifest gives no h2c_port)"
         if scenarios and not any(s.path_for(server) for s in scenarios):
-            say(f"{server.name}: serves none of the routes of {', '.join(s.name for s in scenarios)}; skipped")
+            say(f"{server.name}: serves none of the routes of {', '.join(s.name for s in scenarios)}"
+                + (" over h2c" if any(s.protocol == "h2c" for s in scenarios) else "") + "; skipped")
         else:
             wanted.append(server)
+    if not_measured:
+        store.update_conditions(not_measured=not_measured)
     mode, why = choose_order(order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available)
     order_condition = {
         "mode": mode, "why": why,

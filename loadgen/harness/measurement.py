@@ -135,11 +135,11 @@ def warm_from(previous: str, rate: float | None, tool: str) -> results.Warmup:
 
 
 def pattern(scenario: Scenario, run: Run) -> tuple:
-    """What a warm-up must match: the tool and whether connections are kept (ab -k, or not); a scenario with a
+    """What a warm-up must match: the tool, whether connections are kept (ab -k, or not) and the protocol; a scenario with a
     warm-up load of its own is warmed once, before its first run."""
     if scenario.warmup:
         return scenario.warmup.tool, None
-    return scenario.tool, bool(run.load.get("keepalive"))
+    return scenario.tool, bool(run.load.get("keepalive")), scenario.protocol_of(run)
 
 
 def first_connections(server: Server, scenario: Scenario, run: Run) -> int:
@@ -173,7 +173,7 @@ def warm_up(bench: Bench, target: Target, scenario: Scenario, run: Run, rule: Wa
     tool_name = scenario.warmup_tool
     tool = TOOLS[tool_name]
     own = scenario.warmup.run if scenario.warmup else run
-    base = own.spec(target.running.base_url + path)
+    base = own.spec(target.running.url(scenario.protocol_of(own)) + path)
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
     runs, steady, rate, made = [], False, None, 0
@@ -233,7 +233,7 @@ def attempt(bench: Bench, target: Target, scenario: Scenario, run: Run, n: int, 
             round_position: tuple[int, int] | None = None) -> Attempt:
     """One measured attempt, recorded; `round_position` = (position, servers) in an interleaved round."""
     interrupt.check()
-    url = target.running.base_url + scenario.path_for(target.server)
+    url = target.running.url(scenario.protocol_of(run)) + scenario.path_for(target.server)
     label = f"{target.name} {scenario.name} {run.label}" + (f" #{n}" if repeat > 1 else "")
     started = time.time()
     try:
@@ -295,7 +295,7 @@ def aggregate(server: Server, scenario: Scenario, run: Run, path: str, attempts:
         path=path,
         concurrency=run.load.get("concurrency"),
         threads=run.load.get("threads"),
-        load=run.load,
+        load={**run.load, "protocol": scenario.protocol_of(run)} if scenario.protocol_of(run) else run.load,
         requests=sum(a.requests for a in attempts),
         good_requests=sum(a.good_requests for a in attempts),
         errors=sum((a.errors for a in attempts), Errors()),

@@ -15,8 +15,9 @@ PROFILES = ("quick", "seed")
 LOAD_FIELDS = {
     "concurrency": int, "requests": int, "duration_s": float, "threads": int, "keepalive": bool,
     "timeout_s": float, "continue_on_error": bool, "rate": float, "calls_per_connection": int, "users": int,
-    "injection": str,
+    "injection": str, "streams": int, "protocol": str,
 }
+PROTOCOLS = ("h1", "h2c")  # a load's `protocol` (h2load): HTTP/1.1, or cleartext HTTP/2 with prior knowledge
 # A run field that is not part of the load: `rate_share`, the run's rate as a share of the rate its warm-up reached
 # (latency: 0.5 offers half of the server's closed-loop maximum on that path)
 
@@ -78,6 +79,9 @@ class Scenario:
     attempts: int | None  # the profile's own count of attempts per run (None: the settings' repeat)
     in_bench: bool = True  # false: measured only when named (`make test-<name>`, `make docker-overhead`)
     warmup: WarmupLoad | None = None  # None: warmed with its own tool and load
+    # "h2c": measured on the servers whose manifest gives an h2c_port only, its runs over h2c unless a run says
+    # protocol = "h1" (its HTTP/1.1 baseline, on the same servers); None: HTTP/1.1
+    protocol: str | None = None
 
     @property
     def warmup_tool(self) -> str:
@@ -90,8 +94,15 @@ class Scenario:
         return self.attempts
 
     def path_for(self, server: Server) -> str | None:
-        """The path this scenario measures on `server`, or None when the server serves none of its routes."""
+        """The path this scenario measures on `server`, or None when the server serves none of its routes (or does not
+        speak the scenario's protocol)."""
+        if self.protocol == "h2c" and not server.h2c_port:
+            return None
         return next((path for route, path in self.targets if server.serves(route)), None)
+
+    def protocol_of(self, run: Run) -> str | None:
+        """The protocol `run` speaks: its own, else the scenario's (None: HTTP/1.1)."""
+        return run.load.get("protocol") or self.protocol
 
 
 def _run(raw: dict, where: str, index: int) -> Run:
@@ -109,6 +120,8 @@ def _run(raw: dict, where: str, index: int) -> Run:
             raise ScenarioError(f"{where} run {index + 1}: unknown field {key!r}; known: "
                                 f"{', '.join([*LOAD_FIELDS, 'rate_share', 'label'])}")
         kind = LOAD_FIELDS[key]
+        if key == "protocol" and value not in PROTOCOLS:
+            raise ScenarioError(f"{where} run {index + 1}: protocol = {value!r} must be one of {', '.join(PROTOCOLS)}")
         if kind is str:
             if not isinstance(value, str) or not value:
                 raise ScenarioError(f"{where} run {index + 1}: {key} = {value!r} must be a text")
@@ -205,8 +218,11 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
             raise ScenarioError(f"{path.name} [{name}]: in_bench must be true or false")
         if any(r.rate_share for r in runs) and "warmup" not in table:
             raise ScenarioError(f"{where}: runs with rate_share need a `warmup` load whose rate they are shares of")
+        protocol = table.get("protocol")
+        if protocol is not None and protocol not in PROTOCOLS:
+            raise ScenarioError(f"{path.name} [{name}]: protocol = {protocol!r} must be one of {', '.join(PROTOCOLS)}")
         scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts, in_bench,
-                                   _warmup_load(table.get("warmup"), where))
+                                   _warmup_load(table.get("warmup"), where), protocol)
     return scenarios
 
 

@@ -46,6 +46,11 @@ class Session:
     def port(self, server: Server) -> int:
         return self.ports.get(server.name, server.port)
 
+    def h2c_port(self, server: Server) -> int | None:
+        """Where `server` speaks h2c (its manifest's h2c_port), as far from its port as in the manifest when PORTS
+        moves it; None for a server without h2c."""
+        return server.h2c_port + self.port(server) - server.port if server.h2c_port else None
+
     def is_upstream(self, name: str) -> bool:
         return self.upstream is not None and name == self.upstream.name
 
@@ -65,9 +70,10 @@ class Session:
             wanted.append(self.upstream)
         busy = []
         for server in {s.name: s for s in wanted}.values():
-            owner = port_owner("127.0.0.1", self.port(server))
-            if owner:
-                busy.append(f"{server.name}'s port {self.port(server)} is in use by {owner}")
+            for kind, port in (("port", self.port(server)), ("h2c port", self.h2c_port(server))):
+                owner = port and port_owner("127.0.0.1", port)
+                if owner:
+                    busy.append(f"{server.name}'s {kind} {port} is in use by {owner}")
         if busy:
             raise RuntimeError_("; ".join(busy) + ". Stop those processes (`make down` if they are ours) or move the "
                                 "servers: PORTS=\"name=port ...\"")
@@ -81,7 +87,10 @@ class Session:
             self.ensure_upstream()
         cpus = self.plan.upstream if self.is_upstream(server.name) else self.plan.server
         say(f"starting {server.name} on port {self.port(server)}, CPU {format_cpus(cpus)}")
-        running = self.runtime.start(server, list(cpus), self.port(server), {"UPSTREAM_URL": self.upstream_url()})
+        env = {"UPSTREAM_URL": self.upstream_url()}
+        if server.h2c_port:
+            env["H2C_PORT"] = str(self.h2c_port(server))
+        running = self.runtime.start(server, list(cpus), self.port(server), env)
         self.state.put(running, keep=self.keep)
         self.started.append(server.name)
         say(f"  {server.name} answered after {running.startup_s:.2f} s")

@@ -104,6 +104,8 @@ def items(run: Run) -> list[tuple[str, str]]:
         out.append((f"tool {name}", str(version)))
     for note in c.get("limit_notes") or []:
         out.append(("note", str(note)))
+    for what, why in (c.get("not_measured") or {}).items():
+        out.append(("not measured", f"{what}: {why}"))
     return out
 
 

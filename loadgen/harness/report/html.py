@@ -8,8 +8,8 @@ from pathlib import Path
 
 from harness import flags
 import harness.report.conditions as cond
-from harness.report.model import (CAPACITY_HEADER, STEP_HEADER, Group, Model, Scenario, aa_text, attempts_text,
-                                  bytes_text, capacity_rows, cost_interval_text, cost_text, cpu, cv_text, errors_text,
+from harness.report.model import (CAPACITY_HEADER, PROTOCOL_CHANGE_HEADER, STEP_HEADER, Group, Model, Scenario,
+                                  aa_text, attempts_text, bytes_text, has_protocol_change, protocol_change, capacity_rows, cost_interval_text, cost_text, cpu, cv_text, errors_text,
                                   flag_names, glance, loc_text, latency, method_note, rps_interval, rps_text, rss_text,
                                   startup_text, step_rows)
 from harness.results import Record
@@ -145,7 +145,9 @@ def group_tables(model: Model, group: Group) -> str:
 
 
 def _matrix_table(model: Model, scenario: Scenario) -> str:
-    head = "<tr><th class=l>server</th>" + "".join(f"<th>{escape(g.run)}</th>" for g in scenario.groups) + "</tr>"
+    change = has_protocol_change(scenario)  # h1 baseline and h2c runs: the change per server
+    head = ("<tr><th class=l>server</th>" + "".join(f"<th>{escape(g.run)}</th>" for g in scenario.groups)
+            + (f"<th>{escape(PROTOCOL_CHANGE_HEADER)}</th>" if change else "") + "</tr>")
     rows = []
     for server in scenario.servers:
         cells = []
@@ -159,6 +161,8 @@ def _matrix_table(model: Model, scenario: Scenario) -> str:
             mark = " ⚑" if names else ""
             style = ' style="background:var(--bad)"' if names and not model.is_ceiling(server) else ""
             cells.append(f'<td title="{title}"{style}>{rps_text(r)}{mark}</td>')
+        if change:
+            cells.append(f"<td>{escape(protocol_change(scenario, server))}</td>")
         swatch = f'<span class="sw" style="background:{model.colors.get(server, "#999")}"></span>'
         css = ' class="ceiling"' if model.is_ceiling(server) else ""
         label = f"{server} (ceiling)" if model.is_ceiling(server) else server

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from harness import flags
 import harness.report.conditions as cond
-from harness.report.model import (CAPACITY_HEADER, STEP_HEADER, Group, Model, aa_text, bytes_text, capacity_rows,
+from harness.report.model import (CAPACITY_HEADER, PROTOCOL_CHANGE_HEADER, STEP_HEADER, Group, Model, aa_text,
+                                  bytes_text, capacity_rows, has_protocol_change, protocol_change,
                                   capacity_text, cost_interval_text, cost_text, cpu_text, cv_text, errors_text,
                                   flag_names, glance, latency, loc_text, method_note, rps_interval, rps_text, rss_text,
                                   startup_text, step_rows)
@@ -110,14 +111,15 @@ def render(model: Model) -> str:
             continue
         if scenario.is_matrix:
             lines += ["req/s (median) per load; ⚑ flagged", ""]
-            header = ["server"] + [g.run for g in scenario.groups]
+            change = has_protocol_change(scenario)  # h1 baseline and h2c runs: the change per server
+            header = ["server"] + [g.run for g in scenario.groups] + ([PROTOCOL_CHANGE_HEADER] if change else [])
             rows = []
             for server in scenario.servers:
                 row = [server]
                 for g in scenario.groups:
                     r = next((r for r in g.records if r.server == server), None)
                     row.append("" if r is None else rps_text(r) + ("" if r.ranked else " ⚑"))
-                rows.append(row)
+                rows.append(row + ([protocol_change(scenario, server)] if change else []))
             lines += _table(header, rows) + [""]
         for group in scenario.groups:
             lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]

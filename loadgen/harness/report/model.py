@@ -305,6 +305,25 @@ def capacity_text(c: dict) -> str:
     return ("≥ " if c["lower_bound"] else "") + f"{fmt_rate(c['rps'])} req/s"
 
 
+PROTOCOL_CHANGE_HEADER = "h2c best ÷ h1"
+
+
+def protocol_change(scenario: Scenario, server: str) -> str:
+    """In a scenario with an HTTP/1.1 baseline run and h2c runs (h2-hello): the server's best h2c median over its
+    HTTP/1.1 one, with the run it came from ('×1.85 (c16-m100)'); '' where either is missing."""
+    mine = [r for g in scenario.groups for r in g.records if r.server == server and r.rps]
+    h1 = [r for r in mine if r.load.get("protocol") == "h1"]
+    h2 = [r for r in mine if r.load.get("protocol") == "h2c"]
+    if not h1 or not h2:
+        return ""
+    best = max(h2, key=lambda r: r.rps)
+    return f"×{best.rps / h1[0].rps:.2f} ({best.run})"
+
+
+def has_protocol_change(scenario: Scenario) -> bool:
+    return any(protocol_change(scenario, s) for s in scenario.servers)
+
+
 def capacity_rows(model: Model, scenario: Scenario) -> list[list[str]]:
     """The capacity table of a stepped scenario: server, capacity, the step that set it, its p99, notes."""
     return [[server, capacity_text(c), c["step"] or "-", "-" if c["p99_ms"] is None else f"{c['p99_ms']:.2f}",

@@ -43,6 +43,7 @@ class RunningServer:
     # substitute: /proc's boot time drifts from time.time() (clock adjustments), and a recycled pid must not match
     pid_created: float | None = None
     engine: str | None = None  # hosts runtime: the Docker endpoint of the host it runs on
+    h2c_port: int | None = None  # where it speaks cleartext HTTP/2 (started with H2C_PORT); None: HTTP/1.1 only
 
     def is_process(self, pid_created: float) -> bool:
         """Whether a process that started at `pid_created` (psutil's create_time) is this server's main process."""
@@ -53,6 +54,14 @@ class RunningServer:
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def url(self, protocol: str | None = None) -> str:
+        """The base URL a load of `protocol` goes to: the h2c port for "h2c", else the HTTP/1.1 one."""
+        if protocol == "h2c":
+            if not self.h2c_port:
+                raise RuntimeError_(f"{self.name} was started without an h2c port")
+            return f"http://{self.host}:{self.h2c_port}"
+        return self.base_url
 
 
 class Runtime(Protocol):

@@ -59,12 +59,13 @@ class LocalRuntime(OnThisMachine):
 
     def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
         host = env.get("HOST", "127.0.0.1")
-        owner = port_owner(host, port)
-        if owner:
-            raise RuntimeError_(
-                f"cannot start {server.name}: port {port} is in use by {owner}. "
-                f"Stop it (make down, if it is ours) or choose another port: PORTS=\"{server.name}=<port>\""
-            )
+        for kind, taken in (("port", port), ("h2c port", int(env.get("H2C_PORT") or 0))):
+            owner = taken and port_owner(host, taken)
+            if owner:
+                raise RuntimeError_(
+                    f"cannot start {server.name}: {kind} {taken} is in use by {owner}. "
+                    f"Stop it (make down, if it is ours) or choose another port: PORTS=\"{server.name}=<port>\""
+                )
         run_dir = STATE_DIR / server.name
         run_dir.mkdir(parents=True, exist_ok=True)
         log = run_dir / "server.log"
@@ -87,7 +88,8 @@ class LocalRuntime(OnThisMachine):
         self._children[proc.pid] = proc
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
-                                pid_created=process_create_time(proc.pid))
+                                pid_created=process_create_time(proc.pid),
+                                h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
         return await_start(self, server, running, started)
 
     def alive(self, running: RunningServer) -> bool:

@@ -33,6 +33,8 @@ class LoadSpec:
     injection: str | None = None  # gatling: how users arrive: "ramp" (over duration_s), "at-once", "constant" (rate)
     calls_per_connection: int | None = None  # httperf --num-calls
     sized_from_rps: float | None = None  # the rate a request count was sized from (recorded; no tool reads it)
+    streams: int | None = None  # h2load -m: requests in flight on each connection
+    protocol: str | None = None  # h2load: "h2c" (cleartext HTTP/2, the default) or "h1" (--h1)
 
     def split(self, parts: int) -> LoadSpec:
         """The share of this load one of `parts` tool processes runs at the same time."""

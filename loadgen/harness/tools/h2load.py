@@ -75,10 +75,10 @@ class H2load:
             raise ValueError("h2load needs a concurrency (its clients: one connection each)")
         if not spec.duration_s and not spec.requests:
             raise ValueError("h2load needs a duration or a request count")
-        protocol = getattr(spec, "protocol", None)
+        protocol = spec.protocol
         if protocol not in PROTOCOLS:
             raise ValueError(f"h2load speaks h2c or h1, not {protocol!r}")
-        streams = getattr(spec, "streams", None) or 1
+        streams = spec.streams or 1
         clients = spec.concurrency
         if spec.duration_s:
             length = ["-D", _duration_arg(spec.duration_s)]
