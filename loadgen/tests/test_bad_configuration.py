@@ -83,7 +83,7 @@ CASES = {
         RUN, r"scenarios.toml \[hello\] profile quick run 1: requests = -5 must be positive",
         scenarios=SCENARIO.format(tool="ab", requests=-5)),
     "a scenario file that is not TOML": Case(
-        RUN, r"scenarios.toml is not valid TOML: .* \(at line 4, column 6\); fix it \(git diff scenarios.toml shows what "
+        RUN, r"scenarios.toml is not valid TOML: .* \(at line 5, column 7\); fix it \(git diff scenarios.toml shows what "
              r"changed\)", scenarios=SCENARIO.format(tool="ab", requests=100).replace("[hello]", "[hello")),
     "a scenario without targets": Case(
         RUN, r"scenarios.toml \[hello\]: `targets` must list the routes it measures, e.g. targets = \[\{ route = "

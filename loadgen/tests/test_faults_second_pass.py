@@ -156,14 +156,14 @@ def test_an_output_the_parser_did_not_foresee_costs_that_attempt_and_nothing_mor
         f'run = ["{sys.executable}", "{RESPONDER}", "{{port}}", "probe"]\n')
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("ab", "wrk"):
-        (bin_dir / tool).symlink_to(ODD_TOOL)
-    ODD_TOOL.chmod(0o755)
+    for tool in ("ab", "wrk"):  # found first on PATH: each runs the real tool, but for attempt 2
+        (bin_dir / tool).write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ODD_TOOL}" {tool} "$@"\n')
+        (bin_dir / tool).chmod(0o755)
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
     run_id = f"test-odd-output-{os.getpid()}"
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE", "TWIN")}
     env.update(BENCH_SERVERS_DIR=str(tmp_path / "servers"), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-               ODD_ATTEMPT="2")
+               ODD_ATTEMPT="2", ODD_BIN=str(bin_dir))
     proc = subprocess.run([sys.executable, "-c", WITH_SCENARIOS, str(tmp_path / "scenarios.toml"), "--runtime", "local",
                            "--servers", "probe", "--run-id", run_id, "run", "hello-ab hello-wrk"],
                           cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=300)
