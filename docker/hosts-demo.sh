@@ -36,8 +36,11 @@
 # the caller's cgroup has (an absolute parent, Docker's default /docker, would escape them).
 #
 # Files: /run/bench-hosts/<role>/ (sockets, pid files, logs, configs, ssh host key; removed by `down`),
+#        /run/bench-hosts/cgroups (the per-host cgroups runc makes, bench-h-<role> under containerd's own cgroups:
+#          `down` removes these, never another bench-h-* cgroup of the machine),
 #        /var/lib/bench-hosts/<role>/ (image stores; kept by `down` so the next `up` is fast; `down --purge`),
-#        /etc/ssh/ssh_config.d/bench-hosts.conf (how the harness's ssh reaches 10.213.77.*; removed by `down`).
+#        /etc/ssh/ssh_config.d/bench-hosts.conf (how the harness's ssh reaches the three hosts, and only them; removed
+#          by `down`, which puts back a file of that name that was there before `up`: see write_ssh_config).
 #
 # HOSTS_DEMO_FAIL_AT=netns|containerd|dockerd|sshd|image makes `up` fail after that step (tests the cleanup).
 set -euo pipefail
@@ -52,6 +55,7 @@ ROOT_VETH=bench-h0      # the root namespace's end of its veth to the bridge
 RUN=/run/bench-hosts
 LIB=/var/lib/bench-hosts
 SSH_CONF=/etc/ssh/ssh_config.d/bench-hosts.conf
+SSH_CONF_MARK="# bench-hosts: written by docker/hosts-demo.sh"  # its first line: the file is ours to remove
 SSH_DIR=$RUN/ssh        # the harness's key pair, the hosts' authorized_keys, the known_hosts file
 IMAGE=bench-hosts/busybox:latest  # a tiny image (busybox-static), imported into each host: there is no registry
 STOP_TIMEOUT=${HOSTS_DEMO_STOP_TIMEOUT:-15}   # seconds between TERM and KILL
@@ -168,14 +172,55 @@ unmount_ours() {
   done
 }
 
-# The per-host cgroups (bench-h-<role>, and a container's <id> under it when its shim was killed) that runc
-# created under the caller's cgroups, deepest first; rmdir never removes a cgroup that still has tasks.
+# cgroup_dir CONTROLLERS PATH: the folder of the cgroup PATH of the hierarchy with CONTROLLERS (a line of
+# /proc/<pid>/cgroup: "" for cgroup v2), where that hierarchy is mounted; fails when it is not.
+cgroup_dir() {
+  local want=$1 path=$2 target="" fsroot=""
+  read -r target fsroot < <(findmnt -rn -t cgroup,cgroup2 -o TARGET,FSTYPE,FSROOT,OPTIONS | awk -v want="$want" '
+    want == "" && $2 == "cgroup2" { print $1, $3; exit }
+    want != "" && $2 == "cgroup" { n = split(want, w, ","); m = split($4, o, ","); ok = 1
+      for (i = 1; i <= n; i++) { hit = 0; for (j = 1; j <= m; j++) if (o[j] == w[i]) hit = 1; if (!hit) ok = 0 }
+      if (ok) { print $1, $3; exit } }') || return 1
+  [ -n "$target" ] || return 1
+  [ "$fsroot" = / ] || { case $path in "$fsroot"|"$fsroot"/*) path=${path#"$fsroot"} ;; *) return 1 ;; esac; }
+  echo "$target${path%/}"
+}
+
+# The cgroups runc will make for ROLE's containers: with cgroupfs it resolves the relative --cgroup-parent
+# bench-h-<role> against its own cgroups, which are its shim's, which are ROLE's containerd's. Recorded when that
+# containerd runs, one folder a line in $RUN/cgroups, for `down` (which may run in other cgroups than `up`).
+record_cgroups() {
+  local role=$1 pid controllers path dir
+  pid=$(tr -dc 0-9 <"$RUN/$role/containerd.pid")
+  while IFS=: read -r _ controllers path; do
+    if dir=$(cgroup_dir "$controllers" "$path"); then echo "$dir/$(ns_of "$role")" >>"$RUN/cgroups"; fi
+  done <"/proc/$pid/cgroup"
+}
+
+# The cgroups `up` recorded (bench-h-<role>, and a container's <id> under it when its shim was killed), deepest
+# first; nothing else (another bench-h-* on the machine is not ours). rmdir never removes a cgroup with tasks.
 remove_cgroups() {
   local d
-  [ -d /sys/fs/cgroup ] || return 0
-  find /sys/fs/cgroup -maxdepth 6 -type d -name 'bench-h-*' 2>/dev/null | while read -r d; do
-    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  [ -s "$RUN/cgroups" ] || return 0
+  sort -u "$RUN/cgroups" | while read -r d; do
+    case $d in /sys/fs/cgroup/*) ;; *) continue ;; esac
+    case ${d##*/} in bench-h-server|bench-h-loadgen|bench-h-upstream) ;; *) continue ;; esac
+    if [ -d "$d" ]; then find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true; fi
   done
+}
+
+# The ssh client configuration is ours when it starts with our mark, or with the first line an earlier version of
+# this script wrote (a file of that name that was there before `up` was moved to $RUN/ssh_config.saved, and `down`
+# puts it back).
+ours_ssh_conf() {
+  [ -f "$SSH_CONF" ] || return 1
+  case "$(head -n 1 "$SSH_CONF")" in "$SSH_CONF_MARK"*|"# The bench hosts of docker/hosts-demo.sh (removed by 'docker/hosts-demo.sh down')"*) return 0 ;; esac
+  return 1
+}
+restore_ssh_conf() {
+  if ours_ssh_conf; then rm -f "$SSH_CONF"; fi
+  if [ -e "$RUN/ssh_config.saved" ]; then mv -f "$RUN/ssh_config.saved" "$SSH_CONF"; fi
+  if [ -e "$RUN/created-ssh-config-dir" ]; then rmdir "$(dirname "$SSH_CONF")" 2>/dev/null || true; fi
 }
 
 do_down() {
@@ -206,11 +251,11 @@ do_down() {
     if ns_exists "$ns"; then ip netns delete "$ns" 2>/dev/null || warn "could not delete namespace $ns"; fi
   done
   if ip link show "$ROOT_VETH" >/dev/null 2>&1; then ip link delete "$ROOT_VETH"; fi
-  # 5. files.
-  rm -f "$SSH_CONF"
+  # 5. cgroups and files (from what $RUN recorded: the cgroups, what `up` changed outside $RUN), then $RUN.
+  remove_cgroups
+  restore_ssh_conf
   if [ -e "$RUN/created-run-sshd" ]; then rmdir /run/sshd 2>/dev/null || true; fi
   rm -rf "$RUN"
-  remove_cgroups
   if [ "$purge" = --purge ]; then
     unmount_ours
     rm -rf "$LIB"
@@ -224,7 +269,7 @@ health() {
   local role ns
   for ns in "${ROLES[@]/#/bench-h-}" "$NET_NS"; do ns_exists "$ns" || echo "namespace $ns"; done
   ip link show "$ROOT_VETH" >/dev/null 2>&1 || echo "root veth $ROOT_VETH"
-  [ -f "$SSH_CONF" ] || echo "$SSH_CONF"
+  ours_ssh_conf || echo "$SSH_CONF"
   [ -f "$RUN/up-complete" ] || echo "$RUN/up-complete (the last up did not finish)"
   for role in "${ROLES[@]}"; do
     pid_alive "$RUN/$role/containerd.pid" containerd || echo "$role: containerd"
@@ -239,7 +284,7 @@ any_trace() {
   local ns
   for ns in "${ROLES[@]/#/bench-h-}" "$NET_NS"; do ns_exists "$ns" && return 0; done
   ip link show "$ROOT_VETH" >/dev/null 2>&1 && return 0
-  [ -e "$RUN" ] || [ -e "$SSH_CONF" ]
+  [ -e "$RUN" ] || ours_ssh_conf
 }
 
 # The namespaces share this machine's CPUs (each engine reports all of them), so the line gives each role its own
@@ -345,6 +390,34 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
 [plugins."io.containerd.internal.v1.opt"]
   path = "$LIB/$role/containerd-opt"
 EOF
+}
+
+# Why a system-wide ssh client file at all: the harness reaches the hosts as it would real machines, through the
+# Docker CLI's ssh:// transport (HOSTS=ssh://root@...), which runs plain `ssh` with no way to pass -F, -i or -o; so
+# the demo's key, its known_hosts and batch mode can only come from ssh's configuration. A drop-in of ours (Debian's
+# /etc/ssh/ssh_config includes ssh_config.d/*.conf) rather than an edit of the caller's own ~/.ssh/config; it applies
+# to the three addresses of the demo alone and names only files under $SSH_DIR (removed by `down`).
+write_ssh_config() {
+  if [ -e "$SSH_CONF" ] && ! ours_ssh_conf; then mv "$SSH_CONF" "$RUN/ssh_config.saved"; fi  # `down` puts it back
+  if [ ! -d "$(dirname "$SSH_CONF")" ]; then mkdir -p "$(dirname "$SSH_CONF")"; touch "$RUN/created-ssh-config-dir"; fi
+  cat >"$SSH_CONF" <<EOF
+$SSH_CONF_MARK (removed by 'docker/hosts-demo.sh down')
+# The three bench hosts of the demo, and no other address: key login as root with the demo's own key and known_hosts
+# (in $SSH_DIR), no prompts.
+Host ${ADDR[server]} ${ADDR[loadgen]} ${ADDR[upstream]}
+  User root
+  IdentityFile $SSH_DIR/id_ed25519
+  IdentitiesOnly yes
+  UserKnownHostsFile $SSH_DIR/known_hosts
+  StrictHostKeyChecking accept-new
+  BatchMode yes
+  ConnectTimeout 10
+  # one connection per host, shared by the harness's many short docker commands (0.5 s each without, 0.2 s with)
+  ControlMaster auto
+  ControlPath $SSH_DIR/cm-%C
+  ControlPersist 60
+EOF
+  chmod 644 "$SSH_CONF"
 }
 
 write_sshd_config() {
@@ -470,6 +543,7 @@ do_up() {
   for role in "${ROLES[@]}"; do
     wait_for "$role: containerd" "$RUN/$role/containerd.pid" containerd "$RUN/$role/containerd.log" \
       ctr --address "$RUN/$role/containerd/containerd.sock" version
+    record_cgroups "$role"
   done
   maybe_fail containerd
 
@@ -496,21 +570,7 @@ do_up() {
   [ -f "$SSH_DIR/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C bench-hosts -f "$SSH_DIR/id_ed25519"
   cp "$SSH_DIR/id_ed25519.pub" "$SSH_DIR/authorized_keys"; chmod 600 "$SSH_DIR/authorized_keys"
   : >"$SSH_DIR/known_hosts"
-  cat >"$SSH_CONF" <<EOF
-# The bench hosts of docker/hosts-demo.sh (removed by 'docker/hosts-demo.sh down'): key login, no prompts.
-Host 10.213.77.*
-  User root
-  IdentityFile $SSH_DIR/id_ed25519
-  IdentitiesOnly yes
-  UserKnownHostsFile $SSH_DIR/known_hosts
-  StrictHostKeyChecking accept-new
-  BatchMode yes
-  ConnectTimeout 10
-  # one connection per host, shared by the harness's many short docker commands (0.5 s each without, 0.2 s with)
-  ControlMaster auto
-  ControlPath $SSH_DIR/cm-%C
-  ControlPersist 60
-EOF
+  write_ssh_config
   if [ ! -d /run/sshd ]; then mkdir -p /run/sshd; chmod 755 /run/sshd; touch "$RUN/created-run-sshd"; fi  # sshd's privilege separation directory
   for role in "${ROLES[@]}"; do
     ssh-keygen -q -t ed25519 -N '' -C "bench-h-$role" -f "$RUN/$role/ssh_host_ed25519_key"

@@ -37,7 +37,8 @@ start_dockerd() {
   say "starting dockerd $* (log: /var/log/dockerd.log)"
   local pid
   pid=$($SUDO sh -c "nohup dockerd $* >>/var/log/dockerd.log 2>&1 </dev/null & echo \$!")
-  for _ in $(seq 30); do answers && return 0; kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  # $SUDO: dockerd runs as root, and a non-root user's plain `kill -0` on it fails (EPERM) even while it starts
+  for _ in $(seq 30); do answers && return 0; $SUDO kill -0 "$pid" 2>/dev/null || break; sleep 1; done
   $SUDO kill -TERM "$pid" 2>/dev/null || true  # the one just started, which never answered
   sleep 2
   return 1

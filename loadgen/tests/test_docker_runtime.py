@@ -1,8 +1,10 @@
 """The Docker runtime: unit tests of the compose file and the runtime's plumbing (always run), and the integration test
-of the docker path (skipped, with the reason, when no Docker engine answers): base images built offline when missing,
-images built from the artifacts of `make build`, nginx + rust + node up through the CLI with RUNTIME=docker, their
-contract checked, a few seconds of ab, wrk and httperf each, down; no container left, the server images removed
-(the base images bench/*:bookworm stay). CI runs it from .ci/docker.sh."""
+of the docker path (skipped, with the reason, when no Docker engine answers; failed instead under CI=true): base images
+built offline when missing, images built from the artifacts of `make build`, nginx + rust + node up through the CLI
+with RUNTIME=docker, their contract checked, every container's least privilege read back from the engine and the
+kernel (the loadgen's while a command runs tools in it), a few seconds of ab, wrk and httperf each (no world-writable
+folder under raw/), down; no container left, the server images removed (the base images bench/*:bookworm stay). CI
+runs it from .ci/docker.sh."""
 from __future__ import annotations
 
 import json
@@ -10,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -65,11 +68,12 @@ def test_every_container_runs_with_least_privilege():
                  'tmpfs: ["/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"]', f"pids_limit: {compose.PIDS_LIMIT}"):
         assert f"\n  {line}" in limits
     blocks = {name: text.split(f"\n  {name}:\n", 1)[1].split("\n\n", 1)[0] for name in [images.LOADGEN, *servers]}
-    for name, block in blocks.items():  # none overrides what it merged, except the loadgen's seccomp
-        assert not re.search(r"^    (cap_drop|cap_add|read_only|tmpfs|pids_limit|privileged|user):", block,
-                             flags=re.M) or name == images.LOADGEN
-    assert 'security_opt: ["seccomp=unconfined", "no-new-privileges:true"]' in blocks[images.LOADGEN]
-    assert all("security_opt" not in block for name, block in blocks.items() if name != images.LOADGEN)
+    for name, block in blocks.items():  # none overrides what it merged (the loadgen sets only its user)
+        keys = set(re.findall(r"^    (cap_drop|cap_add|read_only|tmpfs|pids_limit|privileged|security_opt|user):",
+                              block, flags=re.M))
+        assert keys == ({"user"} if name == images.LOADGEN else set()), (name, keys)
+    # the engine's default seccomp profile everywhere: x-limits' security_opt is the only one
+    assert "seccomp=" not in text and text.count("security_opt:") == 1 and "privileged:" not in text
     # RUN_DIR is on the tmpfs, and each server's memory limit is its own variable
     assert all('RUN_DIR: "/tmp/run"' in blocks[name] for name in servers)
     assert all(f'mem_limit: "${{{compose.memory_var(server)}:-{compose.SERVER_MEMORY}}}"' in blocks[name]
@@ -134,6 +138,13 @@ def test_auto_chooses_local_without_an_engine_and_says_why(monkeypatch, capsys):
 ENGINE, WHY = engine.engine_answers()
 
 
+def skip_or_fail(reason: str) -> None:
+    """No engine: the test is skipped, but fails under CI (CI=true: .ci/docker.sh has started one)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
 def _compose_available() -> str | None:
     try:
         engine.compose_command()
@@ -155,6 +166,57 @@ def _cli(*args: str, env: dict | None = None, timeout: float = 900) -> subproces
     return proc
 
 
+def _status(pid: int) -> dict[str, str]:
+    """/proc/<pid>/status: how the kernel applied the container's privileges to its main process."""
+    with open(f"/proc/{pid}/status") as status:
+        return {k: v.strip() for k, v in (line.split(":", 1) for line in status)}
+
+
+def _cli_watching(container: str, *args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """`_cli`, and `docker inspect` of `container` as soon as the command has started it (None if it never ran), with
+    its main process's status then (key "status": the container is gone when the command ends)."""
+    full_env = {**os.environ, "RUNTIME": "docker", "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick"}
+    full_env.pop("SERVERS", None)
+    child = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=full_env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = None
+    while seen is None and child.poll() is None:
+        found = subprocess.run(["docker", "inspect", container], capture_output=True, text=True)
+        info = json.loads(found.stdout)[0] if found.returncode == 0 else None
+        if info and info["State"]["Running"]:
+            try:
+                seen = {**info, "status": _status(info["State"]["Pid"])}
+            except OSError:
+                pass  # ended between the two: asked again
+        else:
+            time.sleep(0.2)
+    out, err = child.communicate(timeout=900)
+    print(out, err)
+    return subprocess.CompletedProcess(child.args, child.returncode, out, err), seen
+
+
+def assert_least_privilege(info: dict) -> None:
+    """A container as the engine applied it: no capability, none to gain, the engine's default seccomp profile (where
+    the engine has one), a read-only root, not root; and so its main process, as the kernel sees it."""
+    name, host, config = info["Name"], info["HostConfig"], info["Config"]
+    assert not host["CapAdd"] and "ALL" in (host["CapDrop"] or []), (name, host["CapAdd"], host["CapDrop"])
+    options = host["SecurityOpt"] or []
+    assert "no-new-privileges:true" in options and not any(o.startswith("seccomp") for o in options), (name, options)
+    assert host["ReadonlyRootfs"] is True and not host["Privileged"], name
+    assert config["User"] not in ("", "0", "root") and not config["User"].startswith(("0:", "root:")), (name, config["User"])
+    fields = info.get("status") or _status(info["State"]["Pid"])
+    assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"] == "1", (name, fields["CapEff"])
+    if "name=seccomp" in _docker("info", "--format", "{{json .SecurityOptions}}"):
+        assert fields["Seccomp"] == "2", (name, fields["Seccomp"])  # a filter: the engine's default profile
+    assert int(fields["Uid"].split()[0]) != 0, (name, fields["Uid"])
+
+
+def assert_nothing_world_writable(folder: Path) -> None:
+    assert folder.is_dir(), folder
+    writable = [str(d) for d in [folder, *folder.rglob("*")] if d.is_dir() and d.stat().st_mode & 0o002]
+    assert not writable, f"world-writable folders: {writable}"
+
+
 def _project_containers() -> list[str]:
     return _docker("ps", "-a", "--filter", f"label=com.docker.compose.project={compose.PROJECT}", "--format",
                    "{{.Names}}").split() + [n for n in _docker("ps", "-a", "--format", "{{.Names}}").split()
@@ -164,10 +226,10 @@ def _project_containers() -> list[str]:
 @pytest.fixture(scope="module")
 def docker_images():
     if not ENGINE:
-        pytest.skip(f"the Docker runtime's integration test needs a Docker engine: {WHY}")
+        skip_or_fail(f"the Docker runtime's integration test needs a Docker engine: {WHY}")
     reason = _compose_available()
     if reason:
-        pytest.skip(reason)
+        skip_or_fail(reason)
     alive = [name for name, entry in State().load().items() if psutil.pid_exists(entry.pid)]
     if alive:
         pytest.skip(f"servers are up ({', '.join(alive)}; .run/state.json is shared): make down first")
@@ -223,6 +285,7 @@ def test_docker_runtime_end_to_end(docker_images):
         assert info["State"]["Health"]["Status"] in ("starting", "healthy")
         assert psutil.Process(entry.pid).uids().real != 0  # not root
         assert entry.port == int(dict(p.split("=") for p in PORTS.split())[name])
+        assert_least_privilege(info)
 
     # ping: the contract, byte for byte, against the containers
     proc = _cli("--servers", " ".join(SERVERS), "ping")
@@ -235,8 +298,14 @@ def test_docker_runtime_end_to_end(docker_images):
     for scenario, tool in (("hello", "wrk"), ("backend", "ab"), ("tweets", "httperf"), ("latency", "oha"),
                            ("gatling-backend", "gatling")):
         run_id = f"docker-test-{scenario}"
-        proc = _cli("--servers", "rust", "--run-id", run_id, "run", scenario)
+        # the loadgen container, inspected while the command runs its tools in it (it is removed at the end)
+        proc, loadgen = _cli_watching(compose.container_name(images.LOADGEN), "--servers", "rust", "--run-id", run_id,
+                                      "run", scenario)
         assert proc.returncode == 0, proc.stdout
+        assert loadgen is not None, "the loadgen container was never seen running"
+        assert_least_privilege(loadgen)
+        assert loadgen["Config"]["User"] == compose.compose_env(cpu_plan)["BENCH_LOADGEN_USER"]
+        assert_nothing_world_writable(RESULTS / run_id / "raw")  # the tools' side-file folders: the loadgen user's
         results = json.loads((RESULTS / run_id / "results.json").read_text())
         assert results["conditions"]["runtime"] == "docker"
         assert results["servers"]["rust"]["cpus"] == list(cpu_plan.server)

@@ -1,10 +1,11 @@
 """HOSTS end to end, against the namespaced three-host topology (`make hosts-demo`): skipped unless it is up and a
-local Docker engine holds the images (CI runs it after the Docker test: .ci/hosts.sh). Traffic goes only to the
+local Docker engine holds the images, failed instead under CI=true (CI runs it after the Docker test: .ci/hosts.sh). Traffic goes only to the
 namespaces that topology created (10.213.77.0/24 through bench-h0), never elsewhere.
 
 Through the CLI, as a user would: build (images sent to the hosts), ping, a wrk and an ab scenario with server,
 load generator and upstream each in its own namespace; then the records, the recorded hosts, addresses, CPU plans
-and path, and that nothing is left on any host, also after Ctrl-C in the middle of a load."""
+and path, every container's least privilege as each host's engine applied it, and that nothing is left on any host,
+also after Ctrl-C in the middle of a load."""
 from __future__ import annotations
 
 import json
@@ -34,7 +35,17 @@ def demo_is_up() -> bool:
     return route.returncode == 0 and "dev bench-h0" in route.stdout
 
 
-pytestmark = pytest.mark.skipif(not demo_is_up(), reason="the hosts-demo topology is not up (make hosts-demo)")
+def skip_or_fail(reason: str) -> None:
+    """No demo or no local engine: the test is skipped, but fails under CI (CI=true: .ci/hosts.sh has brought both up)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def demo_up():
+    if not demo_is_up():
+        skip_or_fail("the hosts-demo topology is not up (make hosts-demo)")
 
 
 def demo_hosts() -> str:
@@ -54,8 +65,8 @@ def left_on_hosts() -> dict[str, list[str]]:
     for role in ADDRESS:
         names = subprocess.run([*engine_socket(role), "ps", "-a", "--format", "{{.Names}}"], capture_output=True,
                                text=True).stdout.split()
-        volumes = subprocess.run([*engine_socket(role), "volume", "ls", "-q", "--filter", "label=bench.checkout"],
-                                 capture_output=True, text=True).stdout.split()
+        # every volume: nginx's static files (labelled) and the loadgen's anonymous one (gone with it: rm -v)
+        volumes = subprocess.run([*engine_socket(role), "volume", "ls", "-q"], capture_output=True, text=True).stdout.split()
         if names or volumes:
             left[role] = names + volumes
     return left
@@ -70,6 +81,49 @@ def cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess
     return proc
 
 
+def cli_watching(*args: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+    """`cli`, and `docker inspect` of every container of this checkout on each host as soon as it runs (keyed
+    role/name), with its main process's status as the kernel gives it then (key "status")."""
+    env = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", "SERVERS": "rust"}
+    harness = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: dict[str, dict] = {}
+    while harness.poll() is None:
+        for role in ADDRESS:
+            ids = subprocess.run([*engine_socket(role), "ps", "-q", "--filter", f"label=bench.checkout={REPO}"],
+                                 capture_output=True, text=True).stdout.split()
+            known = {info["Id"][:12] for info in seen.values()}
+            new = [i for i in ids if i[:12] not in known]
+            if not new:
+                continue
+            found = subprocess.run([*engine_socket(role), "inspect", *new], capture_output=True, text=True).stdout
+            for info in json.loads(found or "[]"):
+                if info["State"]["Running"]:
+                    try:
+                        with open(f"/proc/{info['State']['Pid']}/status") as status:
+                            info["status"] = {k: v.strip() for k, v in (line.split(":", 1) for line in status)}
+                    except OSError:
+                        continue  # gone already: asked again while it runs, if it does
+                    seen[f"{role}/{info['Name'].lstrip('/')}"] = info
+        time.sleep(0.3)
+    out, err = harness.communicate(timeout=900)
+    print(out, err)
+    return subprocess.CompletedProcess(harness.args, harness.returncode, out, err), seen
+
+
+def assert_least_privilege(key: str, info: dict) -> None:
+    """No capability, none to gain, the engine's default seccomp profile, a read-only root, not root: as the engine
+    applied it, and as the kernel applied it to the container's main process."""
+    host, config, status = info["HostConfig"], info["Config"], info["status"]
+    assert not host["CapAdd"] and "ALL" in (host["CapDrop"] or []), (key, host["CapAdd"], host["CapDrop"])
+    options = host["SecurityOpt"] or []
+    assert "no-new-privileges:true" in options and not any(o.startswith("seccomp") for o in options), (key, options)
+    assert host["ReadonlyRootfs"] is True and not host["Privileged"], key
+    assert config["User"] not in ("", "0", "root") and not config["User"].startswith(("0:", "root:")), (key, config["User"])
+    assert int(status["CapEff"], 16) == 0 and status["NoNewPrivs"] == "1", (key, status["CapEff"], status["NoNewPrivs"])
+    assert status["Seccomp"] == "2" and int(status["Uid"].split()[0]) != 0, (key, status["Seccomp"], status["Uid"])
+
+
 def test_each_demo_host_answers_with_its_own_engine():
     engines = probe(parse(demo_hosts(), environ={}))
     assert sorted(e.name for e in engines.values()) == ["bench-h-loadgen", "bench-h-server", "bench-h-upstream"]
@@ -79,7 +133,7 @@ def test_each_demo_host_answers_with_its_own_engine():
 def local_engine():
     ok, why = engine_answers()
     if not ok:
-        pytest.skip(f"HOSTS builds the images here: {why}")
+        skip_or_fail(f"HOSTS builds the images here: {why}")
 
 
 def test_build_ping_and_two_scenarios_across_three_hosts(local_engine):
@@ -93,9 +147,19 @@ def test_build_ping_and_two_scenarios_across_three_hosts(local_engine):
     assert left_on_hosts() == {}
 
     run_id = f"test-hosts-{os.getpid()}"
-    proc = cli("--run-id", run_id, "run", "hello,low-compute")  # wrk (a script copied in), ab (side files copied back)
+    # wrk (a script copied in), ab (side files copied back); every container inspected while it runs
+    proc, containers = cli_watching("--run-id", run_id, "run", "hello,low-compute")
     assert proc.returncode == 0, proc.stderr
     assert left_on_hosts() == {}, "containers or volumes left on the hosts after the run"
+    assert {"server/bench-rust", "loadgen/bench-loadgen"} <= set(containers), sorted(containers)
+    for key, info in containers.items():
+        assert_least_privilege(key, info)
+    # the loadgen's one writable place besides /tmp: the anonymous volume the repository files are copied into
+    loadgen = containers["loadgen/bench-loadgen"]
+    assert [(m["Type"], m["Destination"], m["RW"]) for m in loadgen["Mounts"]] == [("volume", "/bench", True)]
+    raw = RESULTS / run_id / "raw"
+    writable = [str(d) for d in [raw, *raw.rglob("*")] if d.is_dir() and d.stat().st_mode & 0o002]
+    assert raw.is_dir() and not writable, f"world-writable folders: {writable}"
     results = json.loads((RESULTS / run_id / "results.json").read_text())
 
     records = {r["scenario"]: r for r in results["records"]}

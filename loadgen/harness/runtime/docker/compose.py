@@ -18,6 +18,7 @@ PROJECT = "bench"
 CONTAINER_REPO = "/bench"  # where the loadgen container sees the repository (read-only) and results/ (read-write)
 IMAGE_USER = "10001:10001"  # `bench`, the unprivileged user of every image (docker/*.Dockerfile)
 SERVER_MEMORY = "3g"  # JVMs: 1 GiB fixed heap + metaspace, code cache, threads; node: a process per core
+LOADGEN_MEMORY = "2g"
 # Least privilege: what may be written on a read-only root (RUN_DIR is /tmp/run; the JVMs' perf data and netty's
 # native library go to /tmp: exec, or netty would silently fall back to NIO), and a ceiling on processes + threads
 # (JVMs run a few hundred threads at most) that stops a runaway fork before it hurts the host.
@@ -91,8 +92,9 @@ def render_compose(servers: dict[str, Server]) -> str:
         "# runtimes bench/<family>:bookworm plus exactly the artifacts of `make build`. By hand: eval \"$(make -s docker-env)\".",
         "#",
         "# Every service uses the host's network and listens on 127.0.0.1: no bridge network, load never goes to a bridge",
-        "# address. Servers run as the unprivileged user `bench`, with no capability (nginx binds an unprivileged port), no",
-        "# way to gain privileges, a read-only root filesystem (a tmpfs at /tmp, where RUN_DIR is) and a process limit.",
+        "# address. Servers run as the unprivileged user `bench` (the loadgen as that user or the harness's), every service",
+        "# with no capability (nginx binds an unprivileged port), no way to gain privileges, the engine's default seccomp",
+        "# profile, a read-only root filesystem (a tmpfs at /tmp, where RUN_DIR is) and a process limit.",
         f"# Each server's memory limit is {SERVER_MEMORY}; BENCH_MEM_LIMIT_<SERVER>=256m in the harness's environment sets another.",
         "",
         "x-limits: &limits",
@@ -128,12 +130,11 @@ def render_compose(servers: dict[str, Server]) -> str:
         f"    image: {runtime_image(LOADGEN)}",
         f"    container_name: {container_name(LOADGEN)}",
         f"    cpuset: \"${{BENCH_LOADGEN_CPUSET:?{need}}}\"  # its own CPUs; no CPU quota on the load generator",
-        "    mem_limit: 2g",
+        f"    mem_limit: {LOADGEN_MEMORY}",
         f"    user: \"${{BENCH_LOADGEN_USER:-{IMAGE_USER}}}\"  # the host user, so result files are theirs (root: bench)",
         "    init: true  # an init as PID 1: stops at once",
-        "    # the tools are not what is measured: without the engine's seccomp filter on each of their syscalls (a few",
-        "    # hundred thousand a second at full load) they drive a server as hard as on the host; the servers keep it",
-        "    security_opt: [\"seccomp=unconfined\", \"no-new-privileges:true\"]",
+        "    # no security_opt, cap_drop or read_only of its own: the engine's default seccomp profile, no capability and",
+        "    # no privilege to gain, as x-limits gives every service (its writes go to the results mount and /tmp)",
         "    command: [\"sleep\", \"infinity\"]",
         f"    working_dir: {CONTAINER_REPO}",
         "    volumes:",

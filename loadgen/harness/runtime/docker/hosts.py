@@ -11,7 +11,8 @@ How it differs from the one-machine Docker runtime (runtime.py):
 - every service binds to its host's address (HOSTS' address=, default the endpoint's IP), never 0.0.0.0; the
   contract check and the tools use those addresses.
 - nothing of the harness's machine is the hosts': no bind mount (nginx's static files go into a volume on its host,
-  wrk's script is copied into the loadgen container, the tools' side files are copied back), no /proc, no psutil.
+  wrk's script is copied into the loadgen container's volume, the tools' side files are read back from its /tmp), no
+  /proc, no psutil.
   CPU and memory come from each engine's cgroup counters (engine_api.py); the CPU sets are read back from the
   engine and from the container's own /proc/1/status.
 - every container carries the label bench.checkout=<this checkout>: `make down` and a later command remove what a
@@ -35,8 +36,8 @@ from harness.host import nofile_limit
 from harness.hosts import Host, docker_args
 from harness.manifest import REPO, Server
 from harness.runtime.base import STATE_DIR, RunningServer, RuntimeError_, State, await_start, exit_reason
-from harness.runtime.docker.compose import (IMAGE_USER, PIDS_LIMIT, SERVER_MEMORY, STOP_GRACE_S, WRITABLE_TMPFS,
-                                            container_name)
+from harness.runtime.docker.compose import (IMAGE_USER, LOADGEN_MEMORY, PIDS_LIMIT, SERVER_MEMORY, STOP_GRACE_S,
+                                            WRITABLE_TMPFS, container_name)
 from harness.runtime.docker.engine import engine_answers, follow_log, inspect, log_tail, run_cli
 from harness.runtime.docker.engine_api import EngineStatsSampler
 from harness.runtime.docker.process import RelayedTool
@@ -46,7 +47,9 @@ from harness.tools import TOOLS
 
 CHECKOUT_LABEL = "bench.checkout"
 REMOTE_TOOLS = ("ab", "wrk", "httperf")  # in the loadgen image; oha and Gatling are built on this machine
-LOADGEN_REPO = "/bench"  # where the loadgen container holds the repository files a tool reads (wrk's script)
+# where the loadgen container holds the repository files a tool reads (wrk's script): an anonymous volume, the one
+# place `docker cp` may write in a container with a read-only root; removed with the container (`docker rm -v`)
+LOADGEN_REPO = "/bench"
 ENGINE_SETTLE_S = 5
 
 
@@ -170,12 +173,18 @@ class HostsRuntime:
         return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
 
     @staticmethod
-    def _limits() -> list[str]:
+    def _privileges() -> list[str]:
+        """x-limits' least privilege: no capability, none to gain (the engine's default seccomp profile), a read-only
+        root but for a tmpfs at /tmp, a process limit. Every container of this runtime has it."""
+        return ["--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--read-only", "--tmpfs",
+                WRITABLE_TMPFS, "--pids-limit", str(PIDS_LIMIT)]
+
+    @classmethod
+    def _limits(cls) -> list[str]:
         """docker-compose.yml's x-limits as `docker run` options (compose.py: the same values)."""
         nofile = nofile_limit()
         return ["--network", "host", "--ulimit", f"nofile={nofile}:{nofile}", "--stop-timeout", str(STOP_GRACE_S),
-                "--restart", "no", "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--read-only",
-                "--tmpfs", WRITABLE_TMPFS, "--pids-limit", str(PIDS_LIMIT)]
+                "--restart", "no", *cls._privileges()]
 
     def _static_volumes(self, server: Server, h: Host) -> list[str]:
         """Folders the one-machine runtime bind-mounts (nginx's static files) cannot be mounted from here: each is
@@ -293,17 +302,16 @@ class HostsRuntime:
             self._loadgen_cpus = sorted(cpus)
             return
         if info is not None:
-            self.docker(h, "rm", "-f", name, check=False)
+            self.docker(h, "rm", "-f", "-v", name, check=False)
         ensure_runtime_images({LOADGEN})
         self._send(runtime_image(LOADGEN), h)
-        nofile = nofile_limit()
-        # as in docker-compose.yml's loadgen service, except the mounts: a writable root where the repository files a
-        # tool reads are copied (docker cp cannot write into a read-only root or a tmpfs)
+        # as docker-compose.yml's loadgen service, except the mounts: instead of the repository, an anonymous volume
+        # that the repository files a tool reads are copied into (docker cp writes neither into a read-only root nor
+        # into a tmpfs); the tools' side files stay on the /tmp tmpfs and are read back through `docker exec`
         self.docker(h, "run", "-d", "--name", name, "--label", f"{CHECKOUT_LABEL}={REPO}", "--label", "bench.role=loadgen",
-                    "--network", "host", "--ulimit", f"nofile={nofile}:{nofile}", "--init", "--cpuset-cpus",
-                    format_cpus(cpus), "--memory", "2g", "--user", IMAGE_USER, "--security-opt", "seccomp=unconfined",
-                    "--security-opt", "no-new-privileges:true", "--pids-limit", str(PIDS_LIMIT),
-                    "--workdir", LOADGEN_REPO, runtime_image(LOADGEN), "sleep", "infinity")
+                    *self._limits(), "--init", "--cpuset-cpus", format_cpus(cpus), "--memory", LOADGEN_MEMORY,
+                    "--user", IMAGE_USER, "--volume", LOADGEN_REPO, "--workdir", LOADGEN_REPO,
+                    runtime_image(LOADGEN), "sleep", "infinity")
         self._copied.clear()
         self._loadgen_cpus = sorted(cpus)
         if not self._loadgen_started:
@@ -322,9 +330,13 @@ class HostsRuntime:
         if arg.startswith(f"{REPO}/") and Path(arg).is_file():
             relative = arg[len(str(REPO)) + 1:]
             if relative not in self._copied:
-                h, name = self.roles["loadgen"], container_name(LOADGEN)
-                self.docker(h, "exec", "-u", "0", name, "mkdir", "-p", str(Path(LOADGEN_REPO, relative).parent))
-                self.docker(h, "cp", arg, f"{name}:{LOADGEN_REPO}/{relative}")
+                # a tar of the file at its path: the engine makes the folders on the way (no root in the container
+                # needed for a mkdir); owned by the container's root, read-only for the tools
+                archive = io.BytesIO()
+                with tarfile.open(fileobj=archive, mode="w") as tar:
+                    tar.add(arg, arcname=relative, filter=_readable)
+                self.docker(self.roles["loadgen"], "cp", "-", f"{container_name(LOADGEN)}:{LOADGEN_REPO}",
+                            input=archive.getvalue())
                 self._copied.add(relative)
             return f"{LOADGEN_REPO}/{relative}"
         return arg
@@ -359,8 +371,8 @@ class HostsRuntime:
         out = {}
         for name in REMOTE_TOOLS:
             tool = TOOLS[name]
-            proc = self.docker(self.roles["loadgen"], "run", "--rm", "--network", "none", runtime_image(LOADGEN),
-                               tool.binary, *tool.version_args, check=False)
+            proc = self.docker(self.roles["loadgen"], "run", "--rm", "--network", "none", *self._privileges(),
+                               runtime_image(LOADGEN), tool.binary, *tool.version_args, check=False)
             lines = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
             out[name] = lines[0].strip() if lines else "unknown"
         return out
@@ -393,7 +405,9 @@ class HostsRuntime:
         """Round-trip time (10 pings) and path MTU (the largest don't-fragment ping that passes, from the MTU the
         kernel reports back) from the load generator's host to the server's address."""
         h, target = self.roles["loadgen"], self.roles["server"].address
-        base = ["run", "--rm", "--network", "host", "--user", "0", "--cap-add", "NET_RAW", runtime_image(LOADGEN)]
+        # ping: root with NET_RAW alone (raw ICMP sockets), nothing else of the engine's default capabilities
+        base = ["run", "--rm", "--network", "host", *self._privileges(), "--user", "0", "--cap-add", "NET_RAW",
+                runtime_image(LOADGEN)]
         proc = self.docker(h, *base, "ping", "-n", "-q", "-c", "10", "-i", "0.2", target, check=False, timeout=60)
         text = proc.stdout.decode(errors="replace")
         found = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", text)
@@ -442,9 +456,17 @@ class RemoteTool(RelayedTool):
 
     def _fetch(self) -> None:
         """The tool's side files (ab's percentiles...) into its scratch folder here (the folder in the container goes
-        with the container at the end of the command)."""
-        self.runtime.docker(self.runtime.roles["loadgen"], "cp", f"{container_name(LOADGEN)}:/tmp/out-{self.token}/.",
-                            str(self.scratch), check=False)
+        with the container at the end of the command). They are on the container's /tmp, a tmpfs that `docker cp`
+        does not see: a tar of them through `docker exec`, regular files and folders only, inside the scratch folder."""
+        proc = self.runtime.docker(self.runtime.roles["loadgen"], "exec", container_name(LOADGEN), "tar", "-C",
+                                   f"/tmp/out-{self.token}", "-cf", "-", ".", check=False, timeout=120)
+        if proc.returncode != 0:
+            return
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+            members = [m for m in tar.getmembers() if (m.isfile() or m.isdir()) and m.name not in (".", "./")
+                       and not m.name.startswith("/") and ".." not in Path(m.name).parts]
+            tar.extractall(self.scratch, members=members,
+                           **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
 
     def send_signal(self, sig: int) -> None:
         if self.client.poll() is not None:
@@ -454,3 +476,11 @@ class RemoteTool(RelayedTool):
                                    check=False, timeout=30)
         if done.returncode != 0:
             self.client.send_signal(sig)
+
+
+def _readable(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A repository file as copied into the loadgen container: root's, readable by all, writable by none else."""
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mode = (info.mode | 0o444) & 0o755
+    return info

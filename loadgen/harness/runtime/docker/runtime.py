@@ -18,7 +18,7 @@ import psutil
 
 from harness.console import say, warn
 from harness.cpus import CpuPlan, format_cpus, parse_cpus
-from harness.host import pinned_child_setup, port_owner, process_create_time
+from harness.host import pinned, port_owner, process_create_time
 from harness.manifest import REPO, Server, discover
 from harness.runtime.base import STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, State, await_start, exit_reason
 from harness.runtime.docker.compose import (COMPOSE_FILE, CONTAINER_REPO, PROJECT, STOP_GRACE_S, compose_env,
@@ -213,15 +213,18 @@ class DockerRuntime(OnThisMachine):
     def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> ContainerProcess:
         self.prepare()
         loadgen_pid = self._ensure_loadgen(cpus)
-        if os.getuid() == 0:  # the tool runs as `bench`: let it write its side files next to its output
-            os.chmod(output.parent, 0o777)
+        if os.getuid() == 0:  # the tool runs as the container's user (`bench`): its side files go next to its output,
+            # in a folder given to that user (the uid its init runs as, seen from here), not made world-writable
+            user = psutil.Process(loadgen_pid)
+            os.chown(output.parent, user.uids().real, user.gids().real)
+            os.chmod(output.parent, 0o755)
         token = uuid.uuid4().hex
         command = ["docker", "exec", "-e", f"BENCH_TOOL={token}", container_name(LOADGEN),
                    *(self.container_path(a) for a in argv)]
         with output.open("wb") as out:
             # the docker client only relays output; it too stays on the load generator's CPUs
-            client = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      preexec_fn=pinned_child_setup(cpus))
+            client = subprocess.Popen(pinned(command, cpus), stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL)
         return ContainerProcess(client, token, loadgen_pid)
 
     # for `make build` and for what the records should show ---------------------------------------------------------
