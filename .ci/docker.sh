@@ -25,7 +25,8 @@ cd loadgen
 # containers cleared by `down`): on a fresh machine `make test` ran before the engine, so it skipped these
 ../.venv/bin/python -m pytest -q -rs tests/test_docker_runtime.py tests/test_docker_faults.py \
   "tests/test_faults_during_run.py::test_a_container_killed_during_an_attempt_costs_its_record_not_the_run" \
-  tests/test_harness_faults.py -k "docker or container"
+  tests/test_harness_faults.py "tests/test_h2.py::test_nginx_and_rust_are_verified_over_h2c_and_measured_beside_their_http1_baseline[docker]" \
+  -k "docker or container"
 cd ..
 leftover=$(docker ps -aq --filter label=com.docker.compose.project=bench)
 [ -z "$leftover" ] || { echo "containers left behind: $leftover"; exit 1; }

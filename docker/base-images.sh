@@ -7,7 +7,7 @@
 #   bench/<family>:bookworm  the runtime of each image family, `docker build`-ed from docker/<family>.Dockerfile on that
 #                            base (apt inside, from Debian's mirror): jvm (OpenJDK 17 JRE), node (no Node.js: each
 #                            server brings the one node/package.json pins),
-#                            native (nothing more: the rust binary), nginx (nginx + envsubst), loadgen (ab, wrk, httperf).
+#                            native (nothing more: the rust binary), nginx (nginx + envsubst), loadgen (ab, wrk, httperf, h2load).
 #
 # Server images (docker/server.Dockerfile) add only the artifacts `make build` made to these; the harness builds them.
 #

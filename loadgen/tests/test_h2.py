@@ -17,6 +17,7 @@ from harness.measurement import pattern
 from harness.campaign import warmed_runs
 from harness.runtime import RunningServer
 from harness.runtime.base import RuntimeError_
+from harness.runtime.docker import engine
 from harness.session import Session
 
 LOADGEN = Path(__file__).resolve().parents[1]
@@ -88,13 +89,18 @@ profile.quick = { runs = [
 WITH_SCENARIOS = ("import pathlib, sys; from harness import cli, scenarios; "
                   "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
 PORTS = {"rust": 33086, "nginx": 33000}  # h2c 1000 above: 34086, 34000
+ENGINE, WHY = engine.engine_answers()
 
 
-def test_nginx_and_rust_are_verified_over_h2c_and_measured_beside_their_http1_baseline(tmp_path):
+@pytest.mark.parametrize("runtime", ["local", "docker"])
+def test_nginx_and_rust_are_verified_over_h2c_and_measured_beside_their_http1_baseline(tmp_path, runtime):
+    if runtime == "docker" and not ENGINE:
+        reason = f"the Docker runtime's h2c test needs a Docker engine: {WHY}"
+        pytest.fail(reason, pytrace=False) if os.environ.get("CI") == "true" else pytest.skip(reason)
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
-    run_id = f"test-h2-{os.getpid()}"
+    run_id = f"test-h2-{runtime}-{os.getpid()}"
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE", "TWIN")}
-    proc = subprocess.run([sys.executable, "-c", WITH_SCENARIOS, str(tmp_path / "scenarios.toml"), "--runtime", "local",
+    proc = subprocess.run([sys.executable, "-c", WITH_SCENARIOS, str(tmp_path / "scenarios.toml"), "--runtime", runtime,
                            "--servers", "nginx rust express", "--ports", " ".join(f"{n}={p}" for n, p in PORTS.items()),
                            "--run-id", run_id, "run", "h2-hello"], cwd=LOADGEN, env=env, capture_output=True, text=True,
                           timeout=600)
@@ -104,6 +110,7 @@ def test_nginx_and_rust_are_verified_over_h2c_and_measured_beside_their_http1_ba
     assert "express: serves none of the routes of h2-hello over h2c; skipped" in output
     run = results.load(RESULTS / run_id / "results.json")
     assert run.conditions["not_measured"] == {"express h2-hello": "it speaks no h2c (its manifest gives no h2c_port)"}
+    assert run.conditions["runtime"] == runtime
     for name in ("nginx", "rust"):
         v = run.verification[name]
         assert v.ok and v.checks > 30, v  # HTTP/1.1 and h2c checks together

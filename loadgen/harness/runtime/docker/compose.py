@@ -42,6 +42,10 @@ def port_var(server: Server) -> str:
     return f"BENCH_PORT_{_var(server.name)}"
 
 
+def h2c_port_var(server: Server) -> str:
+    return f"BENCH_H2C_PORT_{_var(server.name)}"
+
+
 def memory_var(server: Server) -> str:
     """The variable that gives one server a memory limit other than SERVER_MEMORY (e.g. a test's small one)."""
     return f"BENCH_MEM_LIMIT_{_var(server.name)}"
@@ -149,6 +153,8 @@ def render_compose(servers: dict[str, Server]) -> str:
                "SERVER_CORES": f"${{BENCH_{r}_CORES:?{need}}}", "RUN_DIR": "/tmp/run"}
         if server.needs_upstream:
             env["UPSTREAM_URL"] = f"${{BENCH_UPSTREAM_URL:-{default_upstream_url(servers)}}}"
+        if server.h2c_port:  # cleartext HTTP/2 on a port of its own (CONTRACT.md)
+            env["H2C_PORT"] = f"${{{h2c_port_var(server)}:-{server.h2c_port}}}"
         env.update({k: v.replace("$", "$$") for k, v in server.env.items()})
         lines += [
             "",

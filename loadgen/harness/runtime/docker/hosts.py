@@ -46,7 +46,7 @@ from harness.runtime.docker.images import (LOADGEN, app_dir, build_images, ensur
 from harness.tools import TOOLS
 
 CHECKOUT_LABEL = "bench.checkout"
-REMOTE_TOOLS = ("ab", "wrk", "httperf")  # in the loadgen image; oha and Gatling are built on this machine
+REMOTE_TOOLS = ("ab", "wrk", "httperf", "h2load")  # in the loadgen image; oha and Gatling are built on this machine
 # where the loadgen container holds the repository files a tool reads (wrk's script): an anonymous volume, the one
 # place `docker cp` may write in a container with a read-only root; removed with the container (`docker rm -v`)
 LOADGEN_REPO = "/bench"
@@ -155,6 +155,8 @@ class HostsRuntime:
                        "RUN_DIR": "/tmp/run"}
         if server.needs_upstream:
             environment["UPSTREAM_URL"] = env.get("UPSTREAM_URL", "")
+        if env.get("H2C_PORT"):
+            environment["H2C_PORT"] = env["H2C_PORT"]
         argv = ["run", "-d", "--name", name, "--label", f"{CHECKOUT_LABEL}={REPO}", "--label", f"bench.role={h.role}",
                 *self._limits(), "--cpuset-cpus", format_cpus(cpus), "--cpus", str(len(cpus)),
                 "--memory", SERVER_MEMORY, "--user", IMAGE_USER, "--workdir", app_dir(server),
@@ -168,7 +170,7 @@ class HostsRuntime:
             raise RuntimeError_(f"cannot start {server.name} on {h.role} ({h.endpoint}): {exc}") from None
         running = RunningServer(name=server.name, host=h.address, port=port, cpus=list(cpus), pid=0, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name, container=name,
-                                engine=h.endpoint)
+                                engine=h.endpoint, h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
         self._followers[server.name] = follow_log(name, running.log, docker_args(h))
         return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
 

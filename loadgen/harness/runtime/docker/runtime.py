@@ -22,7 +22,8 @@ from harness.host import pinned, port_owner, process_create_time
 from harness.manifest import REPO, Server, discover
 from harness.runtime.base import STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, State, await_start, exit_reason
 from harness.runtime.docker.compose import (COMPOSE_FILE, CONTAINER_REPO, PROJECT, STOP_GRACE_S, compose_env,
-                                            container_name, cpu_vars, ensure_compose_file, port_var, role)
+                                            container_name, cpu_vars, ensure_compose_file, h2c_port_var, port_var,
+                                            role)
 from harness.runtime.docker.engine import (allowed_cpus, compose_command, compose_version, container_facts,
                                            engine_answers, follow_log, image_labels, inspect, log_tail, run_cli)
 from harness.runtime.docker.images import (LOADGEN, build_images, ensure_runtime_images, ensure_server_image, runtime_image,
@@ -120,6 +121,8 @@ class DockerRuntime(OnThisMachine):
         log = run_dir / "server.log"
         log.write_bytes(b"")
         overrides = {**cpu_vars(role(server), cpus), port_var(server): str(port)}
+        if env.get("H2C_PORT"):
+            overrides[h2c_port_var(server)] = env["H2C_PORT"]
         if env.get("UPSTREAM_URL"):
             overrides["BENCH_UPSTREAM_URL"] = env["UPSTREAM_URL"]
         started = time.monotonic()
@@ -135,7 +138,8 @@ class DockerRuntime(OnThisMachine):
         pid = info.get("State", {}).get("Pid", 0)
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
-                                container=container_name(server.name), pid_created=process_create_time(pid))
+                                container=container_name(server.name), pid_created=process_create_time(pid),
+                                h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
         self._followers[server.name] = follow_log(running.container, running.log)
         return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
 
