@@ -125,7 +125,7 @@ docker-images: setup base-images
 	$(DOCKER_HARNESS) images $(SERVERS)
 
 # Rewrites docker-compose.yml from the manifests (the harness also does so when a server folder is added).
-docker-compose.yml: $(wildcard */manifest.toml) $(addprefix loadgen/harness/runtime/docker/,compose.py images.py) | $(VENV)/.installed
+docker-compose.yml: $(wildcard */manifest.toml) $(addprefix loadgen/harness/runtime/docker/,compose.py images.py service.py) | $(VENV)/.installed
 	$(DOCKER_HARNESS) compose-file
 
 # The variables docker-compose.yml needs, for using it by hand: eval "$$(make -s docker-env)"; $(COMPOSE) ps

@@ -288,10 +288,10 @@ any_trace() {
 }
 
 # The namespaces share this machine's CPUs (each engine reports all of them), so the line gives each role its own
-# CPUs: the harness's one-machine plan (loadgen/harness/cpus.py), in HOSTS' cpus= form (0-3.6 for 0,1,2,3,6).
+# CPUs: the harness's one-machine plan (loadgen/harness/basics/cpus.py), in HOSTS' cpus= form (0-3.6 for 0,1,2,3,6).
 role_cpus() {
   PYTHONPATH="$(dirname "$0")/../loadgen" python3 -c '
-from harness.cpus import plan
+from harness.basics.cpus import plan
 p = plan()
 print(" ".join(".".join(map(str, getattr(p, r))) for r in ("server", "loadgen", "upstream")))'
 }

@@ -7,21 +7,27 @@ import subprocess
 import sys
 from contextlib import nullcontext
 
-from harness import capacity, compare, flags, hosts, interrupt, overhead, steadiness
-from harness import scenarios as scenario_data
-from harness.campaign import ORDERS, OrderError, run_campaign, verify
-from harness.console import fail, say, warn
-from harness.cpus import CpuPlanError, plan_from_env
-from harness.host import allow_open_files
-from harness.hosts import HostsError
-from harness.lifecycle import finish_run, open_run
-from harness.lock import HarnessBusy, one_command_at_a_time
-from harness.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
-from harness.preflight import PreflightError, announce_limits, check_hosts_settings, tools_needed
-from harness.runtime import RuntimeError_, get_runtime
-from harness.runtime.docker.hosts import HostsRuntime
-from harness.session import Session
-from harness.store import DiskFull, is_out_of_space, new_run_id
+from harness.basics import interrupt
+from harness.basics.cpus import CpuPlanError, plan_from_env
+from harness.basics.machine import allow_open_files
+from harness.basics.messages import fail, say, warn
+from harness.config import host_roles as hosts
+from harness.config import scenarios as scenario_data
+from harness.config.host_roles import HostsError
+from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
+from harness.measuring import overhead, steadiness
+from harness.measuring.campaign import ORDERS, OrderError, run_campaign, verify
+from harness.measuring.lifecycle import finish_run, open_run
+from harness.measuring.lock import HarnessBusy, one_command_at_a_time
+from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
+from harness.measuring.session import Session
+from harness.report import compare
+from harness.report.run_conditions import steadiness_text
+from harness.results import capacity, flags
+from harness.results.store import DiskFull, is_out_of_space, new_run_id
+from harness.runtime import RuntimeFailure, get_runtime
+from harness.runtime.docker.several_hosts import HostsRuntime
+from harness.tools.availability import PreflightError
 
 
 def names(text: str | None) -> list[str]:
@@ -145,7 +151,7 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
 
 
 def probe_steadiness(store, plan, settings, when: str) -> None:
-    """The machine's own CPU-speed steadiness (harness/steadiness.py), recorded in the conditions `when` ("before",
+    """The machine's own CPU-speed steadiness (harness/measuring/steadiness.py), recorded in the conditions `when` ("before",
     "after") the run, where the profile asks for it."""
     if not settings.steadiness:
         return
@@ -155,7 +161,7 @@ def probe_steadiness(store, plan, settings, when: str) -> None:
         return
     say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
     result = steadiness.probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
-    say(f"  {steadiness.describe(result)}")
+    say(f"  {steadiness_text(result)}")
     worst = max((c for c in result["cv"].values() if c is not None), default=None)
     if worst is not None and worst > steadiness.UNSTEADY_CV:
         warn(f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
@@ -174,7 +180,7 @@ def cmd_overhead(args, servers: dict[str, Server]) -> int:
                         args.profile, " ".join(sys.argv[1:]))
 
 
-# the commands that start servers or measure: one at a time per checkout (harness/lock.py)
+# the commands that start servers or measure: one at a time per checkout (harness/measuring/lock.py)
 EXCLUSIVE = {"up", "down", "ping", "run", "bench", "overhead"}
 COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
@@ -219,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args)
-    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeError_, OrderError,
+    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeFailure, OrderError,
             HarnessBusy, capacity.CapacityError, HostsError) as exc:
         fail(str(exc))
         return 2

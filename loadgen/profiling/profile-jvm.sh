@@ -38,8 +38,8 @@ fi
 
 read -r port loadgen_cpus upstream_port < <($PY - "$SERVER" <<'PY'
 import sys
-from harness.cpus import plan
-from harness.manifest import ManifestError, discover, select
+from harness.basics.cpus import plan
+from harness.config.manifest import ManifestError, discover, select
 try:
     server = select(discover(), [sys.argv[1]])[0]
 except ManifestError as e:

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 import psutil
 import pytest
 
-from harness import cli, console, scenarios
-from harness.host import port_owner
-from harness.manifest import SERVERS_DIR_VAR, ManifestError, discover
+from harness import cli
+from harness.basics import messages as console
+from harness.basics.machine import port_owner
+from harness.config import scenarios
+from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, discover
+from harness.results.store import RESULTS
 from harness.runtime import State
-from harness.store import RESULTS
 
 PORTS = "rust=26086 nginx=26000"  # below the ephemeral ports; no other test uses them
 RUN_ID = f"test-bad-configuration-{os.getpid()}"

@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.manifest import discover
-from harness.runtime import RuntimeError_
+from harness.config.manifest import discover
+from harness.runtime import RuntimeFailure
 from harness.runtime.local import LocalRuntime, port_owner
 
 SERVERS = discover()
@@ -26,7 +26,7 @@ def test_a_busy_port_is_reported_with_its_owner():
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         port = squatter.getsockname()[1]
-        with pytest.raises(RuntimeError_, match=f"port {port} is in use by pid {os.getpid()}"):
+        with pytest.raises(RuntimeFailure, match=f"port {port} is in use by pid {os.getpid()}"):
             LocalRuntime().start(SERVERS["rust"], [0], port, {})
 
 
@@ -108,9 +108,9 @@ def test_unknown_server_is_a_clear_error():
 
 
 def test_a_server_that_dies_while_starting_is_reported_with_its_log(tmp_path):
-    from harness.manifest import Server
+    from harness.config.manifest import Server
 
     dying = Server(name="dies", folder=tmp_path, port=0, routes=("id",), run=("sh", "-c", "echo boom; exit 3"))
     port = PORTS["rust"] + 100
-    with pytest.raises(RuntimeError_, match=r"dies exited with code 3 while starting; its log:\n\s+boom"):
+    with pytest.raises(RuntimeFailure, match=r"dies exited with code 3 while starting; its log:\n\s+boom"):
         LocalRuntime().start(dying, [0], port, {})

@@ -1,4 +1,4 @@
-"""The contract check (`make ping`, harness/contract.py) reports what is broken, one rule at a time: a server of the
+"""The contract check (`make ping`, harness/measuring/verification.py) reports what is broken, one rule at a time: a server of the
 test's own (tests/responders/contract_server.py) keeps CONTRACT.md for its routes, or breaks exactly one rule
 (--break), and the check must pass the first and name the broken rule in each of the others."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import contract
-from harness.host import port_owner, wait_until
+from harness.basics.machine import port_owner, wait_until
+from harness.measuring import verification as contract
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORT = 28221

@@ -15,12 +15,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import results
-from harness.host import port_owner
-from harness.manifest import discover
-from harness.runtime import RuntimeError_, State
+from harness.basics.machine import port_owner
+from harness.config.manifest import discover
+from harness.results import records as results
+from harness.results.store import RESULTS
+from harness.runtime import RuntimeFailure, State
 from harness.runtime.docker import compose, engine
-from harness.store import RESULTS
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 PORTS = {"finagle": 27084, "rust": 27086, "nginx": 27000}  # below the ephemeral ports; no other test uses them
@@ -40,7 +40,7 @@ def _skip_reason() -> str | None:
         skip_or_fail(f"the Docker runtime's fault tests need a Docker engine: {WHY}")
     try:
         engine.compose_command()
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         skip_or_fail(str(exc))
     servers = discover()
     missing = [f"{name}'s {a}" for name in PORTS for a in servers[name].artifacts

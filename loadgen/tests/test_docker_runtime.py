@@ -18,15 +18,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.cpus import plan
-from harness.host import nofile_limit
-from harness.manifest import REPO, discover
-from harness.runtime import RuntimeError_, State, get_runtime
+from harness.basics.cpus import plan
+from harness.basics.machine import nofile_limit
+from harness.config.manifest import REPO, discover
+from harness.runtime import RuntimeFailure, State, get_runtime
 from harness.runtime import docker as dk
-from harness.runtime.docker import cli as docker_cli
-from harness.runtime.docker import compose, engine, images
-from harness.runtime.docker import runtime as docker_runtime
-from harness.runtime.docker.runtime import DockerRuntime
+from harness.runtime.docker import by_hand as docker_cli
+from harness.runtime.docker import compose, engine, images, service
+from harness.runtime.docker import one_host as docker_runtime
+from harness.runtime.docker.one_host import DockerRuntime
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 SERVERS = ["nginx", "rust", "node"]
@@ -65,7 +65,7 @@ def test_every_container_runs_with_least_privilege():
     text = compose.render_compose(servers)
     limits = text.split("\nx-limits: &limits\n", 1)[1].split("\n\n", 1)[0]  # every service merges it
     for line in ("cap_drop: [ALL]", 'security_opt: ["no-new-privileges:true"]', "read_only: true",
-                 'tmpfs: ["/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"]', f"pids_limit: {compose.PIDS_LIMIT}"):
+                 'tmpfs: ["/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"]', f"pids_limit: {service.PIDS_LIMIT}"):
         assert f"\n  {line}" in limits
     blocks = {name: text.split(f"\n  {name}:\n", 1)[1].split("\n\n", 1)[0] for name in [images.LOADGEN, *servers]}
     for name, block in blocks.items():  # none overrides what it merged (the loadgen sets only its user)
@@ -76,7 +76,7 @@ def test_every_container_runs_with_least_privilege():
     assert "seccomp=" not in text and text.count("security_opt:") == 1 and "privileged:" not in text
     # RUN_DIR is on the tmpfs, and each server's memory limit is its own variable
     assert all('RUN_DIR: "/tmp/run"' in blocks[name] for name in servers)
-    assert all(f'mem_limit: "${{{compose.memory_var(server)}:-{compose.SERVER_MEMORY}}}"' in blocks[name]
+    assert all(f'mem_limit: "${{{compose.memory_var(server)}:-{service.SERVER_MEMORY}}}"' in blocks[name]
                for name, server in servers.items())
     assert compose.memory_var(servers["rust"]) == "BENCH_MEM_LIMIT_RUST"
 
@@ -101,7 +101,7 @@ def test_families_and_image_names():
 
 
 def test_tool_paths_map_into_the_loadgen_container():
-    from harness.store import RESULTS
+    from harness.results.store import RESULTS
 
     assert DockerRuntime.container_path(str(RESULTS / "r1/raw/x/percentiles.csv")) == "/bench/results/r1/raw/x/percentiles.csv"
     assert DockerRuntime.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua")) == \
@@ -129,7 +129,7 @@ def test_auto_chooses_local_without_an_engine_and_says_why(monkeypatch, capsys):
     runtime = get_runtime("auto", plan((0, 1)))
     assert runtime.name == "local"
     assert "runtime: local (RUNTIME=auto: no Docker engine answers" in capsys.readouterr().out
-    with pytest.raises(RuntimeError_, match="unknown runtime"):
+    with pytest.raises(RuntimeFailure, match="unknown runtime"):
         get_runtime("podman", plan((0, 1)))
 
 
@@ -149,7 +149,7 @@ def _compose_available() -> str | None:
     try:
         engine.compose_command()
         return None
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         return str(exc)
 
 
@@ -278,7 +278,7 @@ def test_docker_runtime_end_to_end(docker_images):
         assert info["HostConfig"]["CapDrop"] == ["ALL"] and not info["HostConfig"]["CapAdd"]
         assert info["HostConfig"]["SecurityOpt"] == ["no-new-privileges:true"]
         assert info["HostConfig"]["ReadonlyRootfs"] is True and list(info["HostConfig"]["Tmpfs"]) == ["/tmp"]
-        assert info["HostConfig"]["PidsLimit"] == compose.PIDS_LIMIT
+        assert info["HostConfig"]["PidsLimit"] == service.PIDS_LIMIT
         with open(f"/proc/{entry.pid}/status") as status:
             fields = dict(line.split(":", 1) for line in status)
         assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"].strip() == "1"  # as the kernel applies it
@@ -292,7 +292,7 @@ def test_docker_runtime_end_to_end(docker_images):
     assert proc.returncode == 0, proc.stdout
 
     # a few seconds of each tool, in the loadgen container, on rust and nginx
-    from harness.store import RESULTS
+    from harness.results.store import RESULTS
 
     # (and the tools the project builds, run from the repository the loadgen container mounts: oha, Gatling on its JRE)
     for scenario, tool in (("hello", "wrk"), ("backend", "ab"), ("tweets", "httperf"), ("latency", "oha"),

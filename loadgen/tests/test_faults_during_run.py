@@ -16,14 +16,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import results
-from harness.host import port_owner, wait_until
-from harness.manifest import discover
-from harness.runner import DEADLINE_CEILING_S, DEADLINE_FLOOR_S, INTERRUPT_GRACE_S, deadline_s
+from harness.basics.machine import port_owner, wait_until
+from harness.config.manifest import discover
+from harness.measuring.runner import DEADLINE_CEILING_S, DEADLINE_FLOOR_S, INTERRUPT_GRACE_S, deadline_s
+from harness.results import records as results
 from harness.runtime import State
-from harness.runtime.base import exit_reason
 from harness.runtime.docker import engine
 from harness.runtime.local import LocalRuntime
+from harness.runtime.protocol import exit_reason
 from harness.tools import TOOLS, LoadSpec
 
 LOADGEN = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ concurrency = 10, duration_s = 1, keepalive = true, timeout_s = 10000 }] }
 """
 # The command line, reading the scenario file given first (the harness looks its scenario file up when it loads it)
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli, scenarios; "
+WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
                   "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
 
 

@@ -19,14 +19,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import results
-from harness.host import port_owner, wait_until
-from harness.runner import measure
+from harness.basics.machine import port_owner, wait_until
+from harness.measuring.runner import measure
+from harness.results import records as results
 from harness.runtime import RunningServer
-from harness.runtime.base import RuntimeError_
 from harness.runtime.docker import engine_api
 from harness.runtime.docker.engine_api import EngineApi, EngineStatsSampler
 from harness.runtime.local import LocalRuntime
+from harness.runtime.protocol import RuntimeFailure
 from harness.tools import LoadSpec
 
 LOADGEN = Path(__file__).resolve().parents[1]
@@ -76,11 +76,11 @@ def test_a_stalled_engine_costs_the_call_within_its_deadline(stalled_engine):
     api = EngineApi([], "the test's engine")
     assert api.get("/containers/x/stats")["cpu_stats"]["cpu_usage"]["total_usage"] == 10**8  # the first answers
     started = time.monotonic()
-    with pytest.raises(RuntimeError_, match=r"^the Docker engine of the test's engine did not answer GET "
+    with pytest.raises(RuntimeFailure, match=r"^the Docker engine of the test's engine did not answer GET "
                                             r"/containers/x/stats within 1 s$"):
         api.get("/containers/x/stats")
     assert 1.0 <= time.monotonic() - started < 2.0
-    with pytest.raises(RuntimeError_, match="the connection to the Docker engine of the test's engine closed"):
+    with pytest.raises(RuntimeFailure, match="the connection to the Docker engine of the test's engine closed"):
         api.get("/containers/x/stats")  # half an answer may still come: the connection is not used again
 
 
@@ -89,7 +89,7 @@ def test_a_sampler_whose_engine_stalls_stops_within_its_deadline_and_says_why(st
     sampler = EngineStatsSampler([], "the test's engine", "bench-x", 1).start()
     time.sleep(0.5)
     started = time.monotonic()
-    with pytest.raises(RuntimeError_, match=r"the CPU counter of bench-x could not be read at the load's end: the "
+    with pytest.raises(RuntimeFailure, match=r"the CPU counter of bench-x could not be read at the load's end: the "
                                             r"Docker engine of the test's engine did not answer"):
         sampler.stop()
     assert time.monotonic() - started < 2 * engine_api.TIMEOUT_S + EngineStatsSampler.INTERVAL_S + 1
@@ -120,7 +120,7 @@ def test_an_engine_that_fails_at_a_samplers_start_costs_the_attempt(stalled_engi
     started = time.monotonic()
     outcome = measure(EngineSampledRuntime(), "wrk", spec, [1], tmp_path, "attempt", "attempt", server=responder)
     assert time.monotonic() - started < 5
-    assert outcome.failure == ("the CPU sampling could not start, so the load was not run: RuntimeError_: the Docker "
+    assert outcome.failure == ("the CPU sampling could not start, so the load was not run: RuntimeFailure: the Docker "
                                "engine of the test's engine did not answer GET "
                                "/containers/bench-probe/stats?stream=false&one-shot=true within 1 s")
     assert outcome.measurement is None and outcome.commands == []  # no load was sent
@@ -144,7 +144,7 @@ tool = "wrk"
 targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ threads = 1, concurrency = 4, duration_s = 1 }] }
 """
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli, scenarios; "
+WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
                   "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
 
 

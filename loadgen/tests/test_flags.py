@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import flags, ranking, results
 from harness.report import markdown, model
-from harness.results import Record, Run
+from harness.results import flags, ranking
+from harness.results import records as results
+from harness.results.records import Record, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 NO_ERRORS = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "non_2xx": 0, "length": 0, "other": 0, "total": 0}

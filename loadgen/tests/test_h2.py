@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import results, scenarios
-from harness.host import port_owner
-from harness.manifest import discover
-from harness.measurement import pattern
-from harness.campaign import warmed_runs
+from harness.basics.machine import port_owner
+from harness.config import scenarios
+from harness.config.manifest import discover
+from harness.measuring.attempts import pattern
+from harness.measuring.clock import warmed_runs
+from harness.measuring.session import Session
+from harness.results import records as results
 from harness.runtime import RunningServer
-from harness.runtime.base import RuntimeError_
 from harness.runtime.docker import engine
-from harness.session import Session
+from harness.runtime.protocol import RuntimeFailure
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESULTS = LOADGEN.parent / "results"
@@ -64,7 +65,7 @@ def test_the_h2c_port_moves_with_the_server_and_loads_go_to_the_port_of_their_pr
                             startup_s=0, runtime="local", h2c_port=9086)
     assert running.url("h2c") == "http://127.0.0.1:9086" and running.url("h1") == running.url() == running.base_url
     running.h2c_port = None
-    with pytest.raises(RuntimeError_, match="rust was started without an h2c port"):
+    with pytest.raises(RuntimeFailure, match="rust was started without an h2c port"):
         running.url("h2c")
 
 
@@ -86,7 +87,7 @@ profile.quick = { runs = [
   { label = "c4-m100", concurrency = 4, threads = 1, streams = 100, duration_s = 1 },
 ] }
 """
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli, scenarios; "
+WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
                   "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
 PORTS = {"rust": 33086, "nginx": 33000}  # h2c 1000 above: 34086, 34000
 ENGINE, WHY = engine.engine_answers()

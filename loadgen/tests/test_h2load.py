@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.result import Errors, merge
 from harness.tools import TOOLS, LoadSpec, ToolFailed
 from harness.tools.h2load import LOG, H2load
+from harness.tools.output import Errors, merge
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h2load"
 RESPONDER = Path(__file__).parent / "responders" / "h2c.py"

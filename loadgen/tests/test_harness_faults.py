@@ -20,18 +20,18 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import results
-from harness.cpus import plan
-from harness.host import port_owner, wait_until
-from harness.lock import LOCK_FILE, HarnessBusy, one_command_at_a_time
-from harness.manifest import discover
+from harness.basics.cpus import plan
+from harness.basics.machine import port_owner, wait_until
+from harness.config.manifest import discover
+from harness.measuring.lock import LOCK_FILE, HarnessBusy, one_command_at_a_time
+from harness.measuring.session import Session
+from harness.results import records as results
+from harness.results.store import RESULTS
 from harness.runtime import RunningServer, State
-from harness.runtime.base import Starter
 from harness.runtime.docker import engine, images
 from harness.runtime.docker.compose import container_name
 from harness.runtime.local import LocalRuntime
-from harness.session import Session
-from harness.store import RESULTS
+from harness.runtime.state import Starter
 
 LOADGEN = Path(__file__).resolve().parents[1]
 PORTS = {"rust": 24086, "nginx": 24000}

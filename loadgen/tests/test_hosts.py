@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from harness.hosts import Host, HostsError, parse, probe
+from harness.config.host_roles import Host, HostsError, parse, probe
 
 DEMO = "server=ssh://root@10.213.77.2 loadgen=ssh://root@10.213.77.3 upstream=ssh://root@10.213.77.4"
 
@@ -68,7 +68,7 @@ def test_an_engine_that_does_not_answer_is_named_before_anything_starts(tmp_path
 # -- each role's CPUs on its own host ------------------------------------------------------------------------------
 
 def engines(**cpus_by_endpoint) -> dict:
-    from harness.hosts import Engine
+    from harness.config.host_roles import Engine
     return {endpoint.replace("_", "."): Engine("28.0", n, "6.1", endpoint) for endpoint, n in cpus_by_endpoint.items()}
 
 
@@ -77,7 +77,7 @@ def roles(line: str):
 
 
 def test_on_three_8_core_hosts_the_server_gets_4_cores_and_the_others_their_whole_host():
-    from harness.hosts import cpu_plan
+    from harness.config.host_roles import cpu_plan
     plan = cpu_plan(roles("server=a,address=10.0.0.2 loadgen=b,address=10.0.0.3 upstream=c,address=10.0.0.4"),
                     engines(a=8, b=8, c=8))
     assert (plan.server, plan.loadgen, plan.upstream) == ((0, 1, 2, 3), tuple(range(8)), tuple(range(8)))
@@ -86,14 +86,14 @@ def test_on_three_8_core_hosts_the_server_gets_4_cores_and_the_others_their_whol
 
 
 def test_an_upstream_on_the_server_host_takes_the_core_after_the_servers():
-    from harness.hosts import cpu_plan
+    from harness.config.host_roles import cpu_plan
     for n, server, upstream in ((8, (0, 1, 2, 3), (4,)), (4, (0, 1), (2,)), (2, (0,), (1,))):
         plan = cpu_plan(roles("server=a,address=10.0.0.2 loadgen=b,address=10.0.0.3"), engines(a=n, b=2))
         assert (plan.server, plan.upstream, plan.loadgen) == (server, upstream, (0, 1)), n
 
 
 def test_cpus_given_in_hosts_win_and_must_exist_there():
-    from harness.hosts import cpu_plan
+    from harness.config.host_roles import cpu_plan
     line = "server=a,address=10.0.0.2,cpus=0 loadgen=b,address=10.0.0.3,cpus=1 upstream=c,address=10.0.0.4,cpus=1"
     plan = cpu_plan(roles(line), engines(a=2, b=2, c=2))
     assert (plan.server, plan.loadgen, plan.upstream) == ((0,), (1,), (1,))
@@ -102,7 +102,7 @@ def test_cpus_given_in_hosts_win_and_must_exist_there():
 
 
 def test_server_and_load_generator_on_one_engine_is_refused():
-    from harness.hosts import cpu_plan
+    from harness.config.host_roles import cpu_plan
     with pytest.raises(HostsError, match="on the same engine .* leave HOSTS unset"):
         cpu_plan(roles("server=a,address=10.0.0.2 loadgen=a,address=10.0.0.2"), engines(a=8))
 
@@ -112,6 +112,7 @@ def test_server_and_load_generator_on_one_engine_is_refused():
 def test_engine_responses_with_content_length_and_chunked_are_read_whole():
     import os
     import time
+
     from harness.runtime.docker.engine_api import DeadlineReader, _read_response
 
     def reader(data: bytes) -> DeadlineReader:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.hosts import image_id, parse, probe, send_image
-from harness.manifest import REPO
+from harness.config.host_roles import parse, probe
+from harness.config.manifest import REPO
+from harness.results.store import RESULTS
 from harness.runtime.docker.engine import engine_answers
-from harness.store import RESULTS
+from harness.runtime.docker.transfer import image_id, send_image
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 DEMO_SCRIPT = REPO / "docker" / "hosts-demo.sh"

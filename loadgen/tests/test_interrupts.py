@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import results
-from harness.host import port_owner, wait_until
+from harness.basics.machine import port_owner, wait_until
+from harness.results import records as results
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESULTS = LOADGEN.parent / "results"
@@ -39,7 +39,7 @@ tool = "wrk"
 targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ threads = 1, concurrency = 4, duration_s = 2 }] }
 """
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli, scenarios; "
+WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
                   "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
 
 

@@ -4,14 +4,15 @@ changes."""
 import copy
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
 
-from harness import compare, flags, stats
-from harness.report import console, model, write_report
-from harness.results import Record, Run
+from harness.basics import stats
+from harness.report import compare, model, write_report
+from harness.report import terminal as console
+from harness.results import flags
+from harness.results.records import Record, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 

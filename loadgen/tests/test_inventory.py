@@ -1,8 +1,8 @@
 """Artifact size and lines of code per server, on the repository's own servers and on a made-up one."""
 from pathlib import Path
 
-from harness import inventory
-from harness.manifest import Server, discover
+from harness.config.manifest import Server, discover
+from harness.measuring import inventory
 
 
 def test_a_shared_folder_counts_each_servers_own_files():

@@ -1,12 +1,12 @@
 """CPU plans, scenario data, manifests, load splitting: the decisions taken before anything runs."""
 import pytest
 
-from harness import scenarios
-from harness.cpus import CpuPlanError, plan
-from harness.manifest import ManifestError, build_steps, discover, select, upstream_of
-from harness.preflight import tool_processes
-from harness.result import Errors, Measurement, merge
+from harness.basics.cpus import CpuPlanError, plan
+from harness.config import scenarios
+from harness.config.manifest import ManifestError, build_steps, discover, select, upstream_of
 from harness.tools import LoadSpec
+from harness.tools.availability import tool_processes
+from harness.tools.output import Errors, Measurement, merge
 
 
 def test_two_cores_server_on_one_loadgen_and_upstream_on_the_other():

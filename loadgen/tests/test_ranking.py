@@ -1,4 +1,4 @@
-"""The one ordering rule (harness/ranking.py) on the recorded bench issue 23 was filed on, and its false-order rate:
+"""The one ordering rule (harness/results/ranking.py) on the recorded bench issue 23 was filed on, and its false-order rate:
 spread records ordered through their intervals, lower bounds where the load generator was the limit, CPU per request
 where that decides, ties, and dominance (never a server ranked below one whose interval lies wholly under its own)."""
 import itertools
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import flags, ranking, results
 from harness.report import model
-from harness.results import Record
+from harness.results import flags, ranking
+from harness.results import records as results
+from harness.results.records import Record
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_20261123" / "results.json"
 

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import compare, flags, results
-from harness.report import console, model, write_report
-from harness.results import ResultsError
+from harness.report import compare, model, write_report
+from harness.report import terminal as console
+from harness.results import flags
+from harness.results import records as results
+from harness.results.records import ResultsError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 

@@ -1,4 +1,4 @@
-"""results.json as types (harness.results): real files of both schemas read and written back, the one refusal of
+"""results.json as types (harness.results.records): real files of both schemas read and written back, the one refusal of
 records without attempts, the store writing the typed run, the end of a run's life, and overhead's ratios and report
 from records that carry their runtime and round."""
 import copy
@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import compare, flags, lifecycle, overhead, results
-from harness.report import model, write_report
-from harness.results import SCHEMA, Record, ResultsError, Run
-from harness.store import RunStore
+from harness.measuring import lifecycle, overhead
+from harness.report import compare, model, write_report
+from harness.results import flags
+from harness.results import records as results
+from harness.results.records import SCHEMA, Record, ResultsError, Run
+from harness.results.store import RunStore
 
 FIXTURES = Path(__file__).parent / "fixtures"
 V2 = FIXTURES / "results_v2" / "results.json"  # written before `schema` existed

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from harness.sampling import ProcessSampler
+from harness.basics.sampling import ProcessSampler
 
 # grows by about 20 MB every 0.5 s, busy in between
 GROWER = """

@@ -7,15 +7,18 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from harness import campaign, scenarios
-from harness.campaign import Clock, OrderError, choose_order, estimate
-from harness.manifest import discover
-from harness.result import Errors
-from harness.results import Attempt
-from harness.results import Warmup as WarmupResult
+from harness.config import scenarios
+from harness.config.manifest import discover
+from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
+from harness.measuring import campaign, rounds
+from harness.measuring.campaign import OrderError, choose_order
+from harness.measuring.clock import JIT_WARMUP_RPS, START_S, Clock, estimate
+from harness.results.records import Attempt
+from harness.results.records import Warmup as WarmupResult
+from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
-from harness.scenarios import Run, Scenario, Settings, Warmup
 from harness.tools import TOOLS, LoadSpec
+from harness.tools.output import Errors
 
 GIB = 2**30
 SCRATCH = Path("/scratch")
@@ -97,10 +100,10 @@ def scenario(name, tool, runs, route="hello"):
     return Scenario(name, "", tool, ((route, f"/{route}"),), tuple(runs), None)
 
 
-SETTINGS = Settings(repeat=3, warmup=Warmup(duration_s=1.5, tolerance=0.1, max_runs=5))
-BACKEND = scenario("backend", "ab", [Run("close", {"concurrency": 100, "duration_s": 2}),
-                                     Run("keepalive", {"concurrency": 100, "duration_s": 2, "keepalive": True})], "backend")
-HELLO = scenario("hello", "wrk", [Run("c100", {"concurrency": 100, "threads": 2, "duration_s": 2})])
+SETTINGS = Settings(repeat=3, warmup=WarmupRule(duration_s=1.5, tolerance=0.1, max_runs=5))
+BACKEND = scenario("backend", "ab", [LoadRun("close", {"concurrency": 100, "duration_s": 2}),
+                                     LoadRun("keepalive", {"concurrency": 100, "duration_s": 2, "keepalive": True})], "backend")
+HELLO = scenario("hello", "wrk", [LoadRun("c100", {"concurrency": 100, "threads": 2, "duration_s": 2})])
 
 
 def test_the_estimate_counts_every_start_warm_up_and_attempt():
@@ -108,7 +111,7 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
     counts = estimate(clock, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS)
     # per server: backend close and keep-alive (each warmed: the pattern changes), hello
     assert counts == {"servers": 2, "records": 6, "attempts": 18, "warmups": 6}
-    per_server = campaign.START_S + 3 * 3.5 * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
+    per_server = START_S + 3 * 3.5 * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
     assert clock.total == pytest.approx(2 * per_server)
     assert clock.status().startswith("run 0%, ~")
 
@@ -139,14 +142,14 @@ class Recorder:
 
 def measure_backend(monkeypatch, recorder: Recorder, round_no: int | None = None) -> None:
     calls = recorder.calls
-    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
                         calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
                         calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))
-    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
-    bench = campaign.Bench(session=recorder, store=recorder, round_no=round_no)
-    members = [campaign.Target(s, None) for s in servers("rust", "node")]
-    campaign.measure_in_rounds(bench, Clock(), members, BACKEND, SETTINGS)
+    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
+    bench = rounds.Bench(session=recorder, store=recorder, round_no=round_no)
+    members = [rounds.Target(s, None) for s in servers("rust", "node")]
+    rounds.measure_in_rounds(bench, Clock(), members, BACKEND, SETTINGS)
 
 
 def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeypatch):
@@ -184,8 +187,8 @@ def test_records_carry_the_runtime_and_the_round_they_were_measured_in(monkeypat
     assert {r.label for r in overhead.records} == {"close local-2", "keepalive local-2"}
 
 
-LOW = scenario("low-compute", "ab", [Run("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])
-LONG = scenario("long", "ab", [Run("c1000", {"concurrency": 1000, "duration_s": 3, "continue_on_error": True})])
+LOW = scenario("low-compute", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])
+LONG = scenario("long", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 3, "continue_on_error": True})])
 
 
 def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_budget(monkeypatch):
@@ -197,15 +200,15 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
         a = fake_attempt(n)
         a.rps = next(rates[name])
         return a
-    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
                         calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
                         calls.append(("attempt", t.name, run.label, n, pos)) or climbing(n, t.name))
-    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
-    bench = campaign.Bench(session=recorder, store=recorder, remeasure_left_s=100.0)
-    members = [campaign.Target(s, None) for s in servers("rust", "node")]
+    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
+    bench = rounds.Bench(session=recorder, store=recorder, remeasure_left_s=100.0)
+    members = [rounds.Target(s, None) for s in servers("rust", "node")]
     close_only = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
-    campaign.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
+    rounds.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
     rust, node = recorder.records
     # rust climbed 100 → 130 → 160: a further warm-up (not its first), then three attempts back to back
     # (its first record is written before: an interrupt meanwhile keeps it)
@@ -222,21 +225,21 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
 def test_the_run_budget_and_the_ceiling_are_not_measured_again(monkeypatch):
     recorder = Recorder()
     calls = recorder.calls
-    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
                         calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
                         calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))  # 1, 2, 3: climbing
-    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
+    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
     close_only = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
     # rust: re-measuring time left, but the run's budget is spent; nginx: the ceiling, never measured again
-    bench = campaign.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 5.0)
-    members = [campaign.Target(s, None) for s in servers("rust", "nginx")]
-    campaign.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
+    bench = rounds.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 5.0)
+    members = [rounds.Target(s, None) for s in servers("rust", "nginx")]
+    rounds.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
     assert [c for c in calls if c[0] == "warm"] == [("warm", "rust", "close", True), ("warm", "nginx", "close", True)]
     assert all(r.remeasured is None for r in recorder.records)
-    bench = campaign.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 500.0)
+    bench = rounds.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 500.0)
     calls.clear()
-    campaign.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
+    rounds.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
     assert [c[1] for c in calls if c[0] == "warm" and c[3] is False] == ["rust"]
 
 
@@ -249,16 +252,16 @@ def test_without_time_left_a_climbing_record_is_kept_and_flagged(monkeypatch):
 
 def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again(monkeypatch):
     calls = []
-    monkeypatch.setattr(campaign, "warm_up", lambda bench, t, sc, run, rule, first:
+    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
                         calls.append(("warm", sc.name, t.name)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(campaign, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
+    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
                         calls.append(("attempt", sc.name, t.name, rate)) or fake_attempt(n))
-    monkeypatch.setattr(campaign, "evaluate_flags", lambda store: None)
+    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
     recorder = Recorder()
-    bench = campaign.Bench(session=recorder, store=recorder)
-    members = [campaign.Target(s, None) for s in servers("rust", "node")]
+    bench = rounds.Bench(session=recorder, store=recorder)
+    members = [rounds.Target(s, None) for s in servers("rust", "node")]
     for sc in (LOW, LONG, BACKEND):
-        campaign.measure_in_rounds(bench, Clock(), members, sc, SETTINGS)
+        rounds.measure_in_rounds(bench, Clock(), members, sc, SETTINGS)
     warmed = [c[1:] for c in calls if c[0] == "warm"]
     # long repeats low-compute's load (only its length differs): sized from low-compute's last attempt (3.0 req/s);
     # backend is another path (and its keep-alive run another pattern): warmed again
@@ -272,8 +275,8 @@ def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again(monkeyp
 
 
 def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing_completes(monkeypatch):
-    from harness import measurement
-    from harness.result import Measurement
+    from harness.measuring import attempts as measurement
+    from harness.tools.output import Measurement
 
     specs = []
     completed = iter([0, 0, 12, 14, 13])  # two runs in which no fibonacci finished in time (ab -t), then a rate
@@ -286,11 +289,13 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
 
     order = []
     monkeypatch.setattr(measurement.httpclient, "get", lambda *a, **k: order.append("primer"))
-    target = campaign.Target(servers("rust")[0], SimpleNamespace(host="127.0.0.1", port=1, base_url="http://127.0.0.1:1"))
+    running = RunningServer(name="rust", host="127.0.0.1", port=1, cpus=[0], pid=0, log="", started_at=0, startup_s=0,
+                            runtime="local")
+    target = rounds.Target(servers("rust")[0], running)
     # a sleeping server (interleaved rounds) is woken before its primer, which would otherwise wait out its timeout
     bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH, turn=lambda name: order.append(f"wake {name}"))
-    high = scenario("high-compute", "ab", [Run("c10", {"concurrency": 10, "duration_s": 2})], "fibonacci")
-    result = measurement.warm_up(bench, target, high, high.runs[0], Warmup(duration_s=1, tolerance=0.2, max_runs=6))
+    high = scenario("high-compute", "ab", [LoadRun("c10", {"concurrency": 10, "duration_s": 2})], "fibonacci")
+    result = measurement.warm_up(bench, target, high, high.runs[0], WarmupRule(duration_s=1, tolerance=0.2, max_runs=6))
     # the latest three runs with a rate settle it (12, 14, 13: no trend beyond 20 %)
     assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 20), (None, 20)]
     assert result.rate == 13.0 and result.steady
@@ -327,7 +332,7 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
 
     try:
         known = discover()
-        turns = campaign.Turns(Session(), [campaign.Target(known[n], n) for n in sleepers])
+        turns = campaign.Turns(Session(), [rounds.Target(known[n], n) for n in sleepers])
         turns("rust")
         assert (status("rust"), status("node"), status("nginx")) == ("sleeping", "stopped", "sleeping")  # nginx: upstream
         turns("node")
@@ -341,8 +346,8 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
 
 
 def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_connections_and_the_clock_counts_them():
-    from harness.measurement import first_connections
-    from harness.scenarios import WarmupLoad
+    from harness.config.scenarios import WarmupLoad
+    from harness.measuring.attempts import first_connections
 
     akka, rust = servers("akka", "rust")
     close, keepalive = BACKEND.runs
@@ -351,10 +356,10 @@ def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_conne
     assert first_connections(akka, BACKEND, keepalive) == 0 and first_connections(akka, HELLO, HELLO.runs[0]) == 0
     assert first_connections(rust, BACKEND, close) == 0
     # a scenario warmed by a load of its own (gatling-backend: ab on new connections) is judged by that load
-    own = Scenario("gatling-backend", "", "gatling", (("backend", "/backend"),), (Run("ramp", {"users": 10}),), None,
-                   warmup=WarmupLoad("ab", Run("warm-up", {"concurrency": 100, "duration_s": 1})))
+    own = Scenario("gatling-backend", "", "gatling", (("backend", "/backend"),), (LoadRun("ramp", {"users": 10}),), None,
+                   warmup=WarmupLoad("ab", LoadRun("warm-up", {"concurrency": 100, "duration_s": 1})))
     assert first_connections(akka, own, own.runs[0]) == akka.warmup_connections
     plain, jvm = Clock(), Clock()
     estimate(plain, [rust], [BACKEND], SETTINGS)
     estimate(jvm, [akka], [BACKEND], SETTINGS)
-    assert jvm.total - plain.total == pytest.approx(akka.warmup_connections / campaign.JIT_WARMUP_RPS)
+    assert jvm.total - plain.total == pytest.approx(akka.warmup_connections / JIT_WARMUP_RPS)

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import contract, httpclient
-from harness.cpus import plan
-from harness.manifest import discover
-from harness.runner import measure
+from harness.basics import httpclient
+from harness.basics.cpus import plan
+from harness.config.manifest import discover
+from harness.measuring import verification as contract
+from harness.measuring.runner import measure
+from harness.measuring.session import Session
 from harness.runtime.local import LocalRuntime, port_owner
-from harness.session import Session
 from harness.tools import LoadSpec
 
 SERVERS = discover()

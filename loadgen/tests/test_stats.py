@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import stats
+from harness.basics import stats
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 

@@ -1,9 +1,12 @@
-"""The machine's CPU-speed probe (harness/steadiness.py): real busy loops, pinned, and the arithmetic of windows."""
+"""The machine's CPU-speed probe (harness/measuring/steadiness.py): real busy loops, pinned, and the arithmetic of windows."""
 import os
 
 import pytest
 
-from harness import scenarios, stats, steadiness
+from harness.basics import stats
+from harness.config import scenarios
+from harness.measuring import steadiness
+from harness.report.run_conditions import steadiness_text
 
 
 def test_windows_average_whole_groups_of_ticks_and_drop_a_partial_one():
@@ -17,7 +20,7 @@ def test_a_real_probe_on_two_pinned_cpus_reports_each_cpus_variation_and_their_c
     result = steadiness.probe({"server": cpus[0], "loadgen": cpus[-1]}, seconds=2, window_s=0.5)
     assert result["windows"] >= 3
     assert set(result["cv"]) == {"server", "loadgen"} and all(0 <= c < 1 for c in result["cv"].values())
-    text = steadiness.describe(result)
+    text = steadiness_text(result)
     assert text.startswith("CPU speed varied ") and f"(server CPU {cpus[0]})" in text and "between 0.5 s windows over 2 s" in text
 
 

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.result import Errors
 from harness.tools import LoadSpec, ToolFailed
 from harness.tools.ab import ApacheBench
 from harness.tools.httperf import Httperf
+from harness.tools.output import Errors
 from harness.tools.wrk import Wrk
 
 FIXTURES = Path(__file__).parent / "fixtures"

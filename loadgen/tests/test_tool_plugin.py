@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, scenarios
-from harness.result import Errors, Measurement
+from harness import cli
+from harness.config import scenarios
 from harness.tools import TOOLS, LoadSpec, ToolFailed, register
+from harness.tools.output import Errors, Measurement
 
 SCRIPT = Path(__file__).parent / "fixtures" / "fake_tool" / "fake_load.py"
 RESULTS = Path(__file__).resolve().parents[2] / "results"

@@ -12,9 +12,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harness import flags, results, scenarios
+from harness.config import scenarios
 from harness.report import csv_export, html, markdown, model
-from harness.results import Run
+from harness.results import flags
+from harness.results import records as results
+from harness.results.records import Run
+
 
 def _descriptions(run: Run) -> dict[str, str]:
     try:

@@ -12,11 +12,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness import flags as flag_rules  # noqa: E402
-from harness import ranking  # noqa: E402
-from harness.report.model import CEILING_COLOR, Group, Model, Scenario, cost, flag_names, latency  # noqa: E402
-from harness.results import Record  # noqa: E402
-from harness.stats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
+from harness.basics.stats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
+from harness.report.cells import cost, flag_names, latency
+from harness.report.model import CEILING_COLOR, Group, Model, ScenarioView  # noqa: E402
+from harness.results import flags as flag_rules  # noqa: E402
+from harness.results import ranking  # noqa: E402
+from harness.results.records import Record  # noqa: E402
 
 DPI = 110
 FLAGGED_ALPHA = 0.35
@@ -137,7 +138,7 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def cost_bars(model: Model, scenario: Scenario, path: Path) -> Path | None:
+def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
     """The server's CPU per request (µs, median; whiskers: its interval), one panel per run of the scenario, cheapest
     first; a lower bound's server (the load generator was the limit) marked "≥" beside its name, records kept out of
     the ranking faded."""
@@ -188,7 +189,7 @@ def _legend_beside(ax) -> None:
     ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
 
 
-def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path | None:
+def _matrix(model: Model, scenario: ScenarioView, path: Path, metric: str) -> Path | None:
     labels = [g.run for g in scenario.groups]
     fig, ax = plt.subplots(figsize=(9.5, 4.2))
     drawn = False
@@ -238,15 +239,15 @@ def _matrix(model: Model, scenario: Scenario, path: Path, metric: str) -> Path |
     return _save(fig, path)
 
 
-def rps_matrix(model: Model, scenario: Scenario, path: Path) -> Path | None:
+def rps_matrix(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
     return _matrix(model, scenario, path, "rps")
 
 
-def p99_matrix(model: Model, scenario: Scenario, path: Path) -> Path | None:
+def p99_matrix(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
     return _matrix(model, scenario, path, "p99")
 
 
-def latency_steps(model: Model, scenario: Scenario, path: Path) -> Path | None:
+def latency_steps(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
     """p99 (from each request's planned start) against the offered rate, one line per server; the target's line."""
     fig, ax = plt.subplots(figsize=(9.5, 4.2))
     drawn = False

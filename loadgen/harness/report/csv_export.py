@@ -9,10 +9,11 @@ import csv
 import io
 from pathlib import Path
 
-from harness import flags as flag_rules
-from harness import ranking
-from harness.report.model import Model, latency, peak_rss
-from harness.results import Record
+from harness.report.cells import latency, peak_rss
+from harness.report.model import Model
+from harness.results import flags as flag_rules
+from harness.results import ranking
+from harness.results.records import Record
 
 COLUMNS = [
     "scenario", "run", "server", "rank", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
@@ -32,7 +33,7 @@ def _num(value, digits: int = 4):
 
 
 def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
-    """`capacity`: the server's capacity in a stepped scenario (harness.capacity), repeated on each of its steps."""
+    """`capacity`: the server's capacity in a stepped scenario (harness.results.capacity), repeated on each of its steps."""
     rps, p99 = r.summary.rps or {}, r.summary.p99 or {}
     ci = rps.get("ci") or {}
     cost, conn = r.summary.cost_us or {}, r.summary.cost_us_per_connection or {}

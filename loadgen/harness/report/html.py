@@ -6,14 +6,24 @@ import base64
 from html import escape
 from pathlib import Path
 
-from harness import flags
-import harness.report.conditions as cond
-from harness.report.model import (CAPACITY_HEADER, PROTOCOL_CHANGE_HEADER, STEP_HEADER, Group, Model, Scenario,
-                                  aa_text, attempts_text, bytes_text, has_protocol_change, protocol_change, capacity_rows, cost_interval_text, cost_text, cpu, cv_text, errors_text,
-                                  flag_names, glance, loc_text, latency, method_note, rps_interval, rps_text, rss_text,
-                                  startup_text, step_rows)
-from harness.results import Record
-from harness.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
+import harness.report.run_conditions as cond
+from harness.basics.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
+from harness.report.cells import bytes_text, cpu, flag_names, latency, loc_text, rps_text, startup_text
+from harness.report.model import (
+    CAPACITY_HEADER,
+    STEP_HEADER,
+    Group,
+    Model,
+    ScenarioView,
+    aa_text,
+    capacity_rows,
+    glance,
+    method_note,
+    step_rows,
+)
+from harness.report.tables import BY_COST_NOTE, COLUMNS, KEPT_OUT_TITLE, KEYS, Row, matrix, measurement_rows
+from harness.results import flags
+from harness.results.records import Record
 
 FLAG_COLORS = {
     "failed": "#7f1d1d", "contract-failed": "#7f1d1d", "errors": "#b91c1c", "loadgen-saturated": "#c2410c",
@@ -86,88 +96,73 @@ def _cpu_cell(r: Record, role: str) -> str:
     return f'{value * 100:.0f} %<span class="cpu"><i class="{hot.strip()}" style="width:{pct:.0f}%"></i></span>'
 
 
-COLUMNS = [("#", ""), ("server", "l"), ("req/s", ""), ("interval (level)", ""), ("CV", ""), ("µs/req", ""),
-           ("µs/req interval", ""), ("p50 ms", ""), ("p99 ms", ""),
-           ("p99 CV", ""), ("errors", ""), ("server CPU", ""), ("loadgen CPU", ""), ("server RSS", ""),
-           ("attempts (req/s)", "l"), ("flags", "l")]
+LEFT = {"server", "attempts", "flags"}  # columns aligned left
 
 
-def _row(model: Model, r: Record, rank: str, css: str) -> str:
+def _row(model: Model, row: Row) -> str:
+    """A row of tables.measurement_rows, with the server's colour, CPU bars and flag badges."""
+    r, text = row.record, row.cells
     swatch = f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
-    rps = rps_text(r) if r.rps is not None else "failed"
-    cells = [
-        f'<td class="rank">{escape(rank)}</td>',
-        f'<td class="l">{swatch}{escape(r.server)}</td>',
-        f'<td class="rps">{rps}</td>',
-        f"<td>{rps_interval(r)}</td>",
-        f"<td>{cv_text(r)}</td>",
-        f"<td>{cost_text(r)}</td>",
-        f"<td>{cost_interval_text(r)}</td>",
-        f"<td>{fmt_ms(latency(r, 'p50'))}</td>",
-        f"<td>{fmt_ms(latency(r, 'p99'))}</td>",
-        f"<td>{cv_text(r, 'p99')}</td>",
-        f"<td>{escape(errors_text(r))}</td>",
-        f"<td>{_cpu_cell(r, 'server')}</td>",
-        f"<td>{_cpu_cell(r, 'loadgen')}</td>",
-        f"<td>{rss_text(r)}</td>",
-        f'<td class="l muted">{escape(attempts_text(r))}</td>',
-        f'<td class="l">{"".join(badge(n) for n in flag_names(r)) or "<span class=ok>clean</span>"}</td>',
-    ]
+    dressed = {
+        "rank": f'<td class="rank">{escape(text["rank"])}</td>',
+        "server": f'<td class="l">{swatch}{escape(r.server)}</td>',
+        "rps": f'<td class="rps">{escape(text["rps"])}</td>',
+        "server_cpu": f"<td>{_cpu_cell(r, 'server')}</td>",
+        "loadgen_cpu": f"<td>{_cpu_cell(r, 'loadgen')}</td>",
+        "attempts": f'<td class="l muted">{escape(text["attempts"])}</td>',
+        "flags": f'<td class="l">{"".join(badge(n) for n in flag_names(r)) or "<span class=ok>clean</span>"}</td>',
+    }
+    cells = [dressed.get(k) or f"<td>{escape(text[k])}</td>" for k in KEYS]
+    css = "" if row.kind == "ranked" else row.kind
     out = f'<tr class="{css}">' + "".join(cells) + "</tr>"
     if r.flags:
         reasons = "<br>".join(f"<b>{escape(f.name)}</b>: {escape(f.reason)}" for f in r.flags)
-        out += f'<tr class="reason"><td></td><td colspan="{len(COLUMNS) - 1}">{reasons}</td></tr>'
+        out += f'<tr class="reason"><td></td><td colspan="{len(KEYS) - 1}">{reasons}</td></tr>'
     return out
 
 
 def _head() -> str:
-    return "<tr>" + "".join(f'<th class="{c}">{escape(h)}</th>' for h, c in COLUMNS) + "</tr>"
+    return "<tr>" + "".join(f'<th class="{"l" if k in LEFT else ""}">{escape(h)}</th>' for h, k in COLUMNS) + "</tr>"
 
 
 def group_tables(model: Model, group: Group) -> str:
-    rows = []
-    if group.ceiling:
-        rows.append(_row(model, group.ceiling, "ceiling", "ceiling"))
-    rows += [_row(model, s.record, s.label, "") for s in group.ranked]
+    shown, kept_out = measurement_rows(group)
     out = []
-    if rows:
-        out.append(f'<div class="scroll"><table>{_head()}{"".join(rows)}</table></div>')
+    if shown:
+        out.append(f'<div class="scroll"><table>{_head()}{"".join(_row(model, row) for row in shown)}</table></div>')
     if not group.ranked:
         out.append('<p class="muted">No record to rank in this measurement.</p>')
     if group.by_cost:
-        out.append('<p class="muted">≥: the load generator was the limit; where such intervals overlap, the server CPU '
-                   'per request (µs/req) orders the servers.</p>')
-    if group.flagged:
-        out.append(f"<h4>kept out of the ranking: failures, errors, a failed contract ({len(group.flagged)})</h4>")
+        out.append(f'<p class="muted">{escape(BY_COST_NOTE)}.</p>')
+    if kept_out:
+        out.append(f"<h4>{escape(KEPT_OUT_TITLE)} ({len(kept_out)})</h4>")
         out.append(f'<div class="scroll"><table>{_head()}'
-                   + "".join(_row(model, r, "⚑", "flagged") for r in group.flagged) + "</table></div>")
+                   + "".join(_row(model, row) for row in kept_out) + "</table></div>")
     return "\n".join(out)
 
 
-def _matrix_table(model: Model, scenario: Scenario) -> str:
-    change = has_protocol_change(scenario)  # h1 baseline and h2c runs: the change per server
-    head = ("<tr><th class=l>server</th>" + "".join(f"<th>{escape(g.run)}</th>" for g in scenario.groups)
-            + (f"<th>{escape(PROTOCOL_CHANGE_HEADER)}</th>" if change else "") + "</tr>")
-    rows = []
-    for server in scenario.servers:
+def _matrix_table(model: Model, scenario: ScenarioView) -> str:
+    header, rows = matrix(scenario)
+    head = "<tr>" + "".join(f"<th{' class=l' if i == 0 else ''}>{escape(h)}</th>" for i, h in enumerate(header)) + "</tr>"
+    lines = []
+    for row in rows:
         cells = []
-        for g in scenario.groups:
-            r = next((r for r in g.records if r.server == server), None)
+        for r in row.records:
             if r is None:
                 cells.append("<td></td>")
                 continue
             names = flag_names(r)
             title = escape("; ".join(f"{f.name}: {f.reason}" for f in r.flags) or "clean")
             mark = " ⚑" if names else ""
-            style = ' style="background:var(--bad)"' if names and not model.is_ceiling(server) else ""
+            style = ' style="background:var(--bad)"' if names and not model.is_ceiling(row.server) else ""
             cells.append(f'<td title="{title}"{style}>{rps_text(r)}{mark}</td>')
-        if change:
-            cells.append(f"<td>{escape(protocol_change(scenario, server))}</td>")
-        swatch = f'<span class="sw" style="background:{model.colors.get(server, "#999")}"></span>'
-        css = ' class="ceiling"' if model.is_ceiling(server) else ""
-        label = f"{server} (ceiling)" if model.is_ceiling(server) else server
-        rows.append(f"<tr{css}><td class=l>{swatch}{escape(label)}</td>{''.join(cells)}</tr>")
-    return (f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
+        if row.change is not None:
+            cells.append(f"<td>{escape(row.change)}</td>")
+        swatch = f'<span class="sw" style="background:{model.colors.get(row.server, "#999")}"></span>'
+        css = ' class="ceiling"' if model.is_ceiling(row.server) else ""
+        label = f"{row.server} (ceiling)" if model.is_ceiling(row.server) else row.server
+        lines.append(f"<tr{css}><td class=l>{swatch}{escape(label)}</td>{''.join(cells)}</tr>")
+    return (f'<div class="scroll"><table>{head}{"".join(lines)}</table></div>'
             '<p class="muted">Median req/s per load; ⚑ flagged (hover for the reasons; the tables below list them).</p>')
 
 
@@ -177,7 +172,7 @@ def _simple_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def scenario_section(model: Model, scenario: Scenario, charts: dict[str, Path]) -> str:
+def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Path]) -> str:
     out = [f'<h2 id="{escape(scenario.name)}">{escape(scenario.name)}</h2>']
     if scenario.description:
         out.append(f'<p class="sub">{escape(scenario.description)}</p>')

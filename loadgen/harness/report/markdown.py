@@ -5,19 +5,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import flags
-import harness.report.conditions as cond
-from harness.report.model import (CAPACITY_HEADER, PROTOCOL_CHANGE_HEADER, STEP_HEADER, Group, Model, aa_text,
-                                  bytes_text, capacity_rows, has_protocol_change, protocol_change,
-                                  capacity_text, cost_interval_text, cost_text, cpu_text, cv_text, errors_text,
-                                  flag_names, glance, latency, loc_text, method_note, rps_interval, rps_text, rss_text,
-                                  startup_text, step_rows)
-from harness.results import Record
-from harness.stats import INTERVAL_NOTE, fmt_ms
+import harness.report.run_conditions as cond
+from harness.basics.stats import INTERVAL_NOTE
+from harness.report.cells import bytes_text, capacity_text, loc_text, rps_text, startup_text
+from harness.report.model import (
+    CAPACITY_HEADER,
+    STEP_HEADER,
+    Group,
+    Model,
+    aa_text,
+    capacity_rows,
+    glance,
+    method_note,
+    step_rows,
+)
+from harness.report.tables import BY_COST_NOTE, HEADER, KEPT_OUT_TITLE, KEYS, flag_reasons, matrix, measurement_rows
+from harness.results import flags
 
-HEADER = ["#", "server", "req/s", "interval (level)", "CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "errors",
-          "server CPU", "loadgen CPU", "server RSS", "flags"]
-RIGHT = {"#", "req/s", "CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS",
+RIGHT = {"#", "req/s", "CV", "p99 CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS",
          "errors", "start-up", "artifact", "checks", "interval (level)", "of ceiling", "ranked", "kept out"}
 
 
@@ -32,31 +37,17 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
-def _row(r: Record, rank: str) -> list:
-    return [rank, r.server, rps_text(r) if r.rps is not None else "failed", rps_interval(r),
-            cv_text(r), cost_text(r), cost_interval_text(r), fmt_ms(latency(r, "p50")), fmt_ms(latency(r, "p99")), errors_text(r), cpu_text(r, "server"),
-            cpu_text(r, "loadgen"), rss_text(r), ", ".join(flag_names(r)) or "-"]
-
-
 def group_lines(group: Group) -> list[str]:
-    rows = []
-    if group.ceiling:
-        rows.append(_row(group.ceiling, "ceiling"))
-    rows += [_row(s.record, s.label) for s in group.ranked]
-    lines = _table(HEADER, rows) if rows else ["_no record to rank_"]
+    shown, kept_out = measurement_rows(group)
+    lines = _table(HEADER, [[row.cells[k] for k in KEYS] for row in shown]) if shown else ["_no record to rank_"]
     if group.by_cost:
-        lines += ["", "_≥: the load generator was the limit; where such intervals overlap, server CPU per request "
-                      "(µs/req) orders the servers_"]
-    if group.flagged:
-        lines += ["", "**kept out of the ranking (failures, errors, a failed contract)**", ""]
-        lines += _table(HEADER, [_row(r, "⚑") for r in group.flagged])
-    flagged = [r for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged
-               if r.flags]
-    if flagged:
-        lines.append("")
-        for r in flagged:
-            for f in r.flags:
-                lines.append(f"- {r.server}: **{f.name}**: {f.reason}")
+        lines += ["", f"_{BY_COST_NOTE}_"]
+    if kept_out:
+        lines += ["", f"**{KEPT_OUT_TITLE}**", ""]
+        lines += _table(HEADER, [[row.cells[k] for k in KEYS] for row in kept_out])
+    reasons = flag_reasons(group)
+    if reasons:
+        lines += [""] + [f"- {server}: **{flag}**: {reason}" for server, flag, reason in reasons]
     return lines
 
 
@@ -111,15 +102,9 @@ def render(model: Model) -> str:
             continue
         if scenario.is_matrix:
             lines += ["req/s (median) per load; ⚑ flagged", ""]
-            change = has_protocol_change(scenario)  # h1 baseline and h2c runs: the change per server
-            header = ["server"] + [g.run for g in scenario.groups] + ([PROTOCOL_CHANGE_HEADER] if change else [])
-            rows = []
-            for server in scenario.servers:
-                row = [server]
-                for g in scenario.groups:
-                    r = next((r for r in g.records if r.server == server), None)
-                    row.append("" if r is None else rps_text(r) + ("" if r.ranked else " ⚑"))
-                rows.append(row + ([protocol_change(scenario, server)] if change else []))
+            header, matrix_rows = matrix(scenario)
+            rows = [[row.server] + ["" if r is None else rps_text(r) + ("" if r.ranked else " ⚑") for r in row.records]
+                    + ([row.change] if row.change is not None else []) for row in matrix_rows]
             lines += _table(header, rows) + [""]
         for group in scenario.groups:
             lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]

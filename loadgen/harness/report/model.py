@@ -3,27 +3,28 @@
 Records are grouped by their label (harness.results.Record.label): the run label, with the runtime and round where
 records have a round (an overhead run measures the same run once per runtime and round).
 
-Ranking: harness.ranking, the one ordering rule (the report's exports, the console table and `make compare` use it):
+Ranking: harness.results.ranking, the one ordering rule (the report's exports, the console table and `make compare` use it):
 every record with a figure takes part (a lower bound where the load generator or the upstream was the limit, ordered
 by CPU per request where that decides); only failures, errors and a failed contract are listed apart, unranked."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness import capacity as capacity_rules
-from harness import flags as flag_rules
-from harness import ranking, stats
-from harness.manifest import discover
-from harness.ranking import Standing
-from harness.results import Record, Run
-from harness.stats import fmt_rate, fmt_us, interval_text
+from harness.basics.stats import fmt_rate
+from harness.config.manifest import discover
+from harness.report.cells import capacity_text, cost_text, rps_text
+from harness.results import capacity as capacity_rules
+from harness.results import flags as flag_rules
+from harness.results import ranking
+from harness.results.ranking import Standing
+from harness.results.records import Record, Run
 
 MATRIX_MIN_RUNS = 4  # a scenario with this many runs or more (weather) is shown as a req/s-against-concurrency matrix
 
 
 @dataclass
 class Group:
-    """The records of one (scenario, run): those with a figure ranked (harness.ranking), the ceiling apart, those
+    """The records of one (scenario, run): those with a figure ranked (harness.results.ranking), the ceiling apart, those
     kept out (failures, errors, a failed contract) below."""
 
     scenario: str
@@ -68,7 +69,7 @@ class Group:
 
 
 @dataclass
-class Scenario:
+class ScenarioView:
     name: str
     groups: list[Group]
     description: str = ""
@@ -95,10 +96,10 @@ class Scenario:
 @dataclass
 class Model:
     run: Run
-    scenarios: list[Scenario]
+    scenarios: list[ScenarioView]
     colors: dict[str, str]
     ceilings: set[str]  # servers with the role "ceiling": shown apart, never ranked
-    capacity: dict = field(default_factory=dict)  # {server: {scenario: capacity}} (harness.capacity)
+    capacity: dict = field(default_factory=dict)  # {server: {scenario: capacity}} (harness.results.capacity)
 
     @property
     def slo_p99_ms(self) -> float:
@@ -176,7 +177,7 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
             twins = [(r, o) for r in records for o in records if run.twin_of(r.server) == o.server]
             g.twins = twins[0] if twins else None
             groups.append(g)
-        out.append(Scenario(name, groups, (descriptions or {}).get(name, "")))
+        out.append(ScenarioView(name, groups, (descriptions or {}).get(name, "")))
     order = list(descriptions or {})  # scenarios.toml's order; unknown scenarios after, as they came
     out.sort(key=lambda s: order.index(s.name) if s.name in order else len(order))
     names = list(run.servers)
@@ -298,17 +299,10 @@ def method_note(model: Model) -> str:
 
 # -- cells shared by the exports ---------------------------------------------------------------------------------------
 
-def capacity_text(c: dict) -> str:
-    """"12,345 req/s", "≥ 12,345 req/s" (the load generator was the limit above it), or why there is none."""
-    if not c["rps"]:
-        return "none: " + c.get("why", "")
-    return ("≥ " if c["lower_bound"] else "") + f"{fmt_rate(c['rps'])} req/s"
-
-
 PROTOCOL_CHANGE_HEADER = "h2c best ÷ h1"
 
 
-def protocol_change(scenario: Scenario, server: str) -> str:
+def protocol_change(scenario: ScenarioView, server: str) -> str:
     """In a scenario with an HTTP/1.1 baseline run and h2c runs (h2-hello): the server's best h2c median over its
     HTTP/1.1 one, with the run it came from ('×1.85 (c16-m100)'); '' where either is missing."""
     mine = [r for g in scenario.groups for r in g.records if r.server == server and r.rps]
@@ -320,11 +314,11 @@ def protocol_change(scenario: Scenario, server: str) -> str:
     return f"×{best.rps / h1[0].rps:.2f} ({best.run})"
 
 
-def has_protocol_change(scenario: Scenario) -> bool:
+def has_protocol_change(scenario: ScenarioView) -> bool:
     return any(protocol_change(scenario, s) for s in scenario.servers)
 
 
-def capacity_rows(model: Model, scenario: Scenario) -> list[list[str]]:
+def capacity_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
     """The capacity table of a stepped scenario: server, capacity, the step that set it, its p99, notes."""
     return [[server, capacity_text(c), c["step"] or "-", "-" if c["p99_ms"] is None else f"{c['p99_ms']:.2f}",
              c.get("why", "") if c["rps"] else ""] for server, c in model.capacities(scenario.name)]
@@ -333,7 +327,7 @@ def capacity_rows(model: Model, scenario: Scenario) -> list[list[str]]:
 CAPACITY_HEADER = ["server", "capacity", "step", "p99 ms", "note"]
 
 
-def step_rows(model: Model, scenario: Scenario) -> list[list[str]]:
+def step_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
     """Per server and step: offered → achieved req/s, p99 (corrected), errors, held or why not."""
     rows = []
     for server, c in model.capacities(scenario.name):
@@ -345,101 +339,3 @@ def step_rows(model: Model, scenario: Scenario) -> list[list[str]]:
 
 
 STEP_HEADER = ["server", "step", "offered req/s", "achieved req/s", "p99 ms", "errors", "within target"]
-
-
-def rps_interval(r: Record) -> str:
-    """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'; a lower bound (the load
-    generator or the upstream was the limit) as '≥ 35,266 (75 %)'."""
-    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
-        ci = r.summary.rps["ci"]
-        return f"≥ {fmt_rate(ci['low'])} ({stats.fmt_level(ci['level'])})"
-    return interval_text(r.summary.rps)
-
-
-def rps_text(r: Record) -> str:
-    """The median req/s, '≥ 21,492' (the interval's low end) for a lower bound."""
-    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
-        return "≥ " + fmt_rate(r.summary.rps["ci"]["low"])
-    return fmt_rate(r.rps)
-
-
-def cost(r: Record, per_connection: bool = False) -> dict | None:
-    return (r.summary.cost_us_per_connection if per_connection else r.summary.cost_us) if r.summary else None
-
-
-def cost_text(r: Record) -> str:
-    """The median server CPU per request in µs: '24.5'."""
-    s = cost(r)
-    return fmt_us(s["median"]) if s else "-"
-
-
-def cost_interval_text(r: Record) -> str:
-    """'24.4 – 24.7 (87.5 %)': the cost median's interval."""
-    return interval_text(cost(r), fmt_us)
-
-
-def cv_text(r: Record, metric: str = "rps") -> str:
-    s = getattr(r.summary, metric)
-    return "-" if not s or s.get("cv") is None else f"{s['cv']:.1%}"
-
-
-def latency(r: Record, key: str) -> float | None:
-    return r.latency_ms.get(key)
-
-
-def errors_text(r: Record) -> str:
-    total = r.errors.total
-    if not total:
-        return "0"
-    rate = flag_rules.error_rate(r)
-    return f"{total:,} ({rate:.1%})" if rate is not None else f"{total:,}"
-
-
-def cpu(r: Record, role: str) -> float | None:
-    """The same utilisation the loadgen-saturated flag judges by."""
-    return flag_rules.utilization(r, role)
-
-
-def cpu_text(r: Record, role: str) -> str:
-    value = cpu(r, role)
-    return "-" if value is None else f"{value * 100:.0f} %"
-
-
-def peak_rss(r: Record, role: str = "server") -> float | None:
-    sample = r.samples.get(role)
-    return sample.peak_rss_mb if sample else None
-
-
-def rss_text(r: Record, role: str = "server") -> str:
-    value = peak_rss(r, role)
-    return "-" if value is None else f"{value:,.0f} MB"
-
-
-def attempts_text(r: Record) -> str:
-    return " / ".join(fmt_rate(a.rps) if a.measured else "failed" for a in r.attempts)
-
-
-def flag_names(r: Record) -> list[str]:
-    return flag_rules.names(r)
-
-
-def bytes_text(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return "-"
-
-
-def loc_text(loc: dict | None) -> str:
-    if not loc:
-        return "-"
-    if "program" in loc:
-        return f"{loc['program']:,} + {loc['config']:,} build/config"
-    return f"{loc.get('code', 0):,}"
-
-
-def startup_text(s: float | None) -> str:
-    return "-" if s is None else (f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s")

@@ -1,16 +1,17 @@
 """Runtimes start and stop servers and run load tools, pinned to CPUs. `local` runs host processes, `docker` containers.
 
-The shared types live in runtime/base.py (both runtimes import them from there, so this package's own import of the
-runtimes below is no cycle) and are re-exported here for the harness's other modules."""
+The shared types live in runtime/protocol.py and runtime/state.py (the runtimes import them from there, so this
+package's own import of the runtimes below is no cycle) and are re-exported here for the harness's other modules."""
 from __future__ import annotations
 
-from harness.console import say
-from harness.cpus import CpuPlan
+from harness.basics.cpus import CpuPlan
+from harness.basics.messages import say
 from harness.runtime import docker
-from harness.runtime.base import RunningServer, Runtime, RuntimeError_, State
 from harness.runtime.local import LocalRuntime
+from harness.runtime.protocol import RunningServer, Runtime, RuntimeFailure
+from harness.runtime.state import State
 
-__all__ = ["RunningServer", "Runtime", "RuntimeError_", "State", "get_runtime"]
+__all__ = ["RunningServer", "Runtime", "RuntimeFailure", "State", "get_runtime"]
 
 
 def get_runtime(name: str, plan: CpuPlan | None) -> Runtime:
@@ -23,7 +24,7 @@ def get_runtime(name: str, plan: CpuPlan | None) -> Runtime:
         if answers:
             try:
                 docker.compose_command()
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 answers, why = False, f"{why}, but {exc}"
         name = "docker" if answers else "local"
         say(f"runtime: {name} (RUNTIME=auto: {why}; RUNTIME=local or RUNTIME=docker chooses)")
@@ -31,4 +32,4 @@ def get_runtime(name: str, plan: CpuPlan | None) -> Runtime:
         return LocalRuntime()
     if name == "docker":
         return docker.DockerRuntime(plan)
-    raise RuntimeError_(f"unknown runtime {name!r}: use RUNTIME=auto (the default), docker or local")
+    raise RuntimeFailure(f"unknown runtime {name!r}: use RUNTIME=auto (the default), docker or local")

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import psutil
 
-from harness.host import pinned, port_owner, process_create_time, server_version
-from harness.manifest import Server
-from harness.preflight import check_tools
-from harness.runtime.base import STATE_DIR, OnThisMachine, RunningServer, RuntimeError_, await_start, exit_reason, indent
+from harness.basics.machine import pinned, port_owner, process_create_time, shell_output, still_runs
+from harness.config.manifest import Server
+from harness.runtime.protocol import OnThisMachine, RunningServer, RuntimeFailure, exit_reason, indent
+from harness.runtime.starting import await_start
+from harness.runtime.state import STATE_DIR
 from harness.tools import TOOLS, find_binary, tool_version
+from harness.tools.availability import check_tools
 
 STOP_GRACE_S = 15
 
@@ -62,7 +64,7 @@ class LocalRuntime(OnThisMachine):
         for kind, taken in (("port", port), ("h2c port", int(env.get("H2C_PORT") or 0))):
             owner = taken and port_owner(host, taken)
             if owner:
-                raise RuntimeError_(
+                raise RuntimeFailure(
                     f"cannot start {server.name}: {kind} {taken} is in use by {owner}. "
                     f"Stop it (make down, if it is ours) or choose another port: PORTS=\"{server.name}=<port>\""
                 )
@@ -76,7 +78,7 @@ class LocalRuntime(OnThisMachine):
                      "SERVER_CORES": str(len(cpus)), "RUN_DIR": str(run_dir)}
         program = argv[0] if "/" not in argv[0] else str(server.folder / argv[0])
         if not shutil.which(program, path=os.environ.get("PATH") if "/" not in argv[0] else None):
-            raise RuntimeError_(f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). "
+            raise RuntimeFailure(f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). "
                                 "Did `make build` run?")
         started = time.monotonic()
         with log.open("wb") as log_file:
@@ -84,7 +86,7 @@ class LocalRuntime(OnThisMachine):
                 proc = subprocess.Popen(pinned(argv, cpus), cwd=server.folder, env=child_env, stdout=log_file,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             except OSError as exc:
-                raise RuntimeError_(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
+                raise RuntimeFailure(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
         self._children[proc.pid] = proc
         running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
@@ -93,11 +95,7 @@ class LocalRuntime(OnThisMachine):
         return await_start(self, server, running, started)
 
     def alive(self, running: RunningServer) -> bool:
-        try:
-            proc = psutil.Process(running.pid)
-            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and running.is_process(proc.create_time())
-        except psutil.Error:
-            return False
+        return still_runs(running.pid, running.is_process)
 
     def death(self, running: RunningServer) -> str | None:
         """A server this runtime started is its child: its exit status says how it ended. One started by another
@@ -176,3 +174,8 @@ class LocalRuntime(OnThisMachine):
 
     def conditions(self) -> dict:
         return {}
+
+
+def server_version(server: Server) -> str:
+    """The output of the server's `version` command, run on this host in its folder."""
+    return " ".join(shell_output(server.version, server.folder).split()) if server.version else "unknown"

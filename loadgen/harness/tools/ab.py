@@ -7,8 +7,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from harness.result import Errors, Measurement
-from harness.tools.base import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.output import Errors, Measurement
 
 FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epoll)
 # With -t, ab still sizes its per-request statistics array by -n (40 bytes a request): this caps a timed run.

@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from harness.result import Errors, Measurement
-from harness.tools.base import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.output import Errors, Measurement
 
 GATLING_DIR = Path(__file__).resolve().parents[2] / "gatling"
 SIMULATION = "bench.OpenModelSimulation"

@@ -27,8 +27,8 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from harness.result import Errors, Measurement
-from harness.tools.base import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.output import Errors, Measurement
 
 FD_MARGIN = 64
 LOG = "h2load-requests.tsv"  # --log-file, in the scratch folder

@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.result import Errors, Measurement
-from harness.tools.base import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.output import Errors, Measurement
 
 # httperf waits on its sockets with select(), which cannot watch descriptors above FD_SETSIZE (1024).
 SELECT_LIMIT = 1024

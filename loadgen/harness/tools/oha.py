@@ -14,8 +14,8 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from harness.result import Errors, Measurement
-from harness.tools.base import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.output import Errors, Measurement
 
 VERSION = "1.16.0"
 ROOT = Path(__file__).resolve().parents[3] / ".tools" / "oha"

@@ -7,8 +7,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from harness.result import Errors, Measurement
-from harness.tools.base import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.output import Errors, Measurement
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 FD_MARGIN = 64

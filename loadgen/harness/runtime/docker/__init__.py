@@ -15,13 +15,19 @@ running on the host:
   cpuset; output streamed to the host file, side files written through the bind-mounted results folder.
 - pin: `docker update --cpuset-cpus/--cpus`; pids: the container's processes as the host sees them; stop: compose stop+rm.
 
-The modules: engine.py (the docker and compose command lines, what the engine reports), images.py, compose.py (the
-file and its variables), process.py (a tool in the loadgen container), runtime.py (DockerRuntime), cli.py
-(`python -m harness.runtime.docker compose-file|images|env|down|clean`, the Makefile's docker targets).
+One machine is the case of one host: engine_runtime.py (EngineRuntime) is the one engine-backed runtime, told where
+each role runs; one_host.py (DockerRuntime) starts the containers through Compose on the local engine, several_hosts.py
+(HostsRuntime, HOSTS=...) with `docker run` on each role's engine. Both start containers that service.py describes
+(Service: compose.py writes docker-compose.yml from them, the several-hosts path its `docker run` options).
+
+The other modules: engine.py (the docker and compose command lines, what the engine reports), engine_api.py (its HTTP
+API, the cgroup counters), images.py, transfer.py (images sent to a host), compose.py (the file and its variables),
+process.py (a tool in the loadgen container), by_hand.py (`python -m harness.runtime.docker
+compose-file|images|env|down|clean`, the Makefile's docker targets).
 """
 from __future__ import annotations
 
 from harness.runtime.docker.engine import compose_command, engine_answers
-from harness.runtime.docker.runtime import DockerRuntime
+from harness.runtime.docker.one_host import DockerRuntime
 
 __all__ = ["DockerRuntime", "compose_command", "engine_answers"]

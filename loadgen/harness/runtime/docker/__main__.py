@@ -1,6 +1,6 @@
 """`python -m harness.runtime.docker ...`: the Makefile's docker targets (see cli.py)."""
 import sys
 
-from harness.runtime.docker.cli import main
+from harness.runtime.docker.by_hand import main
 
 sys.exit(main(sys.argv[1:]))

@@ -1,37 +1,26 @@
-"""docker-compose.yml, rendered from the servers' manifests, and the variables it reads. Rendering is pure (unit
-tested); every machine-dependent value (CPU sets, ports, open-file limit) comes from `compose_env` at each call."""
+"""docker-compose.yml, rendered from the servers' manifests as `Service`s (service.py: the description the several-hosts
+path starts with `docker run`), and the variables it reads. Rendering is pure (unit tested); every machine-dependent
+value (CPU sets, ports, open-file limit) comes from `compose_env` at each call."""
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from pathlib import Path
 
-from harness.cpus import CpuPlan, format_cpus
-from harness.host import nofile_limit
-from harness.manifest import REPO, Server, discover, upstream_of, upstream_url
-from harness.runtime.docker.images import LOADGEN, app_dir, family, runtime_image, server_image, static_mounts
-from harness.store import RESULTS
+from harness.basics.cpus import CpuPlan, format_cpus
+from harness.basics.machine import nofile_limit
+from harness.basics.paths import RESULTS
+from harness.config.manifest import REPO, Server, discover, upstream_of, upstream_url
+from harness.runtime.docker.images import LOADGEN, app_dir, family, static_mounts
+from harness.runtime.docker.service import (CONTAINER_REPO, IMAGE_USER, SERVER_MEMORY, Mount, Service, container_name,
+                                            limits, loadgen_service, quoted, role_of, server_service)
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
 PROJECT = "bench"
-CONTAINER_REPO = "/bench"  # where the loadgen container sees the repository (read-only) and results/ (read-write)
-IMAGE_USER = "10001:10001"  # `bench`, the unprivileged user of every image (docker/*.Dockerfile)
-SERVER_MEMORY = "3g"  # JVMs: 1 GiB fixed heap + metaspace, code cache, threads; node: a process per core
-LOADGEN_MEMORY = "2g"
-# Least privilege: what may be written on a read-only root (RUN_DIR is /tmp/run; the JVMs' perf data and netty's
-# native library go to /tmp: exec, or netty would silently fall back to NIO), and a ceiling on processes + threads
-# (JVMs run a few hundred threads at most) that stops a runaway fork before it hurts the host.
-WRITABLE_TMPFS = "/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"
-PIDS_LIMIT = 4096
-STOP_GRACE_S = 15
+NEED = "set by the harness: see the top of this file"
 # Every check is a process started in the server's container, on its CPUs: rare enough not to show in the measurements
 # (at 3 s they raised rust's p99 latency measurably). The harness does not wait on them: it waits for GET /id itself.
 HEALTH = {"interval": "10s", "timeout": "3s", "retries": 3}
-
-
-def container_name(service: str) -> str:
-    return f"bench-{service}"
 
 
 def _var(name: str) -> str:
@@ -51,9 +40,9 @@ def memory_var(server: Server) -> str:
     return f"BENCH_MEM_LIMIT_{_var(server.name)}"
 
 
-def role(server: Server) -> str:
-    """Which CPU set of the plan a service gets: the upstream its own, every other server the server's."""
-    return "UPSTREAM" if server.has_role("upstream") else "SERVER"
+def role_cpus(role: str) -> dict[str, str]:
+    """A role's CPU set and quota as the file reads them (its anchor x-server or x-upstream; the loadgen has no quota)."""
+    return {"cpuset": f"${{BENCH_{role.upper()}_CPUSET:?{NEED}}}", "cpus": f"${{BENCH_{role.upper()}_CPUS:?{NEED}}}"}
 
 
 def default_upstream_url(servers: dict[str, Server]) -> str:
@@ -62,29 +51,67 @@ def default_upstream_url(servers: dict[str, Server]) -> str:
     return upstream_url(upstream) if upstream else ""
 
 
-def _q(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
-
-
-def _compose_arg(arg: str, server: Server) -> str:
-    """A `run` argument for compose: placeholders as compose variables, a literal $ escaped."""
-    arg = arg.replace("$", "$$")
-    values = {"port": f"${{{port_var(server)}}}", "host": "127.0.0.1", "cores": f"${{BENCH_{role(server)}_CORES}}",
-              "run_dir": "/tmp/run", "upstream_url": "${BENCH_UPSTREAM_URL}"}
-    try:
-        return arg.format(**values)
-    except (KeyError, IndexError, ValueError):
-        return arg
-
-
 def _healthcheck(server: Server) -> list[str]:
     probe = (f"exec 3<>/dev/tcp/$$HOST/$$PORT && printf 'GET /id HTTP/1.0\\r\\n\\r\\n' >&3 && "
              f"grep -qx {shlex.quote(server.name)} <&3")
     return ["CMD", "bash", "-c", probe]
 
 
+def server_entry(server: Server, servers: dict[str, Server]) -> Service:
+    """A server as docker-compose.yml describes it: each value the harness sets per call a variable."""
+    role = role_of(server)
+    values = {"host": "127.0.0.1", "port": f"${{{port_var(server)}:-{server.port}}}",
+              "cores": f"${{BENCH_{role.upper()}_CORES:?{NEED}}}",
+              "upstream_url": f"${{BENCH_UPSTREAM_URL:-{default_upstream_url(servers)}}}",
+              "h2c_port": f"${{{h2c_port_var(server)}:-{server.h2c_port}}}" if server.h2c_port else ""}
+    args = {"host": "127.0.0.1", "port": f"${{{port_var(server)}}}", "cores": f"${{BENCH_{role.upper()}_CORES}}",
+            "upstream_url": "${BENCH_UPSTREAM_URL}"}
+    mounts = [Mount(f"./{server.folder.name}/{m}", f"{app_dir(server)}/{m}", read_only=True)
+              for m in static_mounts(server)]
+    return server_service(server, values, args=args, literal=lambda text: text.replace("$", "$$"),
+                          **role_cpus(role), memory=f"${{{memory_var(server)}:-{SERVER_MEMORY}}}", mounts=mounts,
+                          healthcheck=(_healthcheck(server), int(server.startup_timeout_s)),
+                          notes={"volumes": "served from the host's filesystem: bind-mounted, not copied into the image"})
+
+
+def loadgen_entry() -> Service:
+    mounts = [Mount("./", CONTAINER_REPO, read_only=True, note="wrk's report script"),
+              Mount("${BENCH_RESULTS:-./results}", f"{CONTAINER_REPO}/results",
+                    note="ab's percentile files, next to the outputs")]
+    return loadgen_service(role_cpus("loadgen")["cpuset"], f"${{BENCH_LOADGEN_USER:-{IMAGE_USER}}}", mounts,
+                           notes={"cpuset": "its own CPUs; no CPU quota on the load generator",
+                                  "user": "the host user, so result files are theirs (root: bench)",
+                                  "init": "an init as PID 1: stops at once"})
+
+
+def _scalar(key: str, value: str, note: str = "", indent: str = "    ") -> str:
+    return f"{indent}{key}: {quoted(value) if '$' in value else value}" + (f"  # {note}" if note else "")
+
+
+def entry(key: str, service: Service, merge: str, given: dict[str, str]) -> list[str]:
+    """A service of the file: it merges the anchor `merge` and writes what that anchor does not `given` it."""
+    s, notes = service, service.notes
+    lines = [f"  {key}:", f"    <<: *{merge}"]
+    for name, value in (("image", s.image), ("container_name", s.name), ("cpuset", s.cpuset), ("cpus", s.cpus),
+                        ("mem_limit", s.memory), ("user", s.user), ("init", "true" if s.init else ""),
+                        ("working_dir", s.working_dir)):
+        if value and given.get(name) != value:
+            lines.append(_scalar(name, value, notes.get(name, "")))
+    lines.append(f"    command: [{', '.join(quoted(a) for a in s.command)}]")
+    for name, mapping in (("environment", s.env), ("labels", s.labels)):
+        if mapping:
+            lines += [f"    {name}:", *(f"      {k}: {quoted(v)}" for k, v in mapping.items())]
+    if s.healthcheck:
+        test, start_period_s = s.healthcheck
+        lines += ["    healthcheck:", "      <<: *health", f"      test: [{', '.join(quoted(a) for a in test)}]",
+                  f"      start_period: {start_period_s}s"]
+    if s.mounts:
+        lines += ["    volumes:" + (f"  # {notes['volumes']}" if notes.get("volumes") else ""),
+                  *(f"      - {m.spec}" + (f"  # {m.note}" if m.note else "") for m in s.mounts)]
+    return lines
+
+
 def render_compose(servers: dict[str, Server]) -> str:
-    need = "set by the harness: see the top of this file"
     lines = [
         "# The Docker runtime (RUNTIME=docker; RUNTIME=auto picks it when a Docker engine answers).",
         "# GENERATED from the servers' manifests by loadgen/harness/runtime/docker/compose.py (`make docker-compose.yml`); the",
@@ -102,81 +129,31 @@ def render_compose(servers: dict[str, Server]) -> str:
         f"# Each server's memory limit is {SERVER_MEMORY}; BENCH_MEM_LIMIT_<SERVER>=256m in the harness's environment sets another.",
         "",
         "x-limits: &limits",
-        "  network_mode: host",
-        "  ulimits:",
-        "    # the harness's hard open-file limit (20000 on the reference machine); above the engine's own a container fails to start",
-        "    nofile: {soft: \"${BENCH_NOFILE:-20000}\", hard: \"${BENCH_NOFILE:-20000}\"}",
-        f"  stop_grace_period: {STOP_GRACE_S}s",
-        "  restart: \"no\"",
-        "  cap_drop: [ALL]",
-        "  security_opt: [\"no-new-privileges:true\"]",
-        "  read_only: true",
-        f"  tmpfs: [{_q(WRITABLE_TMPFS)}]",
-        f"  pids_limit: {PIDS_LIMIT}",
-        "",
-        "x-server: &server",
-        "  <<: *limits",
-        f"  cpuset: \"${{BENCH_SERVER_CPUSET:?{need}}}\"",
-        f"  cpus: \"${{BENCH_SERVER_CPUS:?{need}}}\"",
-        "",
-        "x-upstream: &upstream",
-        "  <<: *limits",
-        f"  cpuset: \"${{BENCH_UPSTREAM_CPUSET:?{need}}}\"",
-        f"  cpus: \"${{BENCH_UPSTREAM_CPUS:?{need}}}\"",
+        *("  " + line for compose_lines, _ in limits("${BENCH_NOFILE:-20000}") for line in compose_lines.split("\n")),
+    ]
+    for role in ("server", "upstream"):
+        lines += ["", f"x-{role}: &{role}", "  <<: *limits", *(_scalar(k, v, indent="  ") for k, v in role_cpus(role).items())]
+    lines += [
         "",
         "x-health: &health",
         *(f"  {k}: {v}" for k, v in HEALTH.items()),
         "",
         "services:",
-        "  # The load generator: ab, wrk and httperf. The harness runs every tool with `docker exec bench-loadgen ...`.",
-        f"  {LOADGEN}:",
-        "    <<: *limits",
-        f"    image: {runtime_image(LOADGEN)}",
-        f"    container_name: {container_name(LOADGEN)}",
-        f"    cpuset: \"${{BENCH_LOADGEN_CPUSET:?{need}}}\"  # its own CPUs; no CPU quota on the load generator",
-        f"    mem_limit: {LOADGEN_MEMORY}",
-        f"    user: \"${{BENCH_LOADGEN_USER:-{IMAGE_USER}}}\"  # the host user, so result files are theirs (root: bench)",
-        "    init: true  # an init as PID 1: stops at once",
-        "    # no security_opt, cap_drop or read_only of its own: the engine's default seccomp profile, no capability and",
-        "    # no privilege to gain, as x-limits gives every service (its writes go to the results mount and /tmp)",
-        "    command: [\"sleep\", \"infinity\"]",
-        f"    working_dir: {CONTAINER_REPO}",
-        "    volumes:",
-        f"      - ./:{CONTAINER_REPO}:ro  # wrk's report script",
-        f"      - ${{BENCH_RESULTS:-./results}}:{CONTAINER_REPO}/results  # ab's percentile files, next to the outputs",
+        "  # The load generator: ab, wrk and httperf. The harness runs every tool with "
+        f"`docker exec {container_name(LOADGEN)} ...`.",
+        "  # No security_opt, cap_drop or read_only of its own: the engine's default seccomp profile, no capability and",
+        "  # no privilege to gain, as x-limits gives every service (its writes go to the results mount and /tmp).",
+        *entry(LOADGEN, loadgen_entry(), "limits", {}),
     ]
     # the upstream first, then the servers in the order of their folders
     upstream = upstream_of(servers)
     for server in sorted(servers.values(), key=lambda s: not s.has_role("upstream")):
-        r = role(server)
-        env = {"HOST": "127.0.0.1", "PORT": f"${{{port_var(server)}:-{server.port}}}",
-               "SERVER_CORES": f"${{BENCH_{r}_CORES:?{need}}}", "RUN_DIR": "/tmp/run"}
-        if server.needs_upstream:
-            env["UPSTREAM_URL"] = f"${{BENCH_UPSTREAM_URL:-{default_upstream_url(servers)}}}"
-        if server.h2c_port:  # cleartext HTTP/2 on a port of its own (CONTRACT.md)
-            env["H2C_PORT"] = f"${{{h2c_port_var(server)}:-{server.h2c_port}}}"
-        env.update({k: v.replace("$", "$$") for k, v in server.env.items()})
+        role = role_of(server)
         lines += [
             "",
             f"  # {server.name}: {server.folder.name}/manifest.toml ({family(server)} family, docker/{family(server)}.Dockerfile)",
-            f"  {server.name}:",
-            f"    <<: *{'upstream' if r == 'UPSTREAM' else 'server'}",
-            f"    image: {server_image(server)}",
-            f"    container_name: {container_name(server.name)}",
-            f"    mem_limit: \"${{{memory_var(server)}:-{SERVER_MEMORY}}}\"",
-            f"    working_dir: {app_dir(server)}",
-            f"    command: [{', '.join(_q(_compose_arg(a, server)) for a in server.run)}]",
-            "    environment:",
-            *(f"      {k}: {_q(v)}" for k, v in env.items()),
-            "    healthcheck:",
-            "      <<: *health",
-            f"      test: [{', '.join(_q(a) for a in _healthcheck(server))}]",
-            f"      start_period: {int(server.startup_timeout_s)}s",
+            *entry(server.name, server_entry(server, servers), role, role_cpus(role)),
         ]
-        mounts = static_mounts(server)
-        if mounts:
-            lines += ["    volumes:  # served from the host's filesystem: bind-mounted, not copied into the image",
-                      *(f"      - ./{server.folder.name}/{m}:{app_dir(server)}/{m}:ro" for m in mounts)]
         if server.needs_upstream and upstream and server is not upstream:
             lines += ["    depends_on:", f"      {upstream.name}: {{condition: service_healthy}}"]
     return "\n".join(lines) + "\n"
@@ -196,8 +173,8 @@ def compose_env(plan: CpuPlan, overrides: dict[str, str] | None = None,
     """The variables docker-compose.yml reads: every role's CPU set from the plan, then `overrides`. `servers`: the
     manifests (default: discovered), for the upstream's default URL."""
     env = {}
-    for name, cpus in (("SERVER", plan.server), ("UPSTREAM", plan.upstream), ("LOADGEN", plan.loadgen)):
-        env.update(cpu_vars(name, list(cpus)))
+    for role, cpus in (("server", plan.server), ("upstream", plan.upstream), ("loadgen", plan.loadgen)):
+        env.update(cpu_vars(role, list(cpus)))
     uid, gid = os.getuid(), os.getgid()
     env.update({
         "BENCH_NOFILE": str(nofile_limit()),
@@ -210,6 +187,8 @@ def compose_env(plan: CpuPlan, overrides: dict[str, str] | None = None,
     return env
 
 
-def cpu_vars(role_name: str, cpus: list[int]) -> dict[str, str]:
-    return {f"BENCH_{role_name}_CPUSET": format_cpus(cpus), f"BENCH_{role_name}_CPUS": str(len(cpus)),
-            f"BENCH_{role_name}_CORES": str(len(cpus))}
+def cpu_vars(role: str, cpus: list[int]) -> dict[str, str]:
+    """A role's (server, upstream, loadgen) CPU set, quota and core count, as the file's variables."""
+    name = role.upper()
+    return {f"BENCH_{name}_CPUSET": format_cpus(cpus), f"BENCH_{name}_CPUS": str(len(cpus)),
+            f"BENCH_{name}_CORES": str(len(cpus))}

@@ -9,22 +9,22 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.cpus import parse_cpus
-from harness.runtime.base import RuntimeError_, indent
+from harness.basics.cpus import parse_cpus
+from harness.runtime.protocol import RuntimeFailure, indent
 
 
 def run_cli(argv: list[str], timeout: float = 120, env: dict | None = None, input: bytes | None = None,
             check: bool = True) -> subprocess.CompletedProcess:
-    """A docker or compose command; unless `check` is off, a failure raises RuntimeError_ with the end of its output."""
+    """A docker or compose command; unless `check` is off, a failure raises RuntimeFailure with the end of its output."""
     try:
         proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=env, input=input)
     except FileNotFoundError as exc:
-        raise RuntimeError_(f"{argv[0]} is not installed: make setup-docker (apt-get install docker.io docker-compose)") from exc
+        raise RuntimeFailure(f"{argv[0]} is not installed: make setup-docker (apt-get install docker.io docker-compose)") from exc
     except subprocess.TimeoutExpired as exc:
-        raise RuntimeError_(f"`{shlex.join(argv)}` did not finish within {timeout:g} s") from exc
+        raise RuntimeFailure(f"`{shlex.join(argv)}` did not finish within {timeout:g} s") from exc
     if check and proc.returncode != 0:
         output = (proc.stdout + proc.stderr).decode(errors="replace").strip()
-        raise RuntimeError_(f"`{shlex.join(argv)}` failed (exit {proc.returncode}):\n" + indent(output[-3000:] or "(no output)"))
+        raise RuntimeFailure(f"`{shlex.join(argv)}` failed (exit {proc.returncode}):\n" + indent(output[-3000:] or "(no output)"))
     return proc
 
 
@@ -53,13 +53,13 @@ def compose_command() -> list[str]:
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
-    raise RuntimeError_("neither `docker compose` (v2) nor `docker-compose` (v1) is installed: "
+    raise RuntimeFailure("neither `docker compose` (v2) nor `docker-compose` (v1) is installed: "
                         "make setup-docker (apt-get install docker-compose)")
 
 
 def inspect(container: str, where: list[str] | tuple = ()) -> dict | None:
     """The engine's `docker inspect` of a container, None when there is none. `where`: the Docker CLI's options that
-    address another engine (harness/hosts.py's docker_args); default the local one."""
+    address another engine (harness/config/host_roles.py's docker_args); default the local one."""
     proc = run_cli(["docker", *where, "inspect", "--type", "container", container], check=False, timeout=30)
     if proc.returncode != 0:
         return None
@@ -76,7 +76,7 @@ def image_labels(image: str, where: list[str] | tuple = ()) -> dict | None:
     return {**(json.loads(labels) or {}), "id": image_id}
 
 
-def log_tail(container: str, lines: int = 15, where: list[str] | tuple = ()) -> str:
+def container_log(container: str, lines: int = 15, where: list[str] | tuple = ()) -> str:
     """The last `lines` of a container's output, indented for an error message."""
     proc = run_cli(["docker", *where, "logs", "--tail", str(lines), container], check=False)
     return indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
@@ -94,20 +94,17 @@ def allowed_cpus(pid: int) -> list[int]:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("Cpus_allowed_list:"):
             return list(parse_cpus(line.split(":", 1)[1].strip()))
-    raise RuntimeError_(f"no Cpus_allowed_list in /proc/{pid}/status")
+    raise RuntimeFailure(f"no Cpus_allowed_list in /proc/{pid}/status")
 
 
-def container_facts(name: str) -> dict | None:
-    """A running container's CPU set, quota, memory, open-file limit, network and image, as the engine applied them,
-    and the CPUs its main process may run on as the kernel says."""
-    c = inspect(name)
-    if not c or not c["State"]["Running"]:
-        return None
+def container_facts(c: dict, allowed: list[int]) -> dict:
+    """A container's CPU set, quota, memory, open-file limit, network and image as the engine applied them (`c`: its
+    `docker inspect`), and `allowed`, the CPUs its main process may run on as the kernel says."""
     host = c["HostConfig"]
-    return {"container": name, "image": c["Config"]["Image"], "image_id": c["Image"],
-            "cpuset": host["CpusetCpus"], "cpus": host["NanoCpus"] / 1e9 or None,
-            "allowed_cpus": allowed_cpus(c["State"]["Pid"]), "memory_bytes": host["Memory"] or None,
-            "ulimits": host.get("Ulimits"), "network_mode": host["NetworkMode"], "user": c["Config"].get("User")}
+    return {"container": c["Name"].lstrip("/"), "image": c["Config"]["Image"], "image_id": c["Image"],
+            "cpuset": host["CpusetCpus"], "cpus": host["NanoCpus"] / 1e9 or None, "allowed_cpus": allowed,
+            "memory_bytes": host["Memory"] or None, "ulimits": host.get("Ulimits"), "network_mode": host["NetworkMode"],
+            "user": c["Config"].get("User")}
 
 
 def compose_version(compose: list[str]) -> str:

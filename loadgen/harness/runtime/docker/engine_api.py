@@ -15,8 +15,8 @@ import subprocess
 import threading
 import time
 
-from harness.runtime.base import RuntimeError_
-from harness.sampling import usage
+from harness.basics.sampling import usage
+from harness.runtime.protocol import RuntimeFailure
 
 API_VERSION = "v1.41"  # Docker 20.10 and later (one-shot stats)
 TIMEOUT_S = 15
@@ -24,7 +24,7 @@ TIMEOUT_S = 15
 
 class EngineApi:
     """One keep-alive HTTP connection to an engine's API over `docker <address> system dial-stdio`. Every answer must
-    come within `timeout_s` (default TIMEOUT_S): an engine that stalls costs the call (RuntimeError_, the connection
+    come within `timeout_s` (default TIMEOUT_S): an engine that stalls costs the call (RuntimeFailure, the connection
     closed), never the run."""
 
     def __init__(self, docker_args: list[str], where: str, timeout_s: float | None = None):
@@ -38,20 +38,20 @@ class EngineApi:
     def get(self, path: str) -> dict:
         with self._lock:
             if self._proc.poll() is not None:
-                raise RuntimeError_(f"the connection to the Docker engine of {self.where} closed")
+                raise RuntimeFailure(f"the connection to the Docker engine of {self.where} closed")
             try:
                 self._proc.stdin.write(f"GET /{API_VERSION}{path} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
                 self._proc.stdin.flush()
                 status, body = _read_response(self._reader, time.monotonic() + self.timeout_s)
             except TimeoutError:
                 self.close()  # half an answer may still come: the connection cannot be used again
-                raise RuntimeError_(f"the Docker engine of {self.where} did not answer GET {path} within "
+                raise RuntimeFailure(f"the Docker engine of {self.where} did not answer GET {path} within "
                                     f"{self.timeout_s:g} s") from None
             except (BrokenPipeError, ValueError) as exc:
                 self.close()
-                raise RuntimeError_(f"the connection to the Docker engine of {self.where} broke: {exc}") from None
+                raise RuntimeFailure(f"the connection to the Docker engine of {self.where} broke: {exc}") from None
         if status != 200:
-            raise RuntimeError_(f"the Docker engine of {self.where} answered {status} to GET {path}: "
+            raise RuntimeFailure(f"the Docker engine of {self.where} answered {status} to GET {path}: "
                                 f"{body[:200].decode(errors='replace')}")
         return json.loads(body)
 
@@ -81,7 +81,7 @@ class DeadlineReader:
             raise TimeoutError
         chunk = os.read(self.fd, 65536)
         if not chunk:
-            raise RuntimeError_("the Docker engine closed the connection")
+            raise RuntimeFailure("the Docker engine closed the connection")
         self.buffer += chunk
 
     def readline(self, deadline: float) -> bytes:
@@ -120,7 +120,7 @@ def container_counters(api: EngineApi, container: str) -> tuple[float, int]:
     stats = api.get(f"/containers/{container}/stats?stream=false&one-shot=true")
     cpu = stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage")
     if cpu is None:
-        raise RuntimeError_(f"the Docker engine of {api.where} gives no CPU counter for {container} (is it running?)")
+        raise RuntimeFailure(f"the Docker engine of {api.where} gives no CPU counter for {container} (is it running?)")
     memory = stats.get("memory_stats", {})
     extra = memory.get("stats", {})
     cache = extra.get("inactive_file", extra.get("total_inactive_file", 0))
@@ -155,7 +155,7 @@ class EngineStatsSampler:
         while not self._stop.wait(self.INTERVAL_S):
             try:
                 self._cpu1 = self._read()
-            except (RuntimeError_, OSError, ValueError) as exc:
+            except (RuntimeFailure, OSError, ValueError) as exc:
                 self.error = str(exc)
                 return
 
@@ -172,9 +172,9 @@ class EngineStatsSampler:
         self.wall_s = time.monotonic() - self._t0
         try:
             self._cpu1 = self._read()
-        except (RuntimeError_, OSError, ValueError) as exc:  # a stalled engine, a container that died
+        except (RuntimeFailure, OSError, ValueError) as exc:  # a stalled engine, a container that died
             self.error = str(exc)
-            raise RuntimeError_(f"the CPU counter of {self.container} could not be read at the load's end: {exc}") \
+            raise RuntimeFailure(f"the CPU counter of {self.container} could not be read at the load's end: {exc}") \
                 from None
         finally:
             self._api.close()

@@ -11,10 +11,10 @@ import tarfile
 import time
 from pathlib import Path
 
-from harness.console import say
-from harness.manifest import REPO, Server
-from harness.runtime.base import RuntimeError_
+from harness.basics.messages import say
+from harness.config.manifest import REPO, Server
 from harness.runtime.docker.engine import image_labels, run_cli
+from harness.runtime.protocol import RuntimeFailure
 
 DOCKER_DIR = REPO / "docker"
 SUITE = "bookworm"
@@ -55,9 +55,9 @@ def static_mounts(server: Server) -> list[str]:
 def _artifact_paths(server: Server) -> list[Path]:
     missing = [a for a in server.artifacts if not (server.folder / a).exists()]
     if missing:
-        raise RuntimeError_(f"{server.name}: artifact(s) {', '.join(missing)} missing in {server.folder}: run `make build`")
+        raise RuntimeFailure(f"{server.name}: artifact(s) {', '.join(missing)} missing in {server.folder}: run `make build`")
     if not server.artifacts:
-        raise RuntimeError_(f"{server.name}: its manifest lists no `artifacts`; the Docker runtime copies exactly those")
+        raise RuntimeFailure(f"{server.name}: its manifest lists no `artifacts`; the Docker runtime copies exactly those")
     return [server.folder / a for a in server.artifacts]
 
 
@@ -108,7 +108,7 @@ def ensure_runtime_images(families: set[str]) -> None:
         "their Dockerfile changed)")
     proc = subprocess.run([str(DOCKER_DIR / "base-images.sh")], env={**os.environ, "FAMILIES": " ".join(missing)})
     if proc.returncode != 0:
-        raise RuntimeError_("building the base images failed (output above); see docker/base-images.sh")
+        raise RuntimeFailure("building the base images failed (output above); see docker/base-images.sh")
 
 
 def ensure_server_image(server: Server, force: bool = False) -> bool:

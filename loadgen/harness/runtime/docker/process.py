@@ -1,17 +1,20 @@
-"""A load tool run with `docker exec` in the loadgen container, seen by the runner as the subprocess.Popen it expects."""
+"""A load tool run with `docker exec` in the loadgen container, seen by the runner as the subprocess.Popen it expects:
+on this machine's engine (ContainerProcess) or on the load generator's host (RemoteTool)."""
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
+import tarfile
 from pathlib import Path
 
 import psutil
 
-from harness.host import wait_until
-from harness.runtime.docker.compose import container_name
+from harness.basics.machine import wait_until
 from harness.runtime.docker.engine import run_cli
 from harness.runtime.docker.images import LOADGEN
+from harness.runtime.docker.service import container_name
 
 
 class RelayedTool:
@@ -98,3 +101,58 @@ class ContainerProcess(RelayedTool):
             if line.startswith("NSpid:"):
                 return int(line.split()[-1])
         return pid
+
+
+class RemoteTool(RelayedTool):
+    """A load tool in the loadgen container on the load generator's host, seen by the runner as a Popen: the local
+    `docker exec` client relays its output; signals go to the tool through the engine (a killed client would leave
+    the tool running there); its side files are copied back into its scratch folder when it has ended. `runtime`:
+    the several-hosts runtime (its `docker` and the loadgen's `place`)."""
+
+    def __init__(self, client: subprocess.Popen, runtime, token: str, scratch: Path):
+        super().__init__(client)
+        self.runtime, self.token, self.scratch = runtime, token, scratch
+        self._fetched = False
+
+    @property
+    def pid(self) -> int:
+        return self.client.pid
+
+    def wait(self, timeout: float | None = None):
+        code = self.client.wait(timeout)
+        if not self._fetched:
+            self._fetched = True
+            self._fetch()
+        return code
+
+    def _in_loadgen(self, *argv: str, timeout: float) -> subprocess.CompletedProcess:
+        return self.runtime.docker(self.runtime.place("loadgen"), "exec", container_name(LOADGEN), *argv, check=False,
+                                   timeout=timeout)
+
+    def _fetch(self) -> None:
+        """The tool's side files (ab's percentiles...) into its scratch folder here (the folder in the container goes
+        with the container at the end of the command). They are on the container's /tmp, a tmpfs that `docker cp`
+        does not see: a tar of them through `docker exec`, regular files and folders only, inside the scratch folder."""
+        proc = self._in_loadgen("tar", "-C", f"/tmp/out-{self.token}", "-cf", "-", ".", timeout=120)
+        if proc.returncode != 0:
+            return
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+            members = [m for m in tar.getmembers() if (m.isfile() or m.isdir()) and m.name not in (".", "./")
+                       and not m.name.startswith("/") and ".." not in Path(m.name).parts]
+            tar.extractall(self.scratch, members=members,
+                           **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+
+    def send_signal(self, sig: int) -> None:
+        if self.client.poll() is not None:
+            return
+        script = f"[ -s /tmp/pid-{self.token} ] && kill -{int(sig)} $(cat /tmp/pid-{self.token})"
+        if self._in_loadgen("sh", "-c", script, timeout=30).returncode != 0:
+            self.client.send_signal(sig)
+
+
+def readable(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A repository file as copied into the loadgen container: root's, readable by all, writable by none else."""
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mode = (info.mode | 0o444) & 0o755
+    return info

@@ -1,0 +1,98 @@
+"""Facts about the machine the harness runs on, and helpers for its processes: the open-file limit, who holds a port,
+pinning a child to CPUs, a process's start time, waiting for a condition.
+
+A leaf: the runtimes, the preflight checks and the run's conditions all read these, and it imports none of them."""
+from __future__ import annotations
+
+import resource
+import socket
+import subprocess
+import time
+
+import psutil
+
+from harness.basics import interrupt
+from harness.basics.paths import REPO
+
+
+def nofile_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+def port_owner(host: str, port: int) -> str | None:
+    """Who listens on host:port ('pid 123 (nginx)'), or None when the port is free."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+            return None
+        except OSError:
+            pass
+    for conn in psutil.net_connections("tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            try:
+                return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+            except psutil.Error:
+                return f"pid {conn.pid}"
+    return "another process"
+
+
+def pinned(argv: list[str], cpus) -> list[str]:
+    """`argv` run pinned to `cpus` from its first instruction (a JVM sizes its pools from the CPUs it may use at
+    start): through taskset, which sets the affinity and execs, so the pid is the program's. Not a preexec_fn: Python
+    documents those as unsafe beside threads (the samplers'), and a Ctrl-C that lands in its at-fork handlers is
+    printed as ignored and lost."""
+    return ["taskset", "-c", ",".join(str(c) for c in sorted(cpus)), *argv]
+
+
+def allow_open_files() -> None:
+    """The soft open-file limit raised to the hard one, for this process and every child it starts (ab and wrk hold a
+    descriptor per connection; the servers one per client)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def still_runs(pid: int, is_it=None) -> bool:
+    """Whether `pid` is a live process (not a zombie) and, given `is_it(create_time)`, still the one we started: a pid
+    the kernel recycled for another process is not ours. The one test of "is this still our process"."""
+    try:
+        proc = psutil.Process(pid)
+        return proc.status() != psutil.STATUS_ZOMBIE and (is_it is None or is_it(proc.create_time()))
+    except psutil.Error:
+        return False
+
+
+def timestamp(at: float | None = None) -> str:
+    """A moment as results and conditions write it: local time, ISO 8601 with its offset."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(at))
+
+
+def process_create_time(pid: int) -> float | None:
+    """psutil's start time of `pid` (None when it is gone): what RunningServer.pid_created records."""
+    try:
+        return psutil.Process(pid).create_time() if pid else None
+    except psutil.Error:
+        return None
+
+
+def shell_output(command: str, cwd=REPO) -> str:
+    """A shell command's output (stdout then stderr), or 'unknown (why)' when it could not run."""
+    try:
+        proc = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=30)
+        return (proc.stdout + proc.stderr).strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+
+
+def wait_until(predicate, timeout_s: float, interval_s: float = 0.1, interruptible: bool = False) -> bool:
+    """Whether `predicate` became true within `timeout_s`. `interruptible`: a Ctrl-C whose exception was lost still
+    ends the wait (harness.basics.interrupt); clean-up waits are not."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        if interruptible:
+            interrupt.check()
+        time.sleep(interval_s)
+    return predicate()

@@ -1,0 +1,1 @@
+"""What the harness is told: the servers' manifests, the scenarios, the HOSTS roles."""

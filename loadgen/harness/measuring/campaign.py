@@ -1,0 +1,216 @@
+"""A campaign: the servers started (or found up) and verified, then every scenario measured, in rounds where the servers
+can be up at once. What one warm-up or attempt does is measurement.py's; this module decides the order and the clock.
+
+Interleaved (the default where it fits): all servers are up, each warmed up for a scenario, then attempt 1 of every
+server, attempt 2 of every server, and so on, the first server of a round rotating. A slow drift of the machine (here,
+a 2-core VM, 1-second figures wandered between 55k and 89k req/s within half a minute) then lands on every server
+alike instead of on whichever was measured at the time. The servers not being measured sleep: up and pinned to the
+server CPUs, but stopped (SIGSTOP) until their turn, since idle JVMs still took a median 2.5 % and up to 21 % of the
+measured server's CPU in a first run; what they use anyway is sampled in each attempt (`samples.idle_servers`). The
+upstream nginx never sleeps.
+Sequential (ORDER=sequential, or where interleaving cannot be done: one server, two servers on one port, not enough
+memory for all of them at once): one server after the other, its attempts back to back, as before.
+"""
+from __future__ import annotations
+
+import psutil
+
+from harness.basics.messages import fail, say, warn
+from harness.config.manifest import Server
+from harness.config.scenarios import Scenario, Settings
+from harness.measuring import inventory
+from harness.measuring import verification as contract
+from harness.measuring import verification_h2c as contract_h2
+from harness.measuring.attempts import Bench, Target
+from harness.measuring.clock import START_S, Clock, estimate, minutes
+from harness.measuring.rounds import measure_in_rounds
+from harness.measuring.session import Session
+from harness.results.records import Verification
+from harness.results.store import RunStore
+from harness.runtime import RunningServer, RuntimeFailure
+
+ORDERS = ("auto", "interleaved", "sequential")
+# What a server may hold while it idles between its turns: the JVM servers' fixed 1 GiB heap plus the JVM itself
+# (measured RSS 1.13-1.16 GB); the others take far less. Interleaving is refused when all of them would not fit.
+SERVER_MEMORY_BYTES = 3 * 2**29  # 1.5 GiB
+MEMORY_RESERVE_BYTES = 2 * 2**30  # left to the tools, the harness and the system
+
+
+class OrderError(Exception):
+    pass
+
+
+class Turns:
+    """In interleaved rounds, the servers that are not being measured sleep: their processes are stopped (SIGSTOP) and
+    continued (SIGCONT) when their turn comes, and all of them at the end, also on failure and Ctrl-C (`wake_all`).
+    A server that died is passed over: the runtime names no process of it (a recycled pid is never taken for its)."""
+
+    def __init__(self, session: Session, targets: list[Target]):
+        self.session = session
+        self.targets = [t for t in targets if not session.is_upstream(t.name)]  # it serves the others' weather
+        self.asleep: set[str] = set()
+
+    def __call__(self, name: str) -> None:
+        for t in self.targets:
+            if t.name == name and name in self.asleep:
+                self.session.runtime.pause(t.running, asleep=False)
+                self.asleep.discard(name)
+            elif t.name != name and t.name not in self.asleep:
+                self.session.runtime.pause(t.running, asleep=True)
+                self.asleep.add(t.name)
+
+    def wake_all(self) -> None:
+        for t in self.targets:
+            if t.name in self.asleep:
+                self.session.runtime.pause(t.running, asleep=False)
+        self.asleep.clear()
+
+
+def verify(running: RunningServer, server: Server, upstream: Server | None) -> contract.Report:
+    """The contract checked on `server`; `upstream` (the session's) gives the weather document its answers come from."""
+    document = upstream.upstream_document.read_bytes() if upstream else None
+    report = contract.verify(server.identity, running.host, running.port, server.routes, document)
+    over = ""
+    if running.h2c_port:  # it claims h2c: that is part of its contract, checked the same way
+        h2 = contract_h2.check_h2(server.identity, running.host, running.h2c_port, server.routes, document)
+        report.checks += h2.checks
+        report.failures += [f"h2c: {f}" for f in h2.failures]
+        over = " over HTTP/1.1 and h2c"
+    if report.ok:
+        say(f"  {server.name}: contract OK{over} ({report.checks} checks)")
+    else:
+        fail(f"{server.name} fails the contract ({len(report.failures)} of {report.checks} checks):")
+        for failure in report.failures:
+            say(f"    - {failure}")
+    return report
+
+
+# -- the order ---------------------------------------------------------------------------------------------------------
+
+def choose_order(requested: str, servers: list[Server], ports: dict[str, int], available_bytes: int) -> tuple[str, str]:
+    """("interleaved" | "sequential", why). `ports`: each server's port as this run uses it."""
+    if requested not in ORDERS:
+        raise OrderError(f"ORDER={requested!r}: use one of {', '.join(ORDERS)}")
+    if requested == "sequential":
+        return "sequential", "asked for (ORDER=sequential)"
+    if len(servers) < 2:
+        return "sequential", "a single server: nothing to interleave"
+    by_port: dict[int, list[str]] = {}
+    for s in servers:
+        by_port.setdefault(ports[s.name], []).append(s.name)
+    shared = [names for names in by_port.values() if len(names) > 1]
+    if shared:
+        return "sequential", ("servers share a port (" + "; ".join(" and ".join(n) for n in shared)
+                              + "), so they cannot be up at once")
+    need = len(servers) * SERVER_MEMORY_BYTES + MEMORY_RESERVE_BYTES
+    if need > available_bytes:
+        return "sequential", (f"{len(servers)} servers up at once need about {need / 2**30:.1f} GiB, "
+                              f"{available_bytes / 2**30:.1f} GiB is available")
+    return "interleaved", f"all {len(servers)} servers fit up at once (ports distinct, memory available)"
+
+
+# -- the campaign ------------------------------------------------------------------------------------------------------
+
+def run_campaign(session: Session, store: RunStore, servers: list[Server], scenarios: list[Scenario], settings: Settings,
+                 order: str = "auto", round_no: int | None = None) -> bool:
+    """Returns False when a server could not start, failed its contract (it is then not measured) or died during the
+    run. `round_no`: the round of a run in rounds (overhead), recorded on each record."""
+    wanted, not_measured = [], {}
+    for server in servers:
+        for s in scenarios:
+            if s.protocol == "h2c" and not server.h2c_port:  # the report says so (conditions, not_measured)
+                not_measured[f"{server.name} {s.name}"] = "it speaks no h2c (its manifest gives no h2c_port)"
+        if scenarios and not any(s.path_for(server) for s in scenarios):
+            say(f"{server.name}: serves none of the routes of {', '.join(s.name for s in scenarios)}"
+                + (" over h2c" if any(s.protocol == "h2c" for s in scenarios) else "") + "; skipped")
+        else:
+            wanted.append(server)
+    if not_measured:
+        store.update_conditions(not_measured=not_measured)
+    mode, why = choose_order(order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available)
+    order_condition = {
+        "mode": mode, "why": why,
+        "idle": ("servers not being measured stay up and pinned to the server CPUs but sleep (their processes stopped "
+                 "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
+                 "is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
+    clock = Clock()
+    counts = estimate(clock, wanted, scenarios, settings)
+    say(f"order: {mode} ({why})")
+    if scenarios:
+        say(f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
+            f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups)")
+    store.update_conditions(order=order_condition, estimated_s=round(clock.total))
+    groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
+    all_ok = True
+    for group in groups:
+        targets, turns = [], None
+        try:
+            for server in group:
+                target = start_and_verify(session, store, server)
+                clock.advance(START_S)
+                if target is None:
+                    all_ok = False
+                else:
+                    targets.append(target)
+            turns = Turns(session, targets) if len(targets) > 1 else None
+            bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
+                          idle_pids=_idle_pids(session, targets) if turns else None,
+                          remeasure_left_s=settings.remeasure_s,
+                          budget_left=(lambda: settings.budget_s - clock.elapsed_s() - clock.remaining_s())
+                          if settings.budget_s else None)
+            for scenario in scenarios:
+                members = [t for t in targets if scenario.path_for(t.server)]
+                if members:
+                    measure_in_rounds(bench, clock, members, scenario, settings)
+            if bench.dead:
+                all_ok = False
+        finally:
+            if turns:
+                turns.wake_all()
+            for server in group:
+                session.release(server.name)
+    return all_ok
+
+
+def start_and_verify(session: Session, store: RunStore, server: Server):
+    """The server up and verified as a Target; None when it could not start or failed the contract."""
+    try:
+        running = session.ensure(server)
+    except RuntimeFailure as exc:
+        fail(str(exc))
+        store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles),
+                                       **_earlier_deaths(store, server)})
+        return None
+    report = verify(running, server, session.upstream)
+    store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
+    started_here = server.name in session.started
+    store.set_server(server.name, {
+        "started": True, "version": session.runtime.version(server), "stack": server.stack, "roles": list(server.roles),
+        "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
+        "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
+        "started_by_this_run": started_here, "log": running.log,
+        **({"twin_of": server.twin_of} if server.twin_of else {}),
+        **inventory.describe(server, session.servers), **_earlier_deaths(store, server)})
+    if not report.ok:
+        warn(f"{server.name} is not benchmarked: it fails the contract")
+        return None
+    return Target(server, running)
+
+
+def _earlier_deaths(store: RunStore, server: Server) -> dict:
+    """The deaths an earlier round of this run (overhead) recorded in the server's entry, kept when it is rewritten."""
+    deaths = store.run.servers.get(server.name, {}).get("deaths")
+    return {"deaths": deaths} if deaths else {}
+
+
+def _idle_pids(session: Session, targets: list[Target]):
+    """pids of the servers that sleep while `name` is measured (the upstream nginx, on its own CPUs, is not idle)."""
+    def pids(name: str) -> list[int]:
+        out = []
+        for t in targets:
+            if t.name != name and not session.is_upstream(t.name):
+                out.extend(session.runtime.pids(t.running))
+        return out
+    return pids
+
+

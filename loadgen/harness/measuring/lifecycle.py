@@ -1,0 +1,75 @@
+"""A measuring run's life, written once for `bench`/`run` (cli.cmd_measure) and `overhead`: `open_run` (the store opened
+with the run's conditions, the run announced), the campaigns in between (the caller's), then `finish_run` (conditions
+closed, flags evaluated, results.json saved, the console table printed, the report written, and what failed listed
+last, so that a long run's faults are not lost in its scroll-back)."""
+from __future__ import annotations
+
+from harness.basics.cpus import CpuPlan
+from harness.basics.machine import timestamp
+from harness.basics.messages import console, fail, say, warn
+from harness.config.scenarios import Settings
+from harness.measuring.conditions import collect
+from harness.measuring.rounds import evaluate_flags
+from harness.report import compare, model
+from harness.report import terminal as console_table
+from harness.results.records import Run
+from harness.results.store import RunStore
+from harness.runtime import Runtime, RuntimeFailure
+
+
+def open_run(run_id: str, runtime: Runtime, plan: CpuPlan, profile: str, settings: Settings, command: str,
+             extra_conditions: dict | None = None, how: str = "") -> RunStore:
+    """The run's store, its conditions collected (`runtime`'s tool versions; `extra_conditions` added or overriding),
+    and the run announced (`how` it goes, where there is more to say than its CPU plan and profile)."""
+    conditions = collect(runtime, profile, plan, command)
+    conditions.update(repeat=settings.repeat, warmup=vars(settings.warmup), **(extra_conditions or {}))
+    store = RunStore(Run(run_id, conditions, verification={}, servers={}, records=[]))
+    say(f"run {run_id}: {plan.describe()}; " + (f"{how}; " if how else "") + f"profile {profile}")
+    return store
+
+
+def record_runtime_details(store: RunStore, runtime: Runtime) -> None:
+    """The runtime's conditions as applied (the load generator's container...), read while the run's servers are up."""
+    try:
+        store.update_conditions(runtime_details=runtime.conditions())
+    except RuntimeFailure as exc:
+        warn(f"could not read the runtime's conditions back: {exc}")
+
+
+def finish_run(store: RunStore, runtime: Runtime | None = None) -> None:
+    """Whatever happened (also on failure or Ctrl-C): `runtime`'s conditions read back where given (while its servers
+    are still up), the run closed, flags evaluated, the console table printed, the report written, and what failed
+    summed up."""
+    if runtime:
+        record_runtime_details(store, runtime)
+    store.update_conditions(finished_at=timestamp())
+    evaluate_flags(store)
+    print_summary(store)
+    try:  # a chart that cannot be drawn must not lose the run: results.json is already written
+        compare.cmd_report(str(store.dir))
+    except Exception as exc:  # noqa: BLE001
+        warn(f"the report could not be written ({exc}); results.json is complete: retry with `make report`")
+    problems = failures(store.run)
+    if problems:
+        fail("what failed in this run:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def failures(run: Run) -> list[str]:
+    """One sentence per server that did not start, failed the contract or died during the run."""
+    out = []
+    for name, entry in run.servers.items():
+        if not entry.get("started", True):
+            out.append(f"{name} did not start: {entry.get('error', 'no reason recorded').splitlines()[0]}")
+        elif name in (run.verification or {}) and not run.verification[name].ok:
+            out.append(f"{name} failed the contract: it was not measured")
+        for death in entry.get("deaths", []):
+            out.append(f"{name} died {death['when']} ({death['reason']}); {death['then']}")
+    return out
+
+
+def print_summary(store: RunStore) -> None:
+    run = store.run
+    if run.records:
+        title = f"run {run.run_id} ({run.conditions['profile']} profile, {run.conditions['runtime']} runtime)"
+        console.print(console_table.table(model.build(run), title))
+    say(f"results: {store.path}")

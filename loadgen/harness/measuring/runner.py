@@ -1,0 +1,216 @@
+"""Execution: runs a tool (split across processes where one cannot hold the load), shows progress, parses and merges.
+
+Every load ends within a bounded time, also on a server that hangs: a timed load at its duration plus a grace period,
+a counted one (which has no end of its own) at a deadline derived from the rate it is expected at. At the deadline the
+tool is interrupted (SIGINT: ab, wrk and httperf then print their summary), then killed if it lingers."""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import psutil
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness.basics import interrupt
+from harness.basics.messages import console
+from harness.basics.sampling import ProcessSampler
+from harness.runtime import RunningServer, Runtime, State
+from harness.tools import TOOLS, LoadSpec, LoadTool, ToolFailed
+from harness.tools.availability import tool_processes
+from harness.tools.output import Measurement, merge
+
+GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
+# A counted load is stopped once it has taken DEADLINE_FACTOR times as long as its expected rate (the warm-up's) says,
+# never sooner than DEADLINE_FLOOR_S, never later than DEADLINE_CEILING_S (also where no rate is known yet: the tools'
+# own timeouts end most loads on a hung server before that).
+DEADLINE_FACTOR, DEADLINE_FLOOR_S, DEADLINE_CEILING_S = 5, 20.0, 3600.0
+INTERRUPT_GRACE_S = 5  # how long an interrupted tool may take to print its summary before it is killed
+
+
+@dataclass
+class Outcome:
+    measurement: Measurement | None
+    failure: str | None
+    commands: list[list[str]] = field(default_factory=list)
+    raw: list[Path] = field(default_factory=list)
+    samples: dict = field(default_factory=dict)  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
+    stopped: str | None = None  # why the harness stopped the tool before it ended by itself
+
+
+def deadline_s(spec: LoadSpec, expected_rps: float | None) -> float:
+    """How long the load `spec` may run before the harness stops it (see the module's docstring)."""
+    if spec.duration_s:  # answers may come up to a request timeout after the end (Gatling waits for them)
+        return spec.duration_s + max(GRACE_S, (spec.timeout_s or 0) + GRACE_S / 2)
+    if not expected_rps:
+        return DEADLINE_CEILING_S
+    requests = spec.requests or spec.users or (spec.concurrency or 1) * (spec.calls_per_connection or 1)
+    return min(max(DEADLINE_FACTOR * requests / expected_rps, DEADLINE_FLOOR_S), DEADLINE_CEILING_S)
+
+
+def _progress_fraction(tool: LoadTool, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
+    if spec.duration_s:
+        return min(elapsed / spec.duration_s, 1.0)
+    if spec.requests and outputs:
+        done = [tool.completed(path.read_bytes()[-4096:]) if path.exists() else 0 for path in outputs]
+        if any(n is None for n in done):
+            return None
+        return min(sum(done) / (spec.requests * len(outputs)), 1.0)
+    return None
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _together(calls) -> list:
+    """The calls run at once, their results in order (a sampler that reads an engine's counters over the network
+    waits about a second for a fresh reading: the server's and the tools' are read side by side)."""
+    calls = list(calls)
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
+def _tree(procs: list[subprocess.Popen]) -> list[int]:
+    pids = []
+    for proc in procs:
+        if proc.poll() is None:
+            pids.append(proc.pid)
+            try:
+                pids.extend(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
+            except psutil.Error:
+                pass
+    return pids
+
+
+def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str,
+            server: RunningServer, server_cores: int = 1, idle_pids=None, status: str = "",
+            expected_rps: float | None = None) -> Outcome:
+    """Runs the load; while it runs, samples the server (the RunningServer `server`, as its runtime samples it), the
+    tool, and the servers that are up but not measured (`idle_pids()`, interleaved runs). `status` (e.g. the whole run's remaining time) is shown beside the progress bar.
+    `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
+    tool = TOOLS[tool_name]
+    parts = tool_processes(tool_name, spec.concurrency)
+    part_spec = spec.split(parts)
+    scratches = [raw_dir / (stem if parts == 1 else f"{stem}.part{i + 1}") for i in range(parts)]
+    outcome = Outcome(None, None)
+    deadline = deadline_s(spec, expected_rps)
+    stopped = False
+    procs: list[subprocess.Popen] = []
+    samplers = {}
+    sampling_failed = None
+    children_cpu_before = _children_cpu_s()
+    # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
+    # off the server's (threads inherit this thread's affinity when they start); restored afterwards. (With HOSTS the
+    # load generator's CPUs are another machine's: those this one has, if any.)
+    affinity_before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, (set(cpus) & affinity_before) or affinity_before)
+    try:
+        try:
+            samplers = {"server": runtime.sampler(server, server_cores),
+                        "loadgen": runtime.tool_sampler(lambda: _tree(procs), cpus)}
+            if idle_pids:  # what the sleeping servers take from the measured one's CPUs meanwhile
+                samplers["idle_servers"] = ProcessSampler(idle_pids, server_cores)
+            _together(sampler.start for sampler in samplers.values())
+        except Exception as exc:  # noqa: BLE001 - an engine's error, a process gone: this attempt is lost, not the run
+            outcome.failure = f"the CPU sampling could not start, so the load was not run: {_what(exc)}"
+            return outcome
+        for scratch in scratches:
+            scratch.mkdir(parents=True, exist_ok=True)
+            argv = tool.command(part_spec, scratch)
+            outcome.commands.append(argv)
+            outcome.raw.append(scratch / "output.txt")
+            procs.append(runtime.tool_process(argv, cpus, scratch / "output.txt"))
+            State().add_tool(procs[-1].pid, argv)  # listed while it runs: `make down` stops it if the harness is killed
+        stopped = _wait(procs, tool_name, part_spec, outcome.raw, label, status, deadline)
+        for proc in procs:
+            proc.wait()
+        try:
+            outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
+            # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's
+            # last moments.
+            exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
+            outcome.samples["loadgen"] = samplers["loadgen"].result(exact)
+        except Exception as exc:  # noqa: BLE001 - the load ran, but its CPU figures are lost: so is the attempt
+            sampling_failed = f"the CPU sampling failed at the load's end: {_what(exc)}"
+    finally:
+        os.sched_setaffinity(0, affinity_before)
+        for sampler in samplers.values():
+            sampler.cancel()
+        for proc in procs:  # Ctrl-C or a failure: no tool outlives the harness
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        State().drop_tools()
+    try:
+        measured = [tool.parse(path.read_text(errors="replace"), scratch) for path, scratch in zip(outcome.raw, scratches)]
+        outcome.measurement = merge(measured)
+        if outcome.measurement.requests == 0:
+            outcome.failure = "no request completed"
+    except ToolFailed as exc:
+        outcome.failure = str(exc)
+    except Exception as exc:  # noqa: BLE001 - output the parser did not foresee costs this attempt, kept with its raw
+        outcome.failure = (f"{tool_name}'s output could not be read ({_what(exc)}); it is kept in "
+                           + ", ".join(str(p) for p in outcome.raw))
+    if sampling_failed:
+        outcome.failure = sampling_failed
+    if stopped:
+        _note_stopped(outcome, spec, deadline)
+    return outcome
+
+
+def _what(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
+    """The tool was stopped at the deadline: what it reported is kept, with the requests it was still waiting for
+    (one per connection; tools count only the requests they saw time out) counted as timeouts, and the reason."""
+    outcome.stopped = (f"stopped by the harness at this load's deadline ({deadline:.0f} s): "
+                       "the server did not answer in time")
+    m = outcome.measurement
+    if m:
+        m.errors = replace(m.errors, timeout=m.errors.timeout + spec.concurrency)
+    if outcome.failure:  # "ab printed no summary: ...; stopped by the harness at ..."
+        outcome.failure = f"{outcome.failure}; {outcome.stopped}"
+
+
+def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs: list[Path], label: str,
+          status: str, deadline: float) -> bool:
+    """Until every tool process has ended (False), or `deadline` seconds have passed: then they are stopped (True)."""
+    started = time.monotonic()
+    with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), TextColumn(status), console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
+        task = progress.add_task(label, total=1.0)
+        while any(p.poll() is None for p in procs):
+            elapsed = time.monotonic() - started
+            fraction = _progress_fraction(TOOLS[tool_name], spec, outputs, elapsed)
+            progress.update(task, completed=fraction if fraction is not None else 0.0)
+            if elapsed > deadline:
+                _interrupt(procs)
+                return True
+            interrupt.check()
+            time.sleep(0.05)  # exits are noticed quickly: the samplers stop then
+    return False
+
+
+def _interrupt(procs: list[subprocess.Popen]) -> None:
+    """SIGINT (the tools print what they measured so far), then SIGKILL to those still running."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(INTERRUPT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            p.kill()

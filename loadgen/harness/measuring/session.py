@@ -1,0 +1,191 @@
+"""Which servers are up, which this command started (and so must stop), the upstream they share (the server whose
+manifest gives it the role "upstream"), and what a killed harness command left running: the state lists every server
+and load tool with the command that started it, so the next command (`make down`, or any that starts servers) finds
+those whose command is gone and stops them."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+
+from harness.basics.cpus import CpuPlan, format_cpus
+from harness.basics.machine import port_owner, wait_until
+from harness.basics.messages import say, warn
+from harness.config.manifest import Server, upstream_of, upstream_url
+from harness.runtime import RunningServer, Runtime, RuntimeFailure, State
+from harness.runtime.state import ToolProcess
+
+TOOL_STOP_GRACE_S = 5
+
+
+class Session:
+    """Starts servers on demand and stops, on exit (also on failure and Ctrl-C), every server it started,
+    unless `keep` is set (`make up`)."""
+
+    def __init__(self, runtime: Runtime, plan: CpuPlan, servers: dict[str, Server], ports: dict[str, int], keep: bool = False):
+        self.runtime, self.plan, self.servers, self.ports, self.keep = runtime, plan, servers, ports, keep
+        self.state = State()
+        self.started: list[str] = []
+        self.upstream: Server | None = upstream_of(servers)
+
+    def running(self) -> dict[str, RunningServer]:
+        """Servers recorded as up that are still alive (dead entries are dropped). Not those a killed command left:
+        they are not up for anyone to use or measure (clear_leftovers stops them)."""
+        leftovers = self.state.leftover_servers()
+        up = {}
+        for name, entry in self.state.load().items():
+            if entry.runtime != self.runtime.name or name in leftovers:
+                continue  # the other runtime's servers, or leftovers: not ours to use here, nor to forget
+            if self.runtime.alive(entry):
+                up[name] = entry
+            else:
+                self.state.drop(name)
+        return up
+
+    def port(self, server: Server) -> int:
+        return self.ports.get(server.name, server.port)
+
+    def h2c_port(self, server: Server) -> int | None:
+        """Where `server` speaks h2c (its manifest's h2c_port), as far from its port as in the manifest when PORTS
+        moves it; None for a server without h2c."""
+        return server.h2c_port + self.port(server) - server.port if server.h2c_port else None
+
+    def is_upstream(self, name: str) -> bool:
+        return self.upstream is not None and name == self.upstream.name
+
+    def upstream_url(self) -> str:
+        if not self.upstream:
+            return ""
+        return upstream_url(self.upstream, self.port(self.upstream), self.runtime.address("upstream"))
+
+    def check_ports(self, servers: list[Server]) -> None:
+        """Before anything starts: every server this session may start (and the upstream) has its port free."""
+        self.clear_leftovers()  # what a killed run left is stopped, not reported as a stranger holding a port
+        if self.runtime.remote:  # the ports are other machines': a busy one fails that server's start, with its log
+            return
+        up = self.running()
+        wanted = [s for s in servers if s.name not in up]
+        if any(s.needs_upstream for s in wanted) and self.upstream and self.upstream.name not in up:
+            wanted.append(self.upstream)
+        busy = []
+        for server in {s.name: s for s in wanted}.values():
+            for kind, port in (("port", self.port(server)), ("h2c port", self.h2c_port(server))):
+                owner = port and port_owner("127.0.0.1", port)
+                if owner:
+                    busy.append(f"{server.name}'s {kind} {port} is in use by {owner}")
+        if busy:
+            raise RuntimeFailure("; ".join(busy) + ". Stop those processes (`make down` if they are ours) or move the "
+                                "servers: PORTS=\"name=port ...\"")
+
+    def ensure(self, server: Server) -> RunningServer:
+        """The server, running: the one already up, or started now (its upstream first where it needs one)."""
+        up = self.running()
+        if server.name in up:
+            return up[server.name]
+        if server.needs_upstream and self.upstream:
+            self.ensure_upstream()
+        cpus = self.plan.upstream if self.is_upstream(server.name) else self.plan.server
+        say(f"starting {server.name} on port {self.port(server)}, CPU {format_cpus(cpus)}")
+        env = {"UPSTREAM_URL": self.upstream_url()}
+        if server.h2c_port:
+            env["H2C_PORT"] = str(self.h2c_port(server))
+        running = self.runtime.start(server, list(cpus), self.port(server), env)
+        self.state.put(running, keep=self.keep)
+        self.started.append(server.name)
+        say(f"  {server.name} answered after {running.startup_s:.2f} s")
+        return running
+
+    def ensure_upstream(self) -> RunningServer:
+        return self.ensure(self.upstream)
+
+    def clear_leftovers(self) -> bool:
+        """What a harness command that was killed left running, found in the state and stopped: its load tools first
+        (they load the servers), then what the runtime clears itself (docker: containers the state does not list, and
+        the loadgen container), then its servers, woken first (a killed interleaved run leaves the idle ones asleep).
+        Says what it finds; returns whether it found anything."""
+        tools = self.state.leftover_tools()
+        servers = {}
+        for name, (running, starter) in self.state.leftover_servers().items():
+            if running.runtime != self.runtime.name or self.runtime.alive(running):
+                servers[name] = (running, starter)
+            else:
+                self.state.drop(name)
+        found: dict[str, list[str]] = {}  # killed command -> what it left
+        for tool in (t for t in tools if t.running()):
+            found.setdefault(str(tool.started_by), []).append(f"the load tool {Path(tool.argv[0]).name} (pid {tool.pid})")
+        for name, (running, starter) in servers.items():
+            found.setdefault(str(starter), []).append(f"{name} ({running.runtime}, port {running.port})")
+        for starter, what in found.items():
+            say(f"found what {starter} left running when it was killed: {', '.join(what)}; stopping "
+                f"{'them' if len(what) > 1 else 'it'}")
+        for tool in tools:
+            _stop_tool(tool)
+            self.state.drop_tools(tool.started_by)
+        self.runtime.prepare()
+        for name, (running, starter) in servers.items():
+            if running.runtime != self.runtime.name:  # not this runtime's to stop: say how
+                warn(f"{name} runs under the {running.runtime} runtime: `make down RUNTIME={running.runtime}` stops it")
+                continue
+            self._wake(running)
+            self.stop(name)
+        return bool(found)
+
+    def _wake(self, running: RunningServer) -> None:
+        self.runtime.pause(running, asleep=False)
+
+    def stop(self, name: str) -> None:
+        entry = self.state.load().get(name)
+        if entry:
+            say(f"stopping {name}")
+            self.runtime.stop(entry)
+            self.state.drop(name)
+            owner = None if self.runtime.remote else port_owner(entry.host, entry.port)
+            if owner:  # never silently: whatever holds it would be measured in place of the next server here
+                warn(f"{name} was stopped but its port {entry.port} is still held by {owner}: stop that process")
+        if name in self.started:
+            self.started.remove(name)
+
+    def stop_started(self) -> None:
+        for name in reversed(list(self.started)):
+            self.stop(name)
+
+    def release(self, name: str) -> None:
+        """Stop `name` if this session started it; the upstream stays until the session ends (others may need it)."""
+        if name in self.started and not self.is_upstream(name):
+            self.stop(name)
+
+    @contextmanager
+    def measuring(self, running: RunningServer):
+        """While the upstream itself is measured it runs on the server's CPUs like every other server, then goes
+        back."""
+        if self.is_upstream(running.name) and list(running.cpus) != list(self.plan.server):
+            before = list(running.cpus)
+            self.runtime.pin(running, list(self.plan.server))
+            try:
+                yield running
+            finally:
+                self.runtime.pin(running, before)
+        else:
+            yield running
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.keep:
+            self.stop_started()
+
+
+def _stop_tool(tool: ToolProcess) -> None:
+    """SIGTERM, then SIGKILL after a grace period. It is no longer our child: as a zombie it counts as stopped."""
+    if not tool.running():
+        return
+    try:
+        proc = psutil.Process(tool.pid)
+        proc.terminate()
+        if not wait_until(lambda: not tool.running(), TOOL_STOP_GRACE_S):
+            proc.kill()
+            wait_until(lambda: not tool.running(), TOOL_STOP_GRACE_S)
+    except psutil.Error:
+        pass  # gone meanwhile

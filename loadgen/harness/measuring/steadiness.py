@@ -1,0 +1,88 @@
+"""How steady the machine itself is: a CPU-speed probe taken before and after a run, so that a reader can tell the
+machine's own noise from the servers'.
+
+One busy-loop process is pinned to the first CPU of the server's set and one to the first of the load generator's;
+both count their loop iterations for `seconds`. Their rate over windows as long as an attempt, compared between
+windows, is the machine's own coefficient of variation: the spread any attempt of that length carries whatever the
+server does. On the 2-core VM this project grew on, a pinned busy loop varied by 7–12 % between 2-second windows while
+the other core was busy, and the two cores' speeds moved together (correlation 0.6–0.8): a noisy neighbour of the
+host, not of this machine. Both cores are probed at once because in an attempt both are busy.
+
+Docker runtime: the probe runs as host processes on the same CPUs the containers are pinned to.
+"""
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+from harness.basics import interrupt, stats
+from harness.basics.machine import pinned
+
+TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
+# Above this, the run is warned that its records will carry the machine's spread: with 3 attempts whose own CV is 5 %,
+# about one record in twenty passes the 10 % spread flag by chance; at 10 %, about four in ten.
+UNSTEADY_CV = 0.05
+# A loop that counts and prints its count every TICK_S; it ends after the given seconds.
+PROBE = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"  # Ctrl-C (to the harness's process group) ends it without a word
+    "tick, end = float(sys.argv[1]), time.monotonic() + float(sys.argv[2])\n"
+    "n, last = 0, time.monotonic()\n"
+    "while True:\n"
+    "    for _ in range(2000):\n"
+    "        n += 1\n"
+    "    now = time.monotonic()\n"
+    "    if now - last >= tick:\n"
+    "        print(f'{now - last:.6f} {n}', flush=True)\n"
+    "        n, last = 0, now\n"
+    "        if now >= end:\n"
+    "            break\n"
+)
+
+
+def _rates(output: str) -> list[float]:
+    """Iterations per second, tick by tick."""
+    out = []
+    for line in output.split("\n"):
+        parts = line.split()
+        if len(parts) == 2:
+            elapsed, count = float(parts[0]), int(parts[1])
+            out.append(count / elapsed if elapsed > 0 else 0.0)
+    return out
+
+
+def windows(rates: list[float], per_window: int) -> list[float]:
+    """Mean rate of consecutive whole windows of `per_window` ticks."""
+    return [statistics.fmean(rates[i:i + per_window]) for i in range(0, len(rates) - per_window + 1, per_window)]
+
+
+def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
+    """{"seconds", "window_s", "cpus", "cv": {role: CV between windows}, "correlation": of the roles' window rates
+    (None with one role)}. `cpus`: role -> the CPU its busy loop is pinned to."""
+    procs = {}
+    try:
+        for role, cpu in cpus.items():
+            procs[role] = subprocess.Popen(pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)], [cpu]),
+                                           stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + seconds + 30
+        while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
+            interrupt.sleep(0.1)  # a probe's output (a line per tick) fits the pipe: read once it has ended
+        outputs = {role: p.communicate(timeout=1)[0] for role, p in procs.items()}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    per_window = max(1, round(window_s / TICK_S))
+    series = {role: windows(_rates(text), per_window) for role, text in outputs.items()}
+    roles = list(series)
+    correlation = None
+    if len(roles) == 2:
+        a, b = series[roles[0]], series[roles[1]]
+        n = min(len(a), len(b))
+        if n >= 3 and len(set(a[:n])) > 1 and len(set(b[:n])) > 1:
+            correlation = round(statistics.correlation(a[:n], b[:n]), 2)
+    return {"seconds": seconds, "window_s": window_s, "cpus": cpus, "windows": min(len(s) for s in series.values()),
+            "cv": {role: stats.cv(s) for role, s in series.items()}, "correlation": correlation}

@@ -1,0 +1,114 @@
+"""One record's figures as every table shows them: req/s with its interval, CPU per request, latencies, errors, CPU
+and memory, flags; and the servers' own (artifact size, lines of code, start-up)."""
+from __future__ import annotations
+
+from harness.basics import stats
+from harness.basics.stats import fmt_rate, fmt_us, interval_text
+from harness.results import flags as flag_rules
+from harness.results import ranking
+from harness.results.records import Record
+
+
+def capacity_text(c: dict) -> str:
+    """"12,345 req/s", "≥ 12,345 req/s" (the load generator was the limit above it), or why there is none."""
+    if not c["rps"]:
+        return "none: " + c.get("why", "")
+    return ("≥ " if c["lower_bound"] else "") + f"{fmt_rate(c['rps'])} req/s"
+
+
+def rps_interval(r: Record) -> str:
+    """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'; a lower bound (the load
+    generator or the upstream was the limit) as '≥ 35,266 (75 %)'."""
+    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
+        ci = r.summary.rps["ci"]
+        return f"≥ {fmt_rate(ci['low'])} ({stats.fmt_level(ci['level'])})"
+    return interval_text(r.summary.rps)
+
+
+def rps_text(r: Record) -> str:
+    """The median req/s, '≥ 21,492' (the interval's low end) for a lower bound."""
+    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
+        return "≥ " + fmt_rate(r.summary.rps["ci"]["low"])
+    return fmt_rate(r.rps)
+
+
+def cost(r: Record, per_connection: bool = False) -> dict | None:
+    return (r.summary.cost_us_per_connection if per_connection else r.summary.cost_us) if r.summary else None
+
+
+def cost_text(r: Record) -> str:
+    """The median server CPU per request in µs: '24.5'."""
+    s = cost(r)
+    return fmt_us(s["median"]) if s else "-"
+
+
+def cost_interval_text(r: Record) -> str:
+    """'24.4 – 24.7 (87.5 %)': the cost median's interval."""
+    return interval_text(cost(r), fmt_us)
+
+
+def cv_text(r: Record, metric: str = "rps") -> str:
+    s = getattr(r.summary, metric)
+    return "-" if not s or s.get("cv") is None else f"{s['cv']:.1%}"
+
+
+def latency(r: Record, key: str) -> float | None:
+    return r.latency_ms.get(key)
+
+
+def errors_text(r: Record) -> str:
+    total = r.errors.total
+    if not total:
+        return "0"
+    rate = flag_rules.error_rate(r)
+    return f"{total:,} ({rate:.1%})" if rate is not None else f"{total:,}"
+
+
+def cpu(r: Record, role: str) -> float | None:
+    """The same utilisation the loadgen-saturated flag judges by."""
+    return flag_rules.utilization(r, role)
+
+
+def cpu_text(r: Record, role: str) -> str:
+    value = cpu(r, role)
+    return "-" if value is None else f"{value * 100:.0f} %"
+
+
+def peak_rss(r: Record, role: str = "server") -> float | None:
+    sample = r.samples.get(role)
+    return sample.peak_rss_mb if sample else None
+
+
+def rss_text(r: Record, role: str = "server") -> str:
+    value = peak_rss(r, role)
+    return "-" if value is None else f"{value:,.0f} MB"
+
+
+def attempts_text(r: Record) -> str:
+    return " / ".join(fmt_rate(a.rps) if a.measured else "failed" for a in r.attempts)
+
+
+def flag_names(r: Record) -> list[str]:
+    return flag_rules.names(r)
+
+
+def bytes_text(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return "-"
+
+
+def loc_text(loc: dict | None) -> str:
+    if not loc:
+        return "-"
+    if "program" in loc:
+        return f"{loc['program']:,} + {loc['config']:,} build/config"
+    return f"{loc.get('code', 0):,}"
+
+
+def startup_text(s: float | None) -> str:
+    return "-" if s is None else (f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s")

@@ -1,0 +1,241 @@
+"""Compare two runs like benchstat: per (server, scenario, run) the change of the median req/s, server CPU per request
+and p99 from A to B, and whether it is significant: only where the two medians' confidence intervals do not overlap;
+otherwise a tie, "=" (the rule is in harness.basics.stats.compare_metric). The report's ordering rule holds here too
+(harness.results.ranking): a req/s figure limited by the load generator or the upstream is a lower bound, so a change of it is
+significant only where the other side's interval lies wholly below that bound, or wholly above it by an unbounded
+side's interval; the CPU per request still compares.
+
+  python -m harness compare A B    (A, B: run ids under results/, `latest`, a unique prefix, or paths)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from harness.basics import stats
+from harness.basics.messages import console, fail, say
+from harness.basics.stats import Change, fmt_ms
+from harness.report import write_report
+from harness.report.cells import cost_text, rps_text
+from harness.results import flags as flag_rules
+from harness.results import ranking
+from harness.results import records as results
+from harness.results.records import Record, ResultsError, Run
+from harness.results.store import RESULTS
+
+
+class CompareError(Exception):
+    pass
+
+
+def resolve(run: str, root: Path | None = None) -> Path:
+    """A run folder from a run id, `latest`, a unique prefix of a run id, a folder or a results.json path."""
+    root = root or RESULTS
+    given = Path(run)
+    for candidate in (given, root / run):
+        if candidate.is_file() and candidate.name == "results.json":
+            return candidate.parent
+        if (candidate / "results.json").is_file():
+            return candidate
+    matches = sorted(p for p in root.glob(f"{run}*") if (p / "results.json").is_file() and p.name != "latest") if root.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise CompareError(f"{run!r} names several runs: {', '.join(p.name for p in matches)}")
+    known = sorted(p.name for p in root.iterdir() if (p / "results.json").is_file()) if root.is_dir() else []
+    raise CompareError(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
+
+
+def load(run_dir: Path) -> Run:
+    """The run, its flags evaluated with today's rules."""
+    run = results.load(run_dir / "results.json")
+    flag_rules.evaluate(run)
+    return run
+
+
+@dataclass
+class ComparedRow:
+    server: str
+    scenario: str
+    run: str  # the records' label
+    a: Record | None
+    b: Record | None
+    rps: Change | None = None
+    p99: Change | None = None
+    cost: Change | None = None
+
+    @property
+    def flags(self) -> list[str]:
+        return [f"{side}:{name}" for side, r in (("A", self.a), ("B", self.b)) if r for name in flag_rules.names(r)]
+
+
+def rows(a: Run, b: Run) -> list[ComparedRow]:
+    """Every (server, scenario, run) of either run, in A's order then B's new ones."""
+    def index(run: Run) -> dict[tuple[str, str, str], Record]:
+        return {(r.server, r.scenario, r.label): r for r in run.records}
+
+    ia, ib = index(a), index(b)
+    keys = list(ia) + [k for k in ib if k not in ia]
+    out = []
+    for key in keys:
+        ra, rb = ia.get(key), ib.get(key)
+        row = ComparedRow(*key, ra, rb)
+        if ra and rb:
+            row.rps = stats.compare_metric(ra.summary.rps, rb.summary.rps)
+            row.p99 = stats.compare_metric(ra.summary.p99, rb.summary.p99)
+            row.cost = stats.compare_metric(ra.summary.cost_us, rb.summary.cost_us)
+            if row.rps.significant and (ranking.is_lower_bound(ra) or ranking.is_lower_bound(rb)):
+                # a lower bound moved: the change is real only where one side lies wholly above the other's bound
+                real = ranking.above_by_rate(rb, ra) or ranking.above_by_rate(ra, rb)
+                if not real:
+                    row.rps = Change(row.rps.a, row.rps.b, row.rps.delta, False,
+                                     "a side is a lower bound (the load generator was the limit) that the other's "
+                                     "interval reaches")
+        out.append(row)
+    return out
+
+
+def condition_differences(a: Run, b: Run) -> list[str]:
+    """What differs between the runs' conditions and could explain a change on its own."""
+    ca, cb = a.conditions, b.conditions
+    out = []
+    for key in ("profile", "runtime", "repeat", "cpus", "git_commit"):
+        if ca.get(key) != cb.get(key):
+            out.append(f"{key}: {ca.get(key)} → {cb.get(key)}")
+    ma, mb = ca.get("machine") or {}, cb.get("machine") or {}
+    for key in ("cpu_model", "logical_cpus", "kernel", "hostname"):
+        if ma.get(key) != mb.get(key):
+            out.append(f"machine {key}: {ma.get(key)} → {mb.get(key)}")
+    for name in sorted(set(ca.get("tools") or {}) | set(cb.get("tools") or {})):
+        if (ca.get("tools") or {}).get(name) != (cb.get("tools") or {}).get(name):
+            out.append(f"tool {name}: {(ca.get('tools') or {}).get(name)} → {(cb.get('tools') or {}).get(name)}")
+    sa, sb = a.servers, b.servers
+    for name in sorted(set(sa) & set(sb)):
+        if sa[name].get("version") != sb[name].get("version"):
+            out.append(f"{name} version: {sa[name].get('version')} → {sb[name].get('version')}")
+    return out
+
+
+def _spread(summary: dict | None) -> str:
+    if not summary:
+        return ""
+    return f" ±{summary['cv']:.0%}" if summary.get("cv") is not None else " (n=1)"
+
+
+def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
+    """(text, rich style) of a change."""
+    if change is None or change.delta is None:
+        return "", ""
+    pct = f"{change.delta_pct:+.1f}%"
+    if change.significant is None:
+        return f"{pct} ?", "dim"
+    if not change.significant:
+        return f"= ({pct})", "dim"
+    better = (change.delta > 0) == higher_is_better
+    return pct, "green" if better else "red"
+
+
+def table(a: Run, b: Run, compared: list[ComparedRow]) -> Table:
+    t = Table(title=f"A = {a.run_id}   B = {b.run_id}: measurements in both runs", title_justify="left")
+    for col, just in (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
+                      ("B req/s", "right"), ("Δ req/s", "right"), ("A µs/req", "right"), ("B µs/req", "right"),
+                      ("Δ µs/req", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
+                      ("Δ p99", "right"), ("flags", "left")):
+        t.add_column(col, justify=just)
+    for row in compared:
+        if not row.a or not row.b:
+            continue  # listed under the table (only_in)
+        sa, sb = row.a.summary, row.b.summary
+        d_rps, s_rps = _verdict(row.rps, higher_is_better=True)
+        d_p99, s_p99 = _verdict(row.p99, higher_is_better=False)
+        d_cost, s_cost = _verdict(row.cost, higher_is_better=False)
+        t.add_row(
+            row.server, row.scenario, row.run,
+            rps_text(row.a) + _spread(sa.rps), rps_text(row.b) + _spread(sb.rps),
+            f"[{s_rps}]{d_rps}[/{s_rps}]" if s_rps else d_rps,
+            cost_text(row.a), cost_text(row.b), f"[{s_cost}]{d_cost}[/{s_cost}]" if s_cost else d_cost,
+            fmt_ms((sa.p99 or {}).get("median")), fmt_ms((sb.p99 or {}).get("median")),
+            f"[{s_p99}]{d_p99}[/{s_p99}]" if s_p99 else d_p99,
+            "[yellow]" + " ".join(row.flags) + "[/yellow]" if row.flags else "")
+    return t
+
+
+def only_in(compared: list[ComparedRow]) -> list[str]:
+    """Measurements one run has and the other has not, per scenario (benchstat leaves them out of its table)."""
+    out = []
+    for side in ("A", "B"):
+        alone = [row for row in compared if (row.b is None if side == "A" else row.a is None)]
+        by_scenario: dict[str, set[str]] = {}
+        for row in alone:
+            by_scenario.setdefault(row.scenario, set()).add(row.server)
+        if alone:
+            out.append(f"{len(alone)} measurements only in {side}: " + "; ".join(
+                f"{scenario} ({', '.join(sorted(servers))})" for scenario, servers in by_scenario.items()))
+    return out
+
+
+def geomean_line(compared: list[ComparedRow]) -> str | None:
+    """benchstat's summary: the geometric mean of B/A over the pairs that are clean on both sides."""
+    ratios = [row.rps.b / row.rps.a for row in compared
+              if row.rps and row.rps.a and row.rps.b and not row.flags]
+    g = stats.geomean_ratio(ratios)
+    if g is None:
+        return None
+    return f"geomean of B/A req/s over {len(ratios)} measurements clean in both runs: {g:.3f} ({(g - 1) * 100:+.1f}%)"
+
+
+LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; µs/req: the server's CPU per request; "
+          "p99: the median of the attempts' p99); ≥: a lower bound, the load generator or the upstream was the limit. "
+          "= : a tie, the two medians' confidence intervals overlap (order-statistic intervals of the median: the "
+          "attempts' min–max with 3 attempts, at 75 %), whatever the size of Δ; ? : a side has a single attempt, so "
+          "nothing is known of its uncertainty; a coloured Δ is significant, the intervals are apart (green better, red "
+          "worse). ±N% after a figure is its spread (CV). "
+          "flags A:name / B:name: that side's number is flagged and should not be trusted as it stands.")
+
+
+def compare(a_dir: Path, b_dir: Path) -> tuple[Table, list[str]]:
+    """The comparison table and the notes to print under it."""
+    a, b = load(Path(a_dir)), load(Path(b_dir))
+    compared = rows(a, b)
+    notes = []
+    differences = condition_differences(a, b)
+    if differences:
+        notes.append("the runs' conditions differ: " + "; ".join(differences))
+    notes += only_in(compared)
+    line = geomean_line(compared)
+    if line:
+        notes.append(line)
+    notes.append(LEGEND)
+    return table(a, b, compared), notes
+
+
+def cmd_compare(run_a: str, run_b: str) -> int:
+    """`make compare A=... B=...`: prints the table; 2 when a run cannot be found or read."""
+    try:
+        a_dir, b_dir = resolve(run_a), resolve(run_b)
+        t, notes = compare(a_dir, b_dir)
+    except (CompareError, ResultsError, OSError) as exc:
+        fail(str(exc))
+        return 2
+    console.print(t)
+    for note in notes:
+        say(note)
+    return 0
+
+
+def cmd_report(run: str = "latest") -> int:
+    """`make report [RUN=...]`: writes the report of a run (default: the newest) and prints where it is."""
+    try:
+        run_dir = resolve(run or "latest")
+        written = write_report(run_dir)
+    except (CompareError, ResultsError) as exc:
+        fail(str(exc))
+        return 2
+    pngs = [p for p in written if p.suffix == ".png"]
+    for path in written:
+        if path.suffix != ".png":
+            say(f"wrote {path}")
+    say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
+    return 0

@@ -1,0 +1,81 @@
+"""The report's tables as rows of text, built once for every markup exporter (markdown.py, html.py), in the manner of
+hyperfine's markup exporters: a measurement's table (its ceiling, its ranked records, those kept out) and a scenario's
+req/s matrix. An exporter renders the cells and may dress some of them (html.py: colour swatches, CPU bars, flag
+badges) by their column key."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.basics.stats import fmt_ms
+from harness.report.cells import (
+    attempts_text,
+    cost_interval_text,
+    cost_text,
+    cpu_text,
+    cv_text,
+    errors_text,
+    flag_names,
+    latency,
+    rps_interval,
+    rps_text,
+    rss_text,
+)
+from harness.report.model import PROTOCOL_CHANGE_HEADER, Group, ScenarioView, has_protocol_change, protocol_change
+from harness.results.records import Record
+
+# (header, key) of a measurement's table, in order
+COLUMNS = [("#", "rank"), ("server", "server"), ("req/s", "rps"), ("interval (level)", "interval"), ("CV", "cv"),
+           ("µs/req", "cost"), ("µs/req interval", "cost_interval"), ("p50 ms", "p50"), ("p99 ms", "p99"),
+           ("p99 CV", "p99_cv"), ("errors", "errors"), ("server CPU", "server_cpu"), ("loadgen CPU", "loadgen_cpu"),
+           ("server RSS", "rss"), ("attempts (req/s)", "attempts"), ("flags", "flags")]
+HEADER = [h for h, _ in COLUMNS]
+KEYS = [k for _, k in COLUMNS]
+BY_COST_NOTE = ("≥: the load generator was the limit; where such intervals overlap, the server CPU per request "
+                "(µs/req) orders the servers")
+KEPT_OUT_TITLE = "kept out of the ranking: failures, errors, a failed contract"
+
+
+@dataclass
+class Row:
+    record: Record
+    rank: str  # "1", "=2", "ceiling", "⚑"
+    kind: str  # "ceiling", "ranked" or "flagged"
+
+    @property
+    def cells(self) -> dict[str, str]:
+        r = self.record
+        return {"rank": self.rank, "server": r.server, "rps": rps_text(r) if r.rps is not None else "failed",
+                "interval": rps_interval(r), "cv": cv_text(r), "cost": cost_text(r),
+                "cost_interval": cost_interval_text(r), "p50": fmt_ms(latency(r, "p50")),
+                "p99": fmt_ms(latency(r, "p99")), "p99_cv": cv_text(r, "p99"), "errors": errors_text(r),
+                "server_cpu": cpu_text(r, "server"), "loadgen_cpu": cpu_text(r, "loadgen"), "rss": rss_text(r),
+                "attempts": attempts_text(r), "flags": ", ".join(flag_names(r)) or "-"}
+
+
+def measurement_rows(group: Group) -> tuple[list[Row], list[Row]]:
+    """(the table's rows: the ceiling first, then the ranked records in rank order; the rows kept out)."""
+    shown = [Row(group.ceiling, "ceiling", "ceiling")] if group.ceiling else []
+    shown += [Row(s.record, s.label, "ranked") for s in group.ranked]
+    return shown, [Row(r, "⚑", "flagged") for r in group.flagged]
+
+
+def flag_reasons(group: Group) -> list[tuple[str, str, str]]:
+    """(server, flag, reason) of every flagged record of the group, in the table's order."""
+    shown, kept_out = measurement_rows(group)
+    return [(row.record.server, f.name, f.reason) for row in shown + kept_out for f in row.record.flags]
+
+
+@dataclass
+class MatrixRow:
+    server: str
+    records: list[Record | None]  # one per run of the scenario (None: not measured there)
+    change: str | None  # the best h2c ÷ h1 where the scenario has both (else None)
+
+
+def matrix(scenario: ScenarioView) -> tuple[list[str], list[MatrixRow]]:
+    """A scenario of several runs as req/s per server and run: (header, rows)."""
+    change = has_protocol_change(scenario)
+    header = ["server"] + [g.run for g in scenario.groups] + ([PROTOCOL_CHANGE_HEADER] if change else [])
+    rows = [MatrixRow(server, [next((r for r in g.records if r.server == server), None) for g in scenario.groups],
+                      protocol_change(scenario, server) if change else None) for server in scenario.servers]
+    return header, rows

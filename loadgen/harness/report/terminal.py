@@ -1,0 +1,82 @@
+"""The console table at the end of a run, one more export of the report model: records kept out of the ranking
+(failures, errors, a failed contract) first, each with its reasons, then per scenario and run nginx, the ceiling, and
+the ranked records in the model's ranking (harness.results.ranking; ties shown as "=2", lower bounds as "≥", flags beside)."""
+from __future__ import annotations
+
+from rich.table import Table
+
+from harness.basics import stats
+from harness.basics.stats import fmt_ms, fmt_rate
+from harness.report.cells import cost_text, cpu, errors_text, latency, peak_rss, rps_text
+from harness.report.model import Model, rps_of
+from harness.results.records import Record
+
+SEVERE = ("errors", "failed", "contract-failed")  # a record flagged so is shown red, otherwise yellow
+COLUMNS = (("", "left"), ("server", "left"), ("scenario", "left"), ("run", "left"), ("req/s", "right"),
+           ("interval", "right"), ("CV", "right"), ("µs/req", "right"), ("p50 ms", "right"), ("p99 ms", "right"), ("errors", "right"),
+           ("srv CPU", "right"), ("lg CPU", "right"), ("RSS MB", "right"), ("flags", "left"))
+
+
+def _cv(r: Record) -> str:
+    s = r.summary.rps
+    if not s:
+        return "-"
+    return "n=1" if s.get("cv") is None else f"{s['cv']:.1%}"
+
+
+def _interval(r: Record) -> str:
+    ci = (r.summary.rps or {}).get("ci")
+    if not ci or ci["low"] == ci["high"]:
+        return "-"
+    return f"{fmt_rate(ci['low'])}–{fmt_rate(ci['high'])} {stats.fmt_level(ci['level']).replace(' ', '')}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def _rss(r: Record) -> str:
+    value = peak_rss(r)
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def rows(model: Model) -> tuple[list[tuple[str, Record]], list[tuple[str, str, Record]]]:
+    """(flagged, clean) as (group label, record) and (mark, group label, record): flagged by scenario and run, req/s
+    descending; clean by scenario and run, nginx first, then the others by rank."""
+    flagged, clean = [], []
+    for scenario in model.scenarios:
+        for group in scenario.groups:
+            ceiling = [group.ceiling] if group.ceiling else []
+            flagged += [(group.run, r) for r in sorted([r for r in ceiling if not r.ranked] + group.flagged, key=rps_of,
+                                                       reverse=True)]
+            clean += [("ceil", group.run, r) for r in ceiling if r.ranked]
+            clean += [(s.label, group.run, s.record) for s in group.ranked]
+    return flagged, clean
+
+
+def table(model: Model, title: str = "") -> Table:
+    """`model` of a run whose flags are evaluated."""
+    flagged, clean = rows(model)
+    out = Table(title=title or None, title_justify="left")
+    for column, justify in COLUMNS:
+        out.add_column(column, justify=justify, overflow="fold")
+
+    def add(r: Record, mark: str, run: str, style: str | None, note: str) -> None:
+        rps = rps_text(r) if r.rps is not None else "failed"
+        out.add_row(mark, r.server, r.scenario, run, rps, _interval(r), _cv(r), cost_text(r), fmt_ms(latency(r, "p50")),
+                    fmt_ms(latency(r, "p99")), errors_text(r), _percent(cpu(r, "server")), _percent(cpu(r, "loadgen")),
+                    _rss(r), note, style=style)
+
+    for run, r in flagged:
+        reasons = "; ".join(f"{f.name}: {f.reason}" for f in r.flags)
+        add(r, "⚑", run, "red" if any(f.name in SEVERE for f in r.flags) else "yellow", reasons)
+    if flagged and clean:
+        out.add_section()
+    for mark, run, r in clean:
+        explained = "; ".join(f"{f.name}: {f.reason}" for f in r.flags)
+        if mark == "ceil":
+            add(r, mark, run, "dim", f"{explained or 'clean'} ({r.server}: the ceiling)")
+        else:
+            add(r, mark, run, "yellow" if r.flags else None,
+                explained or ("clean, tied" if mark.startswith("=") else "clean"))
+    return out

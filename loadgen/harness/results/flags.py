@@ -1,0 +1,269 @@
+"""Flags: why a record's number cannot be read as a clean measurement of the server.
+
+`evaluate(run)` sets, on every record of a harness.results.Run, its summary, its flags (`Flag(name, reason)`) and
+`ranked`: whether it takes part in the ordering (harness.results.ranking: only failures, errors and a failed contract keep a
+record out; a saturated load generator or the upstream make its figure a lower bound). Flags are a
+pure function of the data (re-evaluating gives the same answer), so the report can evaluate an older results.json
+again.
+
+What each flag means is written once, in `EXPLANATIONS` (in the order flags are reported; the report's legend reads
+it through `legend()`); the thresholds are the constants below; each rule is one function (`_failed`, `_contract`,
+`_errors`, `_saturated`, `_upstream`, `_spread`) writing the reason with the record's own figures.
+"""
+from __future__ import annotations
+
+import statistics
+
+from harness.results import ranking
+from harness.basics import stats, trend
+from harness.config.manifest import UPSTREAM_PATH
+from harness.results.records import Attempt, Flag, Record, Run, Summary, Verification
+
+LOADGEN_SATURATED = 0.90  # share of the load generator's CPUs (cpu_s / (duration * cores))
+SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator: not flagged
+UPSTREAM_MARGIN = 0.10  # weather within 10 % of (or above) the upstream's own /weather.json figure
+SPREAD_MAX_CV = 0.10  # req/s coefficient of variation over the attempts
+SPREAD_MAX_HALF_WIDTH = 0.10  # the median's interval: (high − low) > 2 × this × median is flagged
+RATE_HELD = 0.99  # an open-model step's achieved rate must be at least this share of the offered
+TREND_TOLERANCE = 0.10  # attempts whose trend moves req/s more than this over the series are warming or drifting
+SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
+
+UPSTREAM_SCENARIO = "weather"
+
+# Each flag's explanation, in the order flags are reported: the one place it is written (the report's legend reads it).
+EXPLANATIONS = {
+    "failed": "an attempt produced no measurement",
+    "incomplete": "the run ended (interrupted) before all of the record's attempts were taken: what was measured is "
+                  "kept, but too few attempts to order it against the others",
+    "contract-failed": "the server failed (or was not given) this run's contract verification",
+    "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
+    "loadgen-saturated": f"the load generator used ≥ {LOADGEN_SATURATED:.0%} of its CPUs while the server used less "
+                         f"than {SERVER_BUSY:.0%} of its own: the number measures the tool, so it is a lower bound of "
+                         "the server's (shown ≥), and the server's CPU per request orders such servers",
+    "rate-not-held": f"the load generator sent less than {RATE_HELD:.0%} of the rate it was asked to offer while the "
+                     f"server used less than {SERVER_BUSY:.0%} of its CPUs (or the generator was saturated): the step "
+                     "measures the tool, not the server, and is never read as the server's limit",
+    "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) the upstream's own {UPSTREAM_PATH} at the "
+                      "same load in the same run: the upstream is the limit, not the server, so the figure is a lower "
+                      "bound of the server's (shown ≥)",
+    "warming": f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts "
+               "agreeing on the direction): the server was not yet warm; the median understates it",
+    "drifting": f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts agreeing on "
+                "the direction): the server or the machine slowed down during the measurement",
+    "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
+              f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the median; "
+              "or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: it widens "
+              "the interval, and servers whose intervals overlap are ranked as ties (=)",
+}
+FLAG_ORDER = tuple(EXPLANATIONS)
+
+
+def legend() -> list[tuple[str, str]]:
+    """(flag, explanation) in the order flags are reported."""
+    return list(EXPLANATIONS.items())
+
+
+def error_rate(record: Record) -> float | None:
+    """Failed requests over all attempted requests (good + failed)."""
+    total = record.good_requests + record.errors.total
+    return record.errors.total / total if total else None
+
+
+def _errors(record: Record) -> Flag | None:
+    errors = record.errors.to_dict()
+    total = errors.pop("total")
+    if not total:
+        return None
+    causes = ", ".join(f"{k} {v:,}" for k, v in errors.items() if v)
+    attempted = record.good_requests + total
+    return Flag("errors", f"{total:,} of {attempted:,} requests failed ({error_rate(record):.2%})"
+                + (f": {causes}" if causes else ""))
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.0f} %"
+
+
+def utilization(record: Record, role: str) -> float | None:
+    """The share of its CPUs `role` ("server" or "loadgen") used while the load ran: the median over the measured
+    attempts of cpu_s / (the tool's own duration × cores). The tool's duration rather than the sampler's wall time,
+    which also holds the tool's start and exit and the harness's polling and so dilutes a short run's figure (a 2 s
+    wrk run at 98 % of its CPU samples as 88 %). Falls back to the record's sampled cpu_util."""
+    values = []
+    for attempt in record.attempts:
+        sample = attempt.samples.get(role)
+        if not attempt.measured or sample is None:
+            continue
+        if sample.cpu_s is not None and sample.cores and attempt.duration_s:
+            values.append(sample.cpu_s / (attempt.duration_s * sample.cores))
+        elif sample.cpu_util is not None:
+            values.append(sample.cpu_util)
+    if values:
+        return round(statistics.median(values), 3)
+    summary = record.samples.get(role)
+    return summary.cpu_util if summary else None
+
+
+def _saturated(record: Record) -> Flag | None:
+    loadgen = utilization(record, "loadgen")
+    server = utilization(record, "server")
+    if loadgen is None or loadgen < LOADGEN_SATURATED:
+        return None
+    if server is not None and server >= SERVER_BUSY:
+        return None
+    cores = _cores(record, "loadgen")
+    server_cores = _cores(record, "server")
+    what = (f"load generator at {_pct(loadgen)} of its {cores or '?'} CPU(s) while the server used "
+            + (f"{_pct(server)} of its {server_cores or '?'}" if server is not None else "an unknown share of its CPUs (not sampled)")
+            + ": the number measures the tool, not the server")
+    return Flag("loadgen-saturated", what)
+
+
+def offered_rps(record: Record) -> float | None:
+    """The rate an open-model step offered (oha -q), or None for a closed-loop record."""
+    return record.details.get("offered_rps")
+
+
+def _rate_not_held(record: Record) -> Flag | None:
+    offered = offered_rps(record)
+    if not offered or record.rps is None or record.rps >= RATE_HELD * offered:
+        return None
+    server, loadgen = utilization(record, "server"), utilization(record, "loadgen")
+    if server is not None and server >= SERVER_BUSY and (loadgen is None or loadgen < LOADGEN_SATURATED):
+        return None  # the server is the limit: that is what the step measures
+    return Flag("rate-not-held", f"{stats.fmt_rate(record.rps)} req/s achieved of {stats.fmt_rate(offered)} offered "
+                                 f"({record.rps / offered:.1%}) while the server used "
+                                 + (f"{_pct(server)} of its CPUs" if server is not None else "an unknown share of its CPUs")
+                                 + (f" and the load generator {_pct(loadgen)} of its own" if loadgen is not None else ""))
+
+
+def _cores(record: Record, role: str) -> int | None:
+    return next((a.samples[role].cores for a in record.attempts if role in a.samples and a.samples[role].cores), None)
+
+
+def _upstream_rates(run: Run) -> dict[str, tuple[str, float]]:
+    """Per run label, the upstream's own /weather.json req/s (and its name), from records that measured something
+    without errors."""
+    upstreams = run.with_role("upstream")
+    return {r.label: (r.server, r.rps) for r in run.records
+            if r.server in upstreams and r.scenario == UPSTREAM_SCENARIO and r.path == UPSTREAM_PATH
+            and r.rps and not r.failed and not r.errors.total}
+
+
+def _upstream(record: Record, upstream_rates: dict[str, tuple[str, float]]) -> Flag | None:
+    if record.scenario != UPSTREAM_SCENARIO or record.path == UPSTREAM_PATH or record.label not in upstream_rates:
+        return None
+    upstream, ceiling = upstream_rates[record.label]
+    rps = record.rps
+    if record.server == upstream or not rps or rps < ceiling * (1 - UPSTREAM_MARGIN):
+        return None
+    return Flag("upstream-limit", f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
+                                  f"{UPSTREAM_PATH} ({stats.fmt_rate(ceiling)} req/s at {record.label}): the upstream "
+                                  "is the limit, not the server")
+
+
+def spread_reasons(s: dict) -> list[str]:
+    """Why a `describe` result (two attempts or more) is truly unsteady: which rule fired, with its figures; [] if
+    neither does. The rules: CV > SPREAD_MAX_CV; interval (high − low) > 2 × SPREAD_MAX_HALF_WIDTH × median."""
+    out = []
+    if s.get("cv") is not None and s["cv"] > SPREAD_MAX_CV:
+        out.append(f"CV {s['cv']:.1%} between attempts, above {SPREAD_MAX_CV:.0%} "
+                   f"({stats.fmt_rate(s['min'])} to {stats.fmt_rate(s['max'])})")
+    ci, median = s.get("ci"), s.get("median")
+    if ci and median and (ci["high"] - ci["low"]) > 2 * SPREAD_MAX_HALF_WIDTH * median:
+        half = (ci["high"] - ci["low"]) / 2 / median
+        out.append(f"interval {stats.fmt_rate(ci['low'])} – {stats.fmt_rate(ci['high'])} "
+                   f"({stats.fmt_level(ci['level'])}) is ±{half:.1%} of the median {stats.fmt_rate(median)}, "
+                   f"wider than ±{SPREAD_MAX_HALF_WIDTH:.0%}")
+    return out
+
+
+def _spread(summary: Summary) -> Flag | None:
+    for metric in SPREAD_METRICS:
+        s = getattr(summary, metric)
+        if not s:
+            continue
+        if s["n"] < 2:
+            return Flag("spread", "a single attempt: no spread measured (REPEAT=3 or more measures it)")
+        reasons = spread_reasons(s)
+        if reasons:
+            label = "req/s" if metric == "rps" else metric
+            return Flag("spread", f"{label}: " + "; ".join(reasons))
+    return None
+
+
+def attempts_trend(attempts: list[Attempt]) -> trend.Trend | None:
+    """The trend of the measured attempts' req/s in the order they were taken (three attempts or more): the rule of
+    the warming and drifting flags, and of measuring a record again (rounds.remeasure)."""
+    rates = [a.rps for a in attempts if a.measured]
+    if len(rates) < 3:
+        return None
+    return trend.classify(rates, TREND_TOLERANCE)
+
+
+def _trend(record: Record) -> Flag | None:
+    found = attempts_trend(record.attempts)
+    if not found or not found.moving:
+        return None
+    rates = " → ".join(stats.fmt_rate(a.rps) for a in record.attempts if a.measured)
+    return Flag(found.kind, f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
+                            f"direction agreement {found.agreement:+.2f}")
+
+
+def _contract(record: Record, verification: dict[str, Verification] | None) -> Flag | None:
+    if verification is None:
+        return None  # a results file without a verification section: nothing to say
+    result = verification.get(record.server)
+    if result is None:
+        return Flag("contract-failed", "no contract verification recorded for this server in this run")
+    if result.ok:
+        return None
+    failures = result.failures
+    first = f": {failures[0]}" if failures else ""
+    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    checks = "?" if result.checks is None else result.checks
+    return Flag("contract-failed", f"{len(failures)} of {checks} contract checks failed{first}{more}")
+
+
+def _failed(record: Record) -> Flag | None:
+    if record.failed:
+        return Flag("failed", str(record.failed))
+    if record.rps is None:
+        return Flag("failed", "no attempt produced a measurement")
+    return None
+
+
+def _incomplete(record: Record) -> Flag | None:
+    return Flag("incomplete", record.incomplete) if record.incomplete else None
+
+
+def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], verification: dict[str, Verification] | None) -> list[Flag]:
+    """The record's flags in the reported order; `record.summary` must be set (evaluate sets it)."""
+    found = [
+        _failed(record),
+        _incomplete(record),
+        _contract(record, verification),
+        _errors(record),
+        _saturated(record),
+        _rate_not_held(record),
+        _upstream(record, upstream_rates),
+    ]
+    # an open-model step's req/s is the rate it was offered, not the server's: its spread and trend say nothing; a
+    # trend explains a spread, so a record that is warming or drifting is not also flagged spread
+    if record.rps is not None and not offered_rps(record):
+        found.append(_trend(record) or _spread(record.summary))
+    return [f for f in found if f]
+
+
+def evaluate(run: Run) -> None:
+    """Set every record's summary (computed where missing, completed with the intervals an older summary lacks),
+    flags and ranked."""
+    upstream_rates = _upstream_rates(run)
+    for record in run.records:
+        record.summary = record.fresh_summary()
+        record.flags = flags_for(record, upstream_rates, run.verification)
+        record.ranked = ranking.takes_part(record)
+
+
+def names(record: Record) -> list[str]:
+    return [f.name for f in record.flags]

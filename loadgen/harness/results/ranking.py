@@ -1,0 +1,145 @@
+"""The one ordering rule: which server of a group is above which, from intervals, and the ranks that follow.
+
+Who takes part: every record with a figure and an interval. Only a failure, errors, a failed contract (or an
+open-model step that did not hold its rate, or a record the run ended before it was complete) keep a record out
+(`EXCLUDING`), and a single attempt (REPEAT=1), whose interval is one point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`,
+`warming` and `drifting` widen or explain the interval but the record is ordered through it.
+
+Two relations place B above A:
+- **by rate:** B's req/s interval lies wholly above A's (touching ends overlap). A figure limited by the load
+  generator (`loadgen-saturated`) or by the upstream (`upstream-limit`) is a lower bound: its interval is
+  [low, ∞), so it is above every record whose interval lies wholly below its low end, and nothing is above it by rate.
+- **by cost, where the load generator is the limit:** when at least one of the two is such a lower bound and their
+  rate intervals overlap, the server's CPU per request decides: B is above A when B's cost interval (µs of server CPU
+  per request) lies wholly below A's and B ran at a rate no higher than A's (within `EQUAL_RATE`). Why the rate
+  condition: CPU per request falls as load rises (more work per wake-up), so a cost taken at a lower rate is an upper
+  bound of the cost at a higher one; B cheaper at an equal or lower rate is cheaper at A's rate too. B cheaper only at
+  a clearly higher rate proves nothing, and they stay tied.
+
+Ranks: a record's rank is 1 + the number of records above it, directly or through others (the transitive closure of
+the two relations), so no record is ever ranked below one whose interval lies wholly under its own, and a rank-1
+record has nothing above it. Records with the same rank are tied ("=2").
+
+How often this orders two identical servers: with n attempts each and min–max intervals, their intervals are
+disjoint with probability 2·n!·n!/(2n)! (the attempts of the two, exchangeable, fall all of one side above all of the
+other): 10 % with 3 attempts, 2.9 % with 4, 0.8 % with 5. The profiles take 4 (`false_order_rate`, and the A/A
+twin of `make bench` checks it on every run).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from harness.basics import stats
+from harness.results.records import Record
+
+# flags that keep a record out (an incomplete record's few attempts would not keep the 19-in-20 promise)
+EXCLUDING = frozenset({"failed", "incomplete", "contract-failed", "errors", "rate-not-held"})
+LOWER_BOUND = frozenset({"loadgen-saturated", "upstream-limit"})  # flags that make the req/s figure a lower bound
+EQUAL_RATE = 0.05  # rates within 5 % count as equal for the cost relation (the machine's own noise)
+
+
+def takes_part(record: Record) -> bool:
+    s = record.summary.rps if record.summary else None
+    return (record.rps is not None and bool(s) and s.get("n", 0) >= 2
+            and not any(f.name in EXCLUDING for f in record.flags))
+
+
+def is_lower_bound(record: Record) -> bool:
+    return any(f.name in LOWER_BOUND for f in record.flags)
+
+
+def rate_interval(record: Record) -> tuple[float, float] | None:
+    """(low, high) of the req/s median's interval; high is ∞ for a lower bound."""
+    found = stats.interval(record.summary.rps if record.summary else None)
+    if not found:
+        return None
+    return found[0], math.inf if is_lower_bound(record) else found[1]
+
+
+def cost_interval(record: Record) -> tuple[float, float] | None:
+    return stats.interval(record.summary.cost_us if record.summary else None)
+
+
+def above_by_rate(b: Record, a: Record) -> bool:
+    ib, ia = rate_interval(b), rate_interval(a)
+    return bool(ib and ia) and ib[0] > ia[1]
+
+
+def above_by_cost(b: Record, a: Record) -> bool:
+    if not (is_lower_bound(a) or is_lower_bound(b)) or above_by_rate(a, b) or above_by_rate(b, a):
+        return False
+    cb, ca = cost_interval(b), cost_interval(a)
+    if not (cb and ca) or not a.rps or not b.rps:
+        return False
+    return cb[1] < ca[0] and b.rps <= a.rps * (1 + EQUAL_RATE)
+
+
+def above(b: Record, a: Record) -> bool:
+    """B is directly above A (by rate, or by cost where the load generator is the limit)."""
+    return above_by_rate(b, a) or above_by_cost(b, a)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A ranked record's place in its group."""
+
+    record: Record
+    rank: int
+    tied: bool  # another record of the group has the same rank
+    by_cost: bool = False  # something is placed above or below it through CPU per request
+
+    @property
+    def label(self) -> str:
+        """"2", or "=2" for a tie."""
+        return ("=" if self.tied else "") + str(self.rank)
+
+
+def ancestors(records: list[Record]) -> list[set[int]]:
+    """For each record, the indexes of the records above it directly or through others (itself excluded)."""
+    n = len(records)
+    direct = [[j for j in range(n) if j != i and above(records[j], records[i])] for i in range(n)]
+    out = []
+    for i in range(n):
+        seen, todo = set(), list(direct[i])
+        while todo:
+            j = todo.pop()
+            if j not in seen:
+                seen.add(j)
+                todo.extend(direct[j])
+        seen.discard(i)
+        out.append(seen)
+    return out
+
+
+def rank(records: list[Record]) -> list[Standing]:
+    """The standings of `records` (all taking part, one group), by rank, then req/s descending."""
+    anc = ancestors(records)
+    ranks = [1 + len(a) for a in anc]
+    cost_linked = {i for i, r in enumerate(records) for j, o in enumerate(records)
+                   if i != j and (above_by_cost(r, o) or above_by_cost(o, r))}
+    standings = [Standing(r, n, ranks.count(n) > 1, i in cost_linked) for i, (r, n) in enumerate(zip(records, ranks))]
+    return sorted(standings, key=lambda s: (s.rank, -(s.record.rps or 0)))
+
+
+def ordered(a: Record, b: Record, among: list[Record]) -> bool:
+    """Whether the ranking of `among` places one of a and b above the other (directly or through others)."""
+    anc = ancestors(among)
+    ia, ib = among.index(a), among.index(b)
+    return ib in anc[ia] or ia in anc[ib]
+
+
+def false_order_rate(attempts: int) -> float:
+    """The probability that two identical servers' min–max intervals of `attempts` attempts each are disjoint:
+    2·n!·n!/(2n)! (the 2n exchangeable attempts ordered so that all of one server's lie above all of the other's)."""
+    return 2 * math.factorial(attempts) ** 2 / math.factorial(2 * attempts)
+
+
+METHOD_NOTE = (
+    "Ranks: every record with a figure is ranked; only failures, errors and a failed contract keep one out. A server "
+    "is above another when its req/s interval lies wholly above the other's. A figure limited by the load generator "
+    "(⚑ loadgen-saturated) or the upstream is a lower bound, shown \"≥\": above every server whose interval lies wholly "
+    "below it, tied with the rest; where such a lower bound's interval overlaps another's, the server CPU per request "
+    "(µs/req) decides when the two cost intervals are apart and the cheaper one ran at an equal or lower rate (cost "
+    "falls as load rises, so a cost measured at a lower rate is an upper bound of the cost at a higher one). A rank "
+    "is 1 + the number of servers above, directly or through others; equal ranks are ties (=2).")

@@ -1,0 +1,361 @@
+"""results/<run-id>/results.json as types: a `Run` holding one `Record` per measurement, each with its `Attempt`s,
+read (`load`, `Run.from_dict`) and written (`Run.to_dict`) here and nowhere else.
+
+Schema 3 (this harness) is schema 2 plus a top-level `schema` and two fields on each record: `runtime` (the runtime it
+was measured under) and `round` (in a run of rounds, `overhead`: which round; None elsewhere); each server's entry also
+names its manifest's `roles` (`Run.with_role`; older runs: nginx was upstream and ceiling) and, where it died during
+the run, its `deaths` (when, why, the end of its log); an attempt the harness had to stop at its deadline says so
+(`stopped`). Older files lack these optional fields and read as such. A file without `schema`
+is schema 2 and reads as such, its records' runtime and round unknown (None). A file whose records have no attempts
+comes from an earlier harness still and is refused: its numbers cannot be evaluated again.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from harness.basics import stats
+from harness.tools.output import Errors
+
+SCHEMA = 3
+UNVERSIONED_SCHEMA = 2  # what a file without a `schema` key is
+
+
+class ResultsError(Exception):
+    """A results.json that cannot be read: missing, not JSON, or written by a harness too old or too new."""
+
+
+class FlatFields:
+    """A dataclass of plain values, read from a dict of its fields; fields a file lacks (older files lack some,
+    hand-made ones more) take their defaults."""
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+@dataclass
+class Sample(FlatFields):
+    """What the sampler saw of one role's processes ("server", "loadgen", "idle_servers") during an attempt."""
+
+    cores: int | None = None
+    cpu_s: float | None = None
+    cpu_util: float | None = None
+    peak_rss_mb: float | None = None
+    rss_mb_timeline: list[list[float]] | None = None  # [seconds since the attempt began, RSS MB], once a second
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        if self.rss_mb_timeline is None:  # files of harnesses before the timeline stay as they were
+            del out["rss_mb_timeline"]
+        return out
+
+
+@dataclass
+class SampleSummary(FlatFields):
+    """One role over a record's attempts: the median CPU utilisation and the peak RSS."""
+
+    cpu_util: float | None = None
+    peak_rss_mb: float | None = None
+
+
+@dataclass
+class Attempt:
+    """One measured attempt: what the tool counted, the commands and raw outputs behind it, what was sampled."""
+
+    attempt: int
+    started_at: str | None
+    tool_processes: int
+    commands: list[str]
+    raw: list[str]  # relative to the run's folder
+    failed: str | None
+    samples: dict[str, Sample]
+    requests: int
+    good_requests: int
+    errors: Errors
+    duration_s: float | None
+    rps: float | None
+    latency_ms: dict[str, float | None]
+    sized_from_rps: float | None = None  # the warm-up's rate that sized this attempt (written only then)
+    round_position: tuple[int, int] | None = None  # (position, servers) in an interleaved round (written only there)
+    stopped: str | None = None  # why the harness stopped the tool before it ended by itself (written only then)
+    # what only some tools measure (written only then): oha's offered rate and corrected percentiles, Gatling's
+    # response-time distribution (harness.result.Measurement.details)
+    details: dict = field(default_factory=dict)
+
+    @property
+    def measured(self) -> bool:
+        """Whether it produced a measurement (a failed attempt has no rate)."""
+        return not self.failed and self.rps is not None
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Attempt:
+        position = d.get("round_position")
+        return cls(
+            attempt=d.get("attempt", 0), started_at=d.get("started_at"), tool_processes=d.get("tool_processes", 1),
+            commands=d.get("commands") or [], raw=d.get("raw") or [], failed=d.get("failed"),
+            samples={role: Sample.from_dict(s) for role, s in (d.get("samples") or {}).items()},
+            requests=d.get("requests") or 0, good_requests=d.get("good_requests") or 0,
+            errors=Errors.from_dict(d.get("errors") or {}), duration_s=d.get("duration_s"), rps=d.get("rps"),
+            latency_ms=d.get("latency_ms") or {}, sized_from_rps=d.get("sized_from_rps"),
+            round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"),
+            details=d.get("details") or {})
+
+    def to_dict(self) -> dict:
+        out = {
+            "attempt": self.attempt, "started_at": self.started_at, "tool_processes": self.tool_processes,
+            "commands": self.commands, "raw": self.raw, "failed": self.failed,
+            "samples": {role: s.to_dict() for role, s in self.samples.items()},
+            "requests": self.requests, "good_requests": self.good_requests, "errors": self.errors.to_dict(),
+            "duration_s": self.duration_s, "rps": self.rps, "latency_ms": self.latency_ms,
+        }
+        if self.sized_from_rps:
+            out["sized_from_rps"] = self.sized_from_rps
+        if self.round_position:
+            out["round_position"] = {"position": self.round_position[0], "of": self.round_position[1]}
+        if self.stopped:
+            out["stopped"] = self.stopped
+        if self.details:
+            out["details"] = self.details
+        return out
+
+
+@dataclass
+class WarmupRun:
+    rps: float | None  # None: the run failed
+    duration_s: float | None
+    errors: int | None
+
+    @classmethod
+    def from_dict(cls, d: dict) -> WarmupRun:
+        return cls(d.get("rps"), d.get("duration_s"), d.get("errors"))
+
+
+@dataclass
+class Warmup:
+    """The warm-up before a record's attempts: its runs, whether it settled (harness.basics.trend.settled), the rate that
+    sized the attempts."""
+
+    tool: str | None  # None in schema 2 files
+    runs: list[WarmupRun]
+    steady: bool
+    tolerance: float | None
+    max_runs: int | None
+    rate: float | None = None
+    after: str | None = None  # no run: the server had just been measured with this same load (e.g. "low-compute c1000")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Warmup:
+        return cls(tool=d.get("tool"), runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
+                   steady=bool(d.get("steady")), tolerance=d.get("tolerance"), max_runs=d.get("max_runs"),
+                   rate=d.get("rate"), after=d.get("after"))
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        if out["after"] is None:  # absent unless a warm-up was skipped: older files read and written back unchanged
+            del out["after"]
+        return out
+
+
+@dataclass
+class Summary:
+    """harness.basics.stats.describe of the measured attempts' req/s, p99 and server CPU µs per request (and per connection
+    where the load fixes requests per connection): median, min, max, cv, n and ci (the interval)."""
+
+    rps: dict | None = None
+    p99: dict | None = None
+    cost_us: dict | None = None
+    cost_us_per_connection: dict | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Summary:
+        return cls(d.get("rps"), d.get("p99"), d.get("cost_us"), d.get("cost_us_per_connection"))
+
+    def to_dict(self) -> dict:
+        """rps and p99 always; the costs only where there are (files of older harnesses are written back as read)."""
+        out = {"rps": self.rps, "p99": self.p99}
+        for key in ("cost_us", "cost_us_per_connection"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass
+class Flag:
+    """Why a record's number cannot be read as a clean measurement; the rules and what each flag means: harness.results.flags."""
+
+    name: str
+    reason: str
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Flag:
+        return cls(d["flag"], d["reason"])
+
+    def to_dict(self) -> dict:
+        return {"flag": self.name, "reason": self.reason}
+
+
+@dataclass
+class Record:
+    """One server under one run of a scenario: its attempts and what they add up to (sums of counts, the median attempt's
+    rate and latencies), the warm-up before them, and, once harness.results.flags has evaluated it, its flags."""
+
+    server: str
+    scenario: str
+    run: str  # the scenario's run label (c100, keepalive, ...)
+    runtime: str | None  # local or docker; None in schema 2 files
+    round: int | None  # the round of a run in rounds (overhead); None elsewhere
+    tool: str | None
+    path: str | None
+    concurrency: int | None
+    threads: int | None
+    load: dict
+    requests: int
+    good_requests: int
+    errors: Errors
+    duration_s: float | None
+    rps: float | None  # the median attempt's
+    latency_ms: dict[str, float | None]  # the median attempt's
+    failed: str | None  # the first failed attempt's failure
+    attempts: list[Attempt]
+    warmup: Warmup | None
+    summary: Summary | None
+    samples: dict[str, SampleSummary]
+    flags: list[Flag] = field(default_factory=list)
+    ranked: bool = True
+    details: dict = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
+    # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
+    # req/s), "warmup" (the further warm-up)}; written only when present
+    remeasured: dict | None = None
+    # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
+    # its first attempt on and carries this until its last is done; written only when present
+    incomplete: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What tells one record of a run from another."""
+        return self.server, self.scenario, self.run, self.runtime, self.round
+
+    @property
+    def label(self) -> str:
+        """The run label as people read it: with the runtime and round where the record has a round (overhead's
+        records differ only by those), for grouping and showing; never parsed back."""
+        return self.run if self.round is None else f"{self.run} {self.runtime}-{self.round}"
+
+    def fresh_summary(self) -> Summary:
+        """The summary as harness.basics.stats computes it from the attempts (a stored one is kept, completed with the
+        intervals an older harness did not store). stats works on the record's dict form."""
+        return Summary.from_dict(stats.summary_of(self.to_dict()))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Record:
+        return cls(
+            server=d["server"], scenario=d["scenario"], run=d.get("run", ""), runtime=d.get("runtime"),
+            round=d.get("round"), tool=d.get("tool"), path=d.get("path"), concurrency=d.get("concurrency"),
+            threads=d.get("threads"), load=d.get("load") or {}, requests=d.get("requests") or 0,
+            good_requests=d.get("good_requests") or 0, errors=Errors.from_dict(d.get("errors") or {}),
+            duration_s=d.get("duration_s"), rps=d.get("rps"), latency_ms=d.get("latency_ms") or {},
+            failed=d.get("failed"), attempts=[Attempt.from_dict(a) for a in d["attempts"]],
+            warmup=Warmup.from_dict(d["warmup"]) if d.get("warmup") else None,
+            summary=Summary.from_dict(d["summary"]) if d.get("summary") else None,
+            samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
+            flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
+            details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"))
+
+    def to_dict(self) -> dict:
+        out = {
+            "server": self.server, "scenario": self.scenario, "run": self.run, "runtime": self.runtime,
+            "round": self.round, "tool": self.tool, "path": self.path, "concurrency": self.concurrency,
+            "threads": self.threads, "load": self.load, "requests": self.requests, "good_requests": self.good_requests,
+            "errors": self.errors.to_dict(), "duration_s": self.duration_s, "rps": self.rps,
+            "latency_ms": self.latency_ms, "failed": self.failed, "attempts": [a.to_dict() for a in self.attempts],
+            "warmup": self.warmup.to_dict() if self.warmup else None,
+            "summary": self.summary.to_dict() if self.summary else None,
+            "samples": {role: asdict(s) for role, s in self.samples.items()},
+            "flags": [f.to_dict() for f in self.flags], "ranked": self.ranked,
+        }
+        if self.details:
+            out["details"] = self.details
+        if self.remeasured:
+            out["remeasured"] = self.remeasured
+        if self.incomplete:
+            out["incomplete"] = self.incomplete
+        return out
+
+
+@dataclass
+class Verification(FlatFields):
+    """A server's contract verification in this run (harness.measuring.verification)."""
+
+    ok: bool
+    checks: int | None = None
+    failures: list[str] = field(default_factory=list)
+
+
+LEGACY_ROLES = {"upstream": ("nginx",), "ceiling": ("nginx",)}  # before servers recorded their manifest's roles
+
+
+@dataclass
+class Run:
+    """A whole results.json: how the numbers were taken (`conditions`, free-form), each server's contract verification
+    and start (`servers`: version, placement, size, lines of code...), the records, and an overhead run's ratios."""
+
+    run_id: str
+    conditions: dict
+    verification: dict[str, Verification] | None  # None: the file has no verification section
+    servers: dict[str, dict]
+    records: list[Record]
+    overhead: dict | None = None  # overhead runs: docker/local per server (harness.overhead.ratios)
+    schema: int = SCHEMA  # the schema the file was written in
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "the results file") -> Run:
+        schema = d.get("schema", UNVERSIONED_SCHEMA)
+        if schema > SCHEMA:
+            raise ResultsError(f"{source} was written by a newer harness (schema {schema}; this one reads up to "
+                               f"{SCHEMA})")
+        if any(not isinstance(r.get("attempts"), list) for r in d.get("records") or []):
+            raise ResultsError(f"{source} was written by an older harness (records without their attempts); "
+                               "measure again")
+        verification = d.get("verification")
+        return cls(
+            run_id=d.get("run_id", "?"), conditions=d.get("conditions") or {},
+            verification=None if verification is None else {
+                name: Verification.from_dict(v) for name, v in verification.items()},
+            servers=d.get("servers") or {}, records=[Record.from_dict(r) for r in d.get("records") or []],
+            overhead=d.get("overhead"), schema=schema)
+
+    def with_role(self, role: str) -> set[str]:
+        """The servers of this run with `role` (manifest.ROLES), as recorded when each was started; a run whose
+        servers carry no roles (older harnesses) had nginx as its upstream and ceiling."""
+        recorded = {name: s["roles"] for name, s in self.servers.items() if "roles" in s}
+        if not recorded:
+            return set(LEGACY_ROLES.get(role, ()))
+        return {name for name, roles in recorded.items() if role in roles}
+
+    def twin_of(self, server: str) -> str | None:
+        """The server `server` is the A/A twin of (the same server under a second name), as recorded at its start."""
+        return (self.servers.get(server) or {}).get("twin_of")
+
+    def to_dict(self) -> dict:
+        out = {
+            "schema": self.schema, "run_id": self.run_id, "conditions": self.conditions,
+            "verification": None if self.verification is None else {
+                name: asdict(v) for name, v in self.verification.items()},
+            "servers": self.servers, "records": [r.to_dict() for r in self.records],
+        }
+        if self.overhead is not None:
+            out["overhead"] = self.overhead
+        return out
+
+
+def load(path: Path) -> Run:
+    """The run a results.json holds; every reader of results files goes through here."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ResultsError(f"{path} does not exist") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path} is not valid JSON: {exc}") from None
+    return Run.from_dict(data, str(path))

@@ -1,0 +1,118 @@
+"""results/<run-id>/: results.json, the run as harness.results.records types it, rewritten after each change so an interrupted
+run keeps everything it measured; raw/ holds the tools' own outputs.
+
+Each rewrite goes to a temporary file, is fsynced, then renamed over results.json (and the folder fsynced): a harness
+killed at any moment, even the machine losing power, leaves the previous results.json or the new one, never half of
+one. A full disk (ENOSPC) keeps the last results.json written and says so (`DiskFull`)."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import time
+from pathlib import Path
+
+from harness.basics.paths import REPO, RESULTS
+from harness.results.records import Record, Run, Verification
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(Exception):
+    """The device holding a run's folder is full; the message says where and what was kept."""
+
+
+def is_out_of_space(exc: OSError) -> bool:
+    return exc.errno in NO_SPACE
+
+
+def new_run_id(kind: str) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{kind}"
+
+
+class RunStore:
+    """A run's folder, made `results/latest`, and its results.json kept up to date with `run`."""
+
+    def __init__(self, run: Run, root: Path = RESULTS):
+        self.run = run
+        self.dir = root / run.run_id
+        self.raw = self.dir / "raw"
+        self.saved_records: int | None = None  # how many records the results.json on disk holds (None: none yet)
+        try:
+            self.raw.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_out_of_space(exc):
+                raise self.out_of_space() from None
+            raise
+        self.save()
+        latest = root / "latest"
+        if latest.is_symlink() or latest.exists():
+            latest.unlink()
+        latest.symlink_to(run.run_id)
+
+    @property
+    def path(self) -> Path:
+        return self.dir / "results.json"
+
+    def save(self) -> None:
+        text = json.dumps(self.run.to_dict(), indent=2, ensure_ascii=False)
+        tmp = self.path.with_suffix(".tmp")
+        try:
+            with tmp.open("w") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())  # the rename must not publish a file whose bytes are not on disk yet
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)  # what it took is given back; results.json is the last complete one
+            if is_out_of_space(exc):
+                raise self.out_of_space() from None
+            raise
+        _fsync_folder(self.dir)  # the rename itself, durable
+        self.saved_records = len(self.run.records)
+
+    def out_of_space(self) -> DiskFull:
+        """The error for a full disk under this run's folder: what to do, and what results.json still holds."""
+        where = self.dir.relative_to(REPO) if self.dir.is_relative_to(REPO) else self.dir
+        if self.saved_records is None:
+            kept = "nothing was measured yet"
+        else:
+            kept = f"the {self.saved_records} record(s) measured so far are in {where / self.path.name}"
+        return DiskFull(f"no space left on the device holding {where}: free some space; {kept}")
+
+    def add_record(self, record: Record) -> None:
+        self.run.records.append(record)
+        self.save()
+
+    def put_record(self, record: Record) -> None:
+        """`record` written in place of the one with its key (the same record, with more attempts), else added."""
+        at = next((i for i, r in enumerate(self.run.records) if r.key == record.key), None)
+        if at is None:
+            self.run.records.append(record)
+        else:
+            self.run.records[at] = record
+        self.save()
+
+    def update_conditions(self, **values) -> None:
+        self.run.conditions.update(values)
+        self.save()
+
+    def set_server(self, name: str, description: dict) -> None:
+        self.run.servers[name] = description
+        self.save()
+
+    def set_verification(self, name: str, verification: Verification) -> None:
+        self.run.verification[name] = verification
+        self.save()
+
+    def set_overhead(self, ratios: dict) -> None:
+        self.run.overhead = ratios
+        self.save()
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

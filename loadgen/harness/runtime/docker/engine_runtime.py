@@ -1,0 +1,313 @@
+"""The Docker runtimes are one engine-backed runtime, `EngineRuntime`, told where each role runs (`Place`: the engine
+of its host, as the Docker CLI addresses it). One machine (one_host.py: DockerRuntime, RUNTIME=docker) is the case
+of one host: every role on the local engine, the containers started through Compose. Several hosts (several_hosts.py:
+HostsRuntime, HOSTS=...) start them with `docker run` on each role's engine. Both start containers described by
+service.py's Service. Everything else is here, once: what a killed run left removed, a server's container started,
+its CPU set read back, its death as the engine tells it, its log, stopping it, the loadgen container's life, the
+tools' versions, what the records show of a container."""
+from __future__ import annotations
+
+import atexit
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+
+from harness.basics.cpus import format_cpus, parse_cpus
+from harness.basics.machine import process_create_time, still_runs
+from harness.basics.messages import warn
+from harness.basics.paths import RESULTS
+from harness.config.host_roles import ROLES
+from harness.config.manifest import REPO, Server
+from harness.runtime.docker.engine import container_facts, container_log, follow_log, inspect, run_cli
+from harness.runtime.docker.images import LOADGEN, ensure_runtime_images, ensure_server_image, runtime_image, \
+    version_in_image
+from harness.runtime.docker.service import CONTAINER_REPO, container_name, privilege_options, role_of
+from harness.runtime.protocol import RunningServer, RuntimeFailure, exit_reason
+from harness.runtime.starting import await_start
+from harness.runtime.state import STATE_DIR, State
+from harness.tools import TOOLS
+
+ENGINE_SETTLE_S = 5  # the engine notes a container's exit a moment after its main process is gone
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a role's containers run: the engine of its host, and the address the other roles reach them at. The
+    default is one machine's: the local engine, loopback."""
+
+    args: tuple[str, ...] = ()  # the Docker CLI's options that address the engine (--host X, --context X)
+    role: str = ""  # the role its host was named for ("" on one machine: there is one host)
+    endpoint: str | None = None  # what RunningServer.engine records (None: the local engine)
+    address: str = "127.0.0.1"
+
+    @property
+    def on(self) -> str:
+        """Where, for a message: " on server (ssh://...)"; nothing on one machine."""
+        return f" on {self.role} ({self.endpoint})" if self.endpoint else ""
+
+    def facts(self) -> dict:
+        return {"host": self.role, "endpoint": self.endpoint, "address": self.address} if self.endpoint else {}
+
+
+def _engine_runs(info: dict, running: RunningServer) -> bool:
+    """Whether the engine says the container runs (its main process the one recorded, where one was)."""
+    return bool(info["State"]["Running"] and running.pid in (0, info["State"]["Pid"]))
+
+
+class EngineRuntime:
+    """What both Docker runtimes are. A subclass says where each role runs (`place`, `place_of`), what must hold
+    before a server's container is made (`_ready`), how one is started (`_start_server`, `_start_loadgen`) and removed
+    (`_remove_server`), and whether this machine sees the containers' processes (`remote`)."""
+
+    tools_are_children = False  # the tools run in the loadgen container: their CPU is sampled, not RUSAGE_CHILDREN's
+    name: str
+    remote: bool
+    checkout_label: str  # the container label that names the checkout it was made from: ours say REPO
+    loadgen_tools: tuple[str, ...] | None = None  # the tools the loadgen image runs (None: all of TOOLS)
+    tool_mounts: tuple[str, ...] = ()  # what a throwaway loadgen container mounts to reach the tools
+
+    def __init__(self) -> None:
+        self._followers: dict[str, subprocess.Popen] = {}
+        self._prepared = False
+        self._loadgen_started = False
+
+    # where each role runs, and how a container is started there: the subclass's -------------------------------------
+    def place(self, role: str) -> Place:
+        raise NotImplementedError
+
+    def place_of(self, running: RunningServer) -> Place:
+        """The place of a running server's engine; RuntimeFailure when it is no longer one of this runtime's."""
+        raise NotImplementedError
+
+    def _ready(self, server: Server, place: Place, port: int) -> None:
+        """What must hold before the server's container is made (its image there, its port free)."""
+
+    def _start_server(self, server: Server, place: Place, cpus: list[int], port: int, env: dict[str, str]) -> int:
+        """The server's container started (RuntimeFailure if not); the pid of its main process where this machine
+        sees it, else 0."""
+        raise NotImplementedError
+
+    def _start_loadgen(self, place: Place, cpus: list[int]) -> None:
+        raise NotImplementedError
+
+    def _remove_server(self, running: RunningServer, place: Place) -> None:
+        """The server's container stopped and removed, with what belongs to it."""
+        raise NotImplementedError
+
+    def _servers_left(self, running: RunningServer) -> bool:
+        """Whether servers other than `running` still run (then the loadgen container stays)."""
+        raise NotImplementedError
+
+    def _loadgen_busy(self) -> bool:
+        """Whether a tool of another command runs in the loadgen container (where this machine can tell)."""
+        return False
+
+    def _kernel_cpus(self, container: str, pid: int, place: Place) -> list[int]:
+        """The CPUs the kernel lets the container's main process run on, as its /proc/1/status says ([]: unread)."""
+        proc = self.docker(place, "exec", container, "grep", "Cpus_allowed_list", "/proc/1/status", check=False)
+        return list(parse_cpus(proc.stdout.decode().partition(":")[2].strip())) if proc.returncode == 0 else []
+
+    # the engines ---------------------------------------------------------------------------------------------------
+    def docker(self, place: Place, *args: str, timeout: float = 120, check: bool = True,
+               input: bytes | None = None) -> subprocess.CompletedProcess:
+        return run_cli(["docker", *place.args, *args], timeout=timeout, check=check, input=input)
+
+    def places(self) -> list[Place]:
+        """Each engine once."""
+        return list({p.args: p for p in (self.place(role) for role in ROLES)}.values())
+
+    def address(self, role: str) -> str:
+        return self.place(role).address
+
+    def _main_process_runs(self, running: RunningServer) -> bool | None:
+        """Whether the container's main process, as the harness recorded it, still runs (a recycled pid does not);
+        None where it runs on another machine."""
+        return None if self.remote else still_runs(running.pid, running.is_process)
+
+    # the Runtime protocol ------------------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Before the first container starts or stops: the containers a killed run left behind removed (they hold
+        ports; the loadgen container any load tool still running in it). Once; later calls do nothing."""
+        if self._prepared:
+            return
+        self._remove_unknown_containers()
+        self._prepared = True
+
+    def _remove_unknown_containers(self) -> None:
+        """On every engine, this checkout's containers that the harness's state does not list (another checkout's
+        are not ours to remove); the loadgen container is never listed: a command removes it when it ends."""
+        known = {e.container for e in State().load().values() if e.runtime == self.name}
+        for place in self.places():
+            proc = self.docker(place, "ps", "-a", "--filter", f"label={self.checkout_label}={REPO}", "--format",
+                               "{{.Names}}", check=False, timeout=30)
+            for name in proc.stdout.decode().split():
+                if name not in known:
+                    warn(f"removing the leftover container {name}{place.on} (not in the harness's state: a run that "
+                         f"was killed?)")
+                    self.docker(place, "rm", "-f", "-v", name, check=False)
+
+    def _remove_leftover(self, server: Server, place: Place) -> None:
+        """A container by the server's name that the state does not list, removed; one that runs from another
+        checkout is refused."""
+        name = container_name(server.name)
+        info = inspect(name, place.args)
+        if info is None:
+            return
+        checkout = (info["Config"].get("Labels") or {}).get(self.checkout_label, "")
+        if info["State"]["Running"] and checkout != str(REPO):
+            raise RuntimeFailure(f"cannot start {server.name}: the container {name}{place.on} is running from another "
+                                f"checkout ({checkout or 'unknown'}); stop it there (make down) or: "
+                                f"{shlex.join(['docker', *place.args, 'rm', '-f', name])}")
+        state = "running" if info["State"]["Running"] else info["State"]["Status"]
+        warn(f"removing the leftover container {name}{place.on} ({state}; not in the harness's state)")
+        self.docker(place, "rm", "-f", "-v", name, check=False)
+
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
+        self.prepare()
+        place, name = self.place(role_of(server)), container_name(server.name)
+        ensure_server_image(server)
+        self._remove_leftover(server, place)
+        self._ready(server, place, port)
+        log = STATE_DIR / server.name / "server.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(b"")
+        started = time.monotonic()
+        try:
+            pid = self._start_server(server, place, cpus, port, env)
+        except RuntimeFailure as exc:
+            said = container_log(name, where=place.args) if inspect(name, place.args) else "    (no container)"
+            self.docker(place, "rm", "-f", "-v", name, check=False)
+            raise RuntimeFailure(f"cannot start {server.name}{place.on}: {exc}\n  its log:\n{said}") from None
+        running = RunningServer(name=server.name, host=place.address, port=port, cpus=list(cpus), pid=pid,
+                                log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name, container=name,
+                                pid_created=process_create_time(pid) if pid else None, engine=place.endpoint,
+                                h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
+        self._followers[server.name] = follow_log(name, running.log, place.args)
+        return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
+
+    def _applied_cpus(self, running: RunningServer, asked: list[int]) -> list[int]:
+        """The container's CPU set read back: as the engine applied it (docker inspect) and as the kernel lets its main
+        process run, both checked against what was asked."""
+        place = self.place_of(running)
+        info = inspect(running.container, place.args) or {}
+        configured = info.get("HostConfig", {}).get("CpusetCpus", "")
+        applied = self._kernel_cpus(running.container, running.pid, place)
+        if sorted(parse_cpus(configured)) != sorted(asked) or (applied and sorted(applied) != sorted(asked)):
+            raise RuntimeFailure(f"{running.name}: asked for CPU {format_cpus(asked)}{place.on}, the container has "
+                                f"cpuset {configured!r} and its process may run on CPU {format_cpus(applied)}")
+        return applied or list(asked)
+
+    def alive(self, running: RunningServer) -> bool:
+        if running.runtime != self.name or not running.container or self._main_process_runs(running) is False:
+            return False
+        try:
+            info = inspect(running.container, self.place_of(running).args)
+        except RuntimeFailure:
+            return False
+        return bool(info and _engine_runs(info, running))
+
+    def death(self, running: RunningServer) -> str | None:
+        """What the engine says of the container once its main process is gone. Where this machine sees that process,
+        psutil alone while it runs (this is called around every attempt), and the engine is given a moment to note the
+        exit; on another host the engine alone tells."""
+        if self._main_process_runs(running):
+            return None
+        place = self.place_of(running)
+        settle_by = time.monotonic() + ENGINE_SETTLE_S
+        while ((info := inspect(running.container, place.args)) and time.monotonic() < settle_by
+               and ((info["State"]["Running"] and info["State"]["Pid"] == running.pid)
+                    or info["State"]["Status"] in ("created", "restarting"))):
+            time.sleep(0.1)
+        if info and _engine_runs(info, running):
+            return None  # it runs, or the engine insists it does
+        if info is None:
+            return f"gone (its container was removed{place.on})"
+        state = info["State"]
+        if state.get("OOMKilled"):
+            return "killed for memory (OOMKilled)"
+        return f"container {state['Status']}{place.on}: {exit_reason(state['ExitCode'])}"
+
+    def log_tail(self, running: RunningServer, lines: int = 15) -> str:
+        return container_log(running.container, lines, self.place_of(running).args)
+
+    def pin(self, running: RunningServer, cpus: list[int]) -> None:
+        self.docker(self.place_of(running), "update", "--cpuset-cpus", format_cpus(cpus), "--cpus", str(len(cpus)),
+                    running.container)
+        running.cpus = self._applied_cpus(running, cpus)
+
+    def stop(self, running: RunningServer) -> None:
+        try:
+            place = self.place_of(running)
+        except RuntimeFailure as exc:
+            warn(str(exc))
+            return
+        self.prepare()
+        self._remove_server(running, place)
+        follower = self._followers.pop(running.name, None)
+        if follower:
+            try:
+                follower.wait(5)
+            except subprocess.TimeoutExpired:
+                follower.kill()
+        if not self._servers_left(running):
+            self._stop_loadgen(only_if_idle=True)
+
+    # the load generator --------------------------------------------------------------------------------------------
+    def _ensure_loadgen(self, cpus: list[int]) -> dict:
+        """The loadgen container running on `cpus` (moved there, or started); its `docker inspect`."""
+        place, name = self.place("loadgen"), container_name(LOADGEN)
+        info = inspect(name, place.args)
+        if info and info["State"]["Running"]:
+            if sorted(parse_cpus(info["HostConfig"]["CpusetCpus"])) != sorted(cpus):
+                self.docker(place, "update", "--cpuset-cpus", format_cpus(cpus), name)
+            return info
+        if info is not None:
+            self.docker(place, "rm", "-f", "-v", name, check=False)
+        ensure_runtime_images({LOADGEN})
+        self._start_loadgen(place, cpus)
+        if not self._loadgen_started:
+            self._loadgen_started = True
+            atexit.register(self._stop_loadgen)
+        return inspect(name, place.args) or {}
+
+    def _stop_loadgen(self, only_if_idle: bool = False) -> None:
+        if not (only_if_idle and self._loadgen_busy()):
+            self.docker(self.place("loadgen"), "rm", "-f", "-v", container_name(LOADGEN), check=False)
+
+    @staticmethod
+    def container_path(arg: str) -> str:
+        """A host path under the repository or the results folder, as a container that mounts them sees it (one
+        machine's loadgen container); anything else as it is."""
+        for host, inside in ((RESULTS, f"{CONTAINER_REPO}/results"), (REPO, CONTAINER_REPO)):
+            prefix = str(host)
+            if arg == prefix or arg.startswith(prefix + "/"):
+                return inside + arg[len(prefix):]
+        return arg
+
+    # what the records show -----------------------------------------------------------------------------------------
+    def version(self, server: Server) -> str:
+        return version_in_image(server)  # the local engine's image: a host holds the same image id
+
+    def tool_versions(self) -> dict[str, str]:
+        """Each tool's version as the loadgen image runs it (a tool it lacks says so here)."""
+        out = {}
+        for name in self.loadgen_tools or list(TOOLS):
+            tool = TOOLS[name]
+            proc = self.docker(self.place("loadgen"), "run", "--rm", "--network", "none", *privilege_options(),
+                               *self.tool_mounts, runtime_image(LOADGEN), self.container_path(tool.binary),
+                               *tool.version_args, check=False)
+            lines = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
+            out[name] = lines[0].strip() if lines else "unknown"
+        return out
+
+    def describe(self, running: RunningServer) -> dict:
+        """Where the server runs, and its container as applied, read back from the engine and the kernel."""
+        place = self.place_of(running)
+        return {**place.facts(), **(self._container_facts(running.container, place) or {})}
+
+    def _container_facts(self, name: str, place: Place) -> dict | None:
+        c = inspect(name, place.args)
+        if not c or not c["State"]["Running"]:
+            return None
+        return container_facts(c, self._kernel_cpus(name, c["State"]["Pid"], place))

@@ -1,0 +1,161 @@
+"""What every runtime and its callers share: the runtime's interface (`Runtime`), a running server's record
+(`RunningServer`), its failure (`RuntimeFailure`) and how a process's end is told (`exit_reason`). What the harness
+has running is runtime/state.py's; waiting for a started server, runtime/starting.py's."""
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import psutil
+
+from harness.basics.sampling import ProcessSampler
+from harness.config.manifest import Server
+
+
+class RuntimeFailure(Exception):
+    """A runtime could not do what was asked; the message says what to do."""
+
+@dataclass
+class RunningServer:
+    name: str
+    host: str
+    port: int
+    cpus: list[int]
+    pid: int  # local: the process group leader; docker: the container's main process
+    log: str
+    started_at: float
+    startup_s: float  # from start to the first correct answer on /id
+    runtime: str
+    container: str | None = None
+    # the process's start time as the kernel reports it (psutil): with `pid`, identifies it. Wall-clock time is no
+    # substitute: /proc's boot time drifts from time.time() (clock adjustments), and a recycled pid must not match
+    pid_created: float | None = None
+    engine: str | None = None  # hosts runtime: the Docker endpoint of the host it runs on
+    h2c_port: int | None = None  # where it speaks cleartext HTTP/2 (started with H2C_PORT); None: HTTP/1.1 only
+
+    def is_process(self, pid_created: float) -> bool:
+        """Whether a process that started at `pid_created` (psutil's create_time) is this server's main process."""
+        if self.pid_created is None:  # state written by an older harness
+            return pid_created <= self.started_at + 1
+        return abs(pid_created - self.pid_created) < 0.01
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, protocol: str | None = None) -> str:
+        """The base URL a load of `protocol` goes to: the h2c port for "h2c", else the HTTP/1.1 one."""
+        if protocol == "h2c":
+            if not self.h2c_port:
+                raise RuntimeFailure(f"{self.name} was started without an h2c port")
+            return f"http://{self.host}:{self.h2c_port}"
+        return self.base_url
+
+class Runtime(Protocol):
+    """Every capability a runtime has: callers call these, they never probe for one."""
+
+    name: str
+    # whether load tools are this process's children, so that RUSAGE_CHILDREN counts their CPU time exactly
+    tools_are_children: bool
+    # whether the servers and tools run on other machines (HOSTS): then this machine's CPUs, processes and ports are
+    # not theirs, and nothing is checked or sampled here
+    remote: bool
+
+    def build_images(self, servers: list[Server], force: bool = False) -> None:
+        """After `make build`: whatever this runtime runs the servers from, made from their artifacts."""
+
+    def prepare(self) -> None:
+        """Before ports are checked and the first server starts: what a killed run left behind that the state does
+        not list cleared away (docker: its containers, and the loadgen container with the tools running in it; the
+        session stops the servers and tools the state lists). Idempotent."""
+
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer: ...
+
+    def stop(self, running: RunningServer) -> None: ...
+
+    def alive(self, running: RunningServer) -> bool: ...
+
+    def death(self, running: RunningServer) -> str | None:
+        """Why the server is gone, as its system says ("killed by signal 9 (SIGKILL)", "exited with code 1", "killed
+        for memory (OOMKilled)"); None while it runs (a stopped, SIGSTOP'd server runs). Cheap: called around every
+        attempt."""
+
+    def log_tail(self, running: RunningServer, lines: int = 15) -> str:
+        """The last `lines` of the server's output, indented for an error message (also once it has died)."""
+
+    def pin(self, running: RunningServer, cpus: list[int]) -> None:
+        """Move a running server to other CPUs (nginx: upstream cores, or server cores while it is measured)."""
+
+    def pids(self, running: RunningServer) -> list[int]:
+        """Every process of the server, as this machine sees them (none when it runs on another)."""
+
+    def address(self, role: str) -> str:
+        """Where the other roles reach the services of `role` (server, upstream): 127.0.0.1 on one machine."""
+
+    def sampler(self, running: RunningServer, cores: int):
+        """What samples the server's CPU and memory while a load runs (harness/basics/sampling.py's interface)."""
+
+    def tool_sampler(self, tree, cpus: list[int]):
+        """What samples the load tools' CPU; `tree()` gives the pids of the tool processes this command started."""
+
+    def pause(self, running: RunningServer, asleep: bool) -> None:
+        """Freeze (asleep) or thaw an idle server (interleaved rounds)."""
+
+    def tool_process(self, argv: list[str], cpus: list[int], output: Path):
+        """Start a load tool pinned to `cpus`, stdout+stderr to `output`; returns a Popen."""
+
+    def check_tools(self, tools: set[str]) -> None:
+        """Raise when a load tool the run needs is not where this runtime runs it."""
+
+    def version(self, server: Server) -> str:
+        """The server's `version` command, run where the server runs (the host, or its image)."""
+
+    def tool_versions(self) -> dict[str, str]:
+        """ab, wrk and httperf as this runtime runs them."""
+
+    def describe(self, running: RunningServer) -> dict:
+        """Where the server runs, read back from the system (CPUs it may run on; container, image, limits)."""
+
+    def conditions(self) -> dict:
+        """The runtime's own conditions (engine, compose, the load generator's placement), for the run's record."""
+
+class OnThisMachine:
+    """What the local and the one-machine Docker runtime share: the servers are processes of this machine, reached on
+    loopback, sampled with psutil and frozen with SIGSTOP/SIGCONT."""
+
+    remote = False
+
+    def address(self, role: str) -> str:
+        return "127.0.0.1"
+
+    def sampler(self, running: RunningServer, cores: int) -> ProcessSampler:
+        return ProcessSampler(lambda: self.pids(running), cores)
+
+    def tool_sampler(self, tree, cpus: list[int]) -> ProcessSampler:
+        return ProcessSampler(tree, len(cpus))
+
+    def pause(self, running: RunningServer, asleep: bool) -> None:
+        for pid in self.pids(running):
+            try:
+                psutil.Process(pid).suspend() if asleep else psutil.Process(pid).resume()
+            except psutil.Error:
+                pass  # gone: the next attempt on it fails and says so
+
+def indent(text: str) -> str:
+    """Lines of a log or of a command's output, indented under an error message."""
+    return "\n".join("    " + line for line in text.splitlines())
+
+def exit_reason(returncode: int) -> str:
+    """A process's end in words, from its status as subprocess reports it (negative: the signal that killed it) or as
+    a shell or container init does (128 + the signal)."""
+    signal_no = -returncode if returncode < 0 else returncode - 128 if 128 < returncode <= 128 + 64 else None
+    if signal_no is None:
+        return f"exited with code {returncode}"
+    try:
+        name = signal.Signals(signal_no).name
+    except ValueError:
+        name = "unknown signal"
+    killed = f"killed by signal {signal_no} ({name})"
+    return killed if returncode < 0 else f"{killed} (exit code {returncode})"

@@ -1,0 +1,44 @@
+"""The end of every runtime's start: waiting until the server answers GET /id, its CPU set read back, and the server
+stopped on any failure (Ctrl-C included)."""
+from __future__ import annotations
+
+import time
+
+from harness.basics import httpclient
+from harness.basics.machine import wait_until
+from harness.config.manifest import Server
+from harness.runtime.protocol import RunningServer, Runtime, RuntimeFailure
+
+
+def await_start(runtime: Runtime, server: Server, running: RunningServer, began: float, read_cpus=None) -> RunningServer:
+    """The end of every runtime's `start`: until the server answers GET /id (`wait_ready`), then its CPU set read back
+    (`read_cpus()`, where the runtime can); on any failure, Ctrl-C included, the server is stopped. `began`: when the
+    start began (time.monotonic()), for `startup_s`."""
+    try:
+        wait_ready(server, running, lambda: runtime.death(running), lambda: runtime.log_tail(running))
+        if read_cpus:
+            running.cpus = read_cpus()
+    except BaseException:
+        runtime.stop(running)
+        raise
+    running.startup_s = round(time.monotonic() - began, 3)
+    return running
+
+
+def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:
+    """Until the server answers GET /id with its name. `death()` says why it died (None while alive); `log_tail()`
+    gives the end of its log for the error message."""
+
+    def answers() -> bool:
+        why = death()
+        if why:
+            raise RuntimeFailure(f"{server.name} {why} while starting; its log:\n{log_tail()}")
+        try:
+            response = httpclient.get(running.host, running.port, "/id", timeout=2)
+        except (OSError, httpclient.HttpError):
+            return False
+        return response.status == 200 and response.text == server.identity
+
+    if not wait_until(answers, server.startup_timeout_s, interval_s=0.05, interruptible=True):
+        raise RuntimeFailure(f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
+                            f"its log:\n{log_tail()}")

@@ -1,0 +1,142 @@
+"""What the harness has running, in .run/state.json: servers and load tools, each with the command that started it,
+so that what a killed command left is found and stopped by the next one."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from harness.basics.machine import process_create_time, still_runs
+from harness.basics.paths import STATE_DIR
+from harness.runtime.protocol import RunningServer, RuntimeFailure
+
+
+def same_start(recorded: float | None):
+    """The test a process's start time (psutil's create_time) must pass to be the process recorded: equal to 10 ms."""
+    return lambda created: recorded is not None and abs(created - recorded) < 0.01
+
+
+@dataclass
+class Starter:
+    """The harness command that started a server or a load tool, and whether it meant to leave it running (`make up`)."""
+
+    pid: int
+    pid_created: float | None
+    command: str
+    keep: bool = False
+
+    @classmethod
+    def this_command(cls, keep: bool = False) -> Starter:
+        return cls(os.getpid(), process_create_time(os.getpid()), shlex.join(sys.orig_argv), keep)
+
+    def ended(self) -> bool:
+        return not still_runs(self.pid, same_start(self.pid_created))
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} ({self.command})"
+
+
+@dataclass
+class ToolProcess:
+    """A load tool listed while it runs (docker: the tool as the host sees it, or its `docker exec` client when the
+    tool has not shown up yet; stopping the loadgen container stops it anyway)."""
+
+    pid: int
+    pid_created: float | None
+    argv: list[str]
+    started_by: Starter
+
+    def running(self) -> bool:
+        return still_runs(self.pid, same_start(self.pid_created))
+
+
+class State:
+    """What the harness has running, in .run/state.json: the servers that are up (`make up` leaves them running for
+    `make ping` and the test-* targets) and the load tools while they run, each with the command that started it. A
+    command that is killed cannot stop them; the next one finds them here (`leftover_servers`, `leftover_tools`).
+
+    Rewritten through a temporary file and a rename, so a killed harness leaves the old file or the new one, never
+    half of one. Not fsynced: after a power cut the processes it lists are gone too."""
+
+    def __init__(self, path: Path = STATE_DIR / "state.json"):
+        self.path = path
+
+    def _read(self) -> dict:
+        try:
+            data = json.loads(self.path.read_text()) if self.path.exists() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise self.corrupt(f"is not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise self.corrupt("does not hold a JSON object")
+        return data
+
+    def corrupt(self, what: str) -> RuntimeFailure:
+        return RuntimeFailure(f"{self.path} {what}: it lists the servers and tools the harness started. Stop any still "
+                             f"running (`ss -ltnp` shows who holds the servers' ports), then delete it: rm {self.path}")
+
+    def _write(self, data: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.path)
+
+    def load(self) -> dict[str, RunningServer]:
+        try:
+            return {name: RunningServer(**entry) for name, entry in self._read().get("servers", {}).items()}
+        except (TypeError, AttributeError) as exc:
+            raise self.corrupt(f"has a server entry this harness cannot read ({exc})") from None
+
+    def put(self, running: RunningServer, keep: bool = False) -> None:
+        """`running` listed as started by this command; `keep`: it is meant to outlive the command (`make up`)."""
+        data = self._read()
+        data.setdefault("servers", {})[running.name] = asdict(running)
+        data.setdefault("started_by", {})[running.name] = asdict(Starter.this_command(keep))
+        self._write(data)
+
+    def drop(self, name: str) -> None:
+        data = self._read()
+        for key in ("servers", "started_by"):
+            data.get(key, {}).pop(name, None)
+        self._write(data)
+
+    def leftover_servers(self) -> dict[str, tuple[RunningServer, Starter]]:
+        """Servers whose command ended without stopping them though it did not mean to keep them: it was killed.
+        (A server listed by an older harness, with no starter, counts as left up on purpose.)"""
+        starters = self._read().get("started_by", {})
+        out = {}
+        for name, running in self.load().items():
+            try:
+                starter = Starter(**starters[name]) if name in starters else None
+            except TypeError as exc:
+                raise self.corrupt(f"has a starter entry this harness cannot read ({exc})") from None
+            if starter and not starter.keep and starter.ended():
+                out[name] = (running, starter)
+        return out
+
+    def add_tool(self, pid: int, argv: list[str]) -> None:
+        data = self._read()
+        tool = ToolProcess(pid, process_create_time(pid), list(argv), Starter.this_command())
+        data.setdefault("tools", []).append(asdict(tool))
+        self._write(data)
+
+    def tools(self) -> list[ToolProcess]:
+        try:
+            return [ToolProcess(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])]
+        except (TypeError, AttributeError, KeyError) as exc:
+            raise self.corrupt(f"has a tool entry this harness cannot read ({exc!r})") from None
+
+    def leftover_tools(self) -> list[ToolProcess]:
+        """Tools whose command ended while they ran (it was killed): they may still be loading a server."""
+        return [t for t in self.tools() if t.started_by.ended()]
+
+    def drop_tools(self, starter: Starter | None = None) -> None:
+        """Every tool listed by `starter` (default: this command) taken off the list: they have ended."""
+        starter = starter or Starter.this_command()
+        data = self._read()
+        if data.get("tools"):
+            data["tools"] = [t for t in data["tools"]
+                             if (t["started_by"]["pid"], t["started_by"]["pid_created"]) != (starter.pid, starter.pid_created)]
+            self._write(data)

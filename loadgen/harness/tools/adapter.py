@@ -1,0 +1,89 @@
+"""What every load tool adapter shares: the load it is given (LoadSpec), the shape it must have (LoadTool) and its
+failure. Adapters import these from here, not from the package, so the registry in `__init__` can import them."""
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from harness.tools.output import Measurement
+
+
+class ToolFailed(Exception):
+    """The tool ran but produced no usable summary (aborted, refused, bad arguments)."""
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """One load: what to send, how hard. Fields a tool does not use are ignored by it."""
+
+    url: str
+    concurrency: int | None = None  # connections (ab, wrk, oha), connections in all (httperf), users at once (gatling)
+    requests: int | None = None  # ab: total requests
+    duration_s: float | None = None  # wrk: test length
+    threads: int = 1  # wrk
+    keepalive: bool = False  # ab -k (wrk and httperf always keep connections alive)
+    timeout_s: float | None = None  # per request/socket timeout
+    continue_on_error: bool = False  # ab -r
+    rate: float | None = None  # httperf: new connections per second; oha: requests per second; gatling: users per second
+    users: int | None = None  # gatling: users injected in all (each sends one request)
+    injection: str | None = None  # gatling: how users arrive: "ramp" (over duration_s), "at-once", "constant" (rate)
+    calls_per_connection: int | None = None  # httperf --num-calls
+    sized_from_rps: float | None = None  # the rate a request count was sized from (recorded; no tool reads it)
+    streams: int | None = None  # h2load -m: requests in flight on each connection
+    protocol: str | None = None  # h2load: "h2c" (cleartext HTTP/2, the default) or "h1" (--h1)
+
+    def split(self, parts: int) -> LoadSpec:
+        """The share of this load one of `parts` tool processes runs at the same time."""
+        if parts == 1:
+            return self
+        return replace(
+            self,
+            concurrency=math.ceil(self.concurrency / parts) if self.concurrency else self.concurrency,
+            requests=math.ceil(self.requests / parts) if self.requests else self.requests,
+            threads=max(1, self.threads // parts),
+            rate=self.rate / parts if self.rate else self.rate,
+        )
+
+
+class LoadTool(Protocol):
+    name: str  # what a scenario's `tool` names
+    binary: str
+    install_hint: str
+    version_args: tuple[str, ...]  # `binary *version_args` prints the version line (run where the runtime runs tools)
+    # A tool the project builds itself rather than installs (oha, Gatling) also has `provision`: the argv, run from the
+    # repository's root, that builds it into the repository (ignored by git) when `binary` is missing, and
+    # `provision_note`, what that costs, announced before it runs (preflight.check_tools).
+
+    def completed(self, output_tail: bytes) -> int | None:
+        """Requests done so far, read from the end of the tool's running output (progress of a counted load);
+        None when the tool does not say."""
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        """Most connections one process of the tool can hold."""
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        """argv for one tool process; `scratch` is a folder for side files (e.g. ab's percentile CSV)."""
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        """Measurement from the tool's stdout+stderr (and side files); ToolFailed when there is no summary."""
+
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        """`spec` made to last about `seconds` at `rate` req/s (the warm-up's; None before any was measured): a
+        duration for a tool that takes one, a request count for one that counts."""
+
+
+def tool_version(binary: str, args: list[str]) -> str:
+    try:
+        proc = subprocess.run([binary, *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    text = (proc.stdout + proc.stderr).strip().splitlines()
+    return text[0].strip() if text else "unknown"
+
+
+def find_binary(tool: LoadTool) -> str | None:
+    return shutil.which(tool.binary)

@@ -1,0 +1,100 @@
+"""The one result format every load tool adapter parses its output into (results.json's types: harness.results.records)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Errors:
+    """Failed requests by cause. `non_2xx` are answered requests with a status outside 2xx (3xx for httperf)."""
+
+    connect: int = 0
+    read: int = 0
+    write: int = 0
+    timeout: int = 0
+    non_2xx: int = 0
+    length: int = 0  # ab: body length differs from the first response's
+    other: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.connect + self.read + self.write + self.timeout + self.non_2xx + self.length + self.other
+
+    def __add__(self, other: Errors) -> Errors:
+        return Errors(**{k: getattr(self, k) + getattr(other, k) for k in asdict(self)})
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "total": self.total}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Errors:
+        """From to_dict's form (its `total` is recomputed); causes a file lacks count as 0."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class Measurement:
+    """What one tool process (or several merged) measured."""
+
+    requests: int  # responses the tool counted as completed (good or not)
+    errors: Errors
+    duration_s: float
+    rps: float  # throughput as the tool reports it: completed responses per second
+    latency_ms: dict[str, float | None] = field(default_factory=lambda: dict.fromkeys(LATENCY_KEYS))
+    # (percent, ms) points of the latency distribution, for merging parts; not every tool gives them
+    quantiles: list[tuple[float, float]] = field(default_factory=list)
+    # what only some tools measure, kept as they say it: oha's offered rate and p99.9, Gatling's distribution
+    details: dict = field(default_factory=dict)
+
+    @property
+    def good_requests(self) -> int:
+        """Completed requests that were not errors: a lower bound, since tools count some failed requests as
+        completed (ab) and others not (connect errors): every error is assumed to have cost a counted request."""
+        return max(self.requests - self.errors.total, 0)
+
+
+LATENCY_KEYS = ("p50", "p90", "p99", "max")
+
+
+def percentile_of_pooled(parts: list[Measurement], pct: float) -> float | None:
+    """The pct-th percentile of several parts' pooled distributions, each part weighted by its request count.
+
+    Each part's quantile points stand for equal slices of its requests; the pooled points are sorted and
+    the percentile read off the cumulative weight. Exact up to the parts' quantile resolution (1 % for ab and wrk).
+    """
+    points: list[tuple[float, float]] = []  # (latency, weight)
+    for part in parts:
+        if not part.quantiles or part.requests <= 0:
+            return None
+        slice_weight = part.requests / len(part.quantiles)
+        points.extend((ms, slice_weight) for _, ms in part.quantiles)
+    points.sort()
+    total = sum(w for _, w in points)
+    target = total * pct / 100.0
+    running = 0.0
+    for ms, weight in points:
+        running += weight
+        if running >= target - 1e-9:
+            return ms
+    return points[-1][0]
+
+
+def merge(parts: list[Measurement]) -> Measurement:
+    """Parts run at the same time by several tool processes, merged into one measurement."""
+    if len(parts) == 1:
+        return parts[0]
+    requests = sum(p.requests for p in parts)
+    duration = max(p.duration_s for p in parts)
+    errors = Errors()
+    for p in parts:
+        errors = errors + p.errors
+    latency = {key: percentile_of_pooled(parts, float(key[1:])) for key in ("p50", "p90", "p99")}
+    maxima = [p.latency_ms.get("max") for p in parts]
+    latency["max"] = max(maxima) if all(m is not None for m in maxima) else None
+    return Measurement(
+        requests=requests,
+        errors=errors,
+        duration_s=duration,
+        rps=requests / duration if duration > 0 else 0.0,
+        latency_ms=latency,
+    )
