@@ -30,7 +30,9 @@ LOADGEN = Path(__file__).resolve().parents[1]
 RESULTS = LOADGEN.parent / "results"
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCAL_PORTS = {"rust": 31086, "finagle": 31084, "nginx": 31000}  # away from the defaults and from other tests'
-DOCKER_PORTS = {"rust": 32086, "finagle": 32084, "nginx": 32000}
+# below 31768: the h2c ports (1000 above) must stay under the ephemeral range (32768-60999), where a client
+# socket of an earlier test (TIME_WAIT) would keep them from being bound
+DOCKER_PORTS = {"rust": 30186, "finagle": 30184, "nginx": 30100}
 SCENARIOS = """
 [settings.quick]
 repeat = 3

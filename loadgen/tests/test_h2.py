@@ -89,7 +89,7 @@ profile.quick = { runs = [
 """
 WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
                   "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
-PORTS = {"rust": 33086, "nginx": 33000}  # h2c 1000 above: 34086, 34000
+PORTS = {"rust": 21086, "nginx": 21000}  # h2c 1000 above (22086, 22000), below the ephemeral ports (32768-)
 ENGINE, WHY = engine.engine_answers()
 
 
