@@ -89,7 +89,7 @@ DEFAULT_TWIN = "node"
 def with_twin(servers: dict[str, Server], chosen: list[Server], name: str) -> list[Server]:
     """`chosen` with `name`'s A/A twin right after it (and in `servers`, for the session): measured like any server,
     so the report can say whether the method ordered two identical servers."""
-    double = twin(servers[name], {s.port for s in servers.values()})
+    double = twin(servers[name], {p for s in servers.values() for p in (s.port, s.h2c_port) if p})
     servers[double.name] = double
     say(f"A/A control: {name} is measured twice, as {name} and {double.name} (port {double.port}); the report says "
         "whether the two were ordered (TWIN= turns it off)")

@@ -12,7 +12,7 @@ import pytest
 
 from harness.basics.machine import port_owner
 from harness.config import scenarios
-from harness.config.manifest import discover
+from harness.config.manifest import discover, twin
 from harness.measuring.attempts import pattern
 from harness.measuring.clock import warmed_runs
 from harness.measuring.session import Session
@@ -133,3 +133,12 @@ def test_nginx_and_rust_are_verified_over_h2c_and_measured_beside_their_http1_ba
     assert "| server | h1-c4 | c4-m1 | c4-m10 | c4-m100 | h2c best ÷ h1 |" in summary
     for server in PORTS:
         assert port_owner("127.0.0.1", PORTS[server]) is None and port_owner("127.0.0.1", PORTS[server] + 1000) is None
+
+
+def test_the_a_a_twin_gets_an_h2c_port_of_its_own_that_moves_with_its_port():
+    """make bench's twin of node must not take node's h2c port (it did: node-twin could not start)."""
+    taken = {p for s in SERVERS.values() for p in (s.port, s.h2c_port) if p}
+    double = twin(SERVERS["node"], taken)
+    assert (double.port, double.h2c_port) == (8180, 9180)
+    assert twin(SERVERS["node"], taken | {9180}).h2c_port == 9181  # both free, the same distance apart
+    assert twin(SERVERS["express"], taken).h2c_port is None

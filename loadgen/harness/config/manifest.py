@@ -189,11 +189,13 @@ TWIN_SUFFIX = "-twin"
 
 def twin(server: Server, taken_ports: set[int]) -> Server:
     """The A/A control: `server` again under a second name (`<name>-twin`) on a port no other server uses, the same
-    folder, command and artifacts; it answers /id as `server` does (`identity`)."""
-    port = server.port + 100
-    while port in taken_ports:
-        port += 1
-    return replace(server, name=server.name + TWIN_SUFFIX, port=port, twin_of=server.name)
+    folder, command and artifacts; it answers /id as `server` does (`identity`). Its h2c port, where it has one, moves
+    with its port (the same distance from it) and is free too."""
+    shift = 100
+    while ({server.port + shift} | ({server.h2c_port + shift} if server.h2c_port else set())) & taken_ports:
+        shift += 1
+    return replace(server, name=server.name + TWIN_SUFFIX, port=server.port + shift, twin_of=server.name,
+                   h2c_port=server.h2c_port + shift if server.h2c_port else None)
 
 
 def servers_dir() -> Path:
