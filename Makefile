@@ -8,6 +8,7 @@ SERVERS ?=
 PROFILE ?= quick
 RUNTIME ?= auto
 export SERVERS PROFILE RUNTIME PORTS REPEAT ORDER ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM SLO_P99_MS HOSTS HOSTS_INSECURE_TCP
+export LOADGEN_PROCESSES ASSUME_CPUS FORMAT
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv nghttp2-client
 .PHONY: setup build ping up down bench test list report compare
@@ -44,6 +45,13 @@ down: setup
 
 list: setup
 	$(HARNESS) list
+
+# What `make bench` (or SCENARIOS="hello backend") would run, without starting anything: the CPU plan, every load's tool
+# processes with their cores and command lines, the estimated time. ASSUME_CPUS=64: the plan of a 64-CPU machine;
+# FORMAT=json for scripts. Takes every variable the measuring targets take (SERVERS, PROFILE, LOADGEN_PROCESSES, ...).
+.PHONY: plan
+plan: setup
+	@$(HARNESS) plan "$$SCENARIOS"
 
 # (up-%, test-% and test-long-% must stay out of .PHONY: make skips pattern rules for phony targets)
 # Each scenario of loadgen/scenarios.toml is a target: test-low-compute, test-high-compute, test-backend, ...

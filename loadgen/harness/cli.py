@@ -8,14 +8,14 @@ import sys
 from contextlib import nullcontext
 
 from harness.basics import interrupt
-from harness.basics.cpus import CpuPlanError, plan_from_env
+from harness.basics.cpus import CpuPlanError, assumed_cpus, plan_from_env
 from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
 from harness.config import host_roles as hosts
 from harness.config import scenarios as scenario_data
 from harness.config.host_roles import HostsError
 from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
-from harness.measuring import overhead, steadiness
+from harness.measuring import overhead, planning, steadiness
 from harness.measuring.campaign import ORDERS, OrderError, run_campaign, verify
 from harness.measuring.lifecycle import finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
@@ -86,15 +86,42 @@ def targets(session: Session, requested: list[str], servers: dict[str, Server]) 
 DEFAULT_TWIN = "node"
 
 
-def with_twin(servers: dict[str, Server], chosen: list[Server], name: str) -> list[Server]:
+def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, announce: bool = True) -> list[Server]:
     """`chosen` with `name`'s A/A twin right after it (and in `servers`, for the session): measured like any server,
     so the report can say whether the method ordered two identical servers."""
     double = twin(servers[name], {p for s in servers.values() for p in (s.port, s.h2c_port) if p})
     servers[double.name] = double
-    say(f"A/A control: {name} is measured twice, as {name} and {double.name} (port {double.port}); the report says "
-        "whether the two were ordered (TWIN= turns it off)")
+    if announce:
+        say(f"A/A control: {name} is measured twice, as {name} and {double.name} (port {double.port}); the report says "
+            "whether the two were ordered (TWIN= turns it off)")
     at = next(i for i, s in enumerate(chosen) if s.name == name)
     return chosen[:at + 1] + [double] + chosen[at + 1:]
+
+
+def cmd_plan(args, servers: dict[str, Server]) -> int:
+    """What `make bench` (or the named scenarios) would run, on this machine's CPU plan or ASSUME_CPUS's; nothing is
+    started."""
+    fmt = (os.environ.get("FORMAT") or "text").strip()
+    if fmt not in ("text", "json"):
+        raise scenario_data.ScenarioError(f"FORMAT={fmt!r}: use text or json")
+    assumed = assumed_cpus(os.environ.get("ASSUME_CPUS"))
+    runtime = None if assumed else hosts_runtime(args)
+    if runtime:
+        machine = planning.Machine(runtime.plan, tuple(sorted({*runtime.plan.server, *runtime.plan.loadgen,
+                                                                *runtime.plan.upstream})), False,
+                                   runtime.address("server"))
+    else:
+        available = assumed or tuple(sorted(os.sched_getaffinity(0)))
+        machine = planning.Machine(plan_from_env(available), available, bool(assumed))
+    picked = scenario_data.select(scenario_data.load(args.profile), names(args.scenarios))
+    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
+    chosen = select(servers, names(args.servers)) if args.servers else list(servers.values())
+    twin_name = os.environ.get("TWIN", DEFAULT_TWIN).strip() if not args.scenarios else ""
+    if twin_name and any(s.name == twin_name for s in chosen):
+        chosen = with_twin(servers, chosen, twin_name, announce=False)
+    plan = planning.run_plan(machine, chosen, picked, settings, parse_ports(args.ports))
+    print(planning.as_json(plan) if fmt == "json" else planning.as_text(plan))
+    return 0
 
 
 def cmd_up(args, session: Session, chosen: list[Server]) -> int:
@@ -211,6 +238,9 @@ def parser() -> argparse.ArgumentParser:
     comparison.add_argument("a")
     comparison.add_argument("b")
     sub.add_parser("list", help="servers and scenarios")
+    sub.add_parser("plan", help="the CPU plan, every load's tool processes and commands, and the estimated time, "
+                                "without starting anything (ASSUME_CPUS=N: a machine of N CPUs; FORMAT=json)"
+                   ).add_argument("scenarios", nargs="?", default="", help="default: make bench's")
     overhead_cmd = sub.add_parser("overhead", help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
                                                    "alternately (default servers: nginx rust node)")
     overhead_cmd.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS") or 3))
@@ -248,6 +278,8 @@ def run_command(args) -> int:
         return 0
     if args.command == "report":
         return compare.cmd_report(args.run)
+    if args.command == "plan":
+        return cmd_plan(args, servers)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
     if args.command == "build":

@@ -81,7 +81,7 @@ def test_error_rate():
 def test_saturated_loadgen_is_flagged_only_when_the_server_is_not_busy():
     (r,) = evaluated(rec(server_cpu=0.6, loadgen_cpu=0.97))
     assert names(r) == ["loadgen-saturated"]
-    assert "97 % of its 1 CPU(s)" in reason(r) and "60 %" in reason(r)
+    assert "97 % of the 1 core(s) its tool could use" in reason(r) and "60 %" in reason(r)
     (busy,) = evaluated(rec(server_cpu=0.95, loadgen_cpu=0.97))
     assert busy.flags == []
     (idle_tool,) = evaluated(rec(server_cpu=0.3, loadgen_cpu=0.89))

@@ -5,6 +5,7 @@ from harness.basics.cpus import CpuPlanError, plan
 from harness.config import scenarios
 from harness.config.manifest import ManifestError, build_steps, discover, select, upstream_of
 from harness.tools import LoadSpec
+from harness.tools.load_plan import divide
 from harness.tools.availability import tool_processes
 from harness.tools.output import Errors, Measurement, merge
 
@@ -123,8 +124,8 @@ def test_loads_above_the_open_file_limit_are_split():
     assert tool_processes("ab", 20000, limit=20000) == 2
     assert tool_processes("ab", 1000, limit=20000) == 1
     assert tool_processes("httperf", 2500, limit=20000) == 3  # select() stops at 1024
-    part = LoadSpec(url="u", concurrency=20000, requests=20000).split(2)
-    assert (part.concurrency, part.requests) == (10000, 10000)
+    parts = divide(LoadSpec(url="u", concurrency=20001, requests=40002), 2)
+    assert [(p.concurrency, p.requests) for p in parts] == [(10001, 20002), (10000, 20000)]  # whole rounds kept
 
 
 def test_merged_parts_pool_their_distributions():

@@ -67,7 +67,7 @@ def test_html_ranks_clean_records_and_sets_flagged_ones_apart(report):
     assert "1,136 of 1,136 requests failed" in html
     row = re.search(r'<tr class="flagged"><td class="rank">([^<]*)</td><td class="l"><span[^>]*></span>py500<', html)
     assert row and row.group(1) == "⚑"
-    assert "load generator at 99 % of its 1 CPU(s)" in html
+    assert "load generator at 99 % of the 1 core(s) its tool could use" in html
     for text in ("runtime", "CPU sets", "machine", "tool wrk", "git commit", "warm-up", "profile"):
         assert f"<dt>{text}</dt>" in html
 

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+
+MAX_PROCESSES = 1024
+MAX_CPUS = 4096
 
 
 class CpuPlanError(Exception):
@@ -16,6 +20,8 @@ class CpuPlan:
     upstream: tuple[int, ...]
     # HOSTS: each role's host (its address); None: every role on this machine
     hosts: dict[str, str] | None = field(default=None, compare=False, hash=False)
+    # LOADGEN_PROCESSES: a single-threaded tool's process count (None: one per load-generator core)
+    loadgen_processes: int | None = None
 
     def to_dict(self) -> dict:
         return {"server": list(self.server), "loadgen": list(self.loadgen), "upstream": list(self.upstream)}
@@ -32,6 +38,19 @@ class CpuPlan:
 
 def format_cpus(cpus) -> str:
     return ",".join(str(c) for c in cpus)
+
+
+def cpu_ranges(cpus) -> str:
+    """(0, 1, 2, 3, 6) -> '0-3,6': a long CPU list as parse_cpus reads it."""
+    out, run = [], []
+    for cpu in sorted(cpus):
+        if run and cpu != run[-1] + 1:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(cpu)
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
 
 
 def parse_cpus(text: str) -> tuple[int, ...]:
@@ -89,4 +108,27 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
 
 
 def plan_from_env(available: tuple[int, ...] | None = None) -> CpuPlan:
-    return plan(available, overrides={role: os.environ.get(f"CPUS_{role.upper()}", "") for role in ("server", "loadgen", "upstream")})
+    chosen = plan(available, overrides={role: os.environ.get(f"CPUS_{role.upper()}", "")
+                                        for role in ("server", "loadgen", "upstream")})
+    return replace(chosen, loadgen_processes=processes_from_env())
+
+
+def processes_from_env() -> int | None:
+    """LOADGEN_PROCESSES, checked: a whole number of at least 1, or unset."""
+    text = os.environ.get("LOADGEN_PROCESSES", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PROCESSES:
+        raise CpuPlanError(f"LOADGEN_PROCESSES={text!r}: give a whole number from 1 to {MAX_PROCESSES} (the processes "
+                           "of ab or httperf a load is split into), or leave it unset for one per load-generator core")
+    return int(text)
+
+
+def assumed_cpus(text: str | None) -> tuple[int, ...] | None:
+    """ASSUME_CPUS=N: the CPU list 0..N-1 of an imagined machine (make plan); None when unset."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 2 <= int(text) <= MAX_CPUS:
+        raise CpuPlanError(f"ASSUME_CPUS={text!r}: give a whole number of CPUs from 2 to {MAX_CPUS}")
+    return tuple(range(int(text)))

@@ -69,7 +69,11 @@ class ProcessSampler:
         self._stop.set()
 
     def cpu_s(self) -> float:
-        return sum(self._last[pid] - self._base[pid] for pid in self._last)
+        return sum(self.cpu_by_pid().values())
+
+    def cpu_by_pid(self) -> dict[int, float]:
+        """CPU seconds each process used while sampled."""
+        return {pid: self._last[pid] - self._base[pid] for pid in self._last}
 
     def result(self, cpu_s: float | None = None) -> dict:
         return usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline)

@@ -27,13 +27,15 @@ from harness.basics.machine import timestamp
 from harness.basics.messages import fail, say, warn
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, WarmupRule
-from harness.measuring.runner import Outcome, measure
+from harness.measuring.runner import Beside, Outcome, measure
 from harness.measuring.session import Session
 from harness.results import records as results
 from harness.results.records import Attempt, Record, Sample, SampleSummary, WarmupRun
 from harness.results.store import RunStore
 from harness.runtime import RunningServer
 from harness.tools import TOOLS, LoadSpec
+from harness.tools.availability import tool_processes
+from harness.tools.load_plan import plan_load
 from harness.tools.output import Errors
 
 WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
@@ -88,14 +90,24 @@ class Bench:
         if self.turn:
             self.turn(target.name)
         idle = (lambda: self.idle_pids(target.name)) if self.idle_pids else None
+        plan = plan_load(tool, spec, session.plan.loadgen, tool_processes(tool, spec.concurrency),
+                         session.plan.loadgen_processes)
         with session.measuring(target.running):
-            outcome = measure(session.runtime, tool, spec, list(session.plan.loadgen), self.raw, stem, label,
-                              server=target.running,
-                              server_cores=len(target.running.cpus), idle_pids=idle,
+            beside = Beside(target.running, len(target.running.cpus), idle, self.neighbours(target))
+            outcome = measure(session.runtime, plan, self.raw, stem, label, beside,
                               status=self.status() if self.status else "", expected_rps=expected_rps)
         if self.died(target, f"during {what}"):
             outcome.failure = f"the server died during this load: {self.dead[target.name]}"
         return outcome
+
+    def neighbours(self, target: Target) -> tuple[RunningServer, ...]:
+        """The servers that run on the load generator's cores while `target` is loaded: the upstream nginx where it
+        has no core of its own (and is not the one measured)."""
+        session = self.session
+        upstream = session.running().get(session.upstream.name) if session.upstream else None
+        if upstream is None or upstream.name == target.name or not set(upstream.cpus) & set(session.plan.loadgen):
+            return ()
+        return (upstream,)
 
     def died(self, target: Target, when: str) -> bool:
         """Whether `target`'s server is gone. The first time it is found so, its death is announced and recorded in
@@ -261,6 +273,8 @@ def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: 
         attempt=attempt_no,
         started_at=timestamp(started),
         tool_processes=len(outcome.commands),
+        processes=_processes(outcome),
+        loadgen_note=outcome.plan.note if outcome.plan else None,
         commands=[" ".join(c) for c in outcome.commands],
         raw=[str(p.relative_to(store.dir)) for p in outcome.raw],
         failed=outcome.failure,
@@ -274,6 +288,16 @@ def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: 
         stopped=outcome.stopped,
         details=m.details if m else {},
     )
+
+
+def _processes(outcome: Outcome) -> list[dict]:
+    """Each tool process of the attempt: its cores, threads, the cores it can keep busy, and its CPU seconds."""
+    if not outcome.plan or not outcome.commands:
+        return []
+    parts = outcome.plan.describe()[:len(outcome.commands)]
+    for part, cpu_s in zip(parts, outcome.parts_cpu_s or [None] * len(parts)):
+        part["cpu_s"] = cpu_s
+    return parts
 
 
 def aggregate(server: Server, scenario: Scenario, run: LoadRun, path: str, attempts: list[Attempt], warmup: results.Warmup,

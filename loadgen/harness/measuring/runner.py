@@ -1,4 +1,5 @@
-"""Execution: runs a tool (split across processes where one cannot hold the load), shows progress, parses and merges.
+"""Execution: runs a load as its plan says (tools/load_plan.py: one or more tool processes, each pinned to its cores),
+shows progress, samples, parses and merges.
 
 Every load ends within a bounded time, also on a server that hangs: a timed load at its duration plus a grace period,
 a counted one (which has no end of its own) at a deadline derived from the rate it is expected at. At the deadline the
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,10 +21,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.basics import interrupt
 from harness.basics.messages import console
-from harness.basics.sampling import ProcessSampler
+from harness.basics.sampling import ProcessSampler, usage
+from harness.results.flags import BESIDE_LOADGEN, HARNESS
 from harness.runtime import RunningServer, Runtime, State
 from harness.tools import TOOLS, LoadSpec, LoadTool, ToolFailed
-from harness.tools.availability import tool_processes
+from harness.tools.load_plan import LoadPlan
 from harness.tools.output import Measurement, merge
 
 GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
@@ -40,6 +43,8 @@ class Outcome:
     commands: list[list[str]] = field(default_factory=list)
     raw: list[Path] = field(default_factory=list)
     samples: dict = field(default_factory=dict)  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
+    plan: LoadPlan | None = None
+    parts_cpu_s: list[float] | None = None  # each tool process's CPU seconds (None: only the whole was sampled)
     stopped: str | None = None  # why the harness stopped the tool before it ended by itself
 
 
@@ -60,13 +65,18 @@ def _progress_fraction(tool: LoadTool, spec: LoadSpec, outputs: list[Path], elap
         done = [tool.completed(path.read_bytes()[-4096:]) if path.exists() else 0 for path in outputs]
         if any(n is None for n in done):
             return None
-        return min(sum(done) / (spec.requests * len(outputs)), 1.0)
+        return min(sum(done) / spec.requests, 1.0)  # `spec`: the whole load, its parts' outputs summed
     return None
 
 
 def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _own_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
 
 
 def _together(calls) -> list:
@@ -77,66 +87,115 @@ def _together(calls) -> list:
         return [future.result() for future in [pool.submit(call) for call in calls]]
 
 
-def _tree(procs: list[subprocess.Popen]) -> list[int]:
-    pids = []
-    for proc in procs:
-        if proc.poll() is None:
-            pids.append(proc.pid)
+@dataclass(frozen=True)
+class Beside:
+    """What a load runs beside, each sampled while it runs: the server it measures, the servers asleep meanwhile
+    (`idle_pids()`, interleaved rounds) and those that share the load generator's cores (the upstream nginx where no
+    core is its own)."""
+
+    server: RunningServer
+    server_cores: int = 1
+    idle_pids: Callable[[], list[int]] | None = None
+    neighbours: tuple[RunningServer, ...] = ()
+
+
+class ToolTree:
+    """The pids of the tool processes this load started and their children, each with the process it belongs to."""
+
+    def __init__(self):
+        self.procs: list[subprocess.Popen] = []
+        self.part_of: dict[int, int] = {}
+
+    def __call__(self) -> list[int]:
+        pids = []
+        for index, proc in enumerate(self.procs):
+            if proc.poll() is not None:
+                continue
+            own = [proc.pid]
             try:
-                pids.extend(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
+                own.extend(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
             except psutil.Error:
                 pass
-    return pids
+            self.part_of.update(dict.fromkeys(own, index))
+            pids.extend(own)
+        return pids
+
+    def cpu_by_part(self, sampler, exact: float | None) -> list[float] | None:
+        """Each process's CPU seconds (its children's included), scaled to the exact total where it is known; None
+        where the sampler sees only the whole (an engine's counters)."""
+        by_pid = getattr(sampler, "cpu_by_pid", None)
+        if by_pid is None:
+            return None
+        parts = [0.0] * len(self.procs)
+        for pid, used in by_pid().items():
+            if pid in self.part_of:
+                parts[self.part_of[pid]] += used
+        sampled = sum(parts)
+        if exact is not None and sampled > 0:
+            parts = [p * exact / sampled for p in parts]
+        return [round(p, 3) for p in parts]
 
 
-def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], raw_dir: Path, stem: str, label: str,
-            server: RunningServer, server_cores: int = 1, idle_pids=None, status: str = "",
-            expected_rps: float | None = None) -> Outcome:
-    """Runs the load; while it runs, samples the server (the RunningServer `server`, as its runtime samples it), the
-    tool, and the servers that are up but not measured (`idle_pids()`, interleaved runs). `status` (e.g. the whole run's remaining time) is shown beside the progress bar.
+def _samplers(runtime: Runtime, beside: Beside, tree: ToolTree, cores: list[int]) -> dict:
+    samplers = {"server": runtime.sampler(beside.server, beside.server_cores),
+                "loadgen": runtime.tool_sampler(tree, cores)}
+    if beside.idle_pids:  # what the sleeping servers take from the measured one's CPUs meanwhile
+        samplers["idle_servers"] = ProcessSampler(beside.idle_pids, beside.server_cores)
+    for neighbour in beside.neighbours:  # e.g. the upstream: its CPU is the load generator's too
+        samplers[f"{BESIDE_LOADGEN}{neighbour.name}"] = runtime.sampler(neighbour, len(cores))
+    return samplers
+
+
+def measure(runtime: Runtime, plan: LoadPlan, raw_dir: Path, stem: str, label: str, beside: Beside,
+            status: str = "", expected_rps: float | None = None) -> Outcome:
+    """Runs the load as `plan` says (its processes, each pinned to its cores); while it runs, samples what `beside`
+    names, the tool processes one by one, and this harness's own CPU (its polling and sampling threads run on the load
+    generator's cores). `status` (e.g. the whole run's remaining time) is shown beside the progress bar.
     `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
-    tool = TOOLS[tool_name]
-    parts = tool_processes(tool_name, spec.concurrency)
-    part_spec = spec.split(parts)
+    tool, spec, cores = TOOLS[plan.tool], plan.spec, list(plan.loadgen_cores)
+    parts = len(plan.processes)
     scratches = [raw_dir / (stem if parts == 1 else f"{stem}.part{i + 1}") for i in range(parts)]
-    outcome = Outcome(None, None)
+    outcome = Outcome(None, None, plan=plan)
     deadline = deadline_s(spec, expected_rps)
     stopped = False
-    procs: list[subprocess.Popen] = []
+    tree = ToolTree()
+    procs = tree.procs
     samplers = {}
     sampling_failed = None
-    children_cpu_before = _children_cpu_s()
+    children_cpu_before, own_cpu_before = _children_cpu_s(), _own_cpu_s()
     # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
     # off the server's (threads inherit this thread's affinity when they start); restored afterwards. (With HOSTS the
     # load generator's CPUs are another machine's: those this one has, if any.)
     affinity_before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, (set(cpus) & affinity_before) or affinity_before)
+    os.sched_setaffinity(0, (set(cores) & affinity_before) or affinity_before)
     try:
         try:
-            samplers = {"server": runtime.sampler(server, server_cores),
-                        "loadgen": runtime.tool_sampler(lambda: _tree(procs), cpus)}
-            if idle_pids:  # what the sleeping servers take from the measured one's CPUs meanwhile
-                samplers["idle_servers"] = ProcessSampler(idle_pids, server_cores)
+            samplers = _samplers(runtime, beside, tree, cores)
             _together(sampler.start for sampler in samplers.values())
         except Exception as exc:  # noqa: BLE001 - an engine's error, a process gone: this attempt is lost, not the run
             outcome.failure = f"the CPU sampling could not start, so the load was not run: {_what(exc)}"
             return outcome
-        for scratch in scratches:
+        started = time.monotonic()
+        for process, scratch in zip(plan.processes, scratches):
             scratch.mkdir(parents=True, exist_ok=True)
-            argv = tool.command(part_spec, scratch)
+            argv = process.argv(tool, scratch)
             outcome.commands.append(argv)
             outcome.raw.append(scratch / "output.txt")
-            procs.append(runtime.tool_process(argv, cpus, scratch / "output.txt"))
+            procs.append(runtime.tool_process(argv, cores, scratch / "output.txt"))
             State().add_tool(procs[-1].pid, argv)  # listed while it runs: `make down` stops it if the harness is killed
-        stopped = _wait(procs, tool_name, part_spec, outcome.raw, label, status, deadline)
+        stopped = _wait(procs, plan.tool, spec, outcome.raw, label, status, deadline)
         for proc in procs:
             proc.wait()
+        wall = time.monotonic() - started
         try:
             outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
             # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's
             # last moments.
             exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
             outcome.samples["loadgen"] = samplers["loadgen"].result(exact)
+            outcome.parts_cpu_s = tree.cpu_by_part(samplers["loadgen"], exact)
+            if not runtime.remote:  # this process's threads, on the load generator's cores meanwhile
+                outcome.samples[HARNESS] = usage(len(cores), _own_cpu_s() - own_cpu_before, wall, 0, [])
         except Exception as exc:  # noqa: BLE001 - the load ran, but its CPU figures are lost: so is the attempt
             sampling_failed = f"the CPU sampling failed at the load's end: {_what(exc)}"
     finally:
@@ -151,6 +210,16 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
                 except subprocess.TimeoutExpired:
                     proc.kill()
         State().drop_tools()
+    _read(outcome, tool, scratches)
+    if sampling_failed:
+        outcome.failure = sampling_failed
+    if stopped:
+        _note_stopped(outcome, spec, deadline)
+    return outcome
+
+
+def _read(outcome: Outcome, tool: LoadTool, scratches: list[Path]) -> None:
+    """The tool's outputs parsed and, where several processes ran, merged (tools/output.merge says what that keeps)."""
     try:
         measured = [tool.parse(path.read_text(errors="replace"), scratch) for path, scratch in zip(outcome.raw, scratches)]
         outcome.measurement = merge(measured)
@@ -159,13 +228,8 @@ def measure(runtime: Runtime, tool_name: str, spec: LoadSpec, cpus: list[int], r
     except ToolFailed as exc:
         outcome.failure = str(exc)
     except Exception as exc:  # noqa: BLE001 - output the parser did not foresee costs this attempt, kept with its raw
-        outcome.failure = (f"{tool_name}'s output could not be read ({_what(exc)}); it is kept in "
+        outcome.failure = (f"{tool.name}'s output could not be read ({_what(exc)}); it is kept in "
                            + ", ".join(str(p) for p in outcome.raw))
-    if sampling_failed:
-        outcome.failure = sampling_failed
-    if stopped:
-        _note_stopped(outcome, spec, deadline)
-    return outcome
 
 
 def _what(exc: Exception) -> str:

@@ -18,6 +18,7 @@ from harness.results import ranking
 from harness.basics import stats, trend
 from harness.config.manifest import UPSTREAM_PATH
 from harness.results.records import Attempt, Flag, Record, Run, Summary, Verification
+from harness.tools.load_plan import OWN, SINGLE, threading_of
 
 LOADGEN_SATURATED = 0.90  # share of the load generator's CPUs (cpu_s / (duration * cores))
 SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator: not flagged
@@ -29,6 +30,8 @@ TREND_TOLERANCE = 0.10  # attempts whose trend moves req/s more than this over t
 SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
 
 UPSTREAM_SCENARIO = "weather"
+HARNESS = "harness"  # the sample of this harness's own threads, on the load generator's cores (measuring/runner.py)
+BESIDE_LOADGEN = "beside_loadgen:"  # + a server's name: one that runs on them (the upstream with no core of its own)
 
 # Each flag's explanation, in the order flags are reported: the one place it is written (the report's legend reads it).
 EXPLANATIONS = {
@@ -37,8 +40,10 @@ EXPLANATIONS = {
                   "kept, but too few attempts to order it against the others",
     "contract-failed": "the server failed (or was not given) this run's contract verification",
     "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
-    "loadgen-saturated": f"the load generator used ≥ {LOADGEN_SATURATED:.0%} of its CPUs while the server used less "
-                         f"than {SERVER_BUSY:.0%} of its own: the number measures the tool, so it is a lower bound of "
+    "loadgen-saturated": f"the load generator was busy (a tool process at ≥ {LOADGEN_SATURATED:.0%} of its core, a "
+                         f"multi-threaded tool at ≥ {LOADGEN_SATURATED:.0%} of the cores it can use, or its cores at "
+                         f"≥ {LOADGEN_SATURATED:.0%} with what else runs there) while the server used less than "
+                         f"{SERVER_BUSY:.0%} of its own: the number measures the tool, so it is a lower bound of "
                          "the server's (shown ≥), and the server's CPU per request orders such servers",
     "rate-not-held": f"the load generator sent less than {RATE_HELD:.0%} of the rate it was asked to offer while the "
                      f"server used less than {SERVER_BUSY:.0%} of its CPUs (or the generator was saturated): the step "
@@ -88,13 +93,18 @@ def utilization(record: Record, role: str) -> float | None:
     """The share of its CPUs `role` ("server" or "loadgen") used while the load ran: the median over the measured
     attempts of cpu_s / (the tool's own duration × cores). The tool's duration rather than the sampler's wall time,
     which also holds the tool's start and exit and the harness's polling and so dilutes a short run's figure (a 2 s
-    wrk run at 98 % of its CPU samples as 88 %). Falls back to the record's sampled cpu_util."""
+    wrk run at 98 % of its CPU samples as 88 %). For the load generator, the cores are those the tool can keep busy
+    (`loadgen_busy`). Falls back to the record's sampled cpu_util."""
     values = []
     for attempt in record.attempts:
         sample = attempt.samples.get(role)
         if not attempt.measured or sample is None:
             continue
-        if sample.cpu_s is not None and sample.cores and attempt.duration_s:
+        if role == "loadgen":
+            busy = loadgen_busy(record, attempt)
+            if busy is not None:
+                values.append(busy)
+        elif sample.cpu_s is not None and sample.cores and attempt.duration_s:
             values.append(sample.cpu_s / (attempt.duration_s * sample.cores))
         elif sample.cpu_util is not None:
             values.append(sample.cpu_util)
@@ -102,6 +112,41 @@ def utilization(record: Record, role: str) -> float | None:
         return round(statistics.median(values), 3)
     summary = record.samples.get(role)
     return summary.cpu_util if summary else None
+
+
+def usable_cores(record: Record, attempt: Attempt, cores: int) -> float:
+    """The load generator's cores the attempt's tool could keep busy: each process's threads or cores, whichever is
+    fewer (tools/load_plan.py); for a record written before processes were kept (schema 3), from its tool and
+    `tool_processes`: one core per process of a single-threaded tool, its threads for a multi-threaded one."""
+    if attempt.processes:
+        return min(cores, sum(p.get("capacity") or 0 for p in attempt.processes)) or cores
+    threading = threading_of(record.tool)
+    processes = max(1, attempt.tool_processes)
+    if threading == SINGLE:
+        return min(cores, processes)
+    if threading == OWN:
+        return cores
+    return min(cores, processes * (record.threads or 1))
+
+
+def loadgen_busy(record: Record, attempt: Attempt) -> float | None:
+    """How busy the load generator was in one attempt: the highest of each tool process's share of the cores it can
+    use, the tool's share of all the cores it can use, and the share of every load-generator core taken by the tool
+    together with what else ran there (the harness's own threads, the upstream nginx where it has no core of its
+    own). Any of them at LOADGEN_SATURATED means the tool, not the server, set the pace."""
+    sample = attempt.samples.get("loadgen")
+    if sample is None:
+        return None
+    duration = attempt.duration_s
+    if sample.cpu_s is None or not sample.cores or not duration:
+        return sample.cpu_util
+    values = [p["cpu_s"] / (duration * p["capacity"]) for p in attempt.processes
+              if p.get("cpu_s") is not None and p.get("capacity")]
+    values.append(sample.cpu_s / (duration * usable_cores(record, attempt, sample.cores)))
+    beside = sum(s.cpu_s or 0 for role, s in attempt.samples.items() if role == HARNESS
+                 or role.startswith(BESIDE_LOADGEN))
+    values.append((sample.cpu_s + beside) / (duration * sample.cores))
+    return max(values)
 
 
 def _saturated(record: Record) -> Flag | None:
@@ -113,7 +158,11 @@ def _saturated(record: Record) -> Flag | None:
         return None
     cores = _cores(record, "loadgen")
     server_cores = _cores(record, "server")
-    what = (f"load generator at {_pct(loadgen)} of its {cores or '?'} CPU(s) while the server used "
+    last = next((a for a in reversed(record.attempts) if a.measured), None)
+    usable = usable_cores(record, last, cores) if last and cores else None
+    processes = f"{last.tool_processes} {record.tool or 'tool'} process(es) on " if last else ""
+    what = (f"load generator at {_pct(loadgen)} of the {f'{usable:g}' if usable else '?'} core(s) its tool could use "
+            f"({processes}{cores or '?'} CPU(s)) while the server used "
             + (f"{_pct(server)} of its {server_cores or '?'}" if server is not None else "an unknown share of its CPUs (not sampled)")
             + ": the number measures the tool, not the server")
     return Flag("loadgen-saturated", what)

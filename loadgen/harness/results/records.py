@@ -83,6 +83,9 @@ class Attempt:
     # what only some tools measure (written only then): oha's offered rate and corrected percentiles, Gatling's
     # response-time distribution (harness.result.Measurement.details)
     details: dict = field(default_factory=dict)
+    # each tool process (tools/load_plan.py): {"cores", "threads", "capacity", "cpu_s"} (schema 4; older: absent)
+    processes: list[dict] = field(default_factory=list)
+    loadgen_note: str | None = None  # why the load was not given all of the load generator's cores (written only then)
 
     @property
     def measured(self) -> bool:
@@ -100,7 +103,7 @@ class Attempt:
             errors=Errors.from_dict(d.get("errors") or {}), duration_s=d.get("duration_s"), rps=d.get("rps"),
             latency_ms=d.get("latency_ms") or {}, sized_from_rps=d.get("sized_from_rps"),
             round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"),
-            details=d.get("details") or {})
+            details=d.get("details") or {}, processes=d.get("processes") or [], loadgen_note=d.get("loadgen_note"))
 
     def to_dict(self) -> dict:
         out = {
@@ -118,6 +121,10 @@ class Attempt:
             out["stopped"] = self.stopped
         if self.details:
             out["details"] = self.details
+        if self.processes:
+            out["processes"] = self.processes
+        if self.loadgen_note:
+            out["loadgen_note"] = self.loadgen_note
         return out
 
 

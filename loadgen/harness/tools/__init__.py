@@ -17,7 +17,7 @@ from harness.tools.adapter import LoadSpec, LoadTool, ToolFailed, find_binary, t
 __all__ = ["TOOLS", "LoadSpec", "LoadTool", "ToolFailed", "find_binary", "register", "tool_version"]
 
 
-SHARED = {"adapter", "output", "availability"}  # the package's own modules beside the adapters
+SHARED = {"adapter", "output", "availability", "load_plan"}  # the package's own modules beside the adapters
 
 
 def _discover() -> dict[str, LoadTool]:

@@ -2,10 +2,9 @@
 failure. Adapters import these from here, not from the package, so the registry in `__init__` can import them."""
 from __future__ import annotations
 
-import math
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -24,7 +23,7 @@ class LoadSpec:
     concurrency: int | None = None  # connections (ab, wrk, oha), connections in all (httperf), users at once (gatling)
     requests: int | None = None  # ab: total requests
     duration_s: float | None = None  # wrk: test length
-    threads: int = 1  # wrk
+    threads: int | None = None  # wrk, oha, h2load; None: one per load-generator core (tools/load_plan.py)
     keepalive: bool = False  # ab -k (wrk and httperf always keep connections alive)
     timeout_s: float | None = None  # per request/socket timeout
     continue_on_error: bool = False  # ab -r
@@ -36,21 +35,10 @@ class LoadSpec:
     streams: int | None = None  # h2load -m: requests in flight on each connection
     protocol: str | None = None  # h2load: "h2c" (cleartext HTTP/2, the default) or "h1" (--h1)
 
-    def split(self, parts: int) -> LoadSpec:
-        """The share of this load one of `parts` tool processes runs at the same time."""
-        if parts == 1:
-            return self
-        return replace(
-            self,
-            concurrency=math.ceil(self.concurrency / parts) if self.concurrency else self.concurrency,
-            requests=math.ceil(self.requests / parts) if self.requests else self.requests,
-            threads=max(1, self.threads // parts),
-            rate=self.rate / parts if self.rate else self.rate,
-        )
-
 
 class LoadTool(Protocol):
     name: str  # what a scenario's `tool` names
+    threading: str  # "one", "option" or "own": how it uses cores (tools/load_plan.py)
     binary: str
     install_hint: str
     version_args: tuple[str, ...]  # `binary *version_args` prints the version line (run where the runtime runs tools)

@@ -28,6 +28,7 @@ class Gatling:
     binary = str(GATLING_DIR / "target" / "gatling")
     install_hint = "make setup builds it: bash loadgen/gatling/build.sh (Maven, JDK 17)"
     version_args = ("--version",)
+    threading = "own"  # a JVM with threads of its own: one process on every load-generator core
     provision = ("bash", "loadgen/gatling/build.sh")
     provision_note = "builds Gatling 3.11.5 with Maven: the first build downloads about 70 MB from Maven Central (about 35 s)"
 

@@ -63,6 +63,7 @@ class H2load:
     binary = "h2load"
     install_hint = "apt-get install nghttp2-client"
     version_args = ("--version",)
+    threading = "option"  # as many threads as it is given: one per load-generator core (tools/load_plan.py)
 
     def completed(self, output_tail: bytes) -> int | None:
         return None  # a counted run prints "progress: 10% done", a share of -n that this method cannot turn into a count
@@ -85,7 +86,7 @@ class H2load:
         else:
             clients = min(clients, spec.requests)  # h2load refuses fewer requests than clients
             length = ["-n", str(spec.requests)]
-        threads = max(1, min(spec.threads, clients))  # h2load refuses more threads than clients
+        threads = max(1, min(spec.threads or 1, clients))  # h2load refuses more threads than clients
         argv = [self.binary, "-c", str(clients), "-t", str(threads), "-m", str(streams), *length, *PROTOCOLS[protocol]]
         if spec.rate:
             argv += ["--rps", _decimal(spec.rate / clients)]  # --rps is per client

@@ -28,6 +28,7 @@ class Httperf:
     binary = "httperf"
     install_hint = "apt-get install httperf (or: make setup)"
     version_args = ("-V",)
+    threading = "one"  # a single thread: one process per load-generator core (tools/load_plan.py)
 
     def completed(self, output_tail: bytes) -> int | None:
         return None  # silent until it ends

@@ -27,6 +27,7 @@ class Oha:
     binary = str(ROOT / "bin" / "oha")
     install_hint = f"make setup-oha (bash loadgen/build-oha.sh {VERSION}: cargo install oha --version {VERSION} --locked)"
     version_args = ("--version",)
+    threading = "option"  # as many threads as it is given: one per load-generator core (tools/load_plan.py)
     provision = ("bash", "loadgen/build-oha.sh", VERSION)  # the one place the version is pinned
     provision_note = (f"oha {VERSION} is built with cargo once per machine (about 6-12 min on 2 cores, kept in "
                       "~/.cache/polyglot-bench) and copied into .tools/oha")
@@ -45,7 +46,7 @@ class Oha:
         # -w: requests still under way at the end are waited for, not counted as "aborted due to deadline" errors;
         # --worker-threads: oha's default is the machine's cores, not the CPUs it is pinned to
         argv = [self.binary, "-z", f"{math.ceil(spec.duration_s)}s", "-c", str(spec.concurrency), "-w", "--no-tui",
-                "--output-format", "json", "--worker-threads", str(max(1, spec.threads))]
+                "--output-format", "json", "--worker-threads", str(spec.threads or 1)]
         if spec.rate:
             argv += ["-q", f"{spec.rate:g}", "--latency-correction"]
         if spec.timeout_s:

@@ -80,7 +80,12 @@ def percentile_of_pooled(parts: list[Measurement], pct: float) -> float | None:
 
 
 def merge(parts: list[Measurement]) -> Measurement:
-    """Parts run at the same time by several tool processes, merged into one measurement."""
+    """Parts run at the same time by several tool processes, merged into one measurement: the rate is theirs together
+    (all requests over the longest part's duration), the errors their sum, the mean weighted by requests, the max the
+    largest, and p50/p90/p99 read off their pooled quantile points (each part's 1 % slices weighted by its requests).
+    What this loses: a pooled percentile is exact only to one slice of a part (ab's and wrk's 1 %), so the merged p99
+    may be off by up to the width of the slice it falls in, and p99.9 is not known; a tool without quantile points
+    (httperf) has no merged percentiles at all. (Whole per-request distributions would make it exact.)"""
     if len(parts) == 1:
         return parts[0]
     requests = sum(p.requests for p in parts)
@@ -91,6 +96,9 @@ def merge(parts: list[Measurement]) -> Measurement:
     latency = {key: percentile_of_pooled(parts, float(key[1:])) for key in ("p50", "p90", "p99")}
     maxima = [p.latency_ms.get("max") for p in parts]
     latency["max"] = max(maxima) if all(m is not None for m in maxima) else None
+    means = [(p.latency_ms.get("mean"), p.requests) for p in parts]
+    if requests and all(m is not None for m, _ in means):
+        latency["mean"] = round(sum(m * n for m, n in means) / requests, 3)
     return Measurement(
         requests=requests,
         errors=errors,

@@ -21,6 +21,7 @@ class Wrk:
     binary = "wrk"
     install_hint = "apt-get install wrk (or: make setup)"
     version_args = ("-v",)
+    threading = "option"  # as many threads as it is given: one per load-generator core (tools/load_plan.py)
 
     def completed(self, output_tail: bytes) -> int | None:
         return None  # silent until it ends
@@ -31,7 +32,7 @@ class Wrk:
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
         if not spec.duration_s:
             raise ValueError("wrk needs a duration")
-        threads = min(spec.threads, spec.concurrency)  # wrk refuses more threads than connections
+        threads = min(spec.threads or 1, spec.concurrency)  # wrk refuses more threads than connections
         # wrk takes whole seconds only: "-d 1.5s" prints its usage and measures nothing
         seconds = math.ceil(spec.duration_s)
         argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{seconds}s", "--latency"]
