@@ -11,10 +11,11 @@ from harness.basics import httpclient
 from harness.basics.cpus import plan
 from harness.config.manifest import discover
 from harness.measuring import verification as contract
-from harness.measuring.runner import measure
+from harness.measuring.runner import Beside, measure
 from harness.measuring.session import Session
 from harness.runtime.local import LocalRuntime, port_owner
-from harness.tools import LoadSpec
+from harness.tools import TOOLS, LoadSpec
+from harness.tools.load_plan import plan_load
 
 SERVERS = discover()
 OFFSET = 10000
@@ -69,8 +70,8 @@ LOADS = {
 def test_each_tool_measures_each_core_server_without_errors(session, tmp_path, name, tool):
     running = session.ensure(SERVERS[name])
     spec = LOADS[tool].__class__(**{**LOADS[tool].__dict__, "url": running.base_url + "/hello"})
-    outcome = measure(session.runtime, tool, spec, list(session.plan.loadgen), tmp_path, "t", "t",
-                      server=running, server_cores=len(running.cpus))
+    load = plan_load(tool, spec, session.plan.loadgen)
+    outcome = measure(session.runtime, load, tmp_path, "t", "t", Beside(running, len(running.cpus)))
     assert outcome.failure is None
     m = outcome.measurement
     assert m.errors.total == 0
@@ -86,3 +87,41 @@ def test_each_tool_measures_each_core_server_without_errors(session, tmp_path, n
     assert outcome.samples["server"]["cpu_s"] is not None and outcome.samples["server"]["cpu_s"] >= 0
     assert outcome.samples["loadgen"]["cpu_s"] > 0
     assert outcome.raw[0].read_text()
+
+
+def union_percentile(parts, pct):
+    """The pct-th percentile of the parts' requests together, each part's 1 % slices standing for its requests:
+    every slice's latency repeated for its requests (an independent reading of what tools/output.merge pools)."""
+    latencies = []
+    for m in parts:
+        per_slice = m.requests // len(m.quantiles)
+        latencies.extend(ms for _, ms in m.quantiles for _ in range(per_slice))
+    latencies.sort()
+    return latencies[max(0, -(-len(latencies) * pct // 100) - 1)]
+
+
+def test_a_load_split_into_two_processes_measures_like_one(session, tmp_path):
+    """The same ab load on rust, as 1 process and as 2 (LOADGEN_PROCESSES=2 on this machine's one load-generator
+    core), alternately: both processes ran, pinned; the rates agree within the machine's noise; the merged percentiles
+    are those of the two parts' requests together."""
+    running = session.ensure(SERVERS["rust"])
+    spec = LoadSpec(url=running.base_url + "/hello", concurrency=20, requests=20000)
+    rates = {1: [], 2: []}
+    for round_no in range(3):
+        for processes in (1, 2):
+            load = plan_load("ab", spec, session.plan.loadgen, override=processes)
+            outcome = measure(session.runtime, load, tmp_path / f"p{processes}-{round_no}", "t", "t",
+                              Beside(running, len(running.cpus)))
+            assert outcome.failure is None and outcome.measurement.requests == 20000
+            rates[processes].append(outcome.measurement.rps)
+            core = ",".join(map(str, session.plan.loadgen))
+            assert [c[:3] for c in outcome.commands] == [["taskset", "-c", core]] * processes
+            assert len(outcome.parts_cpu_s) == processes and all(cpu > 0 for cpu in outcome.parts_cpu_s)
+            assert sum(outcome.parts_cpu_s) == pytest.approx(outcome.samples["loadgen"]["cpu_s"], abs=0.01)
+            if processes == 2:
+                parts = [TOOLS["ab"].parse(path.read_text(), path.parent) for path in outcome.raw]
+                assert [p.requests for p in parts] == [10000, 10000]
+                for key, pct in (("p50", 50), ("p90", 90), ("p99", 99)):
+                    assert outcome.measurement.latency_ms[key] == union_percentile(parts, pct), key
+    one, two = sorted(rates[1])[1], sorted(rates[2])[1]
+    assert 0.6 < two / one < 1.6, rates  # the same load: within this machine's noise, not a different regime

@@ -8,6 +8,12 @@ the run, its `deaths` (when, why, the end of its log); an attempt the harness ha
 (`stopped`). Older files lack these optional fields and read as such. A file without `schema`
 is schema 2 and reads as such, its records' runtime and round unknown (None). A file whose records have no attempts
 comes from an earlier harness still and is refused: its numbers cannot be evaluated again.
+
+Schema 4 adds, per attempt, `processes` (each tool process of the load plan, harness/tools/load_plan.py: its `cores`,
+`threads`, `capacity` — the cores it can keep busy — and `cpu_s`) and `loadgen_note` (why the load was not given all
+of the load generator's cores), and two kinds of samples on the load generator's cores: `harness` (this harness's own
+threads) and `beside_loadgen:<server>` (a server that runs there, the upstream without a core of its own). A schema 3
+attempt has none of these and is judged from its tool and `tool_processes` (harness/results/flags.usable_cores).
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from pathlib import Path
 from harness.basics import stats
 from harness.tools.output import Errors
 
-SCHEMA = 3
+SCHEMA = 4
 UNVERSIONED_SCHEMA = 2  # what a file without a `schema` key is
 
 
