@@ -300,6 +300,13 @@ def _processes(outcome: Outcome) -> list[dict]:
     return parts
 
 
+def _threads(attempt: Attempt | None) -> int | None:
+    """The threads the load plan gave a multi-threaded tool's processes together (None: a single-threaded tool's)."""
+    if not attempt or not attempt.processes or all(p["threads"] == 1 for p in attempt.processes):
+        return None
+    return sum(p["threads"] for p in attempt.processes)
+
+
 def aggregate(server: Server, scenario: Scenario, run: LoadRun, path: str, attempts: list[Attempt], warmup: results.Warmup,
               runtime: str, round_no: int | None = None) -> Record:
     """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
@@ -320,7 +327,7 @@ def aggregate(server: Server, scenario: Scenario, run: LoadRun, path: str, attem
         tool=scenario.tool,
         path=path,
         concurrency=run.load.get("concurrency"),
-        threads=run.load.get("threads"),
+        threads=_threads(median_attempt) or run.load.get("threads"),
         load={**run.load, "protocol": scenario.protocol_of(run)} if scenario.protocol_of(run) else run.load,
         requests=sum(a.requests for a in attempts),
         good_requests=sum(a.good_requests for a in attempts),

@@ -133,8 +133,13 @@ def slug(text: str) -> str:
 def describe_load(r: Record) -> str:
     load = r.load
     parts = [r.tool or "?", f"{r.concurrency} connections"]
+    last = next((a for a in reversed(r.attempts) if a.processes), None)
+    if last and len(last.processes) > 1:
+        parts.append(f"{len(last.processes)} processes on {len({c for p in last.processes for c in p['cores']})} cores")
     if r.threads:
         parts.append(f"{r.threads} threads")
+    if last and last.loadgen_note:
+        parts.append(f"not all of the load generator's cores: {last.loadgen_note}")
     if load.get("duration_s"):
         parts.append(f"{load['duration_s']:g} s")
     if load.get("requests"):
