@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import markdown, model
-from harness.results import flags, ranking
+from harness.results import flag_kinds, flags, ranking
 from harness.results import records as results
 from harness.results.records import Record, Run
 
@@ -222,7 +222,7 @@ def test_recorded_erroring_server_is_flagged_and_not_ranked(recorded):
 def test_recorded_run_every_record_has_flags_ranked_and_samples(recorded):
     for key, r in recorded.items():
         assert r.ranked == (not {"failed", "contract-failed", "errors"} & set(names(r))), key
-        assert all(f.name in flags.FLAG_ORDER for f in r.flags)
+        assert all(f.name in flag_kinds.BY_NAME for f in r.flags)
         assert len(r.attempts) == 3
         for a in r.attempts:
             assert a.samples["server"].cpu_s is not None and a.samples["loadgen"].peak_rss_mb is not None
@@ -236,9 +236,9 @@ def test_recorded_run_every_record_has_flags_ranked_and_samples(recorded):
 
 
 def test_each_flag_is_explained_once_in_flags_and_the_report_reads_it():
-    assert [name for name, _ in flags.legend()] == list(flags.FLAG_ORDER)
-    assert "wider than ±10% of the median" in flags.EXPLANATIONS["spread"]
+    assert [name for name, _ in flag_kinds.legend()] == [k.name for k in flag_kinds.ALL]
+    assert "wider than ±10% of the median" in flag_kinds.SPREAD.explanation
     run = results.load(FIXTURE)
     flags.evaluate(run)
     legend = markdown.render(model.build(run)).split("## Flags")[1]
-    assert [line for line in legend.splitlines() if line] == [f"- **{n}**: {t}" for n, t in flags.legend()]
+    assert [line for line in legend.splitlines() if line] == [f"- **{n}**: {t}" for n, t in flag_kinds.legend()]

@@ -22,13 +22,10 @@ from harness.report.model import (
     step_rows,
 )
 from harness.report.tables import BY_COST_NOTE, COLUMNS, KEPT_OUT_TITLE, KEYS, Row, matrix, measurement_rows
-from harness.results import flags
+from harness.results import flag_kinds, flags
 from harness.results.records import Record
 
-FLAG_COLORS = {
-    "failed": "#7f1d1d", "contract-failed": "#7f1d1d", "errors": "#b91c1c", "loadgen-saturated": "#c2410c",
-    "upstream-limit": "#6d28d9", "spread": "#a16207", "warming": "#0e7490", "drifting": "#0e7490",
-}
+FLAG_COLORS = {kind.name: kind.colour for kind in flag_kinds.ALL}
 
 CSS = """
 :root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --soft:#f6f8fa; --bad:#fff4f4; --ceil:#f1f3f5; --accent:#0969da; }
@@ -302,7 +299,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
     body += ['<h2 id="conditions">Conditions</h2><dl class="cond">'
              + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in cond.items(model.run)) + "</dl>"]
     body += ['<h2 id="flags">Flags</h2><ul class="legend">'
-             + "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in flags.legend()) + "</ul>"]
+             + "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in flag_kinds.legend()) + "</ul>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>benchmark {escape(model.run_id)}</title>"
             f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n")

@@ -1,5 +1,5 @@
 """summary.md: the report's tables in Markdown (GitHub flavour): per scenario and run, the ranked records (flags
-beside them), then those kept out (failures, errors, a failed contract), every flag's reason; the servers; the run's
+beside them), then those kept out (harness.results.flag_kinds.kept_out), every flag's reason; the servers; the run's
 conditions."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from harness.report.model import (
     step_rows,
 )
 from harness.report.tables import BY_COST_NOTE, HEADER, KEPT_OUT_TITLE, KEYS, flag_reasons, matrix, measurement_rows
-from harness.results import flags
+from harness.results import flag_kinds, flags
 
 RIGHT = {"#", "req/s", "CV", "p99 CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS",
          "errors", "start-up", "artifact", "checks", "interval (level)", "of ceiling", "ranked", "kept out"}
@@ -75,8 +75,8 @@ def render(model: Model) -> str:
     ranked = sum(1 for r in records if r.ranked)
     lines = [f"# Benchmark run {model.run_id}", "",
              f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
-             f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out (failures, errors, "
-             "a failed contract). req/s is the median of the attempts (≥: a lower bound, the load generator or the "
+             f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out ("
+             f"{flag_kinds.kept_out()}). req/s is the median of the attempts (≥: a lower bound, the load generator or the "
              "upstream was the limit); CV is their spread (coefficient of variation); µs/req is the server's CPU time "
              "per request (median of the attempts, with its interval); p50/p99 are those of the median attempt; CPU is "
              "the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "", method_note(model), ""]
@@ -114,7 +114,7 @@ def render(model: Model) -> str:
           startup_text(s.get("startup_s")), bytes_text(s.get("artifact_bytes")), loc_text(s.get("loc")),
           cond.contract_text(model.run, name)] for name, s in model.run.servers.items()]) + [""]
     lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.run)] + [""]
-    lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flags.legend()] + [""]
+    lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flag_kinds.legend()] + [""]
     return "\n".join(lines)
 
 

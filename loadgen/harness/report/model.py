@@ -25,7 +25,7 @@ MATRIX_MIN_RUNS = 4  # a scenario with this many runs or more (weather) is shown
 @dataclass
 class Group:
     """The records of one (scenario, run): those with a figure ranked (harness.results.ranking), the ceiling apart, those
-    kept out (failures, errors, a failed contract) below."""
+    kept out (harness.results.flag_kinds.kept_out) below."""
 
     scenario: str
     run: str  # the records' label

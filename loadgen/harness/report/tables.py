@@ -21,6 +21,7 @@ from harness.report.cells import (
     rss_text,
 )
 from harness.report.model import PROTOCOL_CHANGE_HEADER, Group, ScenarioView, has_protocol_change, protocol_change
+from harness.results import flag_kinds
 from harness.results.records import Record
 
 # (header, key) of a measurement's table, in order
@@ -32,7 +33,7 @@ HEADER = [h for h, _ in COLUMNS]
 KEYS = [k for _, k in COLUMNS]
 BY_COST_NOTE = ("≥: the load generator was the limit; where such intervals overlap, the server CPU per request "
                 "(µs/req) orders the servers")
-KEPT_OUT_TITLE = "kept out of the ranking: failures, errors, a failed contract"
+KEPT_OUT_TITLE = f"kept out of the ranking: {flag_kinds.kept_out()}"
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The console table at the end of a run, one more export of the report model: records kept out of the ranking
-(failures, errors, a failed contract) first, each with its reasons, then per scenario and run nginx, the ceiling, and
+(harness.results.flag_kinds.kept_out) first, each with its reasons, then per scenario and run nginx, the ceiling, and
 the ranked records in the model's ranking (harness.results.ranking; ties shown as "=2", lower bounds as "≥", flags beside)."""
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from harness.basics import stats
 from harness.basics.stats import fmt_ms, fmt_rate
 from harness.report.cells import cost_text, cpu, errors_text, latency, peak_rss, rps_text
 from harness.report.model import Model, rps_of
+from harness.results import flag_kinds
 from harness.results.records import Record
 
-SEVERE = ("errors", "failed", "contract-failed")  # a record flagged so is shown red, otherwise yellow
+SEVERE = tuple(k.name for k in flag_kinds.ALL if k.severe)  # a record flagged so is shown red, otherwise yellow
 COLUMNS = (("", "left"), ("server", "left"), ("scenario", "left"), ("run", "left"), ("req/s", "right"),
            ("interval", "right"), ("CV", "right"), ("µs/req", "right"), ("p50 ms", "right"), ("p99 ms", "right"), ("errors", "right"),
            ("srv CPU", "right"), ("lg CPU", "right"), ("RSS MB", "right"), ("flags", "left"))

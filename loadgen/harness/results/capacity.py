@@ -1,7 +1,7 @@
 """Capacity at a latency target: from a stepped open-model scenario (latency), the highest rate each server was offered
 and sustained, the number a capacity planner asks for.
 
-A step is sustained when it had no errors, its achieved rate was at least flags.RATE_HELD of the offered one, and its
+A step is sustained when it had no errors, its achieved rate was at least flag_kinds.RATE_HELD of the offered one, and its
 p99 (measured from each request's planned start) was within the target. A step whose load generator could not hold the
 rate (flag `rate-not-held`), or whose load generator was saturated, says nothing of the server: when the first step
 above the capacity is such a step, the capacity is only a lower bound, and says so. Pure functions of the records, so
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from harness.results import flag_kinds as kinds
 from harness.results import flags
 from harness.results.records import Record, Run
 
@@ -41,7 +42,7 @@ def step_verdict(record: Record, slo_p99_ms: float) -> str | None:
         return "failed"
     if record.errors.total:
         return f"{record.errors.total:,} errors"
-    if record.rps < flags.RATE_HELD * offered:
+    if record.rps < kinds.RATE_HELD * offered:
         return f"achieved {record.rps / offered:.1%} of the offered rate"
     p99 = record.latency_ms.get("p99")
     if p99 is None:
@@ -70,7 +71,7 @@ def of_steps(records: list[Record], slo_p99_ms: float) -> dict:
     held = [r for r, why in zip(ordered, why_not) if why is None]
     best = held[-1] if held else None
     above = [r for r in ordered if best is None or flags.offered_rps(r) > flags.offered_rps(best)]
-    tool_bound = bool(above) and bool({"rate-not-held", "loadgen-saturated"} & set(flags.names(above[0])))
+    tool_bound = bool(above) and bool({kinds.RATE_NOT_HELD.name, kinds.LOADGEN_BOUND.name} & set(flags.names(above[0])))
     result = {
         "rps": flags.offered_rps(best) if best else None,
         "slo_p99_ms": slo_p99_ms,

@@ -1,71 +1,40 @@
 """Flags: why a record's number cannot be read as a clean measurement of the server.
 
 `evaluate(run)` sets, on every record of a harness.results.Run, its summary, its flags (`Flag(name, reason)`) and
-`ranked`: whether it takes part in the ordering (harness.results.ranking: only failures, errors and a failed contract keep a
-record out; a saturated load generator or the upstream make its figure a lower bound). Flags are a
-pure function of the data (re-evaluating gives the same answer), so the report can evaluate an older results.json
-again.
+`ranked`: whether it takes part in the ordering (harness.results.ranking; what keeps a record out and what makes its
+figure a lower bound is each flag's own declaration, harness.results.flag_kinds). Flags are a pure function of the
+data (re-evaluating gives the same answer), so the report can evaluate an older results.json again.
 
-What each flag means is written once, in `EXPLANATIONS` (in the order flags are reported; the report's legend reads
-it through `legend()`); the thresholds are the constants below; each rule is one function (`_failed`, `_contract`,
-`_errors`, `_saturated`, `_upstream`, `_spread`) writing the reason with the record's own figures.
+What each flag means, and the thresholds its explanation quotes, are written once, in flag_kinds; each rule here is
+one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_rate_not_held`, `_upstream`, `_trend`,
+`_spread`) writing the reason with the record's own figures.
 """
 from __future__ import annotations
 
 import statistics
 
-from harness.results import ranking
 from harness.basics import stats, trend
+from harness.results import flag_kinds as kinds
+from harness.results import ranking
+from harness.results.flag_kinds import (
+    LOADGEN_SATURATED,
+    RATE_HELD,
+    SERVER_BUSY,
+    SPREAD_MAX_CV,
+    SPREAD_MAX_HALF_WIDTH,
+    TREND_TOLERANCE,
+    UPSTREAM_MARGIN,
+)
 from harness.config.manifest import UPSTREAM_PATH
 from harness.results.records import Attempt, Flag, Record, Run, Summary, Verification
 from harness.tools.load_plan import OWN, SINGLE, threading_of
 
-LOADGEN_SATURATED = 0.90  # share of the load generator's CPUs (cpu_s / (duration * cores))
-SERVER_BUSY = 0.90  # a server at least this busy explains a busy load generator: not flagged
-UPSTREAM_MARGIN = 0.10  # weather within 10 % of (or above) the upstream's own /weather.json figure
-SPREAD_MAX_CV = 0.10  # req/s coefficient of variation over the attempts
-SPREAD_MAX_HALF_WIDTH = 0.10  # the median's interval: (high − low) > 2 × this × median is flagged
-RATE_HELD = 0.99  # an open-model step's achieved rate must be at least this share of the offered
-TREND_TOLERANCE = 0.10  # attempts whose trend moves req/s more than this over the series are warming or drifting
 SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
 
 UPSTREAM_SCENARIO = "weather"
 HARNESS = "harness"  # the sample of this harness's own threads, on the load generator's cores (measuring/runner.py)
 BESIDE_LOADGEN = "beside_loadgen:"  # + a server's name: one that runs on them (the upstream with no core of its own)
-
-# Each flag's explanation, in the order flags are reported: the one place it is written (the report's legend reads it).
-EXPLANATIONS = {
-    "failed": "an attempt produced no measurement",
-    "incomplete": "the run ended (interrupted) before all of the record's attempts were taken: what was measured is "
-                  "kept, but too few attempts to order it against the others",
-    "contract-failed": "the server failed (or was not given) this run's contract verification",
-    "errors": "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
-    "loadgen-saturated": f"the load generator was busy (a tool process at ≥ {LOADGEN_SATURATED:.0%} of its core, a "
-                         f"multi-threaded tool at ≥ {LOADGEN_SATURATED:.0%} of the cores it can use, or its cores at "
-                         f"≥ {LOADGEN_SATURATED:.0%} with what else runs there) while the server used less than "
-                         f"{SERVER_BUSY:.0%} of its own: the number measures the tool, so it is a lower bound of "
-                         "the server's (shown ≥), and the server's CPU per request orders such servers",
-    "rate-not-held": f"the load generator sent less than {RATE_HELD:.0%} of the rate it was asked to offer while the "
-                     f"server used less than {SERVER_BUSY:.0%} of its CPUs (or the generator was saturated): the step "
-                     "measures the tool, not the server, and is never read as the server's limit",
-    "upstream-limit": f"a weather figure within {UPSTREAM_MARGIN:.0%} of (or above) the upstream's own {UPSTREAM_PATH} at the "
-                      "same load in the same run: the upstream is the limit, not the server, so the figure is a lower "
-                      "bound of the server's (shown ≥)",
-    "warming": f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts "
-               "agreeing on the direction): the server was not yet warm; the median understates it",
-    "drifting": f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts agreeing on "
-                "the direction): the server or the machine slowed down during the measurement",
-    "spread": f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
-              f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the median; "
-              "or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: it widens "
-              "the interval, and servers whose intervals overlap are ranked as ties (=)",
-}
-FLAG_ORDER = tuple(EXPLANATIONS)
-
-
-def legend() -> list[tuple[str, str]]:
-    """(flag, explanation) in the order flags are reported."""
-    return list(EXPLANATIONS.items())
+TREND_FLAGS = {trend.WARMING: kinds.WARMING.name, trend.DRIFTING: kinds.DRIFTING.name}
 
 
 def error_rate(record: Record) -> float | None:
@@ -81,7 +50,7 @@ def _errors(record: Record) -> Flag | None:
         return None
     causes = ", ".join(f"{k} {v:,}" for k, v in errors.items() if v)
     attempted = record.good_requests + total
-    return Flag("errors", f"{total:,} of {attempted:,} requests failed ({error_rate(record):.2%})"
+    return Flag(kinds.ERRORS.name, f"{total:,} of {attempted:,} requests failed ({error_rate(record):.2%})"
                 + (f": {causes}" if causes else ""))
 
 
@@ -165,7 +134,7 @@ def _saturated(record: Record) -> Flag | None:
             f"({processes}{cores or '?'} CPU(s)) while the server used "
             + (f"{_pct(server)} of its {server_cores or '?'}" if server is not None else "an unknown share of its CPUs (not sampled)")
             + ": the number measures the tool, not the server")
-    return Flag("loadgen-saturated", what)
+    return Flag(kinds.LOADGEN_BOUND.name, what)
 
 
 def offered_rps(record: Record) -> float | None:
@@ -180,7 +149,7 @@ def _rate_not_held(record: Record) -> Flag | None:
     server, loadgen = utilization(record, "server"), utilization(record, "loadgen")
     if server is not None and server >= SERVER_BUSY and (loadgen is None or loadgen < LOADGEN_SATURATED):
         return None  # the server is the limit: that is what the step measures
-    return Flag("rate-not-held", f"{stats.fmt_rate(record.rps)} req/s achieved of {stats.fmt_rate(offered)} offered "
+    return Flag(kinds.RATE_NOT_HELD.name, f"{stats.fmt_rate(record.rps)} req/s achieved of {stats.fmt_rate(offered)} offered "
                                  f"({record.rps / offered:.1%}) while the server used "
                                  + (f"{_pct(server)} of its CPUs" if server is not None else "an unknown share of its CPUs")
                                  + (f" and the load generator {_pct(loadgen)} of its own" if loadgen is not None else ""))
@@ -206,7 +175,7 @@ def _upstream(record: Record, upstream_rates: dict[str, tuple[str, float]]) -> F
     rps = record.rps
     if record.server == upstream or not rps or rps < ceiling * (1 - UPSTREAM_MARGIN):
         return None
-    return Flag("upstream-limit", f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
+    return Flag(kinds.UPSTREAM_BOUND.name, f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
                                   f"{UPSTREAM_PATH} ({stats.fmt_rate(ceiling)} req/s at {record.label}): the upstream "
                                   "is the limit, not the server")
 
@@ -233,11 +202,11 @@ def _spread(summary: Summary) -> Flag | None:
         if not s:
             continue
         if s["n"] < 2:
-            return Flag("spread", "a single attempt: no spread measured (REPEAT=3 or more measures it)")
+            return Flag(kinds.SPREAD.name, "a single attempt: no spread measured (REPEAT=3 or more measures it)")
         reasons = spread_reasons(s)
         if reasons:
             label = "req/s" if metric == "rps" else metric
-            return Flag("spread", f"{label}: " + "; ".join(reasons))
+            return Flag(kinds.SPREAD.name, f"{label}: " + "; ".join(reasons))
     return None
 
 
@@ -255,7 +224,7 @@ def _trend(record: Record) -> Flag | None:
     if not found or not found.moving:
         return None
     rates = " → ".join(stats.fmt_rate(a.rps) for a in record.attempts if a.measured)
-    return Flag(found.kind, f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
+    return Flag(TREND_FLAGS[found.kind], f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
                             f"direction agreement {found.agreement:+.2f}")
 
 
@@ -264,26 +233,26 @@ def _contract(record: Record, verification: dict[str, Verification] | None) -> F
         return None  # a results file without a verification section: nothing to say
     result = verification.get(record.server)
     if result is None:
-        return Flag("contract-failed", "no contract verification recorded for this server in this run")
+        return Flag(kinds.CONTRACT_FAILED.name, "no contract verification recorded for this server in this run")
     if result.ok:
         return None
     failures = result.failures
     first = f": {failures[0]}" if failures else ""
     more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
     checks = "?" if result.checks is None else result.checks
-    return Flag("contract-failed", f"{len(failures)} of {checks} contract checks failed{first}{more}")
+    return Flag(kinds.CONTRACT_FAILED.name, f"{len(failures)} of {checks} contract checks failed{first}{more}")
 
 
 def _failed(record: Record) -> Flag | None:
     if record.failed:
-        return Flag("failed", str(record.failed))
+        return Flag(kinds.FAILED.name, str(record.failed))
     if record.rps is None:
-        return Flag("failed", "no attempt produced a measurement")
+        return Flag(kinds.FAILED.name, "no attempt produced a measurement")
     return None
 
 
 def _incomplete(record: Record) -> Flag | None:
-    return Flag("incomplete", record.incomplete) if record.incomplete else None
+    return Flag(kinds.INCOMPLETE.name, record.incomplete) if record.incomplete else None
 
 
 def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], verification: dict[str, Verification] | None) -> list[Flag]:

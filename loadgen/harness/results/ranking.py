@@ -1,8 +1,8 @@
 """The one ordering rule: which server of a group is above which, from intervals, and the ranks that follow.
 
-Who takes part: every record with a figure and an interval. Only a failure, errors, a failed contract (or an
-open-model step that did not hold its rate, or a record the run ended before it was complete) keep a record out
-(`EXCLUDING`), and a single attempt (REPEAT=1), whose interval is one point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`,
+Who takes part: every record with a figure and an interval. The flags that keep a record out are those that declare
+it (harness.results.flag_kinds: `kept_out()` says which), and a single attempt (REPEAT=1), whose interval is one
+point: nothing is known of its uncertainty, so nothing can be ordered against it. `spread`,
 `warming` and `drifting` widen or explain the interval but the record is ordered through it.
 
 Two relations place B above A:
@@ -31,11 +31,11 @@ import math
 from dataclasses import dataclass
 
 from harness.basics import stats
+from harness.results import flag_kinds as kinds
 from harness.results.records import Record
 
-# flags that keep a record out (an incomplete record's few attempts would not keep the 19-in-20 promise)
-EXCLUDING = frozenset({"failed", "incomplete", "contract-failed", "errors", "rate-not-held"})
-LOWER_BOUND = frozenset({"loadgen-saturated", "upstream-limit"})  # flags that make the req/s figure a lower bound
+# what keeps a record out and what makes its figure a lower bound: each flag declares it (flag_kinds)
+EXCLUDING, LOWER_BOUND = kinds.EXCLUDING, kinds.LOWER_BOUND
 EQUAL_RATE = 0.05  # rates within 5 % count as equal for the cost relation (the machine's own noise)
 
 
