@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from harness.basics.machine import port_owner, wait_until
-from harness.measuring.runner import Beside, measure
+from harness.measuring.runner import Beside, Naming, measure
 from harness.tools.load_plan import plan_load
 from harness.results import records as results
 from harness.runtime import RunningServer
@@ -119,7 +119,7 @@ def test_an_engine_that_fails_at_a_samplers_start_costs_the_attempt(stalled_engi
     stalled_engine(0)
     spec = LoadSpec(url=f"http://127.0.0.1:{PORT}/hello", concurrency=2, threads=1, duration_s=1)
     started = time.monotonic()
-    outcome = measure(EngineSampledRuntime(), plan_load("wrk", spec, (1,)), tmp_path, "attempt", "attempt",
+    outcome = measure(EngineSampledRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "attempt", "attempt"),
                       Beside(responder))
     assert time.monotonic() - started < 5
     assert outcome.failure == ("the CPU sampling could not start, so the load was not run: RuntimeFailure: the Docker "

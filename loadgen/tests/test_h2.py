@@ -13,8 +13,7 @@ import pytest
 from harness.basics.machine import port_owner
 from harness.config import scenarios
 from harness.config.manifest import discover, twin
-from harness.measuring.attempts import pattern
-from harness.measuring.clock import warmed_runs
+from harness.measuring.schedule import pattern, warmed_runs
 from harness.measuring.session import Session
 from harness.results import records as results
 from harness.runtime import RunningServer

@@ -1,6 +1,9 @@
-"""The campaign's order and clock, and attempts sized by time: unit tests (no server, no tool runs)."""
+"""The campaign's order and clock, and attempts sized by time: unit tests (no server, no tool runs). The rounds are
+driven through their executor interface with a fake executor (nothing is patched)."""
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,8 +14,12 @@ from harness.config import scenarios
 from harness.config.manifest import discover
 from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
 from harness.measuring import campaign, rounds
+from harness.measuring import warmup as warming
+from harness.measuring.attempts import Target
+from harness.measuring.runner import Outcome
+from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, History, Job, WarmupStep
 from harness.measuring.campaign import OrderError, choose_order
-from harness.measuring.clock import JIT_WARMUP_RPS, START_S, Clock, estimate
+from harness.measuring.clock import Clock, estimate
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer
@@ -119,13 +126,28 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
 INCOMPLETE = "%d of 3 attempts: the run ended before the rest"
 
 
-class Recorder:
-    """A session and a store that only note what the campaign does."""
+class FakeExecutor:
+    """The rounds' executor (rounds.Executor) taking nothing: it notes what the rounds ask of it, and answers with
+    warm-ups and attempts of its own (req/s: each server's next `rates`, else the attempt's number)."""
 
-    runtime = SimpleNamespace(name="local")
+    runtime_name = "local"
 
-    def __init__(self):
-        self.calls, self.records = [], []
+    def __init__(self, rates: dict | None = None, round_no: int | None = None):
+        self.history, self.dead, self.round_no = History(), {}, round_no
+        self.rates = {name: iter(values) for name, values in (rates or {}).items()}
+        self.calls, self.records, self.sized_from = [], [], []
+
+    def warm_up(self, step, rule):
+        self.calls.append(("warm", step.job.name, step.job.run.label, step.first))
+        return WarmupResult("ab", [], True, 0.1, 8, 100.0)
+
+    def attempt(self, job, n, repeat, warm_rate, position):
+        self.calls.append(("attempt", job.name, job.run.label, n, position))
+        self.sized_from.append((job.scenario.name, job.name, warm_rate))
+        a = fake_attempt(n)
+        if job.name in self.rates:
+            a.rps = next(self.rates[job.name])
+        return a
 
     def put_record(self, record):
         """As RunStore.put_record: in place of the record with its key."""
@@ -139,24 +161,25 @@ class Recorder:
         else:
             self.calls.append(("record", record.server, record.run, [a.rps for a in record.attempts]))
 
+    def evaluate(self):
+        pass
 
-def measure_backend(monkeypatch, recorder: Recorder, round_no: int | None = None) -> None:
-    calls = recorder.calls
-    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
-                        calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
-                        calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))
-    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
-    bench = rounds.Bench(session=recorder, store=recorder, round_no=round_no)
-    members = [rounds.Target(s, None) for s in servers("rust", "node")]
-    rounds.measure_in_rounds(bench, Clock(), members, BACKEND, SETTINGS)
+    def record_capacity(self):
+        pass
 
 
-def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeypatch):
-    recorder = Recorder()
-    measure_backend(monkeypatch, recorder)
-    calls = recorder.calls
-    assert calls == [
+def targets(*names):
+    return [Target(s, None) for s in servers(*names)]
+
+
+def measure(executor, scenario_, members=("rust", "node"), allowance=None):
+    rounds.measure_in_rounds(executor, Clock(), targets(*members), scenario_, SETTINGS, allowance)
+
+
+def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first():
+    executor = FakeExecutor()
+    measure(executor, BACKEND)
+    assert executor.calls == [
         ("warm", "rust", "close", True), ("warm", "node", "close", True),  # each server's first: a longer warm-up
         # each attempt but the last is kept at once, its record marked incomplete (an interrupt loses none)
         ("attempt", "rust", "close", 1, (1, 2)), ("partial", "rust", "close", 1, INCOMPLETE % 1),
@@ -173,109 +196,114 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first(monkeyp
         ("attempt", "rust", "keepalive", 3, (1, 2)), ("attempt", "node", "keepalive", 3, (2, 2)),
         ("record", "rust", "keepalive", [1.0, 2.0, 3.0]), ("record", "node", "keepalive", [1.0, 2.0, 3.0]),
     ]
-    assert [(r.server, r.run, r.incomplete) for r in recorder.records] == [
+    assert [(r.server, r.run, r.incomplete) for r in executor.records] == [
         ("rust", "close", None), ("node", "close", None), ("rust", "keepalive", None), ("node", "keepalive", None)]
 
 
-def test_records_carry_the_runtime_and_the_round_they_were_measured_in(monkeypatch):
-    plain, overhead = Recorder(), Recorder()
-    measure_backend(monkeypatch, plain)
-    measure_backend(monkeypatch, overhead, round_no=2)
+def test_records_carry_the_runtime_and_the_round_they_were_measured_in():
+    plain, overhead = FakeExecutor(), FakeExecutor(round_no=2)
+    measure(plain, BACKEND)
+    measure(overhead, BACKEND)
     assert {(r.runtime, r.round) for r in plain.records} == {("local", None)}
     assert {(r.runtime, r.round) for r in overhead.records} == {("local", 2)}
     assert {r.run for r in overhead.records} == {"close", "keepalive"}  # the scenario's own labels
     assert {r.label for r in overhead.records} == {"close local-2", "keepalive local-2"}
 
 
+def test_a_server_that_died_gets_the_record_of_what_it_did_and_no_further_attempt():
+    class Dying(FakeExecutor):
+        def attempt(self, job, n, repeat, warm_rate, position):
+            a = super().attempt(job, n, repeat, warm_rate, position)
+            if job.name == "node" and n == 2:
+                self.dead["node"] = "killed by signal 9 (SIGKILL)"
+                a.failed, a.rps = "the server died during this load: killed by signal 9 (SIGKILL)", None
+            return a
+
+    executor = Dying()
+    measure(executor, BACKEND)
+    node_attempts = [c for c in executor.calls if c[0] == "attempt" and c[1] == "node"]
+    assert [(c[2], c[3]) for c in node_attempts] == [("close", 1), ("close", 2)]  # nothing after its death
+    node = next(r for r in executor.records if r.server == "node")
+    assert node.failed.startswith("attempt 2: the server died") and node.incomplete is None
+    assert [r.run for r in executor.records if r.server == "rust"] == ["close", "keepalive"]
+
+
 LOW = scenario("low-compute", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])
 LONG = scenario("long", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 3, "continue_on_error": True})])
+CLOSE_ONLY = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
 
 
-def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_budget(monkeypatch):
-    recorder = Recorder()
-    calls = recorder.calls
-    rates = {"rust": iter([100.0, 130.0, 160.0, 200.0, 201.0, 199.0]), "node": iter([50.0, 51.0, 49.0])}
-
-    def climbing(n, name):
-        a = fake_attempt(n)
-        a.rps = next(rates[name])
-        return a
-    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
-                        calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
-                        calls.append(("attempt", t.name, run.label, n, pos)) or climbing(n, t.name))
-    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
-    bench = rounds.Bench(session=recorder, store=recorder, remeasure_left_s=100.0)
-    members = [rounds.Target(s, None) for s in servers("rust", "node")]
-    close_only = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
-    rounds.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
-    rust, node = recorder.records
+def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_budget():
+    executor = FakeExecutor(rates={"rust": [100.0, 130.0, 160.0, 200.0, 201.0, 199.0], "node": [50.0, 51.0, 49.0]})
+    allowance = rounds.Allowance(100.0)
+    measure(executor, CLOSE_ONLY, allowance=allowance)
+    rust, node = executor.records
     # rust climbed 100 → 130 → 160: a further warm-up (not its first), then three attempts back to back
     # (its first record is written before: an interrupt meanwhile keeps it)
-    assert calls[-5:] == [("warm", "rust", "close", False), ("attempt", "rust", "close", 1, None),
-                          ("attempt", "rust", "close", 2, None), ("attempt", "rust", "close", 3, None),
-                          ("record", "rust", "close", [200.0, 201.0, 199.0])]
-    assert ("record", "rust", "close", [100.0, 130.0, 160.0]) in calls
+    assert executor.calls[-5:] == [("warm", "rust", "close", False), ("attempt", "rust", "close", 1, None),
+                                   ("attempt", "rust", "close", 2, None), ("attempt", "rust", "close", 3, None),
+                                   ("record", "rust", "close", [200.0, 201.0, 199.0])]
+    assert ("record", "rust", "close", [100.0, 130.0, 160.0]) in executor.calls
     assert [a.rps for a in rust.attempts] == [200.0, 201.0, 199.0]
     assert rust.remeasured["first_attempts"] == [100.0, 130.0, 160.0] and "warming" in rust.remeasured["why"]
     assert node.remeasured is None and [a.rps for a in node.attempts] == [50.0, 51.0, 49.0]
-    assert bench.remeasure_left_s < 100.0
+    assert allowance.left_s < 100.0
 
 
-def test_the_run_budget_and_the_ceiling_are_not_measured_again(monkeypatch):
-    recorder = Recorder()
-    calls = recorder.calls
-    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
-                        calls.append(("warm", t.name, run.label, first)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
-                        calls.append(("attempt", t.name, run.label, n, pos)) or fake_attempt(n))  # 1, 2, 3: climbing
-    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
-    close_only = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
+def test_the_run_budget_and_the_ceiling_are_not_measured_again():
     # rust: re-measuring time left, but the run's budget is spent; nginx: the ceiling, never measured again
-    bench = rounds.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 5.0)
-    members = [rounds.Target(s, None) for s in servers("rust", "nginx")]
-    rounds.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
-    assert [c for c in calls if c[0] == "warm"] == [("warm", "rust", "close", True), ("warm", "nginx", "close", True)]
-    assert all(r.remeasured is None for r in recorder.records)
-    bench = rounds.Bench(session=recorder, store=recorder, remeasure_left_s=100.0, budget_left=lambda: 500.0)
-    calls.clear()
-    rounds.measure_in_rounds(bench, Clock(), members, close_only, SETTINGS)
-    assert [c[1] for c in calls if c[0] == "warm" and c[3] is False] == ["rust"]
+    executor = FakeExecutor()  # attempts 1, 2, 3: climbing
+    measure(executor, CLOSE_ONLY, ("rust", "nginx"), rounds.Allowance(100.0, lambda: 5.0))
+    assert [c for c in executor.calls if c[0] == "warm"] == [("warm", "rust", "close", True),
+                                                              ("warm", "nginx", "close", True)]
+    assert all(r.remeasured is None for r in executor.records)
+    executor = FakeExecutor()
+    measure(executor, CLOSE_ONLY, ("rust", "nginx"), rounds.Allowance(100.0, lambda: 500.0))
+    assert [c[1] for c in executor.calls if c[0] == "warm" and c[3] is False] == ["rust"]
 
 
-def test_without_time_left_a_climbing_record_is_kept_and_flagged(monkeypatch):
-    recorder = Recorder()
-    measure_backend(monkeypatch, recorder)  # attempts 1, 2, 3 climb; SETTINGS leaves no time to measure again
-    assert all(r.remeasured is None for r in recorder.records)
-    assert not any(c[0] == "warm" and c[3] is False and c[2] == "close" for c in recorder.calls)
+def test_without_time_left_a_climbing_record_is_kept_and_flagged():
+    executor = FakeExecutor()
+    measure(executor, BACKEND)  # attempts 1, 2, 3 climb; no allowance to measure again
+    assert all(r.remeasured is None for r in executor.records)
+    assert not any(c[0] == "warm" and c[3] is False and c[2] == "close" for c in executor.calls)
 
 
-def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again(monkeypatch):
-    calls = []
-    monkeypatch.setattr(rounds, "warm_up", lambda bench, t, sc, run, rule, first:
-                        calls.append(("warm", sc.name, t.name)) or WarmupResult("ab", [], True, 0.1, 8, 100.0))
-    monkeypatch.setattr(rounds, "attempt", lambda bench, t, sc, run, n, repeat, rate, pos:
-                        calls.append(("attempt", sc.name, t.name, rate)) or fake_attempt(n))
-    monkeypatch.setattr(rounds, "evaluate_flags", lambda store: None)
-    recorder = Recorder()
-    bench = rounds.Bench(session=recorder, store=recorder)
-    members = [rounds.Target(s, None) for s in servers("rust", "node")]
+def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again():
+    executor = FakeExecutor()
+    members = targets("rust", "node")
     for sc in (LOW, LONG, BACKEND):
-        rounds.measure_in_rounds(bench, Clock(), members, sc, SETTINGS)
-    warmed = [c[1:] for c in calls if c[0] == "warm"]
+        rounds.measure_in_rounds(executor, Clock(), members, sc, SETTINGS)
+    warmed = [(c[1], c[2]) for c in executor.calls if c[0] == "warm"]
     # long repeats low-compute's load (only its length differs): sized from low-compute's last attempt (3.0 req/s);
     # backend is another path (and its keep-alive run another pattern): warmed again
-    assert warmed == [("low-compute", "rust"), ("low-compute", "node")] + [("backend", "rust"), ("backend", "node")] * 2
-    assert {c[3] for c in calls if c[0] == "attempt" and c[1] == "long"} == {3.0}
-    long_records = [r for r in recorder.records if r.scenario == "long"]
+    assert warmed == [("rust", "c1000"), ("node", "c1000")] + [("rust", "close"), ("node", "close"),
+                                                               ("rust", "keepalive"), ("node", "keepalive")]
+    assert {rate for sc, _, rate in executor.sized_from if sc == "long"} == {3.0}
+    long_records = [r for r in executor.records if r.scenario == "long"]
     assert {(r.warmup.runs == [], r.warmup.after, r.warmup.rate) for r in long_records} == {(True, "low-compute c1000", 3.0)}
     assert long_records[0].to_dict()["warmup"]["after"] == "low-compute c1000"
     counts = estimate(Clock(), servers("rust"), [LOW, LONG, BACKEND], SETTINGS)
-    assert counts["warmups"] == 3  # low-compute, backend close, backend keep-alive
+    assert counts["warmups"] == 3  # low-compute, backend close, backend keep-alive: the plan the rounds carried out
 
 
-def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing_completes(monkeypatch):
-    from harness.measuring import attempts as measurement
+class Primed(BaseHTTPRequestHandler):
+    """A server that notes each request (the warm-up's primer) in the order of the test's events."""
+
+    order: list = []
+
+    def do_GET(self):
+        self.order.append("primer")
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing_completes():
     from harness.tools.output import Measurement
 
     specs = []
@@ -284,22 +312,26 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
     def load(target, tool, spec, stem, label, what, expected_rps):
         specs.append(spec)
         done = next(completed)
-        return measurement.Outcome(Measurement(requests=done, errors=Errors(), duration_s=1.0, rps=float(done),
-                                               latency_ms={}), None)
+        return Outcome(Measurement(requests=done, errors=Errors(), duration_s=1.0, rps=float(done), latency_ms={}), None)
 
-    order = []
-    monkeypatch.setattr(measurement.httpclient, "get", lambda *a, **k: order.append("primer"))
-    running = RunningServer(name="rust", host="127.0.0.1", port=1, cpus=[0], pid=0, log="", started_at=0, startup_s=0,
-                            runtime="local")
-    target = rounds.Target(servers("rust")[0], running)
-    # a sleeping server (interleaved rounds) is woken before its primer, which would otherwise wait out its timeout
-    bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH, turn=lambda name: order.append(f"wake {name}"))
-    high = scenario("high-compute", "ab", [LoadRun("c10", {"concurrency": 10, "duration_s": 2})], "fibonacci")
-    result = measurement.warm_up(bench, target, high, high.runs[0], WarmupRule(duration_s=1, tolerance=0.2, max_runs=6))
+    order = Primed.order = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Primed)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        running = RunningServer(name="rust", host="127.0.0.1", port=server.server_address[1], cpus=[0], pid=0, log="",
+                                started_at=0, startup_s=0, runtime="local")
+        target = Target(servers("rust")[0], running)
+        # a sleeping server (interleaved rounds) is woken before its primer, which would otherwise wait out its timeout
+        bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH, turn=lambda name: order.append(f"wake {name}"))
+        high = scenario("high-compute", "ab", [LoadRun("c10", {"concurrency": 10, "duration_s": 2})], "fibonacci")
+        step = WarmupStep(Job(target, target.server, high, high.runs[0]))
+        result = warming.warm_up(bench, step, WarmupRule(duration_s=1, tolerance=0.2, max_runs=6))
+    finally:
+        server.shutdown()
     # the latest three runs with a rate settle it (12, 14, 13: no trend beyond 20 %)
     assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 20), (None, 20)]
     assert result.rate == 13.0 and result.steady
-    assert order[:2] == ["wake rust", "primer"]
+    assert order[:2] == ["wake rust", "primer"] and order.count("primer") == 10
 
 
 def fake_attempt(n):
@@ -332,7 +364,7 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
 
     try:
         known = discover()
-        turns = campaign.Turns(Session(), [rounds.Target(known[n], n) for n in sleepers])
+        turns = campaign.Turns(Session(), [Target(known[n], n) for n in sleepers])
         turns("rust")
         assert (status("rust"), status("node"), status("nginx")) == ("sleeping", "stopped", "sleeping")  # nginx: upstream
         turns("node")
@@ -347,7 +379,7 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
 
 def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_connections_and_the_clock_counts_them():
     from harness.config.scenarios import WarmupLoad
-    from harness.measuring.attempts import first_connections
+    from harness.measuring.schedule import first_connections
 
     akka, rust = servers("akka", "rust")
     close, keepalive = BACKEND.runs

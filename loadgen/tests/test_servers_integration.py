@@ -11,7 +11,7 @@ from harness.basics import httpclient
 from harness.basics.cpus import plan
 from harness.config.manifest import discover
 from harness.measuring import verification as contract
-from harness.measuring.runner import Beside, measure
+from harness.measuring.runner import Beside, Naming, measure
 from harness.measuring.session import Session
 from harness.runtime.local import LocalRuntime, port_owner
 from harness.tools import TOOLS, LoadSpec
@@ -71,7 +71,7 @@ def test_each_tool_measures_each_core_server_without_errors(session, tmp_path, n
     running = session.ensure(SERVERS[name])
     spec = LOADS[tool].__class__(**{**LOADS[tool].__dict__, "url": running.base_url + "/hello"})
     load = plan_load(tool, spec, session.plan.loadgen)
-    outcome = measure(session.runtime, load, tmp_path, "t", "t", Beside(running, len(running.cpus)))
+    outcome = measure(session.runtime, load, Naming(tmp_path, "t", "t"), Beside(running, len(running.cpus)))
     assert outcome.failure is None
     m = outcome.measurement
     assert m.errors.total == 0
@@ -110,7 +110,7 @@ def test_a_load_split_into_two_processes_measures_like_one(session, tmp_path):
     for round_no in range(3):
         for processes in (1, 2):
             load = plan_load("ab", spec, session.plan.loadgen, override=processes)
-            outcome = measure(session.runtime, load, tmp_path / f"p{processes}-{round_no}", "t", "t",
+            outcome = measure(session.runtime, load, Naming(tmp_path / f"p{processes}-{round_no}", "t", "t"),
                               Beside(running, len(running.cpus)))
             assert outcome.failure is None and outcome.measurement.requests == 20000
             rates[processes].append(outcome.measurement.rps)

@@ -1,5 +1,6 @@
 """A campaign: the servers started (or found up) and verified, then every scenario measured, in rounds where the servers
-can be up at once. What one warm-up or attempt does is measurement.py's; this module decides the order and the clock.
+can be up at once. What one warm-up or attempt does is attempts.py's and warmup.py's, what is warmed and in which order within a
+scenario the plan's (schedule.py) and the rounds' (rounds.py); this module starts the servers and groups them.
 
 Interleaved (the default where it fits): all servers are up, each warmed up for a scenario, then attempt 1 of every
 server, attempt 2 of every server, and so on, the first server of a round rotating. A slow drift of the machine (here,
@@ -22,8 +23,9 @@ from harness.measuring import inventory
 from harness.measuring import verification as contract
 from harness.measuring import verification_h2c as contract_h2
 from harness.measuring.attempts import Bench, Target
-from harness.measuring.clock import START_S, Clock, estimate, minutes
-from harness.measuring.rounds import measure_in_rounds
+from harness.measuring.clock import Clock, estimate, minutes
+from harness.measuring.schedule import START_S
+from harness.measuring.rounds import Allowance, measure_in_rounds
 from harness.measuring.session import Session
 from harness.results.records import Verification
 from harness.results.store import RunStore
@@ -154,14 +156,14 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                     targets.append(target)
             turns = Turns(session, targets) if len(targets) > 1 else None
             bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
-                          idle_pids=_idle_pids(session, targets) if turns else None,
-                          remeasure_left_s=settings.remeasure_s,
-                          budget_left=(lambda: settings.budget_s - clock.elapsed_s() - clock.remaining_s())
-                          if settings.budget_s else None)
+                          idle_pids=_idle_pids(session, targets) if turns else None)
+            allowance = Allowance(settings.remeasure_s,
+                                  (lambda: settings.budget_s - clock.elapsed_s() - clock.remaining_s())
+                                  if settings.budget_s else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
-                    measure_in_rounds(bench, clock, members, scenario, settings)
+                    measure_in_rounds(bench, clock, members, scenario, settings, allowance)
             if bench.dead:
                 all_ok = False
         finally:

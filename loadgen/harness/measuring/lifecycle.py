@@ -9,9 +9,9 @@ from harness.basics.machine import timestamp
 from harness.basics.messages import console, fail, say, warn
 from harness.config.scenarios import Settings
 from harness.measuring.conditions import collect
-from harness.measuring.rounds import evaluate_flags
 from harness.report import compare, model
 from harness.report import terminal as console_table
+from harness.results import flags
 from harness.results.records import Run
 from harness.results.store import RunStore
 from harness.runtime import Runtime, RuntimeFailure
@@ -43,7 +43,7 @@ def finish_run(store: RunStore, runtime: Runtime | None = None) -> None:
     if runtime:
         record_runtime_details(store, runtime)
     store.update_conditions(finished_at=timestamp())
-    evaluate_flags(store)
+    flags.evaluate_and_save(store)
     print_summary(store)
     try:  # a chart that cannot be drawn must not lose the run: results.json is already written
         compare.cmd_report(str(store.dir))

@@ -1,137 +1,173 @@
-"""One scenario measured on the servers of a campaign: warm-ups, then rounds of one attempt per server (the first server
-of a round rotating), each attempt kept at once; records whose attempts still climb or fall measured again within the
-run's budget; the flags evaluated."""
+"""One scenario measured on the servers of a campaign, as its plan says (schedule.py): warm-ups, then rounds of one
+attempt per server (the first server of a round rotating), each attempt kept at once; records whose attempts still
+climb or fall measured again within the run's budget; the flags evaluated.
+
+What a warm-up, an attempt and a record's keeping do is an `Executor`'s (attempts.Bench runs the tools; the tests give
+the rounds a fake one): the rounds decide only the order, as hyperfine's scheduler does with its executor."""
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
-from harness.basics.messages import say, warn
-from harness.config.scenarios import LoadRun, Scenario, Settings
-from harness.measuring.attempts import Bench, Target, aggregate, attempt, load_key, pattern, warm_from, warm_up
-from harness.measuring.clock import (
+from harness.basics.messages import say
+from harness.config.scenarios import Scenario, Settings
+from harness.measuring.clock import Clock
+from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
-    Clock,
+    History,
+    Job,
+    WarmupStep,
     attempt_seconds,
-    jit_warmup_seconds,
-    warmed_runs,
-    warmup_seconds,
+    remeasure_seconds,
+    turns,
+    warmup_step,
 )
-from harness.results import capacity, flags
-from harness.results.records import Attempt, Warmup
-from harness.results.store import RunStore
+from harness.results import flags
+from harness.results import records as results
+from harness.results.aggregate import Measured, aggregate
+from harness.results.records import Attempt, Record, Warmup
 
 
-def measure_in_rounds(bench: Bench, clock: Clock, members: list[Target], scenario: Scenario, settings: Settings) -> None:
+class Executor(Protocol):
+    """What the rounds have done: warm-ups, attempts, records kept, flags evaluated (attempts.Bench)."""
+
+    history: History  # what each server was last loaded with and warmed on, in this campaign
+    dead: dict[str, str]  # name -> why, for the servers that died in this campaign
+    runtime_name: str
+    round_no: int | None  # in a run of rounds (overhead): this campaign's round, carried by its records
+
+    def warm_up(self, step: WarmupStep, rule) -> Warmup: ...
+
+    def attempt(self, job: Job, n: int, repeat: int, warm_rate: float | None,
+                position: tuple[int, int] | None) -> Attempt: ...
+
+    def put_record(self, record: Record) -> None: ...
+
+    def evaluate(self) -> None: ...
+
+    def record_capacity(self) -> None:
+        """Each server's capacity at the latency target, after an open-model scenario (results/capacity.py)."""
+
+
+@dataclass
+class Allowance:
+    """The time a campaign may still spend warming further and measuring again what was still warming:
+    `left_s` of the profile's re-measuring time, and `budget_left()`, what the run's budget leaves beyond what is
+    still planned (None: no budget)."""
+
+    left_s: float = 0.0
+    budget_left: Callable[[], float] | None = None
+
+
+def measure_in_rounds(executor: Executor, clock: Clock, members: list, scenario: Scenario, settings: Settings,
+                      allowance: Allowance | None = None) -> None:
     """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back). A server that
-    dies (measurement.Bench.died) gets the record of what it did, and no further round, run or warm-up."""
-    repeat = scenario.repeat(settings)
-    warmups: dict[str, Warmup] = {}
-    warm_before = {id(r) for r in warmed_runs(scenario)}
-    for run in scenario.runs:
-        members = [t for t in members if t.name not in bench.dead]
-        if not members:
-            return
-        if id(run) in warm_before:
-            for t in members:
-                last = bench.last_load.get(t.name)
-                if last and last[0] == load_key(scenario, run, t.server):
-                    warmups[t.name] = warm_from(last[1], last[2], scenario.tool)
-                    say(f"  {t.name} {scenario.name} {run.label}: no warm-up, the same load as {last[1]} just before")
-                    continue
-                first = (t.name, pattern(scenario, run)) not in bench.warmed
-                bench.warmed.add((t.name, pattern(scenario, run)))
-                warmups[t.name] = warm_up(bench, t, scenario, run, settings.warmup, first)
-                clock.advance(warmup_seconds(scenario, settings) + (jit_warmup_seconds(t.server, scenario, run)
-                                                                    if first else 0.0))
-        attempts: dict[str, list[Attempt]] = {t.name: [] for t in members}
+    dies gets the record of what it did, and no further round, run or warm-up. `members`: attempts.Target."""
+    Rounds(executor, clock, settings, allowance or Allowance()).scenario(members, scenario)
+
+
+@dataclass
+class Rounds:
+    executor: Executor
+    clock: Clock
+    settings: Settings
+    allowance: Allowance
+
+    def scenario(self, members: list, scenario: Scenario) -> None:
+        warmups: dict[str, Warmup] = {}  # a run warmed by the one before it in the same pattern keeps its warm-up
+        for run in scenario.runs:
+            jobs = [Job(t, t.server, scenario, run) for t in members if t.name not in self.executor.dead]
+            if not jobs:
+                return
+            for job in jobs:
+                step = warmup_step(job, self.executor.history)
+                if step is not None:
+                    warmups[job.name] = self.warm(step)
+            attempts = self.rounds(jobs, warmups, scenario.repeat(self.settings))
+            for job in jobs:
+                measured = [a for a in attempts[job.name] if a.measured]
+                self.executor.history.loaded(job, measured[-1].rps if measured else warmups[job.name].rate)
+            self.executor.evaluate()
+        if any(r.rate_share for r in scenario.runs):
+            self.executor.record_capacity()
+
+    def warm(self, step: WarmupStep) -> Warmup:
+        job = step.job
+        if step.after is not None:
+            say(f"  {job.name} {job.label}: no warm-up, the same load as {step.after} just before")
+            return results.Warmup(tool=job.scenario.tool, runs=[], steady=True, tolerance=None, max_runs=None,
+                                  rate=round(step.rate, 1) if step.rate else None, after=step.after)
+        warmup = self.executor.warm_up(step, self.settings.warmup)
+        self.clock.advance(step.seconds(self.settings))
+        return warmup
+
+    def rounds(self, jobs: list[Job], warmups: dict[str, Warmup], repeat: int) -> dict[str, list[Attempt]]:
+        """The rounds of one run; every attempt but a record's last is kept at once (an interrupt loses none), the
+        last with the record's completion; then what climbed or fell is measured again where time allows."""
+        by_name = {job.name: job for job in jobs}
+        attempts: dict[str, list[Attempt]] = {job.name: [] for job in jobs}
         for n in range(1, repeat + 1):
-            alive = [t for t in members if t.name not in bench.dead]
+            alive = [job.name for job in jobs if job.name not in self.executor.dead]
             if not alive:
                 break
-            shift = (n - 1) % len(alive)
-            turn = alive[shift:] + alive[:shift]  # whoever went first last round goes later this one
-            for position, t in enumerate(turn, 1):
-                attempts[t.name].append(attempt(bench, t, scenario, run, n, repeat, warmups[t.name].rate,
-                                                (position, len(turn)) if len(turn) > 1 else None))
-                clock.advance(attempt_seconds(run) + ATTEMPT_OVERHEAD_S)
-                if n < repeat:  # an interrupt loses no attempt (the last one's record is written just below)
-                    keep(bench, t, scenario, run, attempts[t.name], warmups[t.name], repeat)
-        for t in members:  # complete now (a server that died has its failure): what remeasure does is added after
-            keep(bench, t, scenario, run, attempts[t.name], warmups[t.name], repeat, complete=True)
-        for t in members:
-            if t.name not in bench.dead:
-                again = remeasure(bench, clock, t, scenario, run, repeat, attempts[t.name], settings)
+            for name, position in turns(alive, n):
+                job = by_name[name]
+                attempts[name].append(self.executor.attempt(job, n, repeat, warmups[name].rate, position))
+                self.clock.advance(attempt_seconds(job.run) + ATTEMPT_OVERHEAD_S)
+                if n < repeat:
+                    self.keep(job, attempts[name], warmups[name], repeat)
+        for job in jobs:  # complete now (a server that died has its failure): what remeasure does is added after
+            self.keep(job, attempts[job.name], warmups[job.name], repeat, complete=True)
+        for job in jobs:
+            if job.name not in self.executor.dead:
+                again = self.remeasure(job, repeat, attempts[job.name])
                 if again:
-                    keep(bench, t, scenario, run, attempts[t.name], warmups[t.name], repeat, again, complete=True)
-        for t in members:
-            measured = [a for a in attempts[t.name] if a.measured]
-            bench.last_load[t.name] = (load_key(scenario, run, t.server), f"{scenario.name} {run.label}",
-                                       measured[-1].rps if measured else warmups[t.name].rate)
-        evaluate_flags(bench.store)
-    if any(r.rate_share for r in scenario.runs):
-        record_capacity(bench.store, bench.store.run.conditions.get("slo_p99_ms") or capacity.slo_from_env())
+                    self.keep(job, attempts[job.name], warmups[job.name], repeat, again, complete=True)
+        return attempts
 
+    def keep(self, job: Job, attempts: list[Attempt], warmup: Warmup, repeat: int, remeasured: dict | None = None,
+             complete: bool = False) -> None:
+        """`job`'s record with the attempts taken so far, written to results.json (in place of the one written after
+        its previous attempt): a record is kept from its first attempt on, marked incomplete until all were taken."""
+        executor = self.executor
+        of = Measured(job.name, job.scenario.path_for(job.server), executor.runtime_name, executor.round_no)
+        record = aggregate(of, job.scenario, job.run, attempts, warmup)
+        record.remeasured = remeasured
+        if not attempts:
+            record.failed = f"the server died before its first attempt: {executor.dead.get(job.name, 'it was gone')}"
+        elif not complete and len(attempts) < repeat:
+            record.incomplete = f"{len(attempts)} of {repeat} attempts: the run ended before the rest"
+        executor.put_record(record)
 
-def keep(bench: Bench, t: Target, scenario: Scenario, run: LoadRun, attempts: list[Attempt], warmup: Warmup, repeat: int,
-         remeasured: dict | None = None, complete: bool = False) -> None:
-    """`t`'s record of `run` with the attempts taken so far, written to results.json (in place of the one written after
-    its previous attempt): a record is kept from its first attempt on, marked incomplete until all were taken."""
-    record = aggregate(t.server, scenario, run, scenario.path_for(t.server), attempts, warmup,
-                       bench.session.runtime.name, bench.round_no)
-    record.remeasured = remeasured
-    if not attempts:
-        record.failed = f"the server died before its first attempt: {bench.dead.get(t.name, 'it was gone')}"
-    elif not complete and len(attempts) < repeat:
-        record.incomplete = f"{len(attempts)} of {repeat} attempts: the run ended before the rest"
-    bench.store.put_record(record)
-
-
-def remeasure(bench: Bench, clock: Clock, t: Target, scenario: Scenario, run: LoadRun, repeat: int,
-              attempts: list[Attempt], settings: Settings) -> dict | None:
-    """Where `t`'s attempts climbed or fell beyond the noise (harness.basics.trend, the rule of the warming and drifting
-    flags) and the run's re-measuring time allows: a further warm-up until settled, then `repeat` attempts back to back
-    that replace `attempts` (the others sleep meanwhile); not the ceiling (never ranked, it keeps its flag), and not once
-    the campaign's time budget (`budget_s`) would be overrun by it with what is still planned. Returns
-    what the record keeps of the first attempts, or None when nothing was measured again."""
-    found = flags.attempts_trend(attempts)
-    if not found or not found.moving or t.server.has_role("ceiling"):  # the ceiling is never ranked: flagged only
-        return None
-    rates = [a.rps for a in attempts if a.measured]
-    label = (f"  {t.name} {scenario.name} {run.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, "
-             f"{found.kind}")
-    needed = (settings.warmup.window * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
-              + repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
-    budget = bench.budget_left() if bench.budget_left else math.inf
-    if needed > min(bench.remeasure_left_s, budget):
-        why = (f"{max(budget, 0):.0f} s left in the run's time budget beyond what is still to measure"
-               if budget < bench.remeasure_left_s else f"{bench.remeasure_left_s:.0f} s of the run's re-measuring time left")
-        say(f"{label}; not measured again ({why}, about {needed:.0f} s needed): flagged {found.kind}")
-        return None
-    say(f"{label}: warmed further and measured again")
-    started = time.monotonic()
-    clock.plan(needed)
-    warmup = warm_up(bench, t, scenario, run, settings.warmup, False)
-    again = [attempt(bench, t, scenario, run, n, repeat, warmup.rate, None) for n in range(1, repeat + 1)]
-    clock.advance(needed)
-    bench.remeasure_left_s = max(0.0, bench.remeasure_left_s - (time.monotonic() - started))
-    attempts[:] = again
-    return {"why": found.describe(), "first_attempts": rates, "warmup": warmup.to_dict(),
-            "note": "measured again back to back after a further warm-up; the first attempts are not used"}
-
-
-def record_capacity(store: RunStore, slo_p99_ms: float) -> None:
-    """Each server's capacity at the latency target (harness.results.capacity), in its servers entry, and said."""
-    for name, by_scenario in capacity.of_run(store.run, slo_p99_ms).items():
-        store.set_server(name, {**store.run.servers.get(name, {}), "capacity": by_scenario})
-        for scenario, c in by_scenario.items():
-            if c["rps"]:
-                say(f"  {name} {scenario}: capacity {c['rps']:,.0f} req/s at p99 ≤ {slo_p99_ms:g} ms "
-                    f"(step {c['step']}, p99 {c['p99_ms']:.2f} ms)" + (" — at least: " + c["why"] if c["lower_bound"] else ""))
-            else:
-                warn(f"{name} {scenario}: no capacity at p99 ≤ {slo_p99_ms:g} ms: {c['why']}")
-
-
-def evaluate_flags(store: RunStore) -> None:
-    flags.evaluate(store.run)
-    store.save()
+    def remeasure(self, job: Job, repeat: int, attempts: list[Attempt]) -> dict | None:
+        """Where `job`'s attempts climbed or fell beyond the noise (harness.basics.trend, the rule of the warming and
+        drifting flags) and the run's re-measuring time allows: a further warm-up until settled, then `repeat`
+        attempts back to back that replace `attempts` (the others sleep meanwhile); not the ceiling (never ranked, it
+        keeps its flag), and not once the campaign's time budget (`budget_s`) would be overrun by it with what is
+        still planned. Returns what the record keeps of the first attempts, or None when nothing was measured again."""
+        found = flags.attempts_trend(attempts)
+        if not found or not found.moving or job.server.has_role("ceiling"):  # the ceiling is never ranked
+            return None
+        rates = [a.rps for a in attempts if a.measured]
+        label = f"  {job.name} {job.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, {found.kind}"
+        needed = remeasure_seconds(job.run, repeat, self.settings)
+        allowance = self.allowance
+        budget = allowance.budget_left() if allowance.budget_left else math.inf
+        if needed > min(allowance.left_s, budget):
+            why = (f"{max(budget, 0):.0f} s left in the run's time budget beyond what is still to measure"
+                   if budget < allowance.left_s else f"{allowance.left_s:.0f} s of the run's re-measuring time left")
+            say(f"{label}; not measured again ({why}, about {needed:.0f} s needed): flagged {found.kind}")
+            return None
+        say(f"{label}: warmed further and measured again")
+        started = time.monotonic()
+        self.clock.plan(needed)
+        warmup = self.executor.warm_up(WarmupStep(job), self.settings.warmup)
+        again = [self.executor.attempt(job, n, repeat, warmup.rate, None) for n in range(1, repeat + 1)]
+        self.clock.advance(needed)
+        allowance.left_s = max(0.0, allowance.left_s - (time.monotonic() - started))
+        attempts[:] = again
+        return {"why": found.describe(), "first_attempts": rates, "warmup": warmup.to_dict(),
+                "note": "measured again back to back after a further warm-up; the first attempts are not used"}

@@ -146,63 +146,103 @@ def _samplers(runtime: Runtime, beside: Beside, tree: ToolTree, cores: list[int]
     return samplers
 
 
-def measure(runtime: Runtime, plan: LoadPlan, raw_dir: Path, stem: str, label: str, beside: Beside,
-            status: str = "", expected_rps: float | None = None) -> Outcome:
+@dataclass(frozen=True)
+class Naming:
+    """Where a load's outputs go (`raw`/`stem`, one folder per tool process) and how its progress is labelled;
+    `status` (e.g. the whole run's remaining time) is shown beside the progress bar."""
+
+    raw: Path
+    stem: str
+    label: str
+    status: str = ""
+
+
+def measure(runtime: Runtime, plan: LoadPlan, naming: Naming, beside: Beside,
+            expected_rps: float | None = None) -> Outcome:
     """Runs the load as `plan` says (its processes, each pinned to its cores); while it runs, samples what `beside`
     names, the tool processes one by one, and this harness's own CPU (its polling and sampling threads run on the load
-    generator's cores). `status` (e.g. the whole run's remaining time) is shown beside the progress bar.
-    `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
-    tool, spec, cores = TOOLS[plan.tool], plan.spec, list(plan.loadgen_cores)
+    generator's cores). `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
     parts = len(plan.processes)
-    scratches = [raw_dir / (stem if parts == 1 else f"{stem}.part{i + 1}") for i in range(parts)]
+    scratches = [naming.raw / (naming.stem if parts == 1 else f"{naming.stem}.part{i + 1}") for i in range(parts)]
     outcome = Outcome(None, None, plan=plan)
-    deadline = deadline_s(spec, expected_rps)
-    stopped = False
-    tree = ToolTree()
-    procs = tree.procs
-    samplers = {}
-    sampling_failed = None
-    children_cpu_before, own_cpu_before = _children_cpu_s(), _own_cpu_s()
+    deadline = deadline_s(plan.spec, expected_rps)
+    load = Load(runtime, plan, outcome)
     # The harness's own polling, sampling and progress threads stay on the load generator's CPUs while the load runs,
     # off the server's (threads inherit this thread's affinity when they start); restored afterwards. (With HOSTS the
     # load generator's CPUs are another machine's: those this one has, if any.)
     affinity_before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, (set(cores) & affinity_before) or affinity_before)
+    os.sched_setaffinity(0, (set(plan.loadgen_cores) & affinity_before) or affinity_before)
     try:
-        try:
-            samplers = _samplers(runtime, beside, tree, cores)
-            _together(sampler.start for sampler in samplers.values())
-        except Exception as exc:  # noqa: BLE001 - an engine's error, a process gone: this attempt is lost, not the run
-            outcome.failure = f"the CPU sampling could not start, so the load was not run: {_what(exc)}"
+        if not load.start_sampling(beside):
             return outcome
-        started = time.monotonic()
-        for process, scratch in zip(plan.processes, scratches):
+        load.start_tools(scratches)
+        stopped = _wait(load.tree.procs, plan.tool, plan.spec, outcome.raw, naming.label, naming.status, deadline)
+        load.finish()
+    finally:
+        os.sched_setaffinity(0, affinity_before)
+        load.clean_up()
+    _read(outcome, TOOLS[plan.tool], scratches)
+    if load.sampling_failed:
+        outcome.failure = load.sampling_failed
+    if stopped:
+        _note_stopped(outcome, plan.spec, deadline)
+    return outcome
+
+
+class Load:
+    """One load's tool processes and samplers, from their start to their clean-up (also on Ctrl-C or a failure)."""
+
+    def __init__(self, runtime: Runtime, plan: LoadPlan, outcome: Outcome):
+        self.runtime, self.plan, self.outcome = runtime, plan, outcome
+        self.tree = ToolTree()
+        self.samplers: dict = {}
+        self.sampling_failed: str | None = None
+        self.started = time.monotonic()
+        self.children_cpu_before, self.own_cpu_before = _children_cpu_s(), _own_cpu_s()
+
+    def start_sampling(self, beside: Beside) -> bool:
+        try:
+            self.samplers = _samplers(self.runtime, beside, self.tree, list(self.plan.loadgen_cores))
+            _together(sampler.start for sampler in self.samplers.values())
+        except Exception as exc:  # noqa: BLE001 - an engine's error, a process gone: this attempt is lost, not the run
+            self.outcome.failure = f"the CPU sampling could not start, so the load was not run: {_what(exc)}"
+            return False
+        return True
+
+    def start_tools(self, scratches: list[Path]) -> None:
+        tool, cores = TOOLS[self.plan.tool], list(self.plan.loadgen_cores)
+        self.started = time.monotonic()
+        for process, scratch in zip(self.plan.processes, scratches):
             scratch.mkdir(parents=True, exist_ok=True)
             argv = process.argv(tool, scratch)
-            outcome.commands.append(argv)
-            outcome.raw.append(scratch / "output.txt")
-            procs.append(runtime.tool_process(argv, cores, scratch / "output.txt"))
-            State().add_tool(procs[-1].pid, argv)  # listed while it runs: `make down` stops it if the harness is killed
-        stopped = _wait(procs, plan.tool, spec, outcome.raw, label, status, deadline)
-        for proc in procs:
+            self.outcome.commands.append(argv)
+            self.outcome.raw.append(scratch / "output.txt")
+            self.tree.procs.append(self.runtime.tool_process(argv, cores, scratch / "output.txt"))
+            State().add_tool(self.tree.procs[-1].pid, argv)  # listed while it runs: `make down` stops it if killed
+
+    def finish(self) -> None:
+        """The tools ended: the samplers read for the last time, the tools' CPU taken exactly where it can be."""
+        for proc in self.tree.procs:
             proc.wait()
-        wall = time.monotonic() - started
+        wall = time.monotonic() - self.started
+        samplers, outcome = self.samplers, self.outcome
         try:
             outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
             # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's
             # last moments.
-            exact = _children_cpu_s() - children_cpu_before if runtime.tools_are_children else None
+            exact = _children_cpu_s() - self.children_cpu_before if self.runtime.tools_are_children else None
             outcome.samples["loadgen"] = samplers["loadgen"].result(exact)
-            outcome.parts_cpu_s = tree.cpu_by_part(samplers["loadgen"], exact)
-            if not runtime.remote:  # this process's threads, on the load generator's cores meanwhile
-                outcome.samples[HARNESS] = usage(len(cores), _own_cpu_s() - own_cpu_before, wall, 0, [])
+            outcome.parts_cpu_s = self.tree.cpu_by_part(samplers["loadgen"], exact)
+            if not self.runtime.remote:  # this process's threads, on the load generator's cores meanwhile
+                cores = len(self.plan.loadgen_cores)
+                outcome.samples[HARNESS] = usage(cores, _own_cpu_s() - self.own_cpu_before, wall, 0, [])
         except Exception as exc:  # noqa: BLE001 - the load ran, but its CPU figures are lost: so is the attempt
-            sampling_failed = f"the CPU sampling failed at the load's end: {_what(exc)}"
-    finally:
-        os.sched_setaffinity(0, affinity_before)
-        for sampler in samplers.values():
+            self.sampling_failed = f"the CPU sampling failed at the load's end: {_what(exc)}"
+
+    def clean_up(self) -> None:
+        for sampler in self.samplers.values():
             sampler.cancel()
-        for proc in procs:  # Ctrl-C or a failure: no tool outlives the harness
+        for proc in self.tree.procs:  # Ctrl-C or a failure: no tool outlives the harness
             if proc.poll() is None:
                 proc.terminate()
                 try:
@@ -210,12 +250,6 @@ def measure(runtime: Runtime, plan: LoadPlan, raw_dir: Path, stem: str, label: s
                 except subprocess.TimeoutExpired:
                     proc.kill()
         State().drop_tools()
-    _read(outcome, tool, scratches)
-    if sampling_failed:
-        outcome.failure = sampling_failed
-    if stopped:
-        _note_stopped(outcome, spec, deadline)
-    return outcome
 
 
 def _read(outcome: Outcome, tool: LoadTool, scratches: list[Path]) -> None:

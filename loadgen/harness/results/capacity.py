@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from harness.basics.messages import say, warn
 from harness.results import flag_kinds as kinds
 from harness.results import flags
 from harness.results.records import Record, Run
@@ -91,3 +92,17 @@ def of_steps(records: list[Record], slo_p99_ms: float) -> dict:
         result["why"] = (f"the next step ({above[0].run}) measured the load generator, not the server: at least this "
                          "much")
     return result
+
+
+def record(store) -> None:
+    """Each server's capacity at the run's latency target (SLO_P99_MS), in its servers entry of `store` (a RunStore),
+    and said."""
+    slo_p99_ms = store.run.conditions.get("slo_p99_ms") or slo_from_env()
+    for name, by_scenario in of_run(store.run, slo_p99_ms).items():
+        store.set_server(name, {**store.run.servers.get(name, {}), "capacity": by_scenario})
+        for scenario, c in by_scenario.items():
+            if c["rps"]:
+                say(f"  {name} {scenario}: capacity {c['rps']:,.0f} req/s at p99 ≤ {slo_p99_ms:g} ms "
+                    f"(step {c['step']}, p99 {c['p99_ms']:.2f} ms)" + (" — at least: " + c["why"] if c["lower_bound"] else ""))
+            else:
+                warn(f"{name} {scenario}: no capacity at p99 ≤ {slo_p99_ms:g} ms: {c['why']}")

@@ -283,5 +283,12 @@ def evaluate(run: Run) -> None:
         record.ranked = ranking.takes_part(record)
 
 
+def evaluate_and_save(store) -> None:
+    """Every record of `store`'s run (a RunStore) evaluated, and results.json saved with its flags: after each run of a
+    scenario and at the run's end."""
+    evaluate(store.run)
+    store.save()
+
+
 def names(record: Record) -> list[str]:
     return [f.name for f in record.flags]

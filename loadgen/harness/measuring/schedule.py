@@ -1,0 +1,149 @@
+"""The plan of a run: which warm-ups (a full one, a JIT's first climb, or none because the same load came just
+before), which attempts in what order, and how long each usually takes. Decided here once: the clock adds the plan up
+before the run (clock.estimate), the rounds carry it out (rounds.py), and neither decides anything of its own.
+
+Why a warm-up matches the scenario's own tool and connection pattern: a server warmed with keep-alive requests has not
+warmed its accept path (the akka-http family served 935 new connections/s after a keep-alive warm-up, 2,200 after one
+of new connections)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.config.manifest import Server
+from harness.config.scenarios import LoadRun, Scenario, Settings
+
+# For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here
+START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 3.5
+# what a JVM's first connection-per-request climb adds, as connections a second (measured: akka ~15 s for its 60,000
+# connections beyond the usual warm-up, finagle and socko ~6 s for 130,000 and more)
+JIT_WARMUP_RPS = 8000.0
+ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
+# What sizes a load, not what it is: two runs that differ only in these are the same load.
+SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "timeout_s"})
+
+
+@dataclass(frozen=True)
+class Job:
+    """One server under one run of a scenario: what a warm-up, an attempt and a record are of. `target` is whatever
+    stands for the server while it runs (attempts.Target; the estimate needs only its `server`)."""
+
+    target: object
+    server: Server
+    scenario: Scenario
+    run: LoadRun
+
+    @property
+    def name(self) -> str:
+        return self.server.name
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario.name} {self.run.label}"
+
+
+@dataclass(frozen=True)
+class WarmupStep:
+    """The warm-up before a job's attempts: a full one (`first`: the server's first on this connection pattern, which
+    also makes its JIT's `connections`), or none where `after` names the load measured just before (its `rate` then
+    sizes the attempts)."""
+
+    job: Job
+    first: bool = False
+    connections: int = 0
+    after: str | None = None
+    rate: float | None = None
+
+    def seconds(self, settings: Settings) -> float:
+        if self.after is not None:
+            return 0.0
+        return warmup_seconds(self.job.scenario, settings) + self.connections / JIT_WARMUP_RPS
+
+
+@dataclass
+class History:
+    """What each server was last loaded with, and the connection patterns it was warmed on, in this campaign."""
+
+    last_load: dict[str, tuple] = field(default_factory=dict)  # name -> (load_key, "scenario run", last req/s)
+    warmed: set[tuple] = field(default_factory=set)  # (name, pattern)
+
+    def loaded(self, job: Job, rate: float | None) -> None:
+        self.last_load[job.name] = (load_key(job.scenario, job.run, job.server), job.label, rate)
+
+
+def load_key(scenario: Scenario, run: LoadRun, server: Server) -> tuple:
+    """What a server was last loaded with, for telling whether a warm-up would repeat it: the tool, the path and every
+    load field but the sizing ones (quick `long` after `low-compute`: the same ab load at c1000 on /factorial)."""
+    fields = tuple(sorted((k, v) for k, v in run.load.items() if k not in SIZING_FIELDS))
+    return scenario.tool, scenario.path_for(server), fields
+
+
+def pattern(scenario: Scenario, run: LoadRun) -> tuple:
+    """What a warm-up must match: the tool, whether connections are kept (ab -k, or not) and the protocol; a scenario
+    with a warm-up load of its own is warmed once, before its first run."""
+    if scenario.warmup:
+        return scenario.warmup.tool, None
+    return scenario.tool, bool(run.load.get("keepalive")), scenario.protocol_of(run)
+
+
+def first_connections(server: Server, scenario: Scenario, run: LoadRun) -> int:
+    """The connections a server's first warm-up on this load must make (its manifest's `warmup_connections`, its
+    JIT's work on the accept path) where the warm-up load opens one per request (ab without -k); 0 elsewhere."""
+    own = scenario.warmup.run if scenario.warmup else run
+    return server.warmup_connections if scenario.warmup_tool == "ab" and not own.load.get("keepalive") else 0
+
+
+def warmed_runs(scenario: Scenario) -> list[LoadRun]:
+    """The runs a warm-up precedes: the first, and each that changes the connection pattern (backend: close, then
+    keep-alive)."""
+    out, last = [], None
+    for run in scenario.runs:
+        if pattern(scenario, run) != last:
+            out.append(run)
+            last = pattern(scenario, run)
+    return out
+
+
+def warmup_step(job: Job, history: History) -> WarmupStep | None:
+    """The warm-up `job` needs before its attempts (None: the run follows one of the same pattern in this scenario);
+    `history` notes it."""
+    scenario, run = job.scenario, job.run
+    if all(run is not r for r in warmed_runs(scenario)):
+        return None
+    last = history.last_load.get(job.name)
+    if last and last[0] == load_key(scenario, run, job.server):
+        return WarmupStep(job, after=last[1], rate=last[2])
+    key = (job.name, pattern(scenario, run))
+    first = key not in history.warmed
+    history.warmed.add(key)
+    return WarmupStep(job, first=first, connections=first_connections(job.server, scenario, run) if first else 0)
+
+
+def turns(names: list[str], round_no: int) -> list[tuple[str, tuple[int, int] | None]]:
+    """Who takes round `round_no` (from 1) in what order, with (position, of) where several share it: whoever went
+    first last round goes later this one."""
+    shift = (round_no - 1) % len(names)
+    order = names[shift:] + names[:shift]
+    return [(name, (i, len(order)) if len(order) > 1 else None) for i, name in enumerate(order, 1)]
+
+
+def attempt_seconds(run: LoadRun) -> float:
+    """How long one attempt of `run` should take: its duration, or its request count at an assumed rate."""
+    load = run.load
+    if load.get("duration_s"):
+        return float(load["duration_s"])
+    count = load.get("requests") or load.get("users") or load["concurrency"] * (load.get("calls_per_connection") or 1)
+    return count / ASSUMED_RPS
+
+
+def warmup_seconds(scenario: Scenario, settings: Settings) -> float:
+    """How long a warm-up usually takes: the profile's rule, or the scenario's own warm-up load and its minimum runs."""
+    if scenario.warmup:
+        own = scenario.warmup.run.load.get("duration_s", settings.warmup.duration_s)
+        return max(WARMUP_RUNS_EXPECTED, scenario.warmup.min_runs) * (own + ATTEMPT_OVERHEAD_S)
+    return WARMUP_RUNS_EXPECTED * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
+
+
+def remeasure_seconds(run: LoadRun, repeat: int, settings: Settings) -> float:
+    """What measuring a record again costs: a further warm-up of `window` runs, then its attempts back to back."""
+    return (settings.warmup.window * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
+            + repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))

@@ -1,0 +1,114 @@
+"""A warm-up: what makes a server warm before its attempts, carried out (whether one is needed, and of which kind, is
+the plan's: schedule.warmup_step).
+
+A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
+`rule.duration_s` (a counting tool's request count from the last run's rate), until the latest `rule.window` runs show
+no trend beyond the tolerance (harness.basics.trend.settled): a JIT that still climbs is not called warm because two
+short runs happened to agree. A server's first warm-up on connection-per-request load also runs until its manifest's
+`warmup_connections` were made. At most `rule.max_runs` runs and `rule.max_s` seconds. The last run's rate sizes the
+attempts.
+
+Before any rate is known ab runs for its time (-t); a run in which no request completed (ten fibonacci(35) at once
+take longer than a second on one core, and ab -t drops the requests still under way) is followed by one twice as long
+(at most MAX_UNSIZED_S)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+from harness.basics import httpclient, interrupt, trend
+from harness.basics.messages import say, warn
+from harness.config.scenarios import WarmupRule
+from harness.measuring.schedule import WarmupStep
+from harness.results import records as results
+from harness.results.records import WarmupRun
+from harness.tools import TOOLS
+
+WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
+PRIMER_REQUESTS = 10
+MAX_UNSIZED_S = 8.0  # the longest a warm-up run without a known rate grows to
+
+
+@dataclass
+class Progress:
+    """The warm-up's runs so far."""
+
+    window: int
+    connections: int  # new connections its JIT's first warm-up must make
+    runs: list[WarmupRun] = field(default_factory=list)
+    rate: float | None = None
+    made: int = 0  # requests made
+    steady: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    def enough(self) -> bool:
+        return self.steady and self.made >= self.connections
+
+    def add(self, rps: float | None, duration_s: float | None, requests: int, errors: int | None,
+            tolerance: float) -> None:
+        self.made += requests
+        self.runs.append(WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=duration_s,
+                                   errors=errors))
+        self.rate = rps or self.rate
+        latest = [r.rps for r in self.runs[-self.window:]]
+        self.steady = all(latest) and trend.settled(latest, self.window, tolerance)
+
+
+def warm_up(bench, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
+    """`step`'s warm-up (see the module's docstring) on `bench` (attempts.Bench: its `load`, `turn`, `dead`, `raw`)."""
+    job = step.job
+    scenario, target = job.scenario, job.target
+    _prime(bench, target, scenario.path_for(job.server))
+    tool_name = scenario.warmup_tool
+    own = scenario.warmup.run if scenario.warmup else job.run
+    base = own.spec(target.running.url(scenario.protocol_of(own)) + scenario.path_for(job.server))
+    base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
+    run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
+    window = max(2, rule.window, scenario.warmup.min_runs if scenario.warmup else 2)
+    done = Progress(window, step.connections)
+    max_runs = max(rule.max_runs, window)
+    unsized_s = run_s  # a run's length while no rate is known
+    while (len(done.runs) < max_runs and not done.enough() and job.name not in bench.dead
+           and (len(done.runs) < window or time.monotonic() - done.started < rule.max_s)):
+        interrupt.check()
+        n = len(done.runs) + 1
+        spec = TOOLS[tool_name].sized(base, run_s if done.rate else unsized_s, done.rate)
+        outcome = bench.load(target, tool_name, spec, f"warmup/{job.name}-{scenario.name}-{job.run.label}-{n}",
+                             f"{job.name} {scenario.name} warm-up {n}", f"{job.label} warm-up run {n}", done.rate)
+        m = outcome.measurement
+        rps = m.rps if m and not outcome.failure and m.requests else None
+        if rps is None and done.rate is None:
+            unsized_s = min(unsized_s * 2, MAX_UNSIZED_S)
+        done.add(rps, m.duration_s if m else None, m.requests if m else 0, m.errors.total if m else None,
+                 rule.tolerance)
+    if done.rate is None and job.name not in bench.dead:
+        warn(f"{job.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
+             "attempts are sized without a rate and taken on a server that may not be warm")
+    _announce(step, tool_name, run_s, done, rule)
+    return results.Warmup(tool=tool_name, runs=done.runs, steady=done.steady, tolerance=rule.tolerance,
+                          max_runs=max_runs, rate=round(done.rate, 1) if done.rate else None)
+
+
+def _prime(bench, target, path: str) -> None:
+    """A few sequential requests first; in interleaved rounds the server may be asleep (SIGSTOP): it is woken first,
+    or the primer would wait out its timeout."""
+    if bench.turn:
+        bench.turn(target.name)
+    for _ in range(PRIMER_REQUESTS):
+        interrupt.check()
+        try:
+            httpclient.get(target.running.host, target.running.port, path, timeout=60)
+        except (OSError, httpclient.HttpError):
+            break
+
+
+def _announce(step: WarmupStep, tool_name: str, run_s: float, done: Progress, rule: WarmupRule) -> None:
+    job = step.job
+    rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in done.runs)
+    verdict = (f"steady (the latest {done.window} within {rule.tolerance:.0%})" if done.steady
+               else f"NOT steady within {rule.tolerance:.0%} after {len(done.runs)} runs, "
+                    f"{time.monotonic() - done.started:.0f} s")
+    first = f" (at least {step.connections:,} new connections: its JIT's first)" if step.connections else ""
+    say(f"  {job.name} {job.label} warm-up ({tool_name}): {len(done.runs)} run(s) of about {run_s:g} s, "
+        f"{done.made:,} requests{first}, {verdict} ({rates} req/s)")
+
