@@ -17,7 +17,7 @@ from harness.config.host_roles import HostsError
 from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
 from harness.measuring import overhead, planning, steadiness
 from harness.measuring.campaign import ORDERS, OrderError, run_campaign, verify
-from harness.measuring.lifecycle import finish_run, open_run
+from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
 from harness.measuring.session import Session
@@ -162,8 +162,9 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
-    store = open_run(args.run_id or new_run_id(kind), session.runtime, session.plan, args.profile, settings,
-                     " ".join(sys.argv[1:]), {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
+    options = RunOptions(args.profile, settings, " ".join(sys.argv[1:]))
+    store = open_run(args.run_id or new_run_id(kind), session.runtime, session.plan, options,
+                     {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
         probe_steadiness(store, session.plan, settings, "before")
         ok = run_campaign(session, store, chosen, picked, settings, args.order)
@@ -203,8 +204,8 @@ def cmd_overhead(args, servers: dict[str, Server]) -> int:
     scenario = scenario_data.load(args.profile)[overhead.SCENARIO]
     settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
     chosen = select(servers, names(args.servers) or list(overhead.DEFAULT_SERVERS))
-    return overhead.run(servers, chosen, scenario, settings, plan_from_env(), parse_ports(args.ports), args.rounds,
-                        args.profile, " ".join(sys.argv[1:]))
+    return overhead.run(servers, chosen, scenario, plan_from_env(), parse_ports(args.ports), args.rounds,
+                        RunOptions(args.profile, settings, " ".join(sys.argv[1:])))
 
 
 # the commands that start servers or measure: one at a time per checkout (harness/measuring/lock.py)

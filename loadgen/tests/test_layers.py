@@ -1,9 +1,11 @@
 """The harness's house rules (README.md, "How the code is laid out"), checked on its source: imports point down the
 layers, never up; no import inside a function but the lazy loads of heavy optional libraries; no module over 400
-lines; no two modules with one name (or one name and its plural); no class defined twice."""
+lines; no two modules with one name (or one name and its plural); no class defined twice; no function over 60 lines
+or 7 parameters; no docstring or comment naming a module that does not exist; flag names written in one module."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -90,3 +92,100 @@ def test_no_class_is_defined_twice():
     classes = Counter(node.name for p in modules().values() for node in ast.walk(ast.parse(p.read_text()))
                       if isinstance(node, ast.ClassDef))
     assert not [name for name, count in classes.items() if count > 1], classes
+
+
+MAX_FUNCTION_LINES, MAX_PARAMETERS = 60, 7
+REPO = HARNESS.parents[1]
+PY_MENTION = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.py)\b")
+DOTTED = re.compile(r"\bharness(?:\.\w+)+")
+
+
+def functions():
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield module, node
+
+
+def parameters(node) -> int:
+    a = node.args
+    names = [*a.posonlyargs, *a.args, *a.kwonlyargs] + [x for x in (a.vararg, a.kwarg) if x]
+    return len([n for n in names if n.arg not in ("self", "cls")])
+
+
+def test_no_function_is_over_60_lines_or_7_parameters():
+    long = [f"{m}.{n.name}: {n.end_lineno - n.lineno + 1} lines" for m, n in functions()
+            if n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    wide = [f"{m}.{n.name}: {parameters(n)} parameters" for m, n in functions() if parameters(n) > MAX_PARAMETERS]
+    assert not long + wide, "split these (an options object for the parameters): " + "; ".join(long + wide)
+
+
+def texts(path: Path) -> list[str]:
+    """The docstrings and comments of a module: where it names other modules."""
+    source = path.read_text()
+    out = [node.value.value for node in ast.walk(ast.parse(source))
+           if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
+    return out + [line.split("#", 1)[1] for line in source.splitlines() if "#" in line]
+
+
+def test_no_docstring_or_comment_names_a_module_that_does_not_exist():
+    files = [str(p.relative_to(REPO)) for p in REPO.rglob("*.py") if ".venv" not in p.parts]
+    missing = []
+    for module, path in modules().items():
+        for text in texts(path):
+            for name in PY_MENTION.findall(text):
+                if not any(f == name or f.endswith("/" + name) for f in files):
+                    missing.append(f"{module}: {name}")
+            missing += [f"{module}: {dotted}" for dotted in DOTTED.findall(text) if not resolves(dotted)]
+    assert not missing, missing
+
+
+def resolves(dotted: str) -> bool:
+    """harness.a.b.c names a module, or a name in one (a package's unknown member is a module that does not exist);
+    a file of the checkout's (`.run/harness.lock`) is not a module."""
+    parts = dotted.split(".")
+    if parts[-1] in ("lock", "json", "toml", "txt"):
+        return True
+    known = modules()
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in known:
+            return end == len(parts) or known[prefix].name != "__init__.py" or _defines(known[prefix], parts[end])
+    return False
+
+
+def _defines(path: Path, name: str) -> bool:
+    return any(getattr(node, "name", None) == name or isinstance(node, ast.alias) and (node.asname or node.name) == name
+               for node in ast.walk(ast.parse(path.read_text())))
+
+
+FLAG_RULES = "harness.results.flag_kinds"
+
+
+def test_a_flag_name_is_a_literal_in_one_module_only():
+    """Flag names are written in results/flag_kinds.py and read from it: elsewhere no literal names a flag where a flag
+    is meant (a Flag made, a flag name compared or listed). Names that are flags only (hyphenated) appear nowhere else
+    at all; single words that are also other things (`errors`, a record's field) are checked where used as flags."""
+    from harness.results.flag_kinds import ALL
+
+    names = {k.name for k in ALL}
+    found = []
+    for module, path in modules().items():
+        if module == FLAG_RULES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names and "-" in node.value:
+                found.append(f"{module}:{node.lineno} {node.value!r}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Flag" and node.args \
+                    and isinstance(node.args[0], ast.Constant):
+                found.append(f"{module}:{node.lineno} Flag({node.args[0].value!r})")
+            elif isinstance(node, ast.Compare) and any(
+                    isinstance(c, (ast.Set, ast.Tuple, ast.List, ast.Constant)) and _names_flag(c, names)
+                    for c in node.comparators) and "name" in ast.unparse(node.left):
+                found.append(f"{module}:{node.lineno} {ast.unparse(node)}")
+    assert not found, found
+
+
+def _names_flag(node, names: set[str]) -> bool:
+    values = [node] if isinstance(node, ast.Constant) else list(node.elts)
+    return any(isinstance(v, ast.Constant) and v.value in names for v in values)

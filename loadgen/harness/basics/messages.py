@@ -1,4 +1,4 @@
-"""Messages of the harness (rich renders them; plain text in CI logs). The final table is report/console.py."""
+"""Messages of the harness (rich renders them; plain text in CI logs). The final table is report/terminal.py."""
 from __future__ import annotations
 
 import sys

@@ -4,6 +4,8 @@ closed, flags evaluated, results.json saved, the console table printed, the repo
 last, so that a long run's faults are not lost in its scroll-back)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import timestamp
 from harness.basics.messages import console, fail, say, warn
@@ -17,14 +19,24 @@ from harness.results.store import RunStore
 from harness.runtime import Runtime, RuntimeFailure
 
 
-def open_run(run_id: str, runtime: Runtime, plan: CpuPlan, profile: str, settings: Settings, command: str,
-             extra_conditions: dict | None = None, how: str = "") -> RunStore:
+@dataclass(frozen=True)
+class RunOptions:
+    """What a measuring run was asked for: its profile, the settings read from it, and the command line."""
+
+    profile: str
+    settings: Settings
+    command: str
+
+
+def open_run(run_id: str, runtime: Runtime, plan: CpuPlan, options: RunOptions, extra_conditions: dict | None = None,
+             how: str = "") -> RunStore:
     """The run's store, its conditions collected (`runtime`'s tool versions; `extra_conditions` added or overriding),
     and the run announced (`how` it goes, where there is more to say than its CPU plan and profile)."""
-    conditions = collect(runtime, profile, plan, command)
+    settings = options.settings
+    conditions = collect(runtime, options.profile, plan, options.command)
     conditions.update(repeat=settings.repeat, warmup=vars(settings.warmup), **(extra_conditions or {}))
     store = RunStore(Run(run_id, conditions, verification={}, servers={}, records=[]))
-    say(f"run {run_id}: {plan.describe()}; " + (f"{how}; " if how else "") + f"profile {profile}")
+    say(f"run {run_id}: {plan.describe()}; " + (f"{how}; " if how else "") + f"profile {options.profile}")
     return store
 
 

@@ -14,9 +14,9 @@ from rich.table import Table
 from harness.basics.cpus import CpuPlan
 from harness.basics.messages import console, say, warn
 from harness.config.manifest import Server
-from harness.config.scenarios import Scenario, Settings
+from harness.config.scenarios import Scenario
 from harness.measuring.campaign import run_campaign
-from harness.measuring.lifecycle import finish_run, open_run, record_runtime_details
+from harness.measuring.lifecycle import RunOptions, finish_run, open_run, record_runtime_details
 from harness.measuring.preflight import tools_needed
 from harness.measuring.session import Session
 from harness.results.records import Record
@@ -52,12 +52,13 @@ def ratios(records: list[Record], rounds: int) -> dict[str, dict]:
     return out
 
 
-def run(servers: dict[str, Server], chosen: list[Server], scenario: Scenario, settings: Settings, plan: CpuPlan,
-        ports: dict[str, int], rounds: int, profile: str, command: str) -> int:
+def run(servers: dict[str, Server], chosen: list[Server], scenario: Scenario, plan: CpuPlan, ports: dict[str, int],
+        rounds: int, options: RunOptions) -> int:
     runtimes = {name: get_runtime(name, plan) for name in RUNTIMES}  # both must work before anything starts
     for runtime in runtimes.values():
         runtime.check_tools(tools_needed([scenario]))
-    store = open_run(new_run_id(SCENARIO), runtimes["docker"], plan, profile, settings, command,
+    settings = options.settings
+    store = open_run(new_run_id(SCENARIO), runtimes["docker"], plan, options,
                      {"runtime": "docker and local, alternating", "rounds": rounds,
                       "local_tools": runtimes["local"].tool_versions()},
                      how=f"{rounds} rounds of docker then local")

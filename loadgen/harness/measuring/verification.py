@@ -61,12 +61,24 @@ def send_garbage(host: str, port: int, garbage: tuple[bytes, ...]) -> None:
             pass
 
 
-def expect_answer(report: Report, path: str, r, status: int, body: str | None, mtype: str | None,
-                  charset: str | None, names: tuple[str, str, str] = ("Content-Type", "Date", "Server")) -> None:
+@dataclass(frozen=True)
+class Expected:
+    """What the contract expects of one answer: its status, and where it names them its body, media type and
+    charset."""
+
+    status: int
+    body: str | None = None
+    mtype: str | None = None
+    charset: str | None = None
+
+
+def expect_answer(report: Report, path: str, r, expected: Expected,
+                  names: tuple[str, str, str] = ("Content-Type", "Date", "Server")) -> None:
     """The checks every answer gets, whatever its protocol: status, body, media type (and charset where the contract
     names one), a date and a server header. `r` has .status, .text and .header(name); `names`: the headers as the
     protocol writes them, for the messages (HTTP/2: lower case)."""
     content_type, date, server = names
+    status, body, mtype, charset = expected.status, expected.body, expected.mtype, expected.charset
     report.expect(r.status == status, f"GET {path}: status {r.status}, expected {status}")
     if body is not None:
         report.expect(r.text == body, f"GET {path}: body {r.text[:80]!r}, expected {body[:80]!r}")
@@ -102,7 +114,7 @@ class Checker:
         if r is None:
             return None
         expect = self.report.expect
-        expect_answer(self.report, path, r, status, body, mtype, charset)
+        expect_answer(self.report, path, r, Expected(status, body, mtype, charset))
         framed = r.header("content-length") is not None or "chunked" in (r.header("transfer-encoding") or "")
         expect(framed, f"GET {path}: neither Content-Length nor chunked encoding")
         if r.header("content-length") is not None:

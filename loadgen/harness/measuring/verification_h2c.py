@@ -23,6 +23,7 @@ from harness.measuring.verification import (
     HELLO,
     TWEETS,
     WEATHER,
+    Expected,
     Report,
     expect_answer,
     send_garbage,
@@ -177,7 +178,7 @@ class H2Checker:
         expect = self.report.expect
         if not expect(r.reset is None, f"GET {path}: stream {r.stream_id} reset by the server (error code {r.reset})"):
             return None
-        expect_answer(self.report, path, r, status, body, mtype, charset, ("content-type", "date", "server"))
+        expect_answer(self.report, path, r, Expected(status, body, mtype, charset), ("content-type", "date", "server"))
         if r.header("content-length") is not None:  # optional in HTTP/2, but right when given
             expect(r.header("content-length") == str(len(r.body)),
                    f"GET {path}: content-length {r.header('content-length')} differs from the body ({len(r.body)} bytes)")

@@ -4,7 +4,7 @@ model (model.py: groups, ranks, cells):
   charts/*.png  charts.py      matplotlib (Agg)
   summary.md    markdown.py    the same tables in Markdown
   summary.csv   csv_export.py  one row per record
-  (console)     console.py     the table printed at the end of a run
+  (terminal)    terminal.py    the table printed at the end of a run
 Flags are evaluated again here (they are a function of the data), so an older results.json reports with today's rules;
 results.json itself is not rewritten."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What every export shows, computed once: records grouped per (scenario, run), ranked, with the nginx ceiling.
 
-Records are grouped by their label (harness.results.Record.label): the run label, with the runtime and round where
+Records are grouped by their label (harness.results.records.Record.label): the run label, with the runtime and round where
 records have a round (an overhead run measures the same run once per runtime and round).
 
 Ranking: harness.results.ranking, the one ordering rule (the report's exports, the console table and `make compare` use it):

@@ -1,6 +1,6 @@
 """Flags: why a record's number cannot be read as a clean measurement of the server.
 
-`evaluate(run)` sets, on every record of a harness.results.Run, its summary, its flags (`Flag(name, reason)`) and
+`evaluate(run)` sets, on every record of a harness.results.records.Run, its summary, its flags (`Flag(name, reason)`) and
 `ranked`: whether it takes part in the ordering (harness.results.ranking; what keeps a record out and what makes its
 figure a lower bound is each flag's own declaration, harness.results.flag_kinds). Flags are a pure function of the
 data (re-evaluating gives the same answer), so the report can evaluate an older results.json again.

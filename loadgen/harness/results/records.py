@@ -87,7 +87,7 @@ class Attempt:
     round_position: tuple[int, int] | None = None  # (position, servers) in an interleaved round (written only there)
     stopped: str | None = None  # why the harness stopped the tool before it ended by itself (written only then)
     # what only some tools measure (written only then): oha's offered rate and corrected percentiles, Gatling's
-    # response-time distribution (harness.result.Measurement.details)
+    # response-time distribution (harness.tools.output.Measurement.details)
     details: dict = field(default_factory=dict)
     # each tool process (tools/load_plan.py): {"cores", "threads", "capacity", "cpu_s"} (schema 4; older: absent)
     processes: list[dict] = field(default_factory=list)
@@ -319,7 +319,7 @@ class Run:
     verification: dict[str, Verification] | None  # None: the file has no verification section
     servers: dict[str, dict]
     records: list[Record]
-    overhead: dict | None = None  # overhead runs: docker/local per server (harness.overhead.ratios)
+    overhead: dict | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
     schema: int = SCHEMA  # the schema the file was written in
 
     @classmethod
