@@ -9,14 +9,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness.basics.machine import process_create_time, still_runs
+from harness.basics.machine import kernel_start, process_create_time, started_as, still_runs
 from harness.basics.paths import STATE_DIR
 from harness.runtime.protocol import RunningServer, RuntimeFailure
-
-
-def same_start(recorded: float | None):
-    """The test a process's start time (psutil's create_time) must pass to be the process recorded: equal to 10 ms."""
-    return lambda created: recorded is not None and abs(created - recorded) < 0.01
 
 
 @dataclass
@@ -27,13 +22,18 @@ class Starter:
     pid_created: float | None
     command: str
     keep: bool = False
+    pid_start: int | None = None  # the identity (machine.kernel_start); pid_created is for older harnesses
 
     @classmethod
     def this_command(cls, keep: bool = False) -> Starter:
-        return cls(os.getpid(), process_create_time(os.getpid()), shlex.join(sys.orig_argv), keep)
+        me = os.getpid()
+        return cls(me, process_create_time(me), shlex.join(sys.orig_argv), keep, kernel_start(me))
 
     def ended(self) -> bool:
-        return not still_runs(self.pid, same_start(self.pid_created))
+        return not still_runs(self.pid, started_as(self.pid_start, self.pid_created))
+
+    def key(self) -> tuple:
+        return self.pid, self.pid_start if self.pid_start is not None else self.pid_created
 
     def __str__(self) -> str:
         return f"pid {self.pid} ({self.command})"
@@ -48,9 +48,10 @@ class ToolProcess:
     pid_created: float | None
     argv: list[str]
     started_by: Starter
+    pid_start: int | None = None
 
     def running(self) -> bool:
-        return still_runs(self.pid, same_start(self.pid_created))
+        return still_runs(self.pid, started_as(self.pid_start, self.pid_created))
 
 
 class State:
@@ -118,7 +119,7 @@ class State:
 
     def add_tool(self, pid: int, argv: list[str]) -> None:
         data = self._read()
-        tool = ToolProcess(pid, process_create_time(pid), list(argv), Starter.this_command())
+        tool = ToolProcess(pid, process_create_time(pid), list(argv), Starter.this_command(), kernel_start(pid))
         data.setdefault("tools", []).append(asdict(tool))
         self._write(data)
 
@@ -137,6 +138,5 @@ class State:
         starter = starter or Starter.this_command()
         data = self._read()
         if data.get("tools"):
-            data["tools"] = [t for t in data["tools"]
-                             if (t["started_by"]["pid"], t["started_by"]["pid_created"]) != (starter.pid, starter.pid_created)]
+            data["tools"] = [t for t in data["tools"] if Starter(**t["started_by"]).key() != starter.key()]
             self._write(data)

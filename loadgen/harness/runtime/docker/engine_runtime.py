@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from harness.basics.cpus import format_cpus, parse_cpus
-from harness.basics.machine import process_create_time, still_runs
+from harness.basics.machine import kernel_start, process_create_time, still_runs
 from harness.basics.messages import warn
 from harness.basics.paths import RESULTS
 from harness.config.host_roles import ROLES
@@ -182,6 +182,7 @@ class EngineRuntime:
         running = RunningServer(name=server.name, host=place.address, port=port, cpus=list(cpus), pid=pid,
                                 log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name, container=name,
                                 pid_created=process_create_time(pid) if pid else None, engine=place.endpoint,
+                                pid_start=None if self.remote else kernel_start(pid),
                                 h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
         self._followers[server.name] = follow_log(name, running.log, place.args)
         return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
