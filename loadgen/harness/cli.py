@@ -219,7 +219,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # Ctrl-C, and SIGTERM (CI, a supervisor), unwind the command: every server and tool it started is stopped
+    # Ctrl-C, SIGTERM (CI, a supervisor) and SIGHUP (a dropped ssh session) unwind the command: every server and tool
+    # it started is stopped
     interrupt.install()
     allow_open_files()
     try:
@@ -233,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         fail(str(exc))
         return 1
     except KeyboardInterrupt:
-        warn("interrupted: stopped what this command started; results so far are kept")
+        try:
+            warn("interrupted: stopped what this command started; results so far are kept")
+        except OSError:  # SIGHUP: the terminal is gone, and with it the place to say so
+            pass
         return 130
 
 
