@@ -27,6 +27,7 @@ from harness.results import capacity, flags
 from harness.results.store import DiskFull, is_out_of_space, new_run_id
 from harness.runtime import RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
+from harness.runtime.state import StateFull
 from harness.tools.availability import PreflightError
 
 
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             HarnessBusy, capacity.CapacityError, HostsError) as exc:
         fail(str(exc))
         return 2
-    except DiskFull as exc:
+    except (DiskFull, StateFull) as exc:
         fail(str(exc))
         return 1
     except KeyboardInterrupt:

@@ -71,7 +71,7 @@ class LocalRuntime(OnThisMachine):
         """Nothing of its own to clear: the servers and tools a killed run left are in the state, and the session stops
         them."""
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
         host = env.get("HOST", "127.0.0.1")
         for kind, taken in (("port", port), ("h2c port", int(env.get("H2C_PORT") or 0))):
             owner = taken and port_owner(host, taken)
@@ -104,7 +104,7 @@ class LocalRuntime(OnThisMachine):
                                 started_at=time.time(), startup_s=0.0, runtime=self.name,
                                 pid_created=process_create_time(proc.pid), pid_start=kernel_start(proc.pid),
                                 h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
-        return await_start(self, server, running, started)
+        return await_start(self, server, running, started, listed=listed)
 
     def alive(self, running: RunningServer) -> bool:
         return still_runs(running.pid, running.is_process)

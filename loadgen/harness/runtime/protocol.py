@@ -72,7 +72,9 @@ class Runtime(Protocol):
         not list cleared away (docker: its containers, and the loadgen container with the tools running in it; the
         session stops the servers and tools the state lists). Idempotent."""
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer: ...
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
+        """The server started and answering; `listed(running)` is called as soon as its process exists, before the
+        wait (so that a command killed meanwhile leaves it in the state); on any failure it is stopped."""
 
     def stop(self, running: RunningServer) -> None: ...
 

@@ -2,6 +2,7 @@
 so that what a killed command left is found and stopped by the next one."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -23,11 +24,13 @@ class Starter:
     command: str
     keep: bool = False
     pid_start: int | None = None  # the identity (machine.kernel_start); pid_created is for older harnesses
+    # listed before it answers (a JVM takes seconds): a command killed then leaves a server that only this names
+    starting: bool = False
 
     @classmethod
-    def this_command(cls, keep: bool = False) -> Starter:
+    def this_command(cls, keep: bool = False, starting: bool = False) -> Starter:
         me = os.getpid()
-        return cls(me, process_create_time(me), shlex.join(sys.orig_argv), keep, kernel_start(me))
+        return cls(me, process_create_time(me), shlex.join(sys.orig_argv), keep, kernel_start(me), starting)
 
     def ended(self) -> bool:
         return not still_runs(self.pid, started_as(self.pid_start, self.pid_created))
@@ -52,6 +55,11 @@ class ToolProcess:
 
     def running(self) -> bool:
         return still_runs(self.pid, started_as(self.pid_start, self.pid_created))
+
+
+class StateFull(Exception):
+    """.run/state.json could not be written: its device is full. Not a RuntimeFailure: every start after it would
+    fail the same way, so the command stops."""
 
 
 class State:
@@ -81,8 +89,14 @@ class State:
     def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2))
-        tmp.replace(self.path)
+        try:
+            tmp.write_text(json.dumps(data, indent=2))
+            tmp.replace(self.path)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise StateFull(f"no space left on the device holding {self.path.parent}: {self.path} could not be "
+                            "written; free some space") from None
 
     def load(self) -> dict[str, RunningServer]:
         try:
@@ -90,11 +104,12 @@ class State:
         except (TypeError, AttributeError) as exc:
             raise self.corrupt(f"has a server entry this harness cannot read ({exc})") from None
 
-    def put(self, running: RunningServer, keep: bool = False) -> None:
-        """`running` listed as started by this command; `keep`: it is meant to outlive the command (`make up`)."""
+    def put(self, running: RunningServer, keep: bool = False, starting: bool = False) -> None:
+        """`running` listed as started by this command; `keep`: it is meant to outlive the command (`make up`);
+        `starting`: it has not answered yet (a leftover if the command ends, even with `keep`)."""
         data = self._read()
         data.setdefault("servers", {})[running.name] = asdict(running)
-        data.setdefault("started_by", {})[running.name] = asdict(Starter.this_command(keep))
+        data.setdefault("started_by", {})[running.name] = asdict(Starter.this_command(keep, starting))
         self._write(data)
 
     def drop(self, name: str) -> None:
@@ -104,8 +119,8 @@ class State:
         self._write(data)
 
     def leftover_servers(self) -> dict[str, tuple[RunningServer, Starter]]:
-        """Servers whose command ended without stopping them though it did not mean to keep them: it was killed.
-        (A server listed by an older harness, with no starter, counts as left up on purpose.)"""
+        """Servers whose command ended without stopping them though it did not mean to keep them, or while they were
+        starting: it was killed. (A server listed by an older harness, with no starter, counts as left up on purpose.)"""
         starters = self._read().get("started_by", {})
         out = {}
         for name, running in self.load().items():
@@ -113,7 +128,7 @@ class State:
                 starter = Starter(**starters[name]) if name in starters else None
             except TypeError as exc:
                 raise self.corrupt(f"has a starter entry this harness cannot read ({exc})") from None
-            if starter and not starter.keep and starter.ended():
+            if starter and (starter.starting or not starter.keep) and starter.ended():
                 out[name] = (running, starter)
         return out
 
