@@ -181,8 +181,9 @@ def cmd_overhead(args, servers: dict[str, Server]) -> int:
                         args.profile, " ".join(sys.argv[1:]))
 
 
-# the commands that start servers or measure: one at a time per checkout (harness/measuring/lock.py)
-EXCLUSIVE = {"up", "down", "ping", "run", "bench", "overhead"}
+# the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
+# beside a run would take its CPUs and rewrite the jars its JVMs have open
+EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead"}
 COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
 
@@ -198,6 +199,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default=os.environ.get("ORDER") or "auto",
                    help="auto (interleaved rounds where the servers fit up at once), interleaved or sequential")
     p.add_argument("--run-id", default=None)
+    p.add_argument("--build", action="store_true", help="build the selected servers first, under the same lock (make "
+                                                        "bench): a second bench is refused before it builds anything")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every selected server (its manifest's build command)")
     sub.add_parser("up", help="start servers and leave them running")
@@ -255,8 +258,10 @@ def run_command(args) -> int:
         return compare.cmd_report(args.run)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
-    if args.command == "build":
-        return cmd_build(args, select(servers, names(args.servers)))
+    if args.command == "build" or args.build:
+        built = cmd_build(args, select(servers, names(args.servers)))
+        if built or args.command == "build":
+            return built
     runtime = hosts_runtime(args)  # every command from here on starts servers or sends load: where?
     if runtime:  # each role on its own Docker host, each host's CPUs its own plan
         plan = runtime.plan
