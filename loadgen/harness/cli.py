@@ -53,7 +53,7 @@ def parse_repeat(text: str | None) -> int | None:
     return int(text)
 
 
-def cmd_build(args, servers: list[Server]) -> int:
+def cmd_build(args, servers: list[Server], runtime=None) -> int:
     for step in build_steps(servers):
         say(f"building {', '.join(step.servers)}: {step.command}  (in {step.cwd})")
         if subprocess.run(step.command, shell=True, cwd=step.cwd).returncode != 0:
@@ -61,7 +61,7 @@ def cmd_build(args, servers: list[Server]) -> int:
                  f"`make build` again")
             return 1
     # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
-    (hosts_runtime(args) or get_runtime(args.runtime, plan=None)).build_images(servers)  # images need no CPU plan
+    (runtime or hosts_runtime(args) or get_runtime(args.runtime, plan=None)).build_images(servers)  # no CPU plan
     return 0
 
 
@@ -200,7 +200,8 @@ def parser() -> argparse.ArgumentParser:
                    help="auto (interleaved rounds where the servers fit up at once), interleaved or sequential")
     p.add_argument("--run-id", default=None)
     p.add_argument("--build", action="store_true", help="build the selected servers first, under the same lock (make "
-                                                        "bench): a second bench is refused before it builds anything")
+                                                        "bench; up, ping, run, bench): a second bench is refused "
+                                                        "before it builds anything")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every selected server (its manifest's build command)")
     sub.add_parser("up", help="start servers and leave them running")
@@ -258,10 +259,8 @@ def run_command(args) -> int:
         return compare.cmd_report(args.run)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
-    if args.command == "build" or args.build:
-        built = cmd_build(args, select(servers, names(args.servers)))
-        if built or args.command == "build":
-            return built
+    if args.command == "build":
+        return cmd_build(args, select(servers, names(args.servers)))
     runtime = hosts_runtime(args)  # every command from here on starts servers or sends load: where?
     if runtime:  # each role on its own Docker host, each host's CPUs its own plan
         plan = runtime.plan
@@ -280,6 +279,11 @@ def run_command(args) -> int:
         twin_name = ""
     session = Session(runtime, plan, servers, parse_ports(args.ports), keep=args.command == "up")
     with session:
+        if args.build:  # what a killed command left is stopped first: a leftover JVM has the jars open
+            session.clear_leftovers()
+            built = cmd_build(args, select(servers, names(args.servers)), runtime)
+            if built:
+                return built
         chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
         if twin_name and any(s.name == twin_name for s in chosen):
             chosen = with_twin(servers, chosen, twin_name)
