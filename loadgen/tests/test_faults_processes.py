@@ -169,6 +169,61 @@ def test_a_bench_killed_while_a_server_starts_leaves_it_listed_and_the_next_comm
     assert_nothing_left()
 
 
+def jvms(folder: Path) -> list[psutil.Process]:
+    """The JVMs running from `folder` (this checkout's server, not another checkout's)."""
+    out = []
+    for proc in psutil.process_iter(["name", "cwd", "status"]):
+        if proc.info["name"] == "java" and proc.info["cwd"] == str(folder) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            out.append(proc)
+    return out
+
+
+BUILT = LOADGEN.parent / "spray" / "target"
+
+
+def jvm_server(tmp_path: Path) -> Path | None:
+    """A servers folder with spray alone (its manifest without the weather route: no upstream to start), run from a
+    built spray/target; None where none is built."""
+    if not (BUILT / "spray-server.jar").exists():
+        return None
+    folder = tmp_path / "jvm" / "spray"
+    folder.mkdir(parents=True)
+    (folder / "target").symlink_to(BUILT.resolve())
+    manifest = (LOADGEN.parent / "spray" / "manifest.toml").read_text()
+    (folder / "manifest.toml").write_text(manifest.replace('"fibonacci", "weather"]', '"fibonacci"]'))
+    return folder
+
+
+def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_stops_it(tmp_path):
+    """The real case: spray (a JVM, 1 GiB heap touched before it listens), `bench` SIGKILLed before it answers."""
+    folder = jvm_server(tmp_path)
+    if not folder:
+        pytest.skip("spray is not built (make build)")
+    if State().load() or port_owner("127.0.0.1", 42083):
+        pytest.skip("servers are listed in .run/state.json, or port 42083 is held")
+    (tmp_path / "scenarios.toml").write_text(SCENARIOS)
+    env = harness_env(folder.parent)
+    argv = harness_argv("--ports", "spray=42083", "--servers", "spray", "bench", scenario_file=tmp_path / "scenarios.toml")
+    proc = subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        assert wait_until(lambda: jvms(folder) or proc.poll() is not None, 120, interval_s=0.02), "spray never started"
+        answering = port_owner("127.0.0.1", 42083)
+        proc.kill()  # SIGKILL while the JVM starts
+        ended(proc)
+        assert not answering, "spray already listened: not during its start"
+        assert jvms(folder), "the JVM did not outlive the harness: nothing to test"
+        assert "spray" in State().load(), "the starting JVM is not listed in .run/state.json"
+        down = subprocess.run(harness_argv("--ports", "spray=42083", "down"), cwd=LOADGEN, env=env,
+                              capture_output=True, text=True, timeout=120)
+        said = " ".join(down.stdout.split())
+        assert down.returncode == 0 and f"found what pid {proc.pid} (" in said and "stopping spray" in said, said
+        assert not jvms(folder) and port_owner("127.0.0.1", 42083) is None and not State().load()
+    finally:
+        for jvm in jvms(folder):
+            jvm.kill()
+
+
 # -------------------------------------------------------------------------------------- a second bench while one runs
 
 def test_a_second_make_bench_is_refused_before_it_builds_anything(servers_dir, nothing_up):
