@@ -259,8 +259,10 @@ def run_command(args) -> int:
         return compare.cmd_report(args.run)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
-    if args.command == "build":
-        return cmd_build(args, select(servers, names(args.servers)))
+    if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open
+        runtime = hosts_runtime(args) or get_runtime(args.runtime, plan=None)  # images need no CPU plan
+        Session(runtime, None, servers, {}).clear_leftovers()
+        return cmd_build(args, select(servers, names(args.servers)), runtime)
     runtime = hosts_runtime(args)  # every command from here on starts servers or sends load: where?
     if runtime:  # each role on its own Docker host, each host's CPUs its own plan
         plan = runtime.plan
