@@ -249,13 +249,14 @@ def test_a_second_make_bench_is_refused_before_it_builds_anything(servers_dir, n
 
 # ---------------------------------------------------------------------------------------- signals during clean-up
 
-def test_a_second_sigint_during_clean_up_does_not_abort_it(servers_dir, nothing_up):
+@pytest.mark.parametrize("gap_s", [1.0, 0.2])
+def test_a_second_sigint_during_clean_up_does_not_abort_it(servers_dir, nothing_up, gap_s):
     """SIGINT while `stubborn` starts: its stop sends SIGTERM (ignored) and waits the grace (4 s here); a second SIGINT
-    in that wait must not end the wait, or the SIGKILL after it never comes."""
+    in that wait (or a double Ctrl-C, 0.2 s apart) must not end the wait, or the SIGKILL after it never comes."""
     proc = start(servers_dir, "--servers", "stubborn", "ping")
     starting(proc, "stubborn")
     os.killpg(proc.pid, signal.SIGINT)
-    time.sleep(1)
+    time.sleep(gap_s)
     os.killpg(proc.pid, signal.SIGINT)
     output = ended(proc)
     assert proc.returncode == 130, output
