@@ -42,7 +42,8 @@ targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ threads = 1, concurrency = 4, duration_s = 1 }] }
 """
 # The command line with the test's scenario file, a short stop grace, and optionally a disk that fills at the state
-# write after a start (every write of .run/state.json that lists a started server fails with ENOSPC)
+# write after a start (every write of .run/state.json that lists a started server fails with ENOSPC), or at the first
+# (every write that lists a server, starting or started)
 LAUNCH = """
 import errno, pathlib, re, sys
 from harness import cli
@@ -50,10 +51,11 @@ from harness.config import scenarios
 from harness.runtime import local
 scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1))
 local.STOP_GRACE_S = 4
-if sys.argv.pop(1) == "full-after-start":
-    write_text = pathlib.Path.write_text
+disk = sys.argv.pop(1)
+if disk != "ok":
+    write_text, listed = pathlib.Path.write_text, r'"startup_s": (?!0\\.0,)' if disk == "full-after-start" else '"startup_s"'
     def full(self, text, *args, **kw):
-        if self.name == "state.tmp" and re.search(r'"startup_s": (?!0\\.0,)', text):
+        if self.name == "state.tmp" and re.search(listed, text):
             raise OSError(errno.ENOSPC, "No space left on device", str(self))
         return write_text(self, text, *args, **kw)
     pathlib.Path.write_text = full
@@ -228,9 +230,10 @@ def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_st
 # -------------------------------------------------------------------------------------- a second bench while one runs
 
 def test_a_second_make_bench_is_refused_before_it_builds_anything(servers_dir, nothing_up):
-    first = start(servers_dir, "--servers", "slowpoke", "ping")
+    first = start(servers_dir, "--build", "--servers", "slowpoke", "bench")  # what `make bench` runs
     try:
         starting(first, "slowpoke")
+        assert (servers_dir / "slowpoke" / "built").exists(), "the first bench did not build"
         env = harness_env(servers_dir, SERVERS="probe", RUNTIME="local")
         second = subprocess.run(["make", "--no-print-directory", "-o", "setup", "bench"], cwd=LOADGEN.parent, env=env,
                                 capture_output=True, text=True, timeout=300)
@@ -277,15 +280,16 @@ def test_sighup_stops_a_command_like_sigint(servers_dir, nothing_up):
 
 # ------------------------------------------------------------------------------------------- a full disk under .run/
 
-def test_a_full_disk_at_the_state_write_after_a_start_stops_the_server_and_says_so(servers_dir, nothing_up):
-    proc = start(servers_dir, "--servers", "probe", "run", "hello", disk="full-after-start")
+@pytest.mark.parametrize("disk", ["full-after-start", "full"])
+def test_a_full_disk_at_the_state_write_after_a_start_stops_the_server_and_says_so(servers_dir, nothing_up, disk):
+    proc = start(servers_dir, "--servers", "probe", "run", "hello", disk=disk)
     output = ended(proc)
     said = " ".join(output.split())
+    assert not responders(), "the server that could not be listed is still running"
     assert proc.returncode == 1, output
     assert "Traceback" not in output
     assert f"error: no space left on the device holding {State().path.parent}" in said, said
     assert "probe was stopped" in said, said
-    assert not responders(), "the server that could not be listed is still running"
     assert all(port_owner("127.0.0.1", p) is None for p in PORTS.values())
 
 
