@@ -100,10 +100,15 @@ class LocalRuntime(OnThisMachine):
             except OSError as exc:
                 raise RuntimeFailure(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
         self._children[proc.pid] = proc
-        running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
-                                started_at=time.time(), startup_s=0.0, runtime=self.name,
-                                pid_created=process_create_time(proc.pid), pid_start=kernel_start(proc.pid),
-                                h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
+        try:
+            running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid,
+                                    log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name,
+                                    pid_created=process_create_time(proc.pid), pid_start=kernel_start(proc.pid),
+                                    h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
+        except BaseException:  # a Ctrl-C before await_start, which stops it from here on: not yet listed, so now
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         return await_start(self, server, running, started, listed=listed)
 
     def alive(self, running: RunningServer) -> bool:
