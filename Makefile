@@ -61,15 +61,16 @@ test-long-%: setup
 test-%: setup
 	$(HARNESS) run $*
 
-# The main job: build, verify, measure every scenario on every server, report.
-bench: build
-	$(HARNESS) bench
+# The main job: build, verify, measure every scenario on every server, report. The build is the harness's, under its
+# lock: a second `make bench` is refused before it builds anything beside the first one's measurements.
+bench: setup
+	$(HARNESS) --build bench
 
 # The HTTP/2 scenarios (h2c with h2load; not in `bench`, whose 20 minutes are taken): every server that speaks h2c,
 # each scenario's HTTP/1.1 baseline beside its 1, 10 and 100 streams per connection
 .PHONY: bench-h2
-bench-h2: build
-	$(HARNESS) run "h2-hello h2-tweets"
+bench-h2: setup
+	$(HARNESS) --build run "h2-hello h2-tweets"
 
 # The HTML report (with PNG charts, summary.md, summary.csv) of a run: RUN=<run-id>, default the latest.
 report: setup

@@ -27,6 +27,7 @@ from harness.results import capacity, flags
 from harness.results.store import DiskFull, is_out_of_space, new_run_id
 from harness.runtime import RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
+from harness.runtime.state import StateFull
 from harness.tools.availability import PreflightError
 
 
@@ -52,7 +53,7 @@ def parse_repeat(text: str | None) -> int | None:
     return int(text)
 
 
-def cmd_build(args, servers: list[Server]) -> int:
+def cmd_build(args, servers: list[Server], runtime=None) -> int:
     for step in build_steps(servers):
         say(f"building {', '.join(step.servers)}: {step.command}  (in {step.cwd})")
         if subprocess.run(step.command, shell=True, cwd=step.cwd).returncode != 0:
@@ -60,7 +61,7 @@ def cmd_build(args, servers: list[Server]) -> int:
                  f"`make build` again")
             return 1
     # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
-    (hosts_runtime(args) or get_runtime(args.runtime, plan=None)).build_images(servers)  # images need no CPU plan
+    (runtime or hosts_runtime(args) or get_runtime(args.runtime, plan=None)).build_images(servers)  # no CPU plan
     return 0
 
 
@@ -208,8 +209,9 @@ def cmd_overhead(args, servers: dict[str, Server]) -> int:
                         RunOptions(args.profile, settings, " ".join(sys.argv[1:])))
 
 
-# the commands that start servers or measure: one at a time per checkout (harness/measuring/lock.py)
-EXCLUSIVE = {"up", "down", "ping", "run", "bench", "overhead"}
+# the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
+# beside a run would take its CPUs and rewrite the jars its JVMs have open
+EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead"}
 COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
 
@@ -225,6 +227,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default=os.environ.get("ORDER") or "auto",
                    help="auto (interleaved rounds where the servers fit up at once), interleaved or sequential")
     p.add_argument("--run-id", default=None)
+    p.add_argument("--build", action="store_true", help="build the selected servers first, under the same lock (make "
+                                                        "bench; up, ping, run, bench): a second bench is refused "
+                                                        "before it builds anything")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every selected server (its manifest's build command)")
     sub.add_parser("up", help="start servers and leave them running")
@@ -250,7 +255,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # Ctrl-C, and SIGTERM (CI, a supervisor), unwind the command: every server and tool it started is stopped
+    # Ctrl-C, SIGTERM (CI, a supervisor) and SIGHUP (a dropped ssh session) unwind the command: every server and tool
+    # it started is stopped
     interrupt.install()
     allow_open_files()
     try:
@@ -260,11 +266,14 @@ def main(argv: list[str] | None = None) -> int:
             HarnessBusy, capacity.CapacityError, HostsError) as exc:
         fail(str(exc))
         return 2
-    except DiskFull as exc:
+    except (DiskFull, StateFull) as exc:
         fail(str(exc))
         return 1
     except KeyboardInterrupt:
-        warn("interrupted: stopped what this command started; results so far are kept")
+        try:
+            warn("interrupted: stopped what this command started; results so far are kept")
+        except OSError:  # SIGHUP: the terminal is gone, and with it the place to say so
+            pass
         return 130
 
 
@@ -283,8 +292,10 @@ def run_command(args) -> int:
         return cmd_plan(args, servers)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
-    if args.command == "build":
-        return cmd_build(args, select(servers, names(args.servers)))
+    if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open
+        runtime = hosts_runtime(args) or get_runtime(args.runtime, plan=None)  # images need no CPU plan
+        Session(runtime, None, servers, {}).clear_leftovers()
+        return cmd_build(args, select(servers, names(args.servers)), runtime)
     runtime = hosts_runtime(args)  # every command from here on starts servers or sends load: where?
     if runtime:  # each role on its own Docker host, each host's CPUs its own plan
         plan = runtime.plan
@@ -303,6 +314,11 @@ def run_command(args) -> int:
         twin_name = ""
     session = Session(runtime, plan, servers, parse_ports(args.ports), keep=args.command == "up")
     with session:
+        if args.build:  # what a killed command left is stopped first: a leftover JVM has the jars open
+            session.clear_leftovers()
+            built = cmd_build(args, select(servers, names(args.servers)), runtime)
+            if built:
+                return built
         chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
         if twin_name and any(s.name == twin_name for s in chosen):
             chosen = with_twin(servers, chosen, twin_name)

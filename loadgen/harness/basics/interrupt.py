@@ -1,11 +1,12 @@
-"""Ctrl-C and SIGTERM, as an exception and as a flag.
+"""Ctrl-C, SIGTERM and SIGHUP, as an exception and as a flag.
 
 The handler raises KeyboardInterrupt, which unwinds whatever the main thread is blocked in at once, and also sets a
 flag. The flag is for the cases where the exception is lost: raised inside code that swallows it (Python prints
 "Exception ignored in ..." for an exception in a finaliser, an at-fork or a weakref callback, and goes on). Every
 loop that measures or waits calls `check()`, which raises again while the flag is set, so a signal at any instant
 stops the run within one turn of such a loop. Clean-up code (stopping servers and tools) never calls `check()`: it
-runs to its end after an interrupt.
+runs to its end after an interrupt, and so only the first signal raises: a second Ctrl-C (or the SIGTERM of an
+impatient supervisor) while servers are being stopped would end that clean-up half way and leave them running.
 """
 from __future__ import annotations
 
@@ -13,19 +14,23 @@ import signal
 import time
 
 _received: str | None = None  # the signal's name, once one came
+# SIGHUP: the terminal or the ssh session it ran in went away; the command stops as on Ctrl-C
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _handler(signum, frame) -> None:
     global _received
+    if _received:  # already stopping: let the clean-up finish
+        return
     _received = signal.Signals(signum).name
     raise KeyboardInterrupt(_received)
 
 
 def install() -> None:
-    """SIGINT and SIGTERM both interrupt (also where SIGINT came in ignored: a shell without job control starts
+    """SIGINT, SIGTERM and SIGHUP all interrupt (also where SIGINT came in ignored: a shell without job control starts
     background commands that way, and Python then installs no handler of its own)."""
-    signal.signal(signal.SIGINT, _handler)
-    signal.signal(signal.SIGTERM, _handler)
+    for signum in SIGNALS:
+        signal.signal(signum, _handler)
 
 
 def received() -> str | None:

@@ -4,10 +4,12 @@ pinning a child to CPUs, a process's start time, waiting for a condition.
 A leaf: the runtimes, the preflight checks and the run's conditions all read these, and it imports none of them."""
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 
@@ -53,14 +55,45 @@ def allow_open_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def still_runs(pid: int, is_it=None) -> bool:
-    """Whether `pid` is a live process (not a zombie) and, given `is_it(create_time)`, still the one we started: a pid
-    the kernel recycled for another process is not ours. The one test of "is this still our process"."""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields from the state on (field 3; the name before it may hold spaces); None when gone."""
     try:
-        proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE and (is_it is None or is_it(proc.create_time()))
-    except psutil.Error:
-        return False
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split() if pid and pid > 0 else None
+    except OSError:
+        return None
+
+
+def kernel_start(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (field 22 of /proc/<pid>/stat), zombies included; None when gone.
+    The kernel's own count: no step of the wall clock (date -s, NTP, a VM's migration) moves it, where psutil's
+    create_time adds the boot time /proc/stat derives from the wall clock."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def wall_clock(ticks: int) -> float:
+    """A kernel start time as psutil's create_time gives it (seconds since the epoch): for records of older harnesses."""
+    return psutil.boot_time() + ticks / CLOCK_TICKS
+
+
+def started_as(ticks: int | None, created: float | None = None, started_at: float | None = None):
+    """The test a process's kernel start time must pass to be the process recorded: the same tick; for a record of
+    an older harness (no ticks), its wall-clock create_time to 10 ms, or else a start by `started_at`."""
+    if ticks is not None:
+        return lambda start: start == ticks
+    if created is not None:
+        return lambda start: abs(wall_clock(start) - created) < 0.01
+    return lambda start: started_at is not None and wall_clock(start) <= started_at + 1
+
+
+def still_runs(pid: int, is_it=None) -> bool:
+    """Whether `pid` is a live process (not a zombie) and, given `is_it(kernel_start)`, still the one we started: a
+    pid the kernel recycled for another process is not ours. The one test of "is this still our process"."""
+    fields = _stat(pid)
+    return bool(fields) and fields[0] not in ("Z", "X") and (is_it is None or is_it(int(fields[19])))
 
 
 def timestamp(at: float | None = None) -> str:
@@ -69,7 +102,8 @@ def timestamp(at: float | None = None) -> str:
 
 
 def process_create_time(pid: int) -> float | None:
-    """psutil's start time of `pid` (None when it is gone): what RunningServer.pid_created records."""
+    """psutil's start time of `pid` (None when it is gone): what RunningServer.pid_created records, for reading only
+    (the identity is `kernel_start`)."""
     try:
         return psutil.Process(pid).create_time() if pid else None
     except psutil.Error:

@@ -7,6 +7,8 @@ from typing import Callable
 
 import psutil
 
+from harness.basics.machine import CLOCK_TICKS, kernel_start
+
 INTERVAL_S = 0.25
 TIMELINE_S = 1.0  # resident memory is also kept once a second, so a long run shows whether it grows
 
@@ -24,7 +26,8 @@ class ProcessSampler:
         self.timeline: list[tuple[float, int]] = []  # (seconds since start, summed RSS in bytes)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._started = self._t0 = 0.0
+        self._started = 0  # kernel ticks since boot (machine.kernel_start's clock): no wall-clock step moves it
+        self._t0 = 0.0
         self.wall_s = 0.0
 
     def _sample(self, first: bool = False) -> None:
@@ -40,7 +43,7 @@ class ProcessSampler:
                 continue
             if pid not in self._base:
                 # a process already running when sampling began counts from then; a new one from its birth
-                self._base[pid] = used if first or proc.create_time() < self._started else 0.0
+                self._base[pid] = used if first or (kernel_start(pid) or 0) < self._started else 0.0
             self._last[pid] = used
         self.peak_rss = max(self.peak_rss, rss)
         elapsed = time.monotonic() - self._t0
@@ -52,7 +55,7 @@ class ProcessSampler:
             self._sample()
 
     def start(self) -> ProcessSampler:
-        self._started = time.time()
+        self._started = int(time.clock_gettime(time.CLOCK_BOOTTIME) * CLOCK_TICKS)
         self._t0 = time.monotonic()
         self._sample(first=True)
         self._thread.start()

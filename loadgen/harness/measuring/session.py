@@ -14,7 +14,7 @@ from harness.basics.machine import port_owner, wait_until
 from harness.basics.messages import say, warn
 from harness.config.manifest import Server, upstream_of, upstream_url
 from harness.runtime import RunningServer, Runtime, RuntimeFailure, State
-from harness.runtime.state import ToolProcess
+from harness.runtime.state import StateFull, ToolProcess
 
 TOOL_STOP_GRACE_S = 5
 
@@ -90,11 +90,30 @@ class Session:
         env = {"UPSTREAM_URL": self.upstream_url()}
         if server.h2c_port:
             env["H2C_PORT"] = str(self.h2c_port(server))
-        running = self.runtime.start(server, list(cpus), self.port(server), env)
-        self.state.put(running, keep=self.keep)
+        try:  # listed from its first instant: a command killed during a JVM's seconds of start leaves it named
+            running = self.runtime.start(server, list(cpus), self.port(server), env,
+                                         lambda starting: self.state.put(starting, keep=self.keep, starting=True))
+        except BaseException as exc:  # the runtime stopped it: only its entry is left to take off
+            self._unlist(server.name)
+            if isinstance(exc, StateFull):
+                raise StateFull(f"{exc}; {server.name} was stopped") from None
+            raise
         self.started.append(server.name)
+        try:
+            self.state.put(running, keep=self.keep)
+        except StateFull as exc:  # listed as starting only: stopped now, `make up`'s too, rather than half-known
+            self.stop(server.name)
+            raise StateFull(f"{exc}; {server.name} was stopped") from None
         say(f"  {server.name} answered after {running.startup_s:.2f} s")
         return running
+
+    def _unlist(self, name: str) -> None:
+        """`name` taken off the state, if the state can be written: an entry left on a full disk names a process
+        that is gone, which the next command drops."""
+        try:
+            self.state.drop(name)
+        except StateFull:
+            pass
 
     def ensure_upstream(self) -> RunningServer:
         return self.ensure(self.upstream)
@@ -139,7 +158,7 @@ class Session:
         if entry:
             say(f"stopping {name}")
             self.runtime.stop(entry)
-            self.state.drop(name)
+            self._unlist(name)
             owner = None if self.runtime.remote else port_owner(entry.host, entry.port)
             if owner:  # never silently: whatever holds it would be measured in place of the next server here
                 warn(f"{name} was stopped but its port {entry.port} is still held by {owner}: stop that process")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import psutil
 
-from harness.basics.machine import pinned, port_owner, process_create_time, shell_output, still_runs
+from harness.basics.machine import (kernel_start, pinned, port_owner, process_create_time, shell_output, still_runs,
+                                    wall_clock)
 from harness.config.manifest import Server
 from harness.runtime.protocol import OnThisMachine, RunningServer, RuntimeFailure, exit_reason, indent
 from harness.runtime.starting import await_start
@@ -22,17 +23,28 @@ STOP_GRACE_S = 15
 
 
 def _group_survivors(running: RunningServer) -> list[int]:
-    """Processes still in the server's process group after its leader died, started no earlier than the leader (so a
-    recycled pid's group is never taken for it)."""
+    """Processes still in the server's process group after its leader died, started no earlier than the leader. None
+    when another process holds the leader's pid: the kernel reuses a pgid only once its whole group is gone, so that
+    group is someone else's (a stale entry's pid, recycled)."""
+    holder = kernel_start(running.pid)
+    if holder is not None and not running.is_process(holder):
+        return []
     out = []
-    for proc in psutil.process_iter(["pid", "create_time"]):
+    for pid in psutil.pids():
+        start = kernel_start(pid)
         try:
-            if (os.getpgid(proc.pid) == running.pid
-                    and proc.info["create_time"] >= (running.pid_created or running.started_at) - 0.01):
-                out.append(proc.pid)
-        except (OSError, psutil.Error):
+            if start is not None and os.getpgid(pid) == running.pid and _not_before(running, start):
+                out.append(pid)
+        except OSError:
             continue
     return out
+
+
+def _not_before(running: RunningServer, start: int) -> bool:
+    """Whether a process that started at `start` (kernel ticks) started no earlier than the server's leader."""
+    if running.pid_start is not None:
+        return start >= running.pid_start
+    return wall_clock(start) >= (running.pid_created or running.started_at) - 0.01  # an older harness's record
 
 
 def log_tail(path: str | Path, lines: int = 15) -> str:
@@ -59,7 +71,7 @@ class LocalRuntime(OnThisMachine):
         """Nothing of its own to clear: the servers and tools a killed run left are in the state, and the session stops
         them."""
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
         host = env.get("HOST", "127.0.0.1")
         for kind, taken in (("port", port), ("h2c port", int(env.get("H2C_PORT") or 0))):
             owner = taken and port_owner(host, taken)
@@ -88,11 +100,16 @@ class LocalRuntime(OnThisMachine):
             except OSError as exc:
                 raise RuntimeFailure(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
         self._children[proc.pid] = proc
-        running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid, log=str(log),
-                                started_at=time.time(), startup_s=0.0, runtime=self.name,
-                                pid_created=process_create_time(proc.pid),
-                                h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
-        return await_start(self, server, running, started)
+        try:
+            running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid,
+                                    log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name,
+                                    pid_created=process_create_time(proc.pid), pid_start=kernel_start(proc.pid),
+                                    h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
+        except BaseException:  # a Ctrl-C before await_start, which stops it from here on: not yet listed, so now
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        return await_start(self, server, running, started, listed=listed)
 
     def alive(self, running: RunningServer) -> bool:
         return still_runs(running.pid, running.is_process)

@@ -10,6 +10,7 @@ from typing import Protocol
 
 import psutil
 
+from harness.basics.machine import started_as
 from harness.basics.sampling import ProcessSampler
 from harness.config.manifest import Server
 
@@ -29,17 +30,17 @@ class RunningServer:
     startup_s: float  # from start to the first correct answer on /id
     runtime: str
     container: str | None = None
-    # the process's start time as the kernel reports it (psutil): with `pid`, identifies it. Wall-clock time is no
-    # substitute: /proc's boot time drifts from time.time() (clock adjustments), and a recycled pid must not match
+    # the process's start time as psutil gives it (wall clock): kept for reading, and for older harnesses' records
     pid_created: float | None = None
     engine: str | None = None  # hosts runtime: the Docker endpoint of the host it runs on
     h2c_port: int | None = None  # where it speaks cleartext HTTP/2 (started with H2C_PORT); None: HTTP/1.1 only
+    # with `pid`, identifies the process: its start in clock ticks since boot (machine.kernel_start), which no step of
+    # the wall clock moves, and which a recycled pid does not match
+    pid_start: int | None = None
 
-    def is_process(self, pid_created: float) -> bool:
-        """Whether a process that started at `pid_created` (psutil's create_time) is this server's main process."""
-        if self.pid_created is None:  # state written by an older harness
-            return pid_created <= self.started_at + 1
-        return abs(pid_created - self.pid_created) < 0.01
+    def is_process(self, start_ticks: int) -> bool:
+        """Whether a process that started at `start_ticks` (machine.kernel_start) is this server's main process."""
+        return started_as(self.pid_start, self.pid_created, self.started_at)(start_ticks)
 
     @property
     def base_url(self) -> str:
@@ -71,7 +72,9 @@ class Runtime(Protocol):
         not list cleared away (docker: its containers, and the loadgen container with the tools running in it; the
         session stops the servers and tools the state lists). Idempotent."""
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer: ...
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
+        """The server started and answering; `listed(running)` is called as soon as its process exists, before the
+        wait (so that a command killed meanwhile leaves it in the state); on any failure it is stopped."""
 
     def stop(self, running: RunningServer) -> None: ...
 

@@ -10,11 +10,15 @@ from harness.config.manifest import Server
 from harness.runtime.protocol import RunningServer, Runtime, RuntimeFailure
 
 
-def await_start(runtime: Runtime, server: Server, running: RunningServer, began: float, read_cpus=None) -> RunningServer:
-    """The end of every runtime's `start`: until the server answers GET /id (`wait_ready`), then its CPU set read back
-    (`read_cpus()`, where the runtime can); on any failure, Ctrl-C included, the server is stopped. `began`: when the
-    start began (time.monotonic()), for `startup_s`."""
+def await_start(runtime: Runtime, server: Server, running: RunningServer, began: float, read_cpus=None,
+                listed=None) -> RunningServer:
+    """The end of every runtime's `start`: `listed(running)` first (the server is in the state while it starts), then
+    until the server answers GET /id (`wait_ready`), then its CPU set read back (`read_cpus()`, where the runtime
+    can); on any failure, Ctrl-C and a full disk included, the server is stopped. `began`: when the start began
+    (time.monotonic()), for `startup_s`."""
     try:
+        if listed:
+            listed(running)
         wait_ready(server, running, lambda: runtime.death(running), lambda: runtime.log_tail(running))
         if read_cpus:
             running.cpus = read_cpus()

@@ -2,6 +2,7 @@
 so that what a killed command left is found and stopped by the next one."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -9,14 +10,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness.basics.machine import process_create_time, still_runs
+from harness.basics.machine import kernel_start, process_create_time, started_as, still_runs
 from harness.basics.paths import STATE_DIR
 from harness.runtime.protocol import RunningServer, RuntimeFailure
-
-
-def same_start(recorded: float | None):
-    """The test a process's start time (psutil's create_time) must pass to be the process recorded: equal to 10 ms."""
-    return lambda created: recorded is not None and abs(created - recorded) < 0.01
 
 
 @dataclass
@@ -27,13 +23,20 @@ class Starter:
     pid_created: float | None
     command: str
     keep: bool = False
+    pid_start: int | None = None  # the identity (machine.kernel_start); pid_created is for older harnesses
+    # listed before it answers (a JVM takes seconds): a command killed then leaves a server that only this names
+    starting: bool = False
 
     @classmethod
-    def this_command(cls, keep: bool = False) -> Starter:
-        return cls(os.getpid(), process_create_time(os.getpid()), shlex.join(sys.orig_argv), keep)
+    def this_command(cls, keep: bool = False, starting: bool = False) -> Starter:
+        me = os.getpid()
+        return cls(me, process_create_time(me), shlex.join(sys.orig_argv), keep, kernel_start(me), starting)
 
     def ended(self) -> bool:
-        return not still_runs(self.pid, same_start(self.pid_created))
+        return not still_runs(self.pid, started_as(self.pid_start, self.pid_created))
+
+    def key(self) -> tuple:
+        return self.pid, self.pid_start if self.pid_start is not None else self.pid_created
 
     def __str__(self) -> str:
         return f"pid {self.pid} ({self.command})"
@@ -48,9 +51,15 @@ class ToolProcess:
     pid_created: float | None
     argv: list[str]
     started_by: Starter
+    pid_start: int | None = None
 
     def running(self) -> bool:
-        return still_runs(self.pid, same_start(self.pid_created))
+        return still_runs(self.pid, started_as(self.pid_start, self.pid_created))
+
+
+class StateFull(Exception):
+    """.run/state.json could not be written: its device is full. Not a RuntimeFailure: every start after it would
+    fail the same way, so the command stops."""
 
 
 class State:
@@ -80,8 +89,14 @@ class State:
     def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2))
-        tmp.replace(self.path)
+        try:
+            tmp.write_text(json.dumps(data, indent=2))
+            tmp.replace(self.path)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise StateFull(f"no space left on the device holding {self.path.parent}: {self.path} could not be "
+                            "written; free some space") from None
 
     def load(self) -> dict[str, RunningServer]:
         try:
@@ -89,11 +104,12 @@ class State:
         except (TypeError, AttributeError) as exc:
             raise self.corrupt(f"has a server entry this harness cannot read ({exc})") from None
 
-    def put(self, running: RunningServer, keep: bool = False) -> None:
-        """`running` listed as started by this command; `keep`: it is meant to outlive the command (`make up`)."""
+    def put(self, running: RunningServer, keep: bool = False, starting: bool = False) -> None:
+        """`running` listed as started by this command; `keep`: it is meant to outlive the command (`make up`);
+        `starting`: it has not answered yet (a leftover if the command ends, even with `keep`)."""
         data = self._read()
         data.setdefault("servers", {})[running.name] = asdict(running)
-        data.setdefault("started_by", {})[running.name] = asdict(Starter.this_command(keep))
+        data.setdefault("started_by", {})[running.name] = asdict(Starter.this_command(keep, starting))
         self._write(data)
 
     def drop(self, name: str) -> None:
@@ -103,8 +119,8 @@ class State:
         self._write(data)
 
     def leftover_servers(self) -> dict[str, tuple[RunningServer, Starter]]:
-        """Servers whose command ended without stopping them though it did not mean to keep them: it was killed.
-        (A server listed by an older harness, with no starter, counts as left up on purpose.)"""
+        """Servers whose command ended without stopping them though it did not mean to keep them, or while they were
+        starting: it was killed. (A server listed by an older harness, with no starter, counts as left up on purpose.)"""
         starters = self._read().get("started_by", {})
         out = {}
         for name, running in self.load().items():
@@ -112,13 +128,13 @@ class State:
                 starter = Starter(**starters[name]) if name in starters else None
             except TypeError as exc:
                 raise self.corrupt(f"has a starter entry this harness cannot read ({exc})") from None
-            if starter and not starter.keep and starter.ended():
+            if starter and (starter.starting or not starter.keep) and starter.ended():
                 out[name] = (running, starter)
         return out
 
     def add_tool(self, pid: int, argv: list[str]) -> None:
         data = self._read()
-        tool = ToolProcess(pid, process_create_time(pid), list(argv), Starter.this_command())
+        tool = ToolProcess(pid, process_create_time(pid), list(argv), Starter.this_command(), kernel_start(pid))
         data.setdefault("tools", []).append(asdict(tool))
         self._write(data)
 
@@ -137,6 +153,5 @@ class State:
         starter = starter or Starter.this_command()
         data = self._read()
         if data.get("tools"):
-            data["tools"] = [t for t in data["tools"]
-                             if (t["started_by"]["pid"], t["started_by"]["pid_created"]) != (starter.pid, starter.pid_created)]
+            data["tools"] = [t for t in data["tools"] if Starter(**t["started_by"]).key() != starter.key()]
             self._write(data)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from harness.basics.cpus import format_cpus, parse_cpus
-from harness.basics.machine import process_create_time, still_runs
+from harness.basics.machine import kernel_start, process_create_time, still_runs
 from harness.basics.messages import warn
 from harness.basics.paths import RESULTS
 from harness.config.host_roles import ROLES
@@ -163,7 +163,7 @@ class EngineRuntime:
         warn(f"removing the leftover container {name}{place.on} ({state}; not in the harness's state)")
         self.docker(place, "rm", "-f", "-v", name, check=False)
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str]) -> RunningServer:
+    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
         self.prepare()
         place, name = self.place(role_of(server)), container_name(server.name)
         ensure_server_image(server)
@@ -182,9 +182,10 @@ class EngineRuntime:
         running = RunningServer(name=server.name, host=place.address, port=port, cpus=list(cpus), pid=pid,
                                 log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name, container=name,
                                 pid_created=process_create_time(pid) if pid else None, engine=place.endpoint,
+                                pid_start=None if self.remote else kernel_start(pid),
                                 h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
         self._followers[server.name] = follow_log(name, running.log, place.args)
-        return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus))
+        return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus), listed)
 
     def _applied_cpus(self, running: RunningServer, asked: list[int]) -> list[int]:
         """The container's CPU set read back: as the engine applied it (docker inspect) and as the kernel lets its main

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from harness.basics.cpus import CpuPlan, format_cpus
-from harness.basics.machine import pinned, port_owner
+from harness.basics.machine import pinned, port_owner, still_runs
 from harness.basics.messages import say
 from harness.basics.paths import RESULTS
 from harness.config.manifest import REPO, Server, discover
@@ -130,7 +130,7 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
         """The container's processes as the host sees them (psutil only: this is called while load runs)."""
         try:
             leader = psutil.Process(running.pid)
-            if not running.is_process(leader.create_time()):
+            if not still_runs(running.pid, running.is_process):
                 return []
             return [leader.pid, *(child.pid for child in leader.children(recursive=True))]
         except psutil.Error:
