@@ -140,3 +140,43 @@ def test_nginx_static_copy_left_by_a_killed_run_is_removed_at_the_next_start(tmp
         root = _served_root(run_dir)
         _stop(proc)
     assert not root.exists()
+
+
+def _stub(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+SETUP_DOCKER = REPO / "docker" / "setup-docker.sh"
+
+
+def _setup_docker_with_stubs(tmp_path: Path, flags: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """setup-docker.sh with a docker CLI that answers once a dockerd has run, and a dockerd that records its argv,
+    one argument a line (nothing real is installed or started)."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    _stub(stubs, "docker", f'case "$1" in compose) exit 0;; info) [ -e "{tmp_path}/up" ] || exit 1; '
+                           'echo "stub, vfs";; esac\n')
+    _stub(stubs, "dockerd", f'printf "%s\\n" "$@" > "{tmp_path}/dockerd.args"; touch "{tmp_path}/up"\n')
+    _stub(stubs, "debootstrap", "exit 0\n")
+    env = {**os.environ, "PATH": f"{stubs}:/usr/bin:/bin", "DOCKERD_FLAGS": flags,
+           "DOCKERD_LOG": str(tmp_path / "dockerd.log")}
+    proc = subprocess.run([str(SETUP_DOCKER)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    time.sleep(0.3)  # what a shell string would have started in the background
+    return proc, tmp_path / "dockerd.args"
+
+
+@pytest.mark.parametrize("injected", ["; touch {x}", "$(touch {x})", "`touch {x}` && touch {x}"])
+def test_setup_docker_passes_dockerd_flags_as_arguments_never_through_a_shell(tmp_path, injected):
+    marker = tmp_path / "x"
+    proc, args = _setup_docker_with_stubs(tmp_path, "--iptables=false " + injected.format(x=marker))
+    assert not marker.exists(), f"DOCKERD_FLAGS ran a second command: {proc.stderr}"
+    assert args.read_text().splitlines()[0] == "--iptables=false", proc.stderr
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_setup_docker_gives_dockerd_each_flag_as_one_argument(tmp_path):
+    proc, args = _setup_docker_with_stubs(tmp_path, "--iptables=false  --bridge=none --storage-driver=vfs")
+    assert proc.returncode == 0, proc.stderr
+    assert args.read_text().splitlines() == ["--iptables=false", "--bridge=none", "--storage-driver=vfs"]
