@@ -180,3 +180,93 @@ def test_setup_docker_gives_dockerd_each_flag_as_one_argument(tmp_path):
     proc, args = _setup_docker_with_stubs(tmp_path, "--iptables=false  --bridge=none --storage-driver=vfs")
     assert proc.returncode == 0, proc.stderr
     assert args.read_text().splitlines() == ["--iptables=false", "--bridge=none", "--storage-driver=vfs"]
+
+
+DEMO_TOOLS = ("dockerd", "containerd", "sshd", "busybox", "ping", "ip")  # what `make hosts-demo` installs when missing
+DEMO_UNITS = ("ssh.service", "docker.service", "docker.socket", "containerd.service")
+
+
+def _hosts_demo_checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the Makefile and the demo's install script, a stub `docker/hosts-demo.sh` (the topology itself is
+    not built), and a PATH of stubs: apt-get, which checks the policy-rc.d and then enables the services the way the
+    packages' postinst scripts do (through systemctl) and, with STUB_APT_HANG, waits to be interrupted; systemctl,
+    which keeps each unit's state in a file."""
+    checkout, stubs, units = tmp_path / "checkout", tmp_path / "bin", tmp_path / "units"
+    for folder in (checkout / "docker", stubs, units):
+        folder.mkdir(parents=True)
+    shutil.copy(REPO / "Makefile", checkout)
+    if (REPO / "docker" / "hosts-demo-install.sh").exists():
+        shutil.copy(REPO / "docker" / "hosts-demo-install.sh", checkout / "docker")
+    _stub(checkout / "docker", "hosts-demo.sh", f'echo "$@" > "{tmp_path}/demo-called"\n')
+    for tool in ("bash", "sh", "env", "id", "cat", "tee", "chmod", "rm", "touch", "sleep", "make", "mkdir"):
+        (stubs / tool).symlink_to(shutil.which(tool))
+    _stub(stubs, "apt-get", f'''case "$*" in *install*)
+  policy=$HOSTS_DEMO_POLICY_RC_D
+  if [ -x "$policy" ] && ! "$policy" ssh start; then echo refused > "{tmp_path}/policy-during-install"; fi
+  systemctl enable {" ".join(DEMO_UNITS)}
+  touch "{tmp_path}/installing"
+  [ -z "${{STUB_APT_HANG:-}}" ] || exec sleep 60;;
+esac
+''')
+    _stub(stubs, "systemctl", f'''cmd=$1; shift; echo "$cmd $*" >> "{tmp_path}/systemctl.log"
+for unit; do case "$unit" in --*) continue;; esac
+  case "$cmd" in
+    is-enabled) state=$(cat "{units}/$unit" 2>/dev/null || echo disabled); echo "$state"; [ "$state" = enabled ] || exit 1;;
+    enable) echo enabled > "{units}/$unit";;
+    disable) echo disabled > "{units}/$unit";;
+  esac
+done
+''')
+    (units / "containerd.service").write_text("enabled\n")  # enabled before: not the install's doing, so it stays
+    env = {**os.environ, "PATH": str(stubs), "HOSTS_DEMO_POLICY_RC_D": str(tmp_path / "policy-rc.d")}
+    if all(shutil.which(t, path=str(stubs)) or os.access(f"/usr/sbin/{t}", os.X_OK) for t in DEMO_TOOLS):
+        pytest.skip("every tool of the demo is installed here: `make hosts-demo` installs nothing")
+    return checkout, env
+
+
+def _unit_states(tmp_path: Path) -> dict[str, str]:
+    return {unit: (tmp_path / "units" / unit).read_text().strip() if (tmp_path / "units" / unit).exists()
+            else "disabled" for unit in DEMO_UNITS}
+
+
+def _assert_machine_as_found(tmp_path: Path) -> None:
+    wrong = []
+    if not (tmp_path / "policy-during-install").exists():
+        wrong.append("apt-get ran without the policy-rc.d that stops services")
+    if (tmp_path / "policy-rc.d").exists():
+        wrong.append("the policy-rc.d is left in place")
+    states = _unit_states(tmp_path)
+    if states != {"ssh.service": "disabled", "docker.service": "disabled", "docker.socket": "disabled",
+                  "containerd.service": "enabled"}:
+        wrong.append(f"services for the next boot: {states}")
+    assert not wrong, wrong
+
+
+def test_hosts_demo_install_leaves_no_policy_and_nothing_newly_enabled(tmp_path):
+    checkout, env = _hosts_demo_checkout(tmp_path)
+    proc = subprocess.run(["make", "-s", "hosts-demo"], cwd=checkout, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "demo-called").read_text().split() == ["up"]
+    _assert_machine_as_found(tmp_path)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_hosts_demo_install_interrupted_restores_the_policy_and_the_services(tmp_path, sig):
+    checkout, env = _hosts_demo_checkout(tmp_path)
+    proc = subprocess.Popen(["make", "-s", "hosts-demo"], cwd=checkout, env={**env, "STUB_APT_HANG": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "installing").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert (tmp_path / "installing").exists(), proc.communicate()[0]
+        os.killpg(proc.pid, sig)  # Ctrl-C on the terminal (the whole group), or a TERM to it
+        out = proc.communicate(timeout=30)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert not (tmp_path / "demo-called").exists(), "the topology was built after an interrupted install"
+    _assert_machine_as_found(tmp_path)
+    assert "disabling" in out
