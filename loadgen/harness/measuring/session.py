@@ -12,7 +12,7 @@ import psutil
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.messages import say, warn
-from harness.config.manifest import Server, upstream_of, upstream_url
+from harness.config.manifest import Server, artifacts_stamp, upstream_of, upstream_url
 from harness.runtime import RunningServer, Runtime, RuntimeFailure, State
 from harness.runtime.state import ToolProcess
 
@@ -28,6 +28,7 @@ class Session:
         self.state = State()
         self.started: list[str] = []
         self.upstream: Server | None = upstream_of(servers)
+        self._stamps: dict[str, str] = {}  # each server's artifacts_stamp, read once per command
 
     def running(self) -> dict[str, RunningServer]:
         """Servers recorded as up that are still alive (dead entries are dropped). Not those a killed command left:
@@ -65,7 +66,9 @@ class Session:
         if self.runtime.remote:  # the ports are other machines': a busy one fails that server's start, with its log
             return
         up = self.running()
-        wanted = [s for s in servers if s.name not in up]
+        # and those up on other ports than this run gives them: restarted there (ensure)
+        wanted = [s for s in servers if s.name not in up
+                  or (up[s.name].port, up[s.name].h2c_port) != (self.port(s), self.h2c_port(s))]
         if any(s.needs_upstream for s in wanted) and self.upstream and self.upstream.name not in up:
             wanted.append(self.upstream)
         busy = []
@@ -79,22 +82,54 @@ class Session:
                                 "servers: PORTS=\"name=port ...\"")
 
     def ensure(self, server: Server) -> RunningServer:
-        """The server, running: the one already up, or started now (its upstream first where it needs one)."""
+        """The server, running: the one already up when it runs as this run's plan says, else started now (its
+        upstream first where it needs one). One up that differs (`make up` on other CPUs, ports or artifacts) is
+        restarted as the plan says, and one that `make up` left stays up after, as it was."""
         up = self.running()
+        left_up = False
         if server.name in up:
-            return up[server.name]
+            differs = self._differs(server, up[server.name])
+            if not differs:
+                return up[server.name]
+            left_up = server.name not in self.started
+            say(f"{server.name} is up {differs}: restarting it as this run says"
+                + (" (it stays up after, as make up left it)" if left_up and not self.keep else ""))
+            self.stop(server.name)
         if server.needs_upstream and self.upstream:
             self.ensure_upstream()
-        cpus = self.plan.upstream if self.is_upstream(server.name) else self.plan.server
+        cpus = self._cpus(server)
         say(f"starting {server.name} on port {self.port(server)}, CPU {format_cpus(cpus)}")
         env = {"UPSTREAM_URL": self.upstream_url()}
         if server.h2c_port:
             env["H2C_PORT"] = str(self.h2c_port(server))
+        stamp = self._stamp(server)
         running = self.runtime.start(server, list(cpus), self.port(server), env)
-        self.state.put(running, keep=self.keep)
-        self.started.append(server.name)
+        running.artifacts = stamp
+        self.state.put(running, keep=self.keep or left_up)
+        if not left_up:
+            self.started.append(server.name)
         say(f"  {server.name} answered after {running.startup_s:.2f} s")
         return running
+
+    def _cpus(self, server: Server) -> tuple[int, ...]:
+        return self.plan.upstream if self.is_upstream(server.name) else self.plan.server
+
+    def _stamp(self, server: Server) -> str:
+        if server.name not in self._stamps:
+            self._stamps[server.name] = artifacts_stamp(server)
+        return self._stamps[server.name]
+
+    def _differs(self, server: Server, up: RunningServer) -> str | None:
+        """How a server that is up differs from what this run would start (None: it does not)."""
+        cpus = list(self._cpus(server))
+        if sorted(up.cpus) != sorted(cpus):
+            return f"on CPU {format_cpus(up.cpus)}, this run's plan gives it CPU {format_cpus(cpus)}"
+        if (up.port, up.h2c_port) != (self.port(server), self.h2c_port(server)):
+            return f"on port {up.port}, this run gives it port {self.port(server)}"
+        if up.artifacts != self._stamp(server):
+            return ("from artifacts that have changed since it started (make build)" if up.artifacts else
+                    "from artifacts this harness did not record when it started")
+        return None
 
     def ensure_upstream(self) -> RunningServer:
         return self.ensure(self.upstream)
