@@ -10,6 +10,7 @@ from typing import Protocol
 
 import psutil
 
+from harness.basics.messages import warn
 from harness.basics.sampling import ProcessSampler
 from harness.config.manifest import Server
 
@@ -124,7 +125,8 @@ class Runtime(Protocol):
 
 class OnThisMachine:
     """What the local and the one-machine Docker runtime share: the servers are processes of this machine, reached on
-    loopback, sampled with psutil and frozen with SIGSTOP/SIGCONT."""
+    loopback, sampled with psutil and frozen with SIGSTOP/SIGCONT (the Docker runtime freezes through its engine
+    instead: engine_runtime.py's pause)."""
 
     remote = False
 
@@ -138,11 +140,18 @@ class OnThisMachine:
         return ProcessSampler(tree, len(cpus))
 
     def pause(self, running: RunningServer, asleep: bool) -> None:
+        denied = []
         for pid in self.pids(running):
             try:
                 psutil.Process(pid).suspend() if asleep else psutil.Process(pid).resume()
+            except psutil.AccessDenied:
+                denied.append(pid)  # another user's (a server `make up` started as root): said below
             except psutil.Error:
                 pass  # gone: the next attempt on it fails and says so
+        if denied:
+            warn(f"could not {'freeze' if asleep else 'thaw'} {running.name}: this user may not signal its "
+                 f"process(es) {', '.join(map(str, denied))} (started by another user: make down, then run again as "
+                 f"one user)")
 
 def indent(text: str) -> str:
     """Lines of a log or of a command's output, indented under an error message."""

@@ -245,6 +245,16 @@ class EngineRuntime:
             return "killed for memory (OOMKilled)"
         return f"container {state['Status']}{place.on}: {exit_reason(state['ExitCode'])}"
 
+    def pause(self, running: RunningServer, asleep: bool) -> None:
+        """Interleaved rounds: an idle server is frozen by its engine (the cgroup freezer: `docker pause`), then thawed.
+        The engine needs no right over the container's processes, which run as the image's user: a harness that is
+        not root could not stop them with a signal. One that cannot be frozen is said, never passed over silently."""
+        proc = self.docker(self.place_of(running), "pause" if asleep else "unpause", running.container, check=False)
+        if asleep and proc.returncode != 0:
+            said = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
+            warn(f"could not freeze {running.name}{self.place_of(running).on} between its turns: "
+                 f"{said[-1] if said else 'docker pause failed'}; it stays awake while the others are measured")
+
     def log_tail(self, running: RunningServer, lines: int = 15) -> str:
         return container_log(running.container, lines, self.place_of(running).args)
 

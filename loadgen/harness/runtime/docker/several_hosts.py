@@ -239,10 +239,6 @@ class HostsRuntime(EngineRuntime):
         place = self.place("loadgen")
         return EngineStatsSampler(list(place.args), f"loadgen {place.endpoint}", container_name(LOADGEN), len(cpus))
 
-    def pause(self, running: RunningServer, asleep: bool) -> None:
-        """Interleaved rounds: an idle server is frozen (the cgroup freezer: `docker pause`), then thawed."""
-        self.docker(self.place_of(running), "pause" if asleep else "unpause", running.container, check=False)
-
     # what the records show -----------------------------------------------------------------------------------------
     def conditions(self) -> dict:
         """Each role's host (endpoint, address, engine, CPUs, kernel, CPU plan), and the path from the load generator
