@@ -180,3 +180,16 @@ def test_hosts_refuse_to_start_beside_another_machines_running_container(two_har
         runtime._ensure_loadgen([1])
     assert not [c for c in fake.calls if c[3] in ("rm", "update", "stop")], fake.calls
     assert "bench-rust" in fake.engines[SERVER_HOST] and "bench-loadgen" in fake.engines[LOADGEN_HOST]
+
+
+def test_base_images_refuse_a_plain_tcp_docker_host_before_asking_it(tmp_path):
+    stubs = _stub_docker(tmp_path)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "DOCKER_HOST": "tcp://127.0.0.1:44375",
+           "FAMILIES": "native"}
+    for name in ("DOCKER_TLS_VERIFY", "HOSTS_INSECURE_TCP", "DOCKER"):
+        env.pop(name, None)
+    proc = subprocess.run([str(REPO / "docker" / "base-images.sh")], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "DOCKER_HOST=tcp://127.0.0.1:44375 is plain TCP" in proc.stderr
+    assert not (tmp_path / "docker-called").exists(), "the plain-TCP engine was asked"
