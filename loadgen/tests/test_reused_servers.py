@@ -88,3 +88,25 @@ def test_a_server_left_up_on_another_port_is_restarted_on_this_runs(nginx, capsy
     second = later_command(nginx, PLAN_A, {"nginx": 44211})
     assert second.port == 44211
     assert_restarted(first, second, capsys, "port 44210")
+
+
+def test_a_server_left_up_with_another_upstream_is_restarted_with_this_runs(nginx, capsys):
+    """A server that fetches /weather from the upstream, left up with the upstream on 44210; a run that moves the
+    upstream to 44211 restarts both (nginx, which ignores UPSTREAM_URL, stands in for such a server)."""
+    fetcher = dataclasses.replace(nginx, name="fetcher", roles=(), routes=(*nginx.routes, "weather"), h2c_port=None,
+                                  twin_of="nginx")  # it answers /id as nginx
+    servers = {"nginx": nginx, "fetcher": fetcher}
+    before, after = {"nginx": 44210, "fetcher": 44212}, {"nginx": 44211, "fetcher": 44212}
+    with Session(LocalRuntime(), PLAN_A, servers, before, keep=True) as up:
+        first = up.ensure(fetcher)
+    assert first.upstream_url == "http://127.0.0.1:44210/weather.json"
+    try:
+        with Session(LocalRuntime(), PLAN_A, servers, after) as run:
+            second = run.ensure(fetcher)
+        assert second.pid != first.pid and second.upstream_url == "http://127.0.0.1:44211/weather.json"
+        lines = [line for line in capsys.readouterr().out.splitlines() if "restarting" in line]
+        assert any(line.startswith("fetcher is up fetching its upstream from http://127.0.0.1:44210")
+                   for line in lines), lines
+    finally:
+        with Session(LocalRuntime(), PLAN_A, servers, after) as down:
+            down.stop("fetcher")

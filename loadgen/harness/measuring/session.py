@@ -105,6 +105,7 @@ class Session:
         stamp = self._stamp(server)
         running = self.runtime.start(server, list(cpus), self.port(server), env)
         running.artifacts = stamp
+        running.upstream_url = env["UPSTREAM_URL"] if server.needs_upstream else None
         self.state.put(running, keep=self.keep or left_up)
         if not left_up:
             self.started.append(server.name)
@@ -126,6 +127,9 @@ class Session:
             return f"on CPU {format_cpus(up.cpus)}, this run's plan gives it CPU {format_cpus(cpus)}"
         if (up.port, up.h2c_port) != (self.port(server), self.h2c_port(server)):
             return f"on port {up.port}, this run gives it port {self.port(server)}"
+        if server.needs_upstream and self.upstream and up.upstream_url != self.upstream_url():
+            return f"fetching its upstream from {up.upstream_url or 'an address not recorded'}, this run's is " \
+                   f"{self.upstream_url()}"
         if up.artifacts != self._stamp(server):
             return ("from artifacts that have changed since it started (make build)" if up.artifacts else
                     "from artifacts this harness did not record when it started")

@@ -36,6 +36,7 @@ class RunningServer:
     engine: str | None = None  # hosts runtime: the Docker endpoint of the host it runs on
     h2c_port: int | None = None  # where it speaks cleartext HTTP/2 (started with H2C_PORT); None: HTTP/1.1 only
     artifacts: str | None = None  # config/manifest.py's artifacts_stamp when it started (None: not recorded)
+    upstream_url: str | None = None  # the UPSTREAM_URL it was started with (a server that needs an upstream)
 
     def is_process(self, pid_created: float) -> bool:
         """Whether a process that started at `pid_created` (psutil's create_time) is this server's main process."""
