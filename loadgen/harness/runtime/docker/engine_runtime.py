@@ -285,7 +285,7 @@ class EngineRuntime:
         """The loadgen container running on `cpus` (moved there, or started); its `docker inspect`."""
         place, name = self.place("loadgen"), container_name(LOADGEN)
         info = inspect(name, place.args)
-        if info:
+        if info and self.remote:  # hosts that other harness machines may use too: another's is not ours to take
             self._refuse_theirs(info, place, "the load generator")
         if info and info["State"]["Running"]:
             if sorted(parse_cpus(info["HostConfig"]["CpusetCpus"])) != sorted(cpus):
@@ -301,13 +301,15 @@ class EngineRuntime:
         return inspect(name, place.args) or {}
 
     def _stop_loadgen(self, only_if_idle: bool = False) -> None:
-        """Ours removed (never another checkout's or harness machine's of the same name)."""
-        if not (only_if_idle and self._loadgen_busy()):
-            place, (key, value) = self.place("loadgen"), self._owner()
-            ours = self.docker(place, "ps", "-a", "-q", "--filter", f"name=^/?{container_name(LOADGEN)}$", "--filter",
+        """Removed; on hosts that other harness machines may use too, only ours (never another's of the same name)."""
+        if only_if_idle and self._loadgen_busy():
+            return
+        place, (key, value), ours = self.place("loadgen"), self._owner(), [container_name(LOADGEN)]
+        if self.remote:
+            ours = self.docker(place, "ps", "-a", "-q", "--filter", f"name=^/?{ours[0]}$", "--filter",
                                f"label={key}={value}", check=False, timeout=30).stdout.decode().split()
-            if ours:
-                self.docker(place, "rm", "-f", "-v", *ours, check=False)
+        if ours:
+            self.docker(place, "rm", "-f", "-v", *ours, check=False)
 
     @staticmethod
     def container_path(arg: str) -> str:
