@@ -16,10 +16,11 @@ copy=""
 remove_left_copy() {
   local left
   left=$(cat "$RUN_DIR/static-copy" 2>/dev/null || true)
-  case "$left" in
-    /tmp/bench-nginx-static.*)
-      if [ -d "$left" ] && [ ! -L "$left" ] && [ "$(stat -c %u "$left")" = 0 ]; then rm -rf -- "$left"; fi ;;
-  esac
+  # only a name mktemp gave below (no other folder, no `..`), a directory of root's, not a link
+  if [[ "$left" =~ ^/tmp/bench-nginx-static\.[A-Za-z0-9]{10}$ ]] && [ -d "$left" ] && [ ! -L "$left" ] \
+      && [ "$(stat -c %u "$left")" = 0 ]; then
+    rm -rf -- "$left"
+  fi
   rm -f -- "$RUN_DIR/static-copy"
 }
 if [ "$(id -u)" = 0 ]; then
@@ -27,8 +28,8 @@ if [ "$(id -u)" = 0 ]; then
   if ! runuser -u nobody -- test -r "$STATIC_DIR/hello"; then
     mkdir -p "$RUN_DIR"
     remove_left_copy
-    copy=$(mktemp -d /tmp/bench-nginx-static.XXXXXXXXXX)
     trap 'rm -rf -- "$copy"; rm -f -- "$RUN_DIR/static-copy"' EXIT
+    copy=$(mktemp -d /tmp/bench-nginx-static.XXXXXXXXXX)
     printf '%s\n' "$copy" > "$RUN_DIR/static-copy"
     cp -r "$STATIC_DIR/." "$copy/"
     chmod -R u=rwX,go=rX "$copy"

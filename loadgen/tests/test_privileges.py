@@ -34,6 +34,19 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 15) -> No
     raise AssertionError(f"nginx did not listen on {port}")
 
 
+def _wait_port_free(port: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", port))
+                return
+            except OSError:
+                time.sleep(0.1)
+    raise AssertionError(f"port {port} still held")
+
+
 def _get(port: int, path: str) -> bytes:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
@@ -133,6 +146,7 @@ def test_nginx_static_copy_left_by_a_killed_run_is_removed_at_the_next_start(tmp
     proc, run_dir = _start_nginx(tmp_path, port)
     first = _served_root(run_dir)
     _stop(proc, signal.SIGKILL)  # no trap runs: the copy stays until the next start
+    _wait_port_free(port)  # the killed group's workers let go of it a moment later
     proc, run_dir = _start_nginx(tmp_path, port)
     try:
         assert not first.exists() or first == _served_root(run_dir), f"{first} left by the killed run"
@@ -270,3 +284,24 @@ def test_hosts_demo_install_interrupted_restores_the_policy_and_the_services(tmp
     assert not (tmp_path / "demo-called").exists(), "the topology was built after an interrupted install"
     _assert_machine_as_found(tmp_path)
     assert "disabling" in out
+
+
+@as_root
+@pytest.mark.parametrize("named", ["/tmp/bench-nginx-static.aaaaaaaaaa/../{victim}", "{victim}"])
+def test_nginx_removes_no_folder_but_its_own_copy_whatever_run_dir_names(tmp_path, named):
+    """.run/nginx/static-copy names the copy to remove: anything else it names (another folder, a path through `..`)
+    is left alone."""
+    victim = Path("/tmp") / f"bench-victim-{os.getpid()}"
+    victim.mkdir()
+    (victim / "keep").write_text("kept\n")
+    (Path("/tmp") / "bench-nginx-static.aaaaaaaaaa").mkdir(exist_ok=True)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "static-copy").write_text(named.format(victim=victim.name if ".." in named else victim) + "\n")
+    try:
+        proc, _ = _start_nginx(tmp_path, 44183)
+        _stop(proc)
+        assert (victim / "keep").exists(), f"run.sh removed {victim}"
+    finally:
+        shutil.rmtree(victim, ignore_errors=True)
+        shutil.rmtree("/tmp/bench-nginx-static.aaaaaaaaaa", ignore_errors=True)
