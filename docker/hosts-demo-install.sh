@@ -28,8 +28,8 @@ made_policy=0
 
 restore() {
   local rc=$? unit
+  trap '' INT TERM HUP  # a second signal (make passes a TERM on to its recipe) must not cut the restoring short
   trap - EXIT
-  trap '' INT TERM HUP  # a second signal (make passes one on to its recipe) must not cut the restoring short
   set +e
   if [ "$made_policy" = 1 ]; then $SUDO rm -f -- "$POLICY"; fi
   for unit in "${DEMO_UNITS[@]}"; do
@@ -40,10 +40,12 @@ restore() {
   done
   exit "$rc"
 }
+# a signal: exit (which restores), further signals ignored from the first instant on
+on_signal() { trap '' INT TERM HUP; exit "$1"; }
 trap restore EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+trap 'on_signal 129' HUP
 
 if [ ! -e "$POLICY" ]; then
   made_policy=1  # before the file exists: an interrupt between the two still removes it
