@@ -157,20 +157,12 @@ docker-clean: | $(VENV)/.installed
 # Three hosts on this one machine (issue 13): `server`, `loadgen`, `upstream`, each a network namespace on a
 # bridge (10.213.77.0/24) with its own containerd, dockerd and sshd; prints the HOSTS="server=ssh://root@... ..."
 # line to copy. Installs docker.io, containerd, openssh-server, busybox-static (the tiny test image; there is no
-# registry) and iputils-ping where missing, without letting apt start the system sshd (a policy-rc.d for the
-# install). hosts-demo-check proves it works; hosts-demo-down removes it (the image stores in /var/lib/bench-hosts
-# stay: `docker/hosts-demo.sh down --purge`). See docker/hosts-demo.sh.
-HOSTS_DEMO_PACKAGES := docker.io containerd openssh-server busybox-static iputils-ping iproute2
+# registry) and iputils-ping where missing, without letting apt start the system sshd, dockerd or containerd (a
+# policy-rc.d for the install) and disabling again what the install enabled for the next boot, also when interrupted
+# (docker/hosts-demo-install.sh). hosts-demo-check proves it works; hosts-demo-down removes it (the image stores in
+# /var/lib/bench-hosts stay: `docker/hosts-demo.sh down --purge`). See docker/hosts-demo.sh.
 hosts-demo:
-	@missing=""; for bin in dockerd containerd sshd busybox ping ip; do command -v $$bin >/dev/null || [ -x /usr/sbin/$$bin ] || missing="$$missing $$bin"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "hosts-demo: missing:$$missing; apt-get install $(HOSTS_DEMO_PACKAGES)"; \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  made_policy=; if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' | $$SUDO tee /usr/sbin/policy-rc.d >/dev/null; $$SUDO chmod 755 /usr/sbin/policy-rc.d; made_policy=1; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $(HOSTS_DEMO_PACKAGES) >/dev/null; rc=$$?; \
-	  if [ -n "$$made_policy" ]; then $$SUDO rm -f /usr/sbin/policy-rc.d; fi; \
-	  [ $$rc = 0 ] || exit $$rc; \
-	fi
+	@docker/hosts-demo-install.sh
 	@$$([ "$$(id -u)" = 0 ] || echo sudo) docker/hosts-demo.sh up
 
 hosts-demo-check:

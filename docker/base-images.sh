@@ -31,6 +31,16 @@ have_image() { $DOCKER image inspect "$1" >/dev/null 2>&1; }
 image_id() { $DOCKER image inspect -f '{{.Id}}' "$1"; }
 truthy() { [[ "${1:-}" =~ ^(1|yes|true|on)$ ]]; }
 
+# An engine on plain TCP (no TLS) is refused, as the harness refuses it (loadgen/harness/config/host_roles.py): anyone
+# on that network could run containers as root there, and the images built there could be anyone's.
+case "${DOCKER_HOST:-}" in
+  [Tt][Cc][Pp]://*)
+    if [ -z "${DOCKER_TLS_VERIFY:-}" ] && [ "${HOSTS_INSECURE_TCP:-}" != 1 ]; then
+      say "DOCKER_HOST=$DOCKER_HOST is plain TCP: anyone on the network could run containers as root there; use unix://, ssh:// or TLS (DOCKER_TLS_VERIFY=1), or HOSTS_INSECURE_TCP=1 to accept it"
+      exit 2
+    fi ;;
+esac
+
 $DOCKER info >/dev/null 2>&1 || { say "no Docker engine answers (docker info failed): make setup-docker, or start dockerd"; exit 1; }
 
 build_local_base() {

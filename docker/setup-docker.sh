@@ -7,7 +7,8 @@
 #        - the defaults (overlay2, iptables): what works on the reference machine (Debian bookworm, kernel 6.x, root),
 #        - --iptables=false --bridge=none (sandboxes without netfilter; the runtime uses only the host network),
 #        - the same with --storage-driver=vfs (no overlay filesystem: slow to build, runs the same).
-#      DOCKERD_FLAGS="..." forces a set of flags.
+#      DOCKERD_FLAGS="..." forces a set of flags (split on blanks, each one argument of dockerd's: never shell text);
+#      DOCKERD_LOG moves the log.
 set -euo pipefail
 SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
 say() { echo "setup-docker: $*" >&2; }
@@ -33,10 +34,14 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
   say "starting docker (systemctl start docker)"
   $SUDO systemctl start docker && for _ in $(seq 30); do answers && break; sleep 1; done
 fi
+DOCKERD_LOG=${DOCKERD_LOG:-/var/log/dockerd.log}
+# start_dockerd FLAG...: each flag one argument of dockerd's. The root shell's script is a constant; the log and the
+# flags reach it as its positional parameters, never as shell text (a flag with `;` or `$(...)` runs nothing).
 start_dockerd() {
-  say "starting dockerd $* (log: /var/log/dockerd.log)"
+  say "starting dockerd $* (log: $DOCKERD_LOG)"
   local pid
-  pid=$($SUDO sh -c "nohup dockerd $* >>/var/log/dockerd.log 2>&1 </dev/null & echo \$!")
+  # shellcheck disable=SC2016  # $1, $@ and $! are the inner shell's
+  pid=$($SUDO sh -c 'log=$1; shift; nohup dockerd "$@" >>"$log" 2>&1 </dev/null & echo $!' start-dockerd "$DOCKERD_LOG" "$@")
   # $SUDO: dockerd runs as root, and a non-root user's plain `kill -0` on it fails (EPERM) even while it starts
   for _ in $(seq 30); do answers && return 0; $SUDO kill -0 "$pid" 2>/dev/null || break; sleep 1; done
   $SUDO kill -TERM "$pid" 2>/dev/null || true  # the one just started, which never answered
@@ -45,15 +50,16 @@ start_dockerd() {
 }
 if ! answers; then
   if [ -n "${DOCKERD_FLAGS:-}" ]; then
-    start_dockerd "$DOCKERD_FLAGS"
+    read -r -a flags <<<"$DOCKERD_FLAGS"  # split on blanks only: no globbing, no expansion, no command
+    start_dockerd "${flags[@]}"
   else
-    start_dockerd "" || start_dockerd "--iptables=false --bridge=none" \
-      || start_dockerd "--iptables=false --bridge=none --storage-driver=vfs"
+    start_dockerd || start_dockerd --iptables=false --bridge=none \
+      || start_dockerd --iptables=false --bridge=none --storage-driver=vfs
   fi
 fi
 if answers; then
   say "a Docker engine answers ($(docker info --format '{{.ServerVersion}}, {{.Driver}}'))"
 else
-  say "no Docker engine answers; see /var/log/dockerd.log"
+  say "no Docker engine answers; see $DOCKERD_LOG"
   exit 1
 fi

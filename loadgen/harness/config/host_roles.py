@@ -113,6 +113,20 @@ def endpoint_kind(role: str, endpoint: str, environ=os.environ) -> tuple[str, st
         return url.scheme, None  # a name: the address must be given (the harness does not resolve names for you)
 
 
+def check_docker_host(environ=os.environ) -> None:
+    """The local engine as the Docker CLI reaches it (one-host Docker, and the engine that builds HOSTS' images):
+    a tcp:// DOCKER_HOST without TLS verification (DOCKER_TLS_VERIFY) is refused, as HOSTS refuses such endpoints,
+    unless HOSTS_INSECURE_TCP=1 accepts it (with a warning). Asks nothing of the engine."""
+    endpoint = environ.get("DOCKER_HOST", "").strip()
+    if urlsplit(endpoint).scheme.lower() != "tcp" or environ.get("DOCKER_TLS_VERIFY"):
+        return
+    endpoint = "tcp" + endpoint[3:]
+    if environ.get(INSECURE_ENV) != "1":
+        raise HostsError(f"DOCKER_HOST={endpoint} is plain TCP: anyone on the network could run containers as root "
+                         f"there; use unix://, ssh:// or TLS (DOCKER_TLS_VERIFY=1), or {INSECURE_ENV}=1 to accept it")
+    warn(f"DOCKER_HOST={endpoint}: plain TCP without TLS ({INSECURE_ENV}=1)")
+
+
 def cpu_list(role: str, raw: str) -> tuple[int, ...]:
     """HOSTS' cpus=: "0-3.6" is 0,1,2,3,6 (a comma already separates the options), read as the CPU plan reads lists."""
     try:

@@ -3,6 +3,7 @@ names) describes one or more servers. Every field is checked for its type, and n
 unique, so that a bad manifest is one clear error before anything starts, never a traceback halfway."""
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tomllib
@@ -66,6 +67,30 @@ class Server:
     @property
     def needs_upstream(self) -> bool:
         return "weather" in self.routes
+
+
+def artifacts_stamp(server: Server) -> str:
+    """What a server's artifacts are now, cheaply: each file's path, size and modification time, hashed (a `make build`
+    that rewrites, adds or removes one changes it; a folder by its contents, a symlink as a link). A server left up is
+    compared by it with what a run would start."""
+    h = hashlib.sha256()
+    for artifact in server.artifacts:
+        for path in _tree(server.folder / artifact):
+            try:
+                st = path.lstat()
+                seen = "folder" if path.is_dir() and not path.is_symlink() else f"{st.st_size} {st.st_mtime_ns}"
+                h.update(f"{path.relative_to(server.folder)} {seen}\n".encode())
+            except OSError:
+                h.update(f"{path.relative_to(server.folder)} missing\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _tree(top: Path):
+    """`top` and, for a folder, everything under it, in a fixed order (symlinks not followed)."""
+    yield top
+    for root, dirs, names in os.walk(top):  # nothing for a file
+        dirs.sort()
+        yield from (Path(root) / name for name in sorted(dirs + names))
 
 
 SHARED_BUILD = "{folders}"  # in a `build` command: one build for several servers (see build_steps)

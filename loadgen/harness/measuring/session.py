@@ -12,7 +12,7 @@ import psutil
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.messages import say, warn
-from harness.config.manifest import Server, upstream_of, upstream_url
+from harness.config.manifest import Server, artifacts_stamp, upstream_of, upstream_url
 from harness.runtime import RunningServer, Runtime, RuntimeFailure, State
 from harness.runtime.state import StateFull, ToolProcess
 
@@ -28,6 +28,7 @@ class Session:
         self.state = State()
         self.started: list[str] = []
         self.upstream: Server | None = upstream_of(servers)
+        self._stamps: dict[str, str] = {}  # each server's artifacts_stamp, read once per command
 
     def running(self) -> dict[str, RunningServer]:
         """Servers recorded as up that are still alive (dead entries are dropped). Not those a killed command left:
@@ -65,7 +66,9 @@ class Session:
         if self.runtime.remote:  # the ports are other machines': a busy one fails that server's start, with its log
             return
         up = self.running()
-        wanted = [s for s in servers if s.name not in up]
+        # and those up on other ports than this run gives them: restarted there (ensure)
+        wanted = [s for s in servers if s.name not in up
+                  or (up[s.name].port, up[s.name].h2c_port) != (self.port(s), self.h2c_port(s))]
         if any(s.needs_upstream for s in wanted) and self.upstream and self.upstream.name not in up:
             wanted.append(self.upstream)
         busy = []
@@ -79,28 +82,50 @@ class Session:
                                 "servers: PORTS=\"name=port ...\"")
 
     def ensure(self, server: Server) -> RunningServer:
-        """The server, running: the one already up, or started now (its upstream first where it needs one)."""
+        """The server, running: the one already up when it runs as this run's plan says, else started now (its
+        upstream first where it needs one). One up that differs (`make up` on other CPUs, ports or artifacts) is
+        restarted as the plan says, and one that `make up` left stays up after, as it was."""
         up = self.running()
+        left_up = False
         if server.name in up:
-            return up[server.name]
+            differs = self._differs(server, up[server.name])
+            if not differs:
+                return up[server.name]
+            left_up = server.name not in self.started
+            say(f"{server.name} is up {differs}: restarting it as this run says"
+                + (" (it stays up after, as make up left it)" if left_up and not self.keep else ""))
+            self.stop(server.name)
         if server.needs_upstream and self.upstream:
             self.ensure_upstream()
-        cpus = self.plan.upstream if self.is_upstream(server.name) else self.plan.server
+        cpus = self._cpus(server)
         say(f"starting {server.name} on port {self.port(server)}, CPU {format_cpus(cpus)}")
         env = {"UPSTREAM_URL": self.upstream_url()}
         if server.h2c_port:
             env["H2C_PORT"] = str(self.h2c_port(server))
-        try:  # listed from its first instant: a command killed during a JVM's seconds of start leaves it named
-            running = self.runtime.start(server, list(cpus), self.port(server), env,
-                                         lambda starting: self.state.put(starting, keep=self.keep, starting=True))
+        return self._start(server, env, left_up)
+
+    def _start(self, server: Server, env: dict[str, str], left_up: bool) -> RunningServer:
+        """`server` started, listed in the state from its first instant (a command killed during a JVM's seconds of
+        start leaves it named), with what it was started from (artifacts, upstream) for a later run to compare."""
+        stamp, keep = self._stamp(server), self.keep or left_up
+        upstream = env["UPSTREAM_URL"] if server.needs_upstream else None
+
+        def listed(starting: RunningServer) -> None:
+            starting.artifacts, starting.upstream_url = stamp, upstream
+            self.state.put(starting, keep=keep, starting=True)
+
+        try:
+            running = self.runtime.start(server, list(self._cpus(server)), self.port(server), env, listed)
         except BaseException as exc:  # the runtime stopped it: only its entry is left to take off
             self._unlist(server.name)
             if isinstance(exc, StateFull):
                 raise StateFull(f"{exc}; {server.name} was stopped") from None
             raise
-        self.started.append(server.name)
+        running.artifacts, running.upstream_url = stamp, upstream
+        if not left_up:
+            self.started.append(server.name)
         try:
-            self.state.put(running, keep=self.keep)
+            self.state.put(running, keep=keep)
         except StateFull as exc:  # listed as starting only: stopped now, `make up`'s too, rather than half-known
             self.stop(server.name)
             raise StateFull(f"{exc}; {server.name} was stopped") from None
@@ -114,6 +139,29 @@ class Session:
             self.state.drop(name)
         except StateFull:
             pass
+
+    def _cpus(self, server: Server) -> tuple[int, ...]:
+        return self.plan.upstream if self.is_upstream(server.name) else self.plan.server
+
+    def _stamp(self, server: Server) -> str:
+        if server.name not in self._stamps:
+            self._stamps[server.name] = artifacts_stamp(server)
+        return self._stamps[server.name]
+
+    def _differs(self, server: Server, up: RunningServer) -> str | None:
+        """How a server that is up differs from what this run would start (None: it does not)."""
+        cpus = list(self._cpus(server))
+        if sorted(up.cpus) != sorted(cpus):
+            return f"on CPU {format_cpus(up.cpus)}, this run's plan gives it CPU {format_cpus(cpus)}"
+        if (up.port, up.h2c_port) != (self.port(server), self.h2c_port(server)):
+            return f"on port {up.port}, this run gives it port {self.port(server)}"
+        if server.needs_upstream and self.upstream and up.upstream_url != self.upstream_url():
+            return f"fetching its upstream from {up.upstream_url or 'an address not recorded'}, this run's is " \
+                   f"{self.upstream_url()}"
+        if up.artifacts != self._stamp(server):
+            return ("from artifacts that have changed since it started (make build)" if up.artifacts else
+                    "from artifacts this harness did not record when it started")
+        return None
 
     def ensure_upstream(self) -> RunningServer:
         return self.ensure(self.upstream)

@@ -11,6 +11,7 @@ from typing import Protocol
 import psutil
 
 from harness.basics.machine import started_as
+from harness.basics.messages import warn
 from harness.basics.sampling import ProcessSampler
 from harness.config.manifest import Server
 
@@ -37,6 +38,8 @@ class RunningServer:
     # with `pid`, identifies the process: its start in clock ticks since boot (machine.kernel_start), which no step of
     # the wall clock moves, and which a recycled pid does not match
     pid_start: int | None = None
+    artifacts: str | None = None  # config/manifest.py's artifacts_stamp when it started (None: not recorded)
+    upstream_url: str | None = None  # the UPSTREAM_URL it was started with (a server that needs an upstream)
 
     def is_process(self, start_ticks: int) -> bool:
         """Whether a process that started at `start_ticks` (machine.kernel_start) is this server's main process."""
@@ -126,7 +129,8 @@ class Runtime(Protocol):
 
 class OnThisMachine:
     """What the local and the one-machine Docker runtime share: the servers are processes of this machine, reached on
-    loopback, sampled with psutil and frozen with SIGSTOP/SIGCONT."""
+    loopback, sampled with psutil and frozen with SIGSTOP/SIGCONT (the Docker runtime freezes through its engine
+    instead: engine_runtime.py's pause)."""
 
     remote = False
 
@@ -140,11 +144,18 @@ class OnThisMachine:
         return ProcessSampler(tree, len(cpus))
 
     def pause(self, running: RunningServer, asleep: bool) -> None:
+        denied = []
         for pid in self.pids(running):
             try:
                 psutil.Process(pid).suspend() if asleep else psutil.Process(pid).resume()
+            except psutil.AccessDenied:
+                denied.append(pid)  # another user's (a server `make up` started as root): said below
             except psutil.Error:
                 pass  # gone: the next attempt on it fails and says so
+        if denied:
+            warn(f"could not {'freeze' if asleep else 'thaw'} {running.name}: this user may not signal its "
+                 f"process(es) {', '.join(map(str, denied))} (started by another user: make down, then run again as "
+                 f"one user)")
 
 def indent(text: str) -> str:
     """Lines of a log or of a command's output, indented under an error message."""

@@ -6,6 +6,7 @@ import sys
 
 from harness.basics.cpus import plan_from_env
 from harness.basics.messages import say
+from harness.config.host_roles import HostsError
 from harness.config.manifest import ManifestError, discover, select
 from harness.runtime.docker.compose import COMPOSE_FILE, compose_env, ensure_compose_file
 from harness.runtime.docker.engine import engine_answers, run_cli
@@ -50,7 +51,7 @@ def main(argv: list[str]) -> int:
                     run_cli(["docker", "rmi", *images])
                 say(f"removed {len(images)} server image(s); base images kept")
             return 0
-    except (RuntimeFailure, ManifestError) as exc:
+    except (RuntimeFailure, ManifestError, HostsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(main.__doc__, file=sys.stderr)

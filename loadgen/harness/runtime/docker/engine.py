@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from harness.basics.cpus import parse_cpus
+from harness.config.host_roles import check_docker_host
 from harness.runtime.protocol import RuntimeFailure, indent
 
 
@@ -29,7 +30,9 @@ def run_cli(argv: list[str], timeout: float = 120, env: dict | None = None, inpu
 
 
 def engine_answers(timeout: float = 10) -> tuple[bool, str]:
-    """Whether a Docker engine answers `docker info`, and a sentence saying so (or why not)."""
+    """Whether a Docker engine answers `docker info`, and a sentence saying so (or why not). A DOCKER_HOST on plain
+    TCP is not asked: HostsError, unless HOSTS_INSECURE_TCP=1 (config/host_roles.py, check_docker_host)."""
+    check_docker_host()
     if not shutil.which("docker"):
         return False, "the docker command is not installed"
     try:

@@ -63,7 +63,7 @@ class EngineRuntime:
     tools_are_children = False  # the tools run in the loadgen container: their CPU is sampled, not RUSAGE_CHILDREN's
     name: str
     remote: bool
-    checkout_label: str  # the container label that names the checkout it was made from: ours say REPO
+    checkout_label: str  # the container label that names the checkout it was made from: ours say REPO (`_owner`)
     loadgen_tools: tuple[str, ...] | None = None  # the tools the loadgen image runs (None: all of TOOLS)
     tool_mounts: tuple[str, ...] = ()  # what a throwaway loadgen container mounts to reach the tools
 
@@ -103,6 +103,26 @@ class EngineRuntime:
         """Whether a tool of another command runs in the loadgen container (where this machine can tell)."""
         return False
 
+    def _owner(self) -> tuple[str, str]:
+        """The label (key, value) that our containers carry and no other harness's: the checkout's path on one
+        machine (its engine is this machine's); on several hosts, this machine's and checkout's id (ownership.py)."""
+        return self.checkout_label, str(REPO)
+
+    def _is_ours(self, info: dict) -> bool:
+        key, value = self._owner()
+        return (info["Config"].get("Labels") or {}).get(key) == value
+
+    def _refuse_theirs(self, info: dict, place: Place, what: str) -> None:
+        """RuntimeFailure when `info` is a running container of another checkout or harness machine."""
+        if info["State"]["Running"] and not self._is_ours(info):
+            labels = info["Config"].get("Labels") or {}
+            name = info["Name"].lstrip("/")
+            shown = dict.fromkeys([self._owner()[0], "bench.checkout"])  # which checkout, which harness
+            origin = ", ".join(f"{k}={labels[k]}" for k in shown if k in labels)
+            raise RuntimeFailure(f"cannot start {what}: the container {name}{place.on} is running from another "
+                                f"checkout or harness machine ({origin or 'unknown'}); stop it there (make down) or: "
+                                f"{shlex.join(['docker', *place.args, 'rm', '-f', name])}")
+
     def _kernel_cpus(self, container: str, pid: int, place: Place) -> list[int]:
         """The CPUs the kernel lets the container's main process run on, as its /proc/1/status says ([]: unread)."""
         proc = self.docker(place, "exec", container, "grep", "Cpus_allowed_list", "/proc/1/status", check=False)
@@ -138,8 +158,9 @@ class EngineRuntime:
         """On every engine, this checkout's containers that the harness's state does not list (another checkout's
         are not ours to remove); the loadgen container is never listed: a command removes it when it ends."""
         known = {e.container for e in State().load().values() if e.runtime == self.name}
+        key, value = self._owner()
         for place in self.places():
-            proc = self.docker(place, "ps", "-a", "--filter", f"label={self.checkout_label}={REPO}", "--format",
+            proc = self.docker(place, "ps", "-a", "--filter", f"label={key}={value}", "--format",
                                "{{.Names}}", check=False, timeout=30)
             for name in proc.stdout.decode().split():
                 if name not in known:
@@ -149,16 +170,12 @@ class EngineRuntime:
 
     def _remove_leftover(self, server: Server, place: Place) -> None:
         """A container by the server's name that the state does not list, removed; one that runs from another
-        checkout is refused."""
+        checkout (or another harness machine's) is refused."""
         name = container_name(server.name)
         info = inspect(name, place.args)
         if info is None:
             return
-        checkout = (info["Config"].get("Labels") or {}).get(self.checkout_label, "")
-        if info["State"]["Running"] and checkout != str(REPO):
-            raise RuntimeFailure(f"cannot start {server.name}: the container {name}{place.on} is running from another "
-                                f"checkout ({checkout or 'unknown'}); stop it there (make down) or: "
-                                f"{shlex.join(['docker', *place.args, 'rm', '-f', name])}")
+        self._refuse_theirs(info, place, server.name)
         state = "running" if info["State"]["Running"] else info["State"]["Status"]
         warn(f"removing the leftover container {name}{place.on} ({state}; not in the harness's state)")
         self.docker(place, "rm", "-f", "-v", name, check=False)
@@ -229,6 +246,16 @@ class EngineRuntime:
             return "killed for memory (OOMKilled)"
         return f"container {state['Status']}{place.on}: {exit_reason(state['ExitCode'])}"
 
+    def pause(self, running: RunningServer, asleep: bool) -> None:
+        """Interleaved rounds: an idle server is frozen by its engine (the cgroup freezer: `docker pause`), then thawed.
+        The engine needs no right over the container's processes, which run as the image's user: a harness that is
+        not root could not stop them with a signal. One that cannot be frozen is said, never passed over silently."""
+        proc = self.docker(self.place_of(running), "pause" if asleep else "unpause", running.container, check=False)
+        if asleep and proc.returncode != 0:
+            said = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
+            warn(f"could not freeze {running.name}{self.place_of(running).on} between its turns: "
+                 f"{said[-1] if said else 'docker pause failed'}; it stays awake while the others are measured")
+
     def log_tail(self, running: RunningServer, lines: int = 15) -> str:
         return container_log(running.container, lines, self.place_of(running).args)
 
@@ -259,6 +286,8 @@ class EngineRuntime:
         """The loadgen container running on `cpus` (moved there, or started); its `docker inspect`."""
         place, name = self.place("loadgen"), container_name(LOADGEN)
         info = inspect(name, place.args)
+        if info and self.remote:  # hosts that other harness machines may use too: another's is not ours to take
+            self._refuse_theirs(info, place, "the load generator")
         if info and info["State"]["Running"]:
             if sorted(parse_cpus(info["HostConfig"]["CpusetCpus"])) != sorted(cpus):
                 self.docker(place, "update", "--cpuset-cpus", format_cpus(cpus), name)
@@ -273,8 +302,15 @@ class EngineRuntime:
         return inspect(name, place.args) or {}
 
     def _stop_loadgen(self, only_if_idle: bool = False) -> None:
-        if not (only_if_idle and self._loadgen_busy()):
-            self.docker(self.place("loadgen"), "rm", "-f", "-v", container_name(LOADGEN), check=False)
+        """Removed; on hosts that other harness machines may use too, only ours (never another's of the same name)."""
+        if only_if_idle and self._loadgen_busy():
+            return
+        place, (key, value), ours = self.place("loadgen"), self._owner(), [container_name(LOADGEN)]
+        if self.remote:
+            ours = self.docker(place, "ps", "-a", "-q", "--filter", f"name=^/?{ours[0]}$", "--filter",
+                               f"label={key}={value}", check=False, timeout=30).stdout.decode().split()
+        if ours:
+            self.docker(place, "rm", "-f", "-v", *ours, check=False)
 
     @staticmethod
     def container_path(arg: str) -> str:

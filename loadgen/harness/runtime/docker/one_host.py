@@ -97,6 +97,7 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
     def _remove_server(self, running: RunningServer, place: Place) -> None:
         service = running.name
         before = inspect(running.container)
+        run_cli(["docker", "unpause", running.container], check=False)  # a frozen container cannot be stopped
         proc = self.compose_run("stop", "-t", str(STOP_GRACE_S), service, check=False, timeout=STOP_GRACE_S + 60)
         if proc.returncode == 0:
             proc = self.compose_run("rm", "-f", "-v", service, check=False)

@@ -14,8 +14,9 @@ How it differs from one machine (one_host.py; what both share is engine_runtime.
   wrk's script is copied into the loadgen container's volume, the tools' side files are read back from its /tmp), no
   /proc, no psutil. CPU and memory come from each engine's cgroup counters (engine_api.py); the CPU sets are read
   back from the engine and from the container's own /proc/1/status.
-- every container carries the label bench.checkout=<this checkout>: `make down` and a later command remove what a
-  killed one left, on every host.
+- every container and volume carries the label bench.owner=<the id of this machine and checkout> (ownership.py), and
+  bench.checkout=<its path>: `make down` and a later command remove what a killed one left, on every host, and only
+  that (another harness machine's, from a checkout at the same path, is neither removed nor used).
 """
 from __future__ import annotations
 
@@ -29,11 +30,12 @@ from pathlib import Path
 
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import nofile_limit
-from harness.basics.messages import say
+from harness.basics.messages import say, warn
 from harness.config import host_roles as hosts_config
 from harness.config.host_roles import Host, docker_args
 from harness.config.manifest import REPO, Server
-from harness.runtime.docker.engine import engine_answers
+from harness.runtime.docker import ownership
+from harness.runtime.docker.engine import engine_answers, inspect
 from harness.runtime.docker.engine_api import EngineStatsSampler
 from harness.runtime.docker.engine_runtime import EngineRuntime, Place
 from harness.runtime.docker.images import LOADGEN, app_dir, build_images, ensure_runtime_images, runtime_image, \
@@ -46,7 +48,7 @@ from harness.runtime.docker.transfer import send_image
 from harness.runtime.protocol import RunningServer, RuntimeFailure
 from harness.runtime.state import State
 
-CHECKOUT_LABEL = "bench.checkout"
+CHECKOUT_LABEL = ownership.CHECKOUT_LABEL
 REMOTE_TOOLS = ("ab", "wrk", "httperf", "h2load")  # in the loadgen image; oha and Gatling are built on this machine
 
 
@@ -91,7 +93,10 @@ class HostsRuntime(EngineRuntime):
 
     @staticmethod
     def _labels(role: str) -> dict[str, str]:
-        return {CHECKOUT_LABEL: str(REPO), "bench.role": role}
+        return {**ownership.owner_labels(), "bench.role": role}
+
+    def _owner(self) -> tuple[str, str]:
+        return ownership.OWNER_LABEL, ownership.owner_id()
 
     # images --------------------------------------------------------------------------------------------------------
     def build_images(self, servers: list[Server], force: bool = False) -> None:
@@ -128,7 +133,8 @@ class HostsRuntime(EngineRuntime):
         for folder in static_mounts(server):
             volume = f"bench-{server.name}-{folder.replace('/', '-')}"
             self.docker(place, "volume", "rm", "-f", volume, check=False)
-            self.docker(place, "volume", "create", "--label", f"{CHECKOUT_LABEL}={REPO}", volume)
+            labels = (o for k, v in ownership.owner_labels().items() for o in ("--label", f"{k}={v}"))
+            self.docker(place, "volume", "create", *labels, volume)
             archive = io.BytesIO()
             with tarfile.open(fileobj=archive, mode="w") as tar:
                 tar.add(server.folder / folder, arcname=".")
@@ -139,10 +145,14 @@ class HostsRuntime(EngineRuntime):
         return mounts
 
     def _remove_server(self, running: RunningServer, place: Place) -> None:
+        info = inspect(running.container, place.args)
+        if info and not self._is_ours(info):  # ours went, and another harness's came by its name: not ours to stop
+            warn(f"{running.container}{place.on} is another checkout's or harness machine's now: left alone")
+            return
         self.docker(place, "unpause", running.container, check=False)
         self.docker(place, "stop", "-t", str(STOP_GRACE_S), running.container, check=False, timeout=STOP_GRACE_S + 60)
         self.docker(place, "rm", "-f", "-v", running.container, check=False)
-        volumes = self.docker(place, "volume", "ls", "-q", "--filter", f"label={CHECKOUT_LABEL}={REPO}", "--filter",
+        volumes = self.docker(place, "volume", "ls", "-q", *ownership.owner_filter(), "--filter",
                               f"name=bench-{running.name}-", check=False).stdout.decode().split()
         if volumes:
             self.docker(place, "volume", "rm", "-f", *volumes, check=False)
@@ -228,10 +238,6 @@ class HostsRuntime(EngineRuntime):
         self._ensure_loadgen(cpus)  # the sampler starts before the first tool does
         place = self.place("loadgen")
         return EngineStatsSampler(list(place.args), f"loadgen {place.endpoint}", container_name(LOADGEN), len(cpus))
-
-    def pause(self, running: RunningServer, asleep: bool) -> None:
-        """Interleaved rounds: an idle server is frozen (the cgroup freezer: `docker pause`), then thawed."""
-        self.docker(self.place_of(running), "pause" if asleep else "unpause", running.container, check=False)
 
     # what the records show -----------------------------------------------------------------------------------------
     def conditions(self) -> dict:
