@@ -24,7 +24,7 @@ from harness.measuring.session import Session
 from harness.report import compare
 from harness.report.run_conditions import steadiness_text
 from harness.results import capacity, flags
-from harness.results.store import DiskFull, is_out_of_space, new_run_id
+from harness.results.store import DiskFull, RunIdError, check_run_id, claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.tools.availability import PreflightError
@@ -135,7 +135,8 @@ def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
     session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
-    store = open_run(args.run_id or new_run_id(kind), session.runtime, session.plan, args.profile, settings,
+    run_id = claim_run_id(args.run_id) if args.run_id else new_run_id(kind)  # its folder, no other run's
+    store = open_run(run_id, session.runtime, session.plan, args.profile, settings,
                      " ".join(sys.argv[1:]), {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
         probe_steadiness(store, session.plan, settings, "before")
@@ -223,10 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     interrupt.install()
     allow_open_files()
     try:
+        if args.run_id:
+            check_run_id(args.run_id)  # before anything starts; claimed when the run opens
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args)
     except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeFailure, OrderError,
-            HarnessBusy, capacity.CapacityError, HostsError) as exc:
+            HarnessBusy, capacity.CapacityError, HostsError, RunIdError) as exc:
         fail(str(exc))
         return 2
     except DiskFull as exc:
