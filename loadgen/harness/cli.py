@@ -8,15 +8,17 @@ import sys
 from contextlib import nullcontext
 
 from harness.basics import interrupt
-from harness.basics.cpus import CpuPlanError, plan_from_env
+from harness.basics.cpus import CpuPlanError
+from harness.basics.cpus import plan as cpu_plan
 from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
-from harness.config import host_roles as hosts
+from harness.config import environment
 from harness.config import scenarios as scenario_data
+from harness.config.environment import Configuration, ConfigurationError
 from harness.config.host_roles import HostsError
 from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
 from harness.measuring import overhead, steadiness
-from harness.measuring.campaign import ORDERS, OrderError, run_campaign, verify
+from harness.measuring.campaign import OrderError, run_campaign, verify
 from harness.measuring.lifecycle import finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
@@ -34,25 +36,7 @@ def names(text: str | None) -> list[str]:
     return [n for n in (text or "").replace(",", " ").split() if n]
 
 
-def parse_ports(text: str | None) -> dict[str, int]:
-    ports = {}
-    for item in names(text):
-        name, _, port = item.partition("=")
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            raise ManifestError(f"bad port override {item!r}: use PORTS=\"node=9090 rust=9091\"")
-        ports[name] = int(port)
-    return ports
-
-
-def parse_repeat(text: str | None) -> int | None:
-    if text in (None, ""):
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise scenario_data.ScenarioError(f"REPEAT={text!r}: must be a positive integer")
-    return int(text)
-
-
-def cmd_build(args, servers: list[Server]) -> int:
+def cmd_build(args, config: Configuration, servers: list[Server]) -> int:
     for step in build_steps(servers):
         say(f"building {', '.join(step.servers)}: {step.command}  (in {step.cwd})")
         if subprocess.run(step.command, shell=True, cwd=step.cwd).returncode != 0:
@@ -60,18 +44,18 @@ def cmd_build(args, servers: list[Server]) -> int:
                  f"`make build` again")
             return 1
     # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
-    (hosts_runtime(args) or get_runtime(args.runtime, plan=None)).build_images(servers)  # images need no CPU plan
+    (hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)).build_images(servers)  # no CPU plan
     return 0
 
 
-def hosts_runtime(args) -> HostsRuntime | None:
+def hosts_runtime(args, config: Configuration) -> HostsRuntime | None:
     """With HOSTS set, the runtime on those hosts (every engine asked first; settings that would mean something else
     refused); None without it."""
-    roles = hosts.from_env()
-    if not roles:
+    if not config.hosts:
         return None
-    check_hosts_settings(roles, args.runtime, args.command)
-    return HostsRuntime(roles)
+    given_cpus = {f"CPUS_{role.upper()}": cpus for role, cpus in config.cpus.items()}
+    check_hosts_settings(config.hosts, config.runtime, args.command, given_cpus)
+    return HostsRuntime(config.hosts, config.memory_limits)
 
 
 def targets(session: Session, requested: list[str], servers: dict[str, Server]) -> list[Server]:
@@ -80,10 +64,6 @@ def targets(session: Session, requested: list[str], servers: dict[str, Server]) 
         return select(servers, requested)
     up = session.running()
     return [servers[n] for n in servers if n in up] or list(servers.values())
-
-
-# the A/A control of `make bench`: a cheap warm-up, server-bound on some rows, loadgen-bound on others
-DEFAULT_TWIN = "node"
 
 
 def with_twin(servers: dict[str, Server], chosen: list[Server], name: str) -> list[Server]:
@@ -97,7 +77,7 @@ def with_twin(servers: dict[str, Server], chosen: list[Server], name: str) -> li
     return chosen[:at + 1] + [double] + chosen[at + 1:]
 
 
-def cmd_up(args, session: Session, chosen: list[Server]) -> int:
+def cmd_up(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
     for server in chosen:
         session.ensure(server)
     for name, running in session.running().items():
@@ -105,17 +85,17 @@ def cmd_up(args, session: Session, chosen: list[Server]) -> int:
     return 0
 
 
-def cmd_down(args, session: Session, chosen: list[Server]) -> int:
+def cmd_down(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
     found = session.clear_leftovers()  # whatever a killed command left, whichever servers were asked for
     up = session.running()
-    for name in (n for n in list(up) if not args.servers or n in names(args.servers)):
+    for name in (n for n in list(up) if not config.servers or n in config.servers):
         session.stop(name)
     if not up and not found:
         say("no server is up")
     return 0
 
 
-def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
+def cmd_ping(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
     ok = True
     for server in chosen:
         running = session.ensure(server)
@@ -124,23 +104,21 @@ def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
     return 0 if ok else 1
 
 
-def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
-    loaded = scenario_data.load(args.profile)
+def cmd_measure(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    loaded = scenario_data.load(config.profile)
     picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
-    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
-    if args.order not in ORDERS:  # before anything starts
-        raise OrderError(f"ORDER={args.order!r}: use one of {', '.join(ORDERS)}")
+    settings = scenario_data.settings(config.profile, config.repeat)
     stepped = any(r.rate_share for s in picked for r in s.runs)
-    slo = capacity.slo_from_env() if stepped else None  # a bad SLO_P99_MS is refused before anything starts
+    slo = config.slo_p99_ms if stepped else None
     session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
     run_id = claim_run_id(args.run_id) if args.run_id else new_run_id(kind)  # its folder, no other run's
-    store = open_run(run_id, session.runtime, session.plan, args.profile, settings,
+    store = open_run(run_id, session.runtime, session.plan, config.profile, settings,
                      " ".join(sys.argv[1:]), {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
         probe_steadiness(store, session.plan, settings, "before")
-        ok = run_campaign(session, store, chosen, picked, settings, args.order)
+        ok = run_campaign(session, store, chosen, picked, settings, config.order)
         probe_steadiness(store, session.plan, settings, "after")
     except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
         if is_out_of_space(exc):
@@ -171,14 +149,12 @@ def probe_steadiness(store, plan, settings, when: str) -> None:
     store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})
 
 
-def cmd_overhead(args, servers: dict[str, Server]) -> int:
-    if args.rounds < 1:
-        raise scenario_data.ScenarioError(f"ROUNDS={args.rounds}: must be a positive integer")
-    scenario = scenario_data.load(args.profile)[overhead.SCENARIO]
-    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
-    chosen = select(servers, names(args.servers) or list(overhead.DEFAULT_SERVERS))
-    return overhead.run(servers, chosen, scenario, settings, plan_from_env(), parse_ports(args.ports), args.rounds,
-                        args.profile, " ".join(sys.argv[1:]))
+def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
+    scenario = scenario_data.load(config.profile)[overhead.SCENARIO]
+    settings = scenario_data.settings(config.profile, config.repeat)
+    chosen = select(servers, list(config.servers) or list(overhead.DEFAULT_SERVERS))
+    return overhead.run(servers, chosen, scenario, settings, cpu_plan(overrides=config.cpus), config.ports,
+                        config.rounds, config.profile, " ".join(sys.argv[1:]))
 
 
 # the commands that start servers or measure: one at a time per checkout (harness/measuring/lock.py)
@@ -190,13 +166,14 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="Build, start, verify and benchmark the servers of this repository.",
                                 epilog=f"{SERVERS_DIR_VAR}=<folder>: read the servers' manifests from <folder>/*/manifest.toml "
                                        "instead of the repository's (the tests' own manifests)")
-    p.add_argument("--runtime", default=os.environ.get("RUNTIME") or "auto", help="auto (docker when an engine answers), docker or local")
-    p.add_argument("--servers", default=os.environ.get("SERVERS"), help='e.g. "node rust" (default: the servers that are up, else all)')
-    p.add_argument("--profile", default=os.environ.get("PROFILE") or "quick", help="quick (default) or seed")
-    p.add_argument("--ports", default=os.environ.get("PORTS"), help='port overrides, e.g. "node=9090"')
-    p.add_argument("--repeat", default=os.environ.get("REPEAT"), help="measured attempts per scenario (default: the profile's)")
-    p.add_argument("--order", default=os.environ.get("ORDER") or "auto",
-                   help="auto (interleaved rounds where the servers fit up at once), interleaved or sequential")
+    # each option stands for its variable (RUNTIME...) and takes precedence over it; both checked in config/environment
+    p.add_argument("--runtime", help="auto (docker when an engine answers), docker or local (RUNTIME)")
+    p.add_argument("--servers", help='e.g. "node rust" (default: the servers that are up, else all) (SERVERS)')
+    p.add_argument("--profile", help="quick (default) or seed (PROFILE)")
+    p.add_argument("--ports", help='port overrides, e.g. "node=9090" (PORTS)')
+    p.add_argument("--repeat", help="measured attempts per scenario (default: the profile's) (REPEAT)")
+    p.add_argument("--order", help="auto (interleaved rounds where the servers fit up at once), interleaved or "
+                                   "sequential (ORDER)")
     p.add_argument("--run-id", default=None)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every selected server (its manifest's build command)")
@@ -214,7 +191,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="servers and scenarios")
     overhead_cmd = sub.add_parser("overhead", help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
                                                    "alternately (default servers: nginx rust node)")
-    overhead_cmd.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS") or 3))
+    overhead_cmd.add_argument("--rounds", help="docker/local rounds (ROUNDS, default 3)")
     return p
 
 
@@ -224,12 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     interrupt.install()
     allow_open_files()
     try:
+        servers = discover()
+        config = environment.read(os.environ, servers, options(args))  # every variable checked, once, first
         if args.run_id:
             check_run_id(args.run_id)  # before anything starts; claimed when the run opens
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
-            return run_command(args)
+            return run_command(args, config, servers)
     except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeFailure, OrderError,
-            HarnessBusy, capacity.CapacityError, HostsError, RunIdError) as exc:
+            HarnessBusy, capacity.CapacityError, HostsError, RunIdError, ConfigurationError) as exc:
         fail(str(exc))
         return 2
     except DiskFull as exc:
@@ -240,13 +219,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def run_command(args) -> int:
+def options(args) -> dict[str, str | None]:
+    """The command line's options by the variable each stands for (None: not given)."""
+    return {"RUNTIME": args.runtime, "SERVERS": args.servers, "PROFILE": args.profile, "PORTS": args.ports,
+            "REPEAT": args.repeat, "ORDER": args.order, "ROUNDS": getattr(args, "rounds", None)}
+
+
+def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
     """The command `args` names; main() holds the lock around it where the command needs one."""
-    servers = discover()
     if args.command == "list":
         for s in servers.values():
             say(f"{s.name:10} port {s.port:<5} {s.stack}")
-        for s in scenario_data.load(args.profile).values():
+        for s in scenario_data.load(config.profile).values():
             say(f"{s.name:14} {s.tool:8} {s.description}")
         return 0
     if args.command == "report":
@@ -254,28 +238,26 @@ def run_command(args) -> int:
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
     if args.command == "build":
-        return cmd_build(args, select(servers, names(args.servers)))
-    runtime = hosts_runtime(args)  # every command from here on starts servers or sends load: where?
+        return cmd_build(args, config, select(servers, list(config.servers)))
+    runtime = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
     if runtime:  # each role on its own Docker host, each host's CPUs its own plan
         plan = runtime.plan
     else:
         if args.command == "overhead":
-            return cmd_overhead(args, servers)
-        plan = plan_from_env()
-        runtime = get_runtime(args.runtime, plan)
-    twin_name = os.environ.get("TWIN", DEFAULT_TWIN).strip() if args.command == "bench" else ""
-    if twin_name and twin_name not in servers:
-        raise ManifestError(f"TWIN={twin_name!r}: no such server (known: {', '.join(servers)}); TWIN= turns the A/A "
-                            "control off")
+            return cmd_overhead(config, servers)
+        plan = cpu_plan(overrides=config.cpus)
+        runtime = get_runtime(config.runtime, plan)
+    twin_name = config.twin if args.command == "bench" else ""
     if twin_name and runtime.name != "local":
         warn(f"the A/A control (TWIN={twin_name}) runs under the local runtime only (the {runtime.name} runtime has "
              "one container per manifest server): not measured")
         twin_name = ""
-    session = Session(runtime, plan, servers, parse_ports(args.ports), keep=args.command == "up")
+    session = Session(runtime, plan, servers, config.ports, keep=args.command == "up")
     with session:
-        chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
+        requested = list(config.servers)
+        chosen = select(servers, requested) if args.command == "up" else targets(session, requested, servers)
         if twin_name and any(s.name == twin_name for s in chosen):
             chosen = with_twin(servers, chosen, twin_name)
         if args.command in ("up", "ping", "run", "bench"):
             session.check_ports(chosen)
-        return COMMANDS[args.command](args, session, chosen)
+        return COMMANDS[args.command](args, config, session, chosen)

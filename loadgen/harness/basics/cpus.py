@@ -79,12 +79,20 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
     for role, text in (overrides or {}).items():
         if text:
             picked = parse_cpus(text)
+            if not picked:  # " " or ",": an empty plan would fail later, far from its cause
+                raise CpuPlanError(f"CPUS_{role.upper()}={text!r} names no CPU: give a list like 0-3,6 or leave it unset")
             outside = set(picked) - set(cpus)
             if outside:
                 raise CpuPlanError(f"CPUS_{role.upper()}={text}: CPU {format_cpus(sorted(outside))} not available here ({format_cpus(cpus)})")
             chosen[role] = picked
     if set(chosen["server"]) & set(chosen["loadgen"]):
         raise CpuPlanError("the server and the load generator must not share CPUs: check CPUS_SERVER / CPUS_LOADGEN")
+    if set(chosen["server"]) & set(chosen["upstream"]):
+        if (overrides or {}).get("upstream"):
+            raise CpuPlanError(f"CPUS_UPSTREAM={overrides['upstream']}: the upstream nginx would share the server's CPU "
+                               f"{format_cpus(sorted(set(chosen['server']) & set(chosen['upstream'])))}; give it CPUs "
+                               f"apart from the server's ({format_cpus(chosen['server'])})")
+        chosen["upstream"] = chosen["loadgen"]  # a moved server: the upstream shares the load generator's, as on 2 cores
     return CpuPlan(**chosen)
 
 

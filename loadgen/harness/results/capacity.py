@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 
+from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.results import flags
 from harness.results.records import Record, Run
 
-DEFAULT_SLO_P99_MS = 10.0
 SLO_ENV = "SLO_P99_MS"
 
 
