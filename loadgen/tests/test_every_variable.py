@@ -123,3 +123,12 @@ def test_under_hosts_a_server_gets_its_bench_mem_limit(monkeypatch):
                           43786, {})
     options = list(ran[0])
     assert options[options.index("--memory") + 1] == "512m", options
+
+
+def test_a_moved_server_keeps_the_upstream_off_its_cpus():
+    """CPUS_SERVER=1 CPUS_LOADGEN=0 on two CPUs: the upstream's default (the CPU after the server's share) was the
+    server's own CPU 1; it shares the load generator's instead, as the 2-CPU default plan does."""
+    from harness.basics.cpus import plan
+
+    moved = plan((0, 1), {"server": "1", "loadgen": "0"})
+    assert moved.upstream == (0,) and not set(moved.upstream) & set(moved.server)
