@@ -4,6 +4,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 HARNESS = cd loadgen && ../$(PY) -m harness
+# A value as one shell word, whatever it holds (spaces, ;, quotes, $(...)): inside '...' with each ' written '\''
+quote = '$(subst ','\'',$(1))'
 SERVERS ?=
 PROFILE ?= quick
 RUNTIME ?= auto
@@ -38,7 +40,7 @@ up: setup
 	$(HARNESS) up
 
 up-%: setup
-	$(HARNESS) --servers $* up
+	$(HARNESS) --servers $(call quote,$*) up
 
 down: setup
 	$(HARNESS) down
@@ -56,10 +58,10 @@ plan: setup
 # (up-%, test-% and test-long-% must stay out of .PHONY: make skips pattern rules for phony targets)
 # Each scenario of loadgen/scenarios.toml is a target: test-low-compute, test-high-compute, test-backend, ...
 test-long-%: setup
-	$(HARNESS) --servers $* run long
+	$(HARNESS) --servers $(call quote,$*) run long
 
 test-%: setup
-	$(HARNESS) run $*
+	$(HARNESS) run $(call quote,$*)
 
 # The main job: build, verify, measure every scenario on every server, report. The build is the harness's, under its
 # lock: a second `make bench` is refused before it builds anything beside the first one's measurements.
@@ -74,12 +76,12 @@ bench-h2: setup
 
 # The HTML report (with PNG charts, summary.md, summary.csv) of a run: RUN=<run-id>, default the latest.
 report: setup
-	$(HARNESS) report $(or $(RUN),latest)
+	$(HARNESS) report $(call quote,$(or $(RUN),latest))
 
 # Change in req/s and p99 between two runs, and whether it exceeds their measured spread: A=<run-id> B=<run-id>
 compare: setup
-	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "usage: make compare A=<run-id> B=<run-id> (run ids: ls results/)"; exit 2; }
-	$(HARNESS) compare $(A) $(B)
+	@[ -n $(call quote,$(A)) ] && [ -n $(call quote,$(B)) ] || { echo "usage: make compare A=<run-id> B=<run-id> (run ids: ls results/)"; exit 2; }
+	$(HARNESS) compare $(call quote,$(A)) $(call quote,$(B))
 
 # The load tools the project builds itself, not packaged by Debian (the harness also builds them the first time a
 # scenario needs them): oha with cargo (harness/tools/oha.py), Gatling with Maven (harness/tools/gatling.py).
@@ -93,8 +95,8 @@ setup-gatling:
 # Where a JVM server's CPU goes on connection-per-request load (async-profiler): SERVER=akka; KEEPALIVE=1 for keep-alive (wrk)
 .PHONY: profile
 profile: build
-	@[ -n "$(SERVER)" ] || { echo "usage: make profile SERVER=<a JVM server: akka, pekko, play, finagle, spray, socko>"; exit 2; }
-	KEEPALIVE=$(KEEPALIVE) bash loadgen/profiling/profile-jvm.sh $(SERVER)
+	@[ -n $(call quote,$(SERVER)) ] || { echo "usage: make profile SERVER=<a JVM server: akka, pekko, play, finagle, spray, socko>"; exit 2; }
+	KEEPALIVE=$(call quote,$(KEEPALIVE)) bash loadgen/profiling/profile-jvm.sh $(call quote,$(SERVER))
 
 # The project's tests: unit tests, then integration tests against real servers on loopback.
 test: build setup-tools

@@ -6,17 +6,20 @@ import os
 import subprocess
 import sys
 from contextlib import nullcontext
+from dataclasses import replace
 
 from harness.basics import interrupt
-from harness.basics.cpus import CpuPlanError, assumed_cpus, plan_from_env
+from harness.basics.cpus import CpuPlan, CpuPlanError
+from harness.basics.cpus import plan as cpu_plan
 from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
-from harness.config import host_roles as hosts
+from harness.config import environment
 from harness.config import scenarios as scenario_data
+from harness.config.environment import Configuration, ConfigurationError
 from harness.config.host_roles import HostsError
 from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
 from harness.measuring import overhead, planning, steadiness
-from harness.measuring.campaign import ORDERS, OrderError, run_campaign, verify
+from harness.measuring.campaign import OrderError, run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
@@ -24,7 +27,7 @@ from harness.measuring.session import Session
 from harness.report import compare
 from harness.report.run_conditions import steadiness_text
 from harness.results import capacity, flags
-from harness.results.store import DiskFull, is_out_of_space, new_run_id
+from harness.results.store import DiskFull, RunIdError, check_run_id, claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.runtime.state import StateFull
@@ -35,25 +38,7 @@ def names(text: str | None) -> list[str]:
     return [n for n in (text or "").replace(",", " ").split() if n]
 
 
-def parse_ports(text: str | None) -> dict[str, int]:
-    ports = {}
-    for item in names(text):
-        name, _, port = item.partition("=")
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            raise ManifestError(f"bad port override {item!r}: use PORTS=\"node=9090 rust=9091\"")
-        ports[name] = int(port)
-    return ports
-
-
-def parse_repeat(text: str | None) -> int | None:
-    if text in (None, ""):
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise scenario_data.ScenarioError(f"REPEAT={text!r}: must be a positive integer")
-    return int(text)
-
-
-def cmd_build(args, servers: list[Server], runtime=None) -> int:
+def cmd_build(args, config: Configuration, servers: list[Server], runtime=None) -> int:
     for step in build_steps(servers):
         say(f"building {', '.join(step.servers)}: {step.command}  (in {step.cwd})")
         if subprocess.run(step.command, shell=True, cwd=step.cwd).returncode != 0:
@@ -61,18 +46,18 @@ def cmd_build(args, servers: list[Server], runtime=None) -> int:
                  f"`make build` again")
             return 1
     # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
-    (runtime or hosts_runtime(args) or get_runtime(args.runtime, plan=None)).build_images(servers)  # no CPU plan
+    (runtime or hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)).build_images(servers)
     return 0
 
 
-def hosts_runtime(args) -> HostsRuntime | None:
+def hosts_runtime(args, config: Configuration) -> HostsRuntime | None:
     """With HOSTS set, the runtime on those hosts (every engine asked first; settings that would mean something else
     refused); None without it."""
-    roles = hosts.from_env()
-    if not roles:
+    if not config.hosts:
         return None
-    check_hosts_settings(roles, args.runtime, args.command)
-    return HostsRuntime(roles)
+    given_cpus = {f"CPUS_{role.upper()}": cpus for role, cpus in config.cpus.items()}
+    check_hosts_settings(config.hosts, config.runtime, args.command, given_cpus)
+    return HostsRuntime(config.hosts, config.memory_limits)
 
 
 def targets(session: Session, requested: list[str], servers: dict[str, Server]) -> list[Server]:
@@ -81,10 +66,6 @@ def targets(session: Session, requested: list[str], servers: dict[str, Server]) 
         return select(servers, requested)
     up = session.running()
     return [servers[n] for n in servers if n in up] or list(servers.values())
-
-
-# the A/A control of `make bench`: a cheap warm-up, server-bound on some rows, loadgen-bound on others
-DEFAULT_TWIN = "node"
 
 
 def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, announce: bool = True) -> list[Server]:
@@ -99,33 +80,34 @@ def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, annou
     return chosen[:at + 1] + [double] + chosen[at + 1:]
 
 
-def cmd_plan(args, servers: dict[str, Server]) -> int:
+def cpu_plan_of(config: Configuration, available: tuple[int, ...] | None = None) -> CpuPlan:
+    """This machine's CPU plan (or that of `available` CPUs), with CPUS_* and LOADGEN_PROCESSES applied."""
+    return replace(cpu_plan(available, overrides=config.cpus), loadgen_processes=config.loadgen_processes)
+
+
+def cmd_plan(args, config: Configuration, servers: dict[str, Server]) -> int:
     """What `make bench` (or the named scenarios) would run, on this machine's CPU plan or ASSUME_CPUS's; nothing is
     started."""
-    fmt = (os.environ.get("FORMAT") or "text").strip()
-    if fmt not in ("text", "json"):
-        raise scenario_data.ScenarioError(f"FORMAT={fmt!r}: use text or json")
-    assumed = assumed_cpus(os.environ.get("ASSUME_CPUS"))
-    runtime = None if assumed else hosts_runtime(args)
+    runtime = None if config.assume_cpus else hosts_runtime(args, config)
     if runtime:
-        machine = planning.Machine(runtime.plan, tuple(sorted({*runtime.plan.server, *runtime.plan.loadgen,
-                                                                *runtime.plan.upstream})), False,
-                                   runtime.address("server"))
+        plan = replace(runtime.plan, loadgen_processes=config.loadgen_processes)
+        everything = tuple(sorted({*plan.server, *plan.loadgen, *plan.upstream}))
+        machine = planning.Machine(plan, everything, False, runtime.address("server"))
     else:
-        available = assumed or tuple(sorted(os.sched_getaffinity(0)))
-        machine = planning.Machine(plan_from_env(available), available, bool(assumed))
-    picked = scenario_data.select(scenario_data.load(args.profile), names(args.scenarios))
-    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
-    chosen = select(servers, names(args.servers)) if args.servers else list(servers.values())
-    twin_name = os.environ.get("TWIN", DEFAULT_TWIN).strip() if not args.scenarios else ""
+        available = tuple(range(config.assume_cpus)) if config.assume_cpus else tuple(sorted(os.sched_getaffinity(0)))
+        machine = planning.Machine(cpu_plan_of(config, available), available, bool(config.assume_cpus))
+    picked = scenario_data.select(scenario_data.load(config.profile), names(args.scenarios))
+    settings = scenario_data.settings(config.profile, config.repeat)
+    chosen = select(servers, list(config.servers)) if config.servers else list(servers.values())
+    twin_name = config.twin if not args.scenarios else ""
     if twin_name and any(s.name == twin_name for s in chosen):
         chosen = with_twin(servers, chosen, twin_name, announce=False)
-    plan = planning.run_plan(machine, chosen, picked, settings, parse_ports(args.ports))
-    print(planning.as_json(plan) if fmt == "json" else planning.as_text(plan))
+    plan_data = planning.run_plan(machine, chosen, picked, settings, config.ports)
+    print(planning.as_json(plan_data) if config.format == "json" else planning.as_text(plan_data))
     return 0
 
 
-def cmd_up(args, session: Session, chosen: list[Server]) -> int:
+def cmd_up(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
     for server in chosen:
         session.ensure(server)
     for name, running in session.running().items():
@@ -133,17 +115,17 @@ def cmd_up(args, session: Session, chosen: list[Server]) -> int:
     return 0
 
 
-def cmd_down(args, session: Session, chosen: list[Server]) -> int:
+def cmd_down(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
     found = session.clear_leftovers()  # whatever a killed command left, whichever servers were asked for
     up = session.running()
-    for name in (n for n in list(up) if not args.servers or n in names(args.servers)):
+    for name in (n for n in list(up) if not config.servers or n in config.servers):
         session.stop(name)
     if not up and not found:
         say("no server is up")
     return 0
 
 
-def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
+def cmd_ping(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
     ok = True
     for server in chosen:
         running = session.ensure(server)
@@ -152,23 +134,22 @@ def cmd_ping(args, session: Session, chosen: list[Server]) -> int:
     return 0 if ok else 1
 
 
-def cmd_measure(args, session: Session, chosen: list[Server]) -> int:
-    loaded = scenario_data.load(args.profile)
+def cmd_measure(args, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    loaded = scenario_data.load(config.profile)
     picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
-    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
-    if args.order not in ORDERS:  # before anything starts
-        raise OrderError(f"ORDER={args.order!r}: use one of {', '.join(ORDERS)}")
+    settings = scenario_data.settings(config.profile, config.repeat)
     stepped = any(r.rate_share for s in picked for r in s.runs)
-    slo = capacity.slo_from_env() if stepped else None  # a bad SLO_P99_MS is refused before anything starts
+    slo = config.slo_p99_ms if stepped else None
     session.runtime.check_tools(tools_needed(picked))
     notes = announce_limits(picked)
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
-    options = RunOptions(args.profile, settings, " ".join(sys.argv[1:]))
-    store = open_run(args.run_id or new_run_id(kind), session.runtime, session.plan, options,
+    run_id = claim_run_id(args.run_id) if args.run_id else new_run_id(kind)  # its folder, no other run's
+    options = RunOptions(config.profile, settings, " ".join(sys.argv[1:]))
+    store = open_run(run_id, session.runtime, session.plan, options,
                      {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
         probe_steadiness(store, session.plan, settings, "before")
-        ok = run_campaign(session, store, chosen, picked, settings, args.order)
+        ok = run_campaign(session, store, chosen, picked, settings, config.order)
         probe_steadiness(store, session.plan, settings, "after")
     except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
         if is_out_of_space(exc):
@@ -199,14 +180,12 @@ def probe_steadiness(store, plan, settings, when: str) -> None:
     store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})
 
 
-def cmd_overhead(args, servers: dict[str, Server]) -> int:
-    if args.rounds < 1:
-        raise scenario_data.ScenarioError(f"ROUNDS={args.rounds}: must be a positive integer")
-    scenario = scenario_data.load(args.profile)[overhead.SCENARIO]
-    settings = scenario_data.settings(args.profile, parse_repeat(args.repeat))
-    chosen = select(servers, names(args.servers) or list(overhead.DEFAULT_SERVERS))
-    return overhead.run(servers, chosen, scenario, plan_from_env(), parse_ports(args.ports), args.rounds,
-                        RunOptions(args.profile, settings, " ".join(sys.argv[1:])))
+def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
+    scenario = scenario_data.load(config.profile)[overhead.SCENARIO]
+    settings = scenario_data.settings(config.profile, config.repeat)
+    chosen = select(servers, list(config.servers) or list(overhead.DEFAULT_SERVERS))
+    return overhead.run(servers, chosen, scenario, cpu_plan_of(config), config.ports, config.rounds,
+                        RunOptions(config.profile, settings, " ".join(sys.argv[1:])))
 
 
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
@@ -219,13 +198,14 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="Build, start, verify and benchmark the servers of this repository.",
                                 epilog=f"{SERVERS_DIR_VAR}=<folder>: read the servers' manifests from <folder>/*/manifest.toml "
                                        "instead of the repository's (the tests' own manifests)")
-    p.add_argument("--runtime", default=os.environ.get("RUNTIME") or "auto", help="auto (docker when an engine answers), docker or local")
-    p.add_argument("--servers", default=os.environ.get("SERVERS"), help='e.g. "node rust" (default: the servers that are up, else all)')
-    p.add_argument("--profile", default=os.environ.get("PROFILE") or "quick", help="quick (default) or seed")
-    p.add_argument("--ports", default=os.environ.get("PORTS"), help='port overrides, e.g. "node=9090"')
-    p.add_argument("--repeat", default=os.environ.get("REPEAT"), help="measured attempts per scenario (default: the profile's)")
-    p.add_argument("--order", default=os.environ.get("ORDER") or "auto",
-                   help="auto (interleaved rounds where the servers fit up at once), interleaved or sequential")
+    # each option stands for its variable (RUNTIME...) and takes precedence over it; both checked in config/environment
+    p.add_argument("--runtime", help="auto (docker when an engine answers), docker or local (RUNTIME)")
+    p.add_argument("--servers", help='e.g. "node rust" (default: the servers that are up, else all) (SERVERS)')
+    p.add_argument("--profile", help="quick (default) or seed (PROFILE)")
+    p.add_argument("--ports", help='port overrides, e.g. "node=9090" (PORTS)')
+    p.add_argument("--repeat", help="measured attempts per scenario (default: the profile's) (REPEAT)")
+    p.add_argument("--order", help="auto (interleaved rounds where the servers fit up at once), interleaved or "
+                                   "sequential (ORDER)")
     p.add_argument("--run-id", default=None)
     p.add_argument("--build", action="store_true", help="build the selected servers first, under the same lock (make "
                                                         "bench; up, ping, run, bench): a second bench is refused "
@@ -249,7 +229,7 @@ def parser() -> argparse.ArgumentParser:
                    ).add_argument("scenarios", nargs="?", default="", help="default: make bench's")
     overhead_cmd = sub.add_parser("overhead", help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
                                                    "alternately (default servers: nginx rust node)")
-    overhead_cmd.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS") or 3))
+    overhead_cmd.add_argument("--rounds", help="docker/local rounds (ROUNDS, default 3)")
     return p
 
 
@@ -260,10 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     interrupt.install()
     allow_open_files()
     try:
+        servers = discover()
+        config = environment.read(os.environ, servers, options(args))  # every variable checked, once, first
+        if args.run_id:
+            check_run_id(args.run_id)  # before anything starts; claimed when the run opens
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
-            return run_command(args)
+            return run_command(args, config, servers)
     except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeFailure, OrderError,
-            HarnessBusy, capacity.CapacityError, HostsError) as exc:
+            HarnessBusy, capacity.CapacityError, HostsError, RunIdError, ConfigurationError) as exc:
         fail(str(exc))
         return 2
     except (DiskFull, StateFull) as exc:
@@ -277,51 +261,54 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def run_command(args) -> int:
+def options(args) -> dict[str, str | None]:
+    """The command line's options by the variable each stands for (None: not given)."""
+    return {"RUNTIME": args.runtime, "SERVERS": args.servers, "PROFILE": args.profile, "PORTS": args.ports,
+            "REPEAT": args.repeat, "ORDER": args.order, "ROUNDS": getattr(args, "rounds", None)}
+
+
+def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
     """The command `args` names; main() holds the lock around it where the command needs one."""
-    servers = discover()
     if args.command == "list":
         for s in servers.values():
             say(f"{s.name:10} port {s.port:<5} {s.stack}")
-        for s in scenario_data.load(args.profile).values():
+        for s in scenario_data.load(config.profile).values():
             say(f"{s.name:14} {s.tool:8} {s.description}")
         return 0
     if args.command == "report":
         return compare.cmd_report(args.run)
-    if args.command == "plan":
-        return cmd_plan(args, servers)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
+    if args.command == "plan":
+        return cmd_plan(args, config, servers)
     if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open
-        runtime = hosts_runtime(args) or get_runtime(args.runtime, plan=None)  # images need no CPU plan
+        runtime = hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)  # images need no CPU plan
         Session(runtime, None, servers, {}).clear_leftovers()
-        return cmd_build(args, select(servers, names(args.servers)), runtime)
-    runtime = hosts_runtime(args)  # every command from here on starts servers or sends load: where?
-    if runtime:  # each role on its own Docker host, each host's CPUs its own plan
-        plan = runtime.plan
+        return cmd_build(args, config, select(servers, list(config.servers)), runtime)
+    runtime = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
+    if runtime:  # each role on its own Docker host, each host's CPUs its own plan (the load generator's host's)
+        plan = replace(runtime.plan, loadgen_processes=config.loadgen_processes)
     else:
         if args.command == "overhead":
-            return cmd_overhead(args, servers)
-        plan = plan_from_env()
-        runtime = get_runtime(args.runtime, plan)
-    twin_name = os.environ.get("TWIN", DEFAULT_TWIN).strip() if args.command == "bench" else ""
-    if twin_name and twin_name not in servers:
-        raise ManifestError(f"TWIN={twin_name!r}: no such server (known: {', '.join(servers)}); TWIN= turns the A/A "
-                            "control off")
+            return cmd_overhead(config, servers)
+        plan = cpu_plan_of(config)
+        runtime = get_runtime(config.runtime, plan)
+    twin_name = config.twin if args.command == "bench" else ""
     if twin_name and runtime.name != "local":
         warn(f"the A/A control (TWIN={twin_name}) runs under the local runtime only (the {runtime.name} runtime has "
              "one container per manifest server): not measured")
         twin_name = ""
-    session = Session(runtime, plan, servers, parse_ports(args.ports), keep=args.command == "up")
+    session = Session(runtime, plan, servers, config.ports, keep=args.command == "up")
     with session:
         if args.build:  # what a killed command left is stopped first: a leftover JVM has the jars open
             session.clear_leftovers()
-            built = cmd_build(args, select(servers, names(args.servers)), runtime)
+            built = cmd_build(args, config, select(servers, list(config.servers)), runtime)
             if built:
                 return built
-        chosen = select(servers, names(args.servers)) if args.command == "up" else targets(session, names(args.servers), servers)
+        requested = list(config.servers)
+        chosen = select(servers, requested) if args.command == "up" else targets(session, requested, servers)
         if twin_name and any(s.name == twin_name for s in chosen):
             chosen = with_twin(servers, chosen, twin_name)
         if args.command in ("up", "ping", "run", "bench"):
             session.check_ports(chosen)
-        return COMMANDS[args.command](args, session, chosen)
+        return COMMANDS[args.command](args, config, session, chosen)

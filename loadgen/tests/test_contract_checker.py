@@ -53,3 +53,14 @@ def test_a_missing_date_header_is_reported_on_every_response():
     assert report.failures and all(f.endswith(": no Date header") for f in report.failures)
     assert {"GET /id: no Date header", "GET /hello: no Date header", "GET /v1/tweets: no Date header",
             "GET /no-such-route: no Date header", "GET /factorial?param=abc: no Date header"} <= set(report.failures)
+
+
+@pytest.mark.parametrize("broken, failure", [
+    ("bad-length", "GET /hello: Content-Length 'eleven' is not a number of bytes"),
+    ("bad-chunk", "GET /hello: chunk size b'zz' is not a hexadecimal number"),
+])
+def test_a_response_whose_framing_cannot_be_read_fails_the_contract(broken, failure, capsys):
+    """A bad Content-Length or chunk size is that server failing the contract (`make ping` says so and goes on), not
+    a ValueError that ends the whole run."""
+    report = check(broken)
+    assert not report.ok and failure in report.failures, report.failures

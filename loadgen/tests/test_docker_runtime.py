@@ -297,7 +297,7 @@ def test_docker_runtime_end_to_end(docker_images):
     # (and the tools the project builds, run from the repository the loadgen container mounts: oha, Gatling on its JRE)
     for scenario, tool in (("hello", "wrk"), ("backend", "ab"), ("tweets", "httperf"), ("latency", "oha"),
                            ("gatling-backend", "gatling")):
-        run_id = f"docker-test-{scenario}"
+        run_id = f"docker-test-{scenario}-{os.getpid()}"  # a run id names one run: never reused
         # the loadgen container, inspected while the command runs its tools in it (it is removed at the end)
         proc, loadgen = _cli_watching(compose.container_name(images.LOADGEN), "--servers", "rust", "--run-id", run_id,
                                       "run", scenario)

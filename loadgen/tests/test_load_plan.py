@@ -126,10 +126,11 @@ def test_make_plan_text_marks_a_seed_run_that_names_its_threads():
 
 
 @pytest.mark.parametrize("env, message", [
-    ({"ASSUME_CPUS": "1"}, "ASSUME_CPUS='1': give a whole number of CPUs from 2 to 4096"),
+    ({"ASSUME_CPUS": "1"}, "ASSUME_CPUS='1': must be a whole number of at least 2 (at most 4096)"),
+    ({"ASSUME_CPUS": "100000"}, "ASSUME_CPUS='100000': must be a whole number of at least 2 (at most 4096)"),
     ({"ASSUME_CPUS": "lots"}, "ASSUME_CPUS='lots'"),
-    ({"FORMAT": "yaml"}, "FORMAT='yaml': use text or json"),
-    ({"LOADGEN_PROCESSES": "0"}, "LOADGEN_PROCESSES='0': give a whole number from 1 to 1024"),
+    ({"FORMAT": "yaml"}, "FORMAT='yaml'"),
+    ({"LOADGEN_PROCESSES": "0"}, "LOADGEN_PROCESSES='0': must be a positive integer (at most 1024)"),
 ])
 def test_make_plan_refuses_bad_values_in_one_line(env, message):
     proc = harness("plan", **env)

@@ -2,11 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
-
-
-MAX_PROCESSES = 1024
-MAX_CPUS = 4096
+from dataclasses import dataclass, field
 
 
 class CpuPlanError(Exception):
@@ -98,37 +94,23 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
     for role, text in (overrides or {}).items():
         if text:
             picked = parse_cpus(text)
+            if not picked:  # " " or ",": an empty plan would fail later, far from its cause
+                raise CpuPlanError(f"CPUS_{role.upper()}={text!r} names no CPU: give a list like 0-3,6 or leave it unset")
             outside = set(picked) - set(cpus)
             if outside:
                 raise CpuPlanError(f"CPUS_{role.upper()}={text}: CPU {format_cpus(sorted(outside))} not available here ({format_cpus(cpus)})")
             chosen[role] = picked
     if set(chosen["server"]) & set(chosen["loadgen"]):
         raise CpuPlanError("the server and the load generator must not share CPUs: check CPUS_SERVER / CPUS_LOADGEN")
+    if set(chosen["server"]) & set(chosen["upstream"]):
+        if (overrides or {}).get("upstream"):
+            raise CpuPlanError(f"CPUS_UPSTREAM={overrides['upstream']}: the upstream nginx would share the server's CPU "
+                               f"{format_cpus(sorted(set(chosen['server']) & set(chosen['upstream'])))}; give it CPUs "
+                               f"apart from the server's ({format_cpus(chosen['server'])})")
+        chosen["upstream"] = chosen["loadgen"]  # a moved server: the upstream shares the load generator's, as on 2 cores
     return CpuPlan(**chosen)
 
 
 def plan_from_env(available: tuple[int, ...] | None = None) -> CpuPlan:
-    chosen = plan(available, overrides={role: os.environ.get(f"CPUS_{role.upper()}", "")
-                                        for role in ("server", "loadgen", "upstream")})
-    return replace(chosen, loadgen_processes=processes_from_env())
-
-
-def processes_from_env() -> int | None:
-    """LOADGEN_PROCESSES, checked: a whole number of at least 1, or unset."""
-    text = os.environ.get("LOADGEN_PROCESSES", "").strip()
-    if not text:
-        return None
-    if not text.isdigit() or not 1 <= int(text) <= MAX_PROCESSES:
-        raise CpuPlanError(f"LOADGEN_PROCESSES={text!r}: give a whole number from 1 to {MAX_PROCESSES} (the processes "
-                           "of ab or httperf a load is split into), or leave it unset for one per load-generator core")
-    return int(text)
-
-
-def assumed_cpus(text: str | None) -> tuple[int, ...] | None:
-    """ASSUME_CPUS=N: the CPU list 0..N-1 of an imagined machine (make plan); None when unset."""
-    text = (text or "").strip()
-    if not text:
-        return None
-    if not text.isdigit() or not 2 <= int(text) <= MAX_CPUS:
-        raise CpuPlanError(f"ASSUME_CPUS={text!r}: give a whole number of CPUs from 2 to {MAX_CPUS}")
-    return tuple(range(int(text)))
+    return plan(available, overrides={role: os.environ.get(f"CPUS_{role.upper()}", "")
+                                      for role in ("server", "loadgen", "upstream")})

@@ -2,12 +2,17 @@
 (HTTP/1.0, pipelined requests on one connection, whether the server closed the connection)."""
 from __future__ import annotations
 
+import re
 import socket
 from dataclasses import dataclass, field
 
 
 class HttpError(Exception):
     pass
+
+
+DECIMAL = re.compile(r"[0-9]{1,18}")  # ASCII digits only (str.isdigit takes '²'); past 18, no real body
+HEXADECIMAL = re.compile(rb"[0-9A-Fa-f]{1,15}")
 
 
 @dataclass
@@ -59,22 +64,31 @@ class Connection:
         return response
 
     def _read_body(self, response: Response) -> bytes:
+        """The body as the head frames it; HttpError (the server's fault, not the harness's) for framing that cannot
+        be read."""
         if "chunked" in (response.header("transfer-encoding") or "").lower():
-            body = b""
-            while True:
-                size = int(self.reader.readline(1024).split(b";")[0].strip(), 16)
-                if size == 0:
-                    while self.reader.readline(1024) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return body
-                body += self.reader.read(size)
-                self.reader.readline(16)
+            return self._read_chunks()
         length = response.header("content-length")
         if length is not None:
+            if not DECIMAL.fullmatch(length):  # also "5, 5": two Content-Length headers
+                raise HttpError(f"Content-Length {length!r} is not a number of bytes")
             return self.reader.read(int(length))
         if response.status in (204, 304) or 100 <= response.status < 200:
             return b""
         return self.reader.read()  # delimited by the server closing the connection
+
+    def _read_chunks(self) -> bytes:
+        body = b""
+        while True:
+            size = self.reader.readline(1024).split(b";")[0].strip()
+            if not HEXADECIMAL.fullmatch(size):
+                raise HttpError(f"chunk size {size!r} is not a hexadecimal number")
+            if int(size, 16) == 0:
+                while self.reader.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass
+                return body
+            body += self.reader.read(int(size, 16))
+            self.reader.readline(16)
 
     def closed_by_server(self, wait_s: float = 2.0) -> bool:
         """True when the server closes the connection within wait_s (nothing more to read)."""

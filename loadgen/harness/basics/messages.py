@@ -19,4 +19,5 @@ def warn(message: str) -> None:
 
 
 def fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")  # a message's [[server]] is text
+    # a message's [[server]] is text; never wrapped: an error is one line in a log, however long its paths
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)

@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from harness.basics.cpus import CpuPlan, CpuPlanError, parse_cpus, processes_from_env
+from harness.basics.cpus import CpuPlan, CpuPlanError, parse_cpus
 from harness.basics.messages import warn
 
 HOSTS_ENV = "HOSTS"
@@ -225,4 +225,4 @@ def cpu_plan(roles: dict[str, Host], engines: dict[str, Engine]) -> CpuPlan:
         warn(f"the upstream shares the server's CPU {','.join(map(str, server_cpus))} on {server.endpoint}: "
              "it has no other")
     return CpuPlan(server=tuple(server_cpus), loadgen=tuple(loadgen_cpus), upstream=tuple(upstream_cpus),
-                   hosts={role: h.address for role, h in roles.items()}, loadgen_processes=processes_from_env())
+                   hosts={role: h.address for role, h in roles.items()})

@@ -17,6 +17,7 @@ from __future__ import annotations
 import psutil
 
 from harness.basics.messages import fail, say, warn
+from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import inventory
@@ -31,7 +32,6 @@ from harness.results.records import Verification
 from harness.results.store import RunStore
 from harness.runtime import RunningServer, RuntimeFailure
 
-ORDERS = ("auto", "interleaved", "sequential")
 # What a server may hold while it idles between its turns: the JVM servers' fixed 1 GiB heap plus the JVM itself
 # (measured RSS 1.13-1.16 GB); the others take far less. Interleaving is refused when all of them would not fit.
 SERVER_MEMORY_BYTES = 3 * 2**29  # 1.5 GiB

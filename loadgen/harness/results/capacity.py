@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 
 from harness.basics.messages import say, warn
+from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.results import flag_kinds as kinds
 from harness.results import flags
 from harness.results.records import Record, Run
 
-DEFAULT_SLO_P99_MS = 10.0
 SLO_ENV = "SLO_P99_MS"
 
 

@@ -328,15 +328,16 @@ class Run:
         if schema > SCHEMA:
             raise ResultsError(f"{source} was written by a newer harness (schema {schema}; this one reads up to "
                                f"{SCHEMA})")
-        if any(not isinstance(r.get("attempts"), list) for r in d.get("records") or []):
+        if any(isinstance(r, dict) and not isinstance(r.get("attempts"), list) for r in d.get("records") or []):
             raise ResultsError(f"{source} was written by an older harness (records without their attempts); "
                                "measure again")
         verification = d.get("verification")
         return cls(
             run_id=d.get("run_id", "?"), conditions=d.get("conditions") or {},
             verification=None if verification is None else {
-                name: Verification.from_dict(v) for name, v in verification.items()},
-            servers=d.get("servers") or {}, records=[Record.from_dict(r) for r in d.get("records") or []],
+                name: _read(Verification.from_dict, v, f"verification {name!r}", source) for name, v in verification.items()},
+            servers=d.get("servers") or {},
+            records=[_read(Record.from_dict, r, f"record {i}", source) for i, r in enumerate(d.get("records") or [], 1)],
             overhead=d.get("overhead"), schema=schema)
 
     def with_role(self, role: str) -> set[str]:
@@ -363,6 +364,19 @@ class Run:
         return out
 
 
+DAMAGED = "the file was cut short or hand-edited: restore it from a copy, or measure again"
+
+
+def _read(read, d, what: str, source: str):
+    """`read(d)`; a key `d` lacks or a value of the wrong type is a ResultsError naming `what` and `source`."""
+    try:
+        return read(d)
+    except KeyError as exc:
+        raise ResultsError(f"{source}: {what} has no key {exc.args[0]!r}; {DAMAGED}") from None
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ResultsError(f"{source}: {what} cannot be read ({exc}); {DAMAGED}") from None
+
+
 def load(path: Path) -> Run:
     """The run a results.json holds; every reader of results files goes through here."""
     try:
@@ -371,4 +385,4 @@ def load(path: Path) -> Run:
         raise ResultsError(f"{path} does not exist") from None
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path} is not valid JSON: {exc}") from None
-    return Run.from_dict(data, str(path))
+    return _read(lambda d: Run.from_dict(d, str(path)), data, "the run", str(path))

@@ -7,8 +7,10 @@ one. A full disk (ENOSPC) keeps the last results.json written and says so (`Disk
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -26,8 +28,57 @@ def is_out_of_space(exc: OSError) -> bool:
     return exc.errno in NO_SPACE
 
 
-def new_run_id(kind: str) -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + f"-{kind}"
+class RunIdError(Exception):
+    """A --run-id that is not a folder name under results/, or names a run already there."""
+
+
+# one folder name under results/: no '/', no '..', no hidden folder, not the `latest` link
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_run_id(run_id: str, root: Path | None = None) -> None:
+    """Refuses, before anything starts, a run id that would leave results/ or overwrite a run."""
+    root = root or RESULTS
+    if not RUN_ID.fullmatch(run_id) or run_id == "latest":
+        raise RunIdError(f"--run-id {run_id!r}: give a folder name under results/ (letters, digits, '.', '_', '-'; "
+                         "not starting with '.' or '-', not 'latest'), e.g. --run-id my-test-1")
+    if (root / run_id).exists():
+        raise RunIdError(f"--run-id {run_id!r}: {root / run_id} already holds a run; give another id, or remove "
+                         "that folder to measure under this one again")
+
+
+def claim_run_id(run_id: str, root: Path | None = None) -> str:
+    """`run_id` checked, and its folder made so that no other run can take it (the check and the making at once)."""
+    root = root or RESULTS
+    check_run_id(run_id, root)
+    if not _make_folder(root / run_id):
+        check_run_id(run_id, root)  # another run took it in between: the same message
+    return run_id
+
+
+def new_run_id(kind: str, root: Path | None = None) -> str:
+    """A run id of this second and `kind`, its folder made: a second run started in the same second gets `-2`."""
+    root = root or RESULTS
+    base = time.strftime("%Y%m%d-%H%M%S") + f"-{kind}"
+    for n in itertools.count(1):
+        run_id = base if n == 1 else f"{base}-{n}"
+        if _make_folder(root / run_id):
+            return run_id
+    raise AssertionError("unreachable")
+
+
+def _make_folder(folder: Path) -> bool:
+    """True when this call made `folder` (mkdir is atomic: of two runs, one makes it); False when it was there."""
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if is_out_of_space(exc):
+            raise DiskFull(f"no space left on the device holding {folder.parent}: free some space; nothing was "
+                           "measured yet") from None
+        raise
+    return True
 
 
 class RunStore:

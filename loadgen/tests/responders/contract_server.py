@@ -3,7 +3,8 @@ harness itself: `python contract_server.py PORT NAME [--break RULE] [--start-del
 
 `--break` breaks one rule, so a test can assert the contract check reports it: body-byte (/hello's last byte),
 content-type (/hello as text/html), no-date (no Date header), http10-open (an HTTP/1.0 connection without keep-alive
-left open), pipeline-order (pipelined requests answered last first), tweet-counter (the tweet id does not grow).
+left open), pipeline-order (pipelined requests answered last first), tweet-counter (the tweet id does not grow),
+bad-length (/hello's Content-Length not a number), bad-chunk (/hello chunked, its chunk size not hexadecimal).
 `--start-delay` waits that long before it listens (a server slow to start). One asyncio loop; HTTP/1.0 and 1.1,
 keep-alive and pipelining as the contract says."""
 from __future__ import annotations
@@ -17,7 +18,8 @@ import sys
 from urllib.parse import parse_qs, urlsplit
 
 sys.set_int_max_str_digits(0)
-BREAKS = ("body-byte", "content-type", "no-date", "http10-open", "pipeline-order", "tweet-counter")
+BREAKS = ("body-byte", "content-type", "no-date", "http10-open", "pipeline-order", "tweet-counter", "bad-length",
+          "bad-chunk")
 
 
 class Contract:
@@ -59,6 +61,17 @@ def fibonacci(n: int) -> int:
     return b if n > 0 else 1
 
 
+def broken_framing(broken: str | None, target: str, head: list[str], body: bytes) -> bytes:
+    """/hello's framing broken as `broken` says (its head's Content-Length line changed in place); the body to send."""
+    if target != "/hello" or broken not in ("bad-length", "bad-chunk"):
+        return body
+    if broken == "bad-length":
+        head[2] = "Content-Length: eleven"
+        return body
+    head[2] = "Transfer-Encoding: chunked"
+    return b"zz\r\n" + body + b"\r\n0\r\n\r\n"
+
+
 async def serve(contract: Contract, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     buffer = b""
     try:
@@ -86,6 +99,7 @@ async def serve(contract: Contract, reader: asyncio.StreamReader, writer: asynci
                 status, kind, body = contract.answer(parts[1])
                 out = [f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}", f"Content-Type: {kind}",
                        f"Content-Length: {len(body)}", "Server: contract-server"]
+                body = broken_framing(contract.broken, parts[1], out, body)
                 if contract.broken != "no-date":
                     out.append("Date: " + email.utils.formatdate(usegmt=True))
                 if http10 and keep == "keep-alive":

@@ -58,9 +58,11 @@ class HostsRuntime(EngineRuntime):
     checkout_label = CHECKOUT_LABEL
     loadgen_tools = REMOTE_TOOLS
 
-    def __init__(self, roles: dict[str, Host] | None = None):
+    def __init__(self, roles: dict[str, Host] | None = None, memory_limits: dict[str, str] | None = None):
         """Parses HOSTS and asks every engine (HostsError for one that does not answer, before anything starts);
-        the CPU plan is each host's own (`cpu_plan`)."""
+        the CPU plan is each host's own (`cpu_plan`). `memory_limits`: a server's limit other than SERVER_MEMORY
+        (BENCH_MEM_LIMIT_<SERVER>, as under one host)."""
+        self.memory_limits = memory_limits or {}
         self.roles = roles or hosts_config.from_env()
         if not self.roles:
             raise RuntimeFailure("the hosts runtime needs HOSTS (see README: Several hosts)")
@@ -119,7 +121,8 @@ class HostsRuntime(EngineRuntime):
     def _start_server(self, server: Server, place: Place, cpus: list[int], port: int, env: dict[str, str]) -> int:
         values = {"host": place.address, "port": str(port), "cores": str(len(cpus)),
                   "upstream_url": env.get("UPSTREAM_URL", ""), "h2c_port": env.get("H2C_PORT", "")}
-        service = server_service(server, values, cpuset=format_cpus(cpus), cpus=str(len(cpus)), memory=SERVER_MEMORY,
+        memory = self.memory_limits.get(server.name, SERVER_MEMORY)
+        service = server_service(server, values, cpuset=format_cpus(cpus), cpus=str(len(cpus)), memory=memory,
                                  user=IMAGE_USER, mounts=self._static_volumes(server, place),
                                  labels=self._labels(place.role))
         self.docker(place, "run", "-d", *service.run_options(str(nofile_limit())),
