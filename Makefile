@@ -25,10 +25,23 @@ setup: $(VENV)/.installed
 	fi
 	@if [ "$(RUNTIME)" = docker ]; then $(MAKE) --no-print-directory setup-docker; fi
 
-$(VENV)/.installed: loadgen/requirements.txt
+# The harness's Python packages, every one pinned with its hashes (loadgen/requirements.lock, made by `make lock`)
+$(VENV)/.installed: loadgen/requirements.lock
 	@python3 -m venv $(VENV) || { echo "python3 -m venv failed: apt-get install python3-venv"; exit 1; }
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r loadgen/requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check --require-hashes -r loadgen/requirements.lock
 	@touch $@
+
+# loadgen/requirements.lock again from loadgen/requirements.in (the direct dependencies), with pip-tools in a venv
+# of its own; then `make setup` installs it
+.PHONY: lock lint
+lock:
+	@python3 -m venv .tools/pip-tools && .tools/pip-tools/bin/pip install -q --disable-pip-version-check pip-tools
+	cd loadgen && ../.tools/pip-tools/bin/pip-compile -q --generate-hashes --allow-unsafe --strip-extras \
+	  --no-emit-index-url -o requirements.lock requirements.in
+
+# The harness's lint (ruff, configured in loadgen/pyproject.toml); make test runs it first
+lint: $(VENV)/.installed
+	cd loadgen && ../$(VENV)/bin/ruff check .
 
 build: setup
 	$(HARNESS) build
@@ -99,7 +112,7 @@ profile: build
 	KEEPALIVE=$(call quote,$(KEEPALIVE)) bash loadgen/profiling/profile-jvm.sh $(call quote,$(SERVER))
 
 # The project's tests: unit tests, then integration tests against real servers on loopback.
-test: build setup-tools
+test: build setup-tools lint
 	cd loadgen && ../$(PY) -m pytest -q tests
 
 # ======================================================================================================================

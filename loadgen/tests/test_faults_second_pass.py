@@ -21,7 +21,6 @@ import pytest
 
 from harness.basics.machine import port_owner, wait_until
 from harness.measuring.runner import Beside, Naming, measure
-from harness.tools.load_plan import plan_load
 from harness.results import records as results
 from harness.runtime import RunningServer
 from harness.runtime.docker import engine_api
@@ -29,6 +28,7 @@ from harness.runtime.docker.engine_api import EngineApi, EngineStatsSampler
 from harness.runtime.local import LocalRuntime
 from harness.runtime.protocol import RuntimeFailure
 from harness.tools import LoadSpec
+from harness.tools.load_plan import plan_load
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESULTS = LOADGEN.parent / "results"

@@ -101,7 +101,7 @@ def wait_for_line(proc: subprocess.Popen, text: str, timeout_s: float, lines: li
 
 def assert_nothing_left() -> None:
     for name, port in PORTS.items():
-        assert wait_until(lambda: port_owner("127.0.0.1", port) is None, 5), f"{name}'s port {port} is still held"
+        assert wait_until(lambda port=port: port_owner("127.0.0.1", port) is None, 5), f"{name}'s port {port} is still held"
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
         assert str(RESPONDER) not in cmdline, f"a server is left: {cmdline}"

@@ -5,8 +5,8 @@ from harness.basics.cpus import CpuPlanError, plan
 from harness.config import scenarios
 from harness.config.manifest import ManifestError, build_steps, discover, select, upstream_of
 from harness.tools import LoadSpec
-from harness.tools.load_plan import divide
 from harness.tools.availability import tool_processes
+from harness.tools.load_plan import divide
 from harness.tools.output import Errors, Measurement, merge
 
 

@@ -7,7 +7,6 @@ import dataclasses
 import os
 import shutil
 import time
-from pathlib import Path
 
 import psutil
 import pytest

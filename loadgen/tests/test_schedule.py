@@ -16,10 +16,10 @@ from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
 from harness.measuring import campaign, rounds
 from harness.measuring import warmup as warming
 from harness.measuring.attempts import Target
-from harness.measuring.runner import Outcome
-from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, History, Job, WarmupStep
 from harness.measuring.campaign import OrderError, choose_order
 from harness.measuring.clock import Clock, estimate
+from harness.measuring.runner import Outcome
+from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, History, Job, WarmupStep
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer

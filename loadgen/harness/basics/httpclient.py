@@ -95,7 +95,7 @@ class Connection:
         self.sock.settimeout(wait_s)
         try:
             return self.reader.read(1) == b""
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             return False
         except ConnectionResetError:
             return True

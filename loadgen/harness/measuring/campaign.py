@@ -25,8 +25,8 @@ from harness.measuring import verification as contract
 from harness.measuring import verification_h2c as contract_h2
 from harness.measuring.attempts import Bench, Target
 from harness.measuring.clock import Clock, estimate, minutes
-from harness.measuring.schedule import START_S
 from harness.measuring.rounds import Allowance, measure_in_rounds
+from harness.measuring.schedule import START_S
 from harness.measuring.session import Session
 from harness.results.records import Verification
 from harness.results.store import RunStore

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring.schedule import START_S, ATTEMPT_OVERHEAD_S, History, Job, attempt_seconds, warmup_step
+from harness.measuring.schedule import ATTEMPT_OVERHEAD_S, START_S, History, Job, attempt_seconds, warmup_step
 
 
 @dataclass

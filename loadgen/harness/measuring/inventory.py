@@ -36,7 +36,7 @@ def _size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
     total = 0
-    for root, dirs, files in os.walk(path, followlinks=False):
+    for root, _dirs, files in os.walk(path, followlinks=False):
         for name in files:
             try:
                 total += os.lstat(os.path.join(root, name)).st_size

@@ -55,7 +55,7 @@ def run_plan(machine: Machine, servers: list[Server], scenarios: list[Scenario],
 def _loads(machine: Machine, scenario: Scenario, servers: list[Server], ports: dict[str, int]) -> list[dict]:
     first = servers[0]
     out = []
-    for n, run in enumerate(scenario.runs, 1):
+    for run in scenario.runs:
         protocol = scenario.protocol_of(run)
         port = first.h2c_port if protocol == "h2c" and first.h2c_port else ports.get(first.name, first.port)
         url = f"http://{machine.address}:{port}{scenario.path_for(first)}"

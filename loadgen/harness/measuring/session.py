@@ -5,7 +5,6 @@ those whose command is gone and stops them."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from pathlib import Path
 
 import psutil
 
@@ -180,7 +179,7 @@ class Session:
                 self.state.drop(name)
         found: dict[str, list[str]] = {}  # killed command -> what it left
         for tool in (t for t in tools if t.running()):
-            found.setdefault(str(tool.started_by), []).append(f"the load tool {Path(tool.argv[0]).name} (pid {tool.pid})")
+            found.setdefault(str(tool.started_by), []).append(f"the load tool {tool.name} (pid {tool.pid})")
         for name, (running, starter) in servers.items():
             found.setdefault(str(starter), []).append(f"{name} ({running.runtime}, port {running.port})")
         for starter, what in found.items():
@@ -190,7 +189,7 @@ class Session:
             _stop_tool(tool)
             self.state.drop_tools(tool.started_by)
         self.runtime.prepare()
-        for name, (running, starter) in servers.items():
+        for name, (running, _starter) in servers.items():
             if running.runtime != self.runtime.name:  # not this runtime's to stop: say how
                 warn(f"{name} runs under the {running.runtime} runtime: `make down RUNTIME={running.runtime}` stops it")
                 continue

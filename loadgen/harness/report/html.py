@@ -22,7 +22,7 @@ from harness.report.model import (
     step_rows,
 )
 from harness.report.tables import BY_COST_NOTE, COLUMNS, KEPT_OUT_TITLE, KEYS, Row, matrix, measurement_rows
-from harness.results import flag_kinds, flags
+from harness.results import flag_kinds
 from harness.results.records import Record
 
 FLAG_COLORS = {kind.name: kind.colour for kind in flag_kinds.ALL}

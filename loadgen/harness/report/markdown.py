@@ -20,7 +20,7 @@ from harness.report.model import (
     step_rows,
 )
 from harness.report.tables import BY_COST_NOTE, HEADER, KEPT_OUT_TITLE, KEYS, flag_reasons, matrix, measurement_rows
-from harness.results import flag_kinds, flags
+from harness.results import flag_kinds
 
 RIGHT = {"#", "req/s", "CV", "p99 CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS",
          "errors", "start-up", "artifact", "checks", "interval (level)", "of ceiling", "ranked", "kept out"}

@@ -34,6 +34,7 @@ class RunIdError(Exception):
 
 # one folder name under results/: no '/', no '..', no hidden folder, not the `latest` link
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+CLAIMED = ".claimed"  # the marker of a run that took a folder it found empty
 
 
 def check_run_id(run_id: str, root: Path | None = None) -> None:
@@ -42,8 +43,9 @@ def check_run_id(run_id: str, root: Path | None = None) -> None:
     if not RUN_ID.fullmatch(run_id) or run_id == "latest":
         raise RunIdError(f"--run-id {run_id!r}: give a folder name under results/ (letters, digits, '.', '_', '-'; "
                          "not starting with '.' or '-', not 'latest'), e.g. --run-id my-test-1")
-    if (root / run_id).exists():
-        raise RunIdError(f"--run-id {run_id!r}: {root / run_id} already holds a run; give another id, or remove "
+    folder = root / run_id
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):  # an empty folder (a mount point) is free
+        raise RunIdError(f"--run-id {run_id!r}: {folder} already holds a run; give another id, or remove "
                          "that folder to measure under this one again")
 
 
@@ -51,9 +53,20 @@ def claim_run_id(run_id: str, root: Path | None = None) -> str:
     """`run_id` checked, and its folder made so that no other run can take it (the check and the making at once)."""
     root = root or RESULTS
     check_run_id(run_id, root)
-    if not _make_folder(root / run_id):
+    if not _make_folder(root / run_id) and not _claim_empty(root / run_id):
         check_run_id(run_id, root)  # another run took it in between: the same message
+        raise RunIdError(f"--run-id {run_id!r}: another run took {root / run_id} just now; give another id")
     return run_id
+
+
+def _claim_empty(folder: Path) -> bool:
+    """An empty folder that was there (one a test or a user mounted a file system on) taken by an exclusive marker:
+    of two runs, one creates it."""
+    try:
+        with (folder / CLAIMED).open("x"):
+            return True
+    except FileExistsError:
+        return False
 
 
 def new_run_id(kind: str, root: Path | None = None) -> str:

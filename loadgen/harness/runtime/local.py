@@ -10,8 +10,15 @@ from pathlib import Path
 
 import psutil
 
-from harness.basics.machine import (kernel_start, pinned, port_owner, process_create_time, shell_output, still_runs,
-                                    wall_clock)
+from harness.basics.machine import (
+    kernel_start,
+    pinned,
+    port_owner,
+    process_create_time,
+    shell_output,
+    still_runs,
+    wall_clock,
+)
 from harness.config.manifest import Server
 from harness.runtime.protocol import OnThisMachine, RunningServer, RuntimeFailure, exit_reason, indent
 from harness.runtime.starting import await_start

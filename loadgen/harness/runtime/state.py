@@ -56,6 +56,12 @@ class ToolProcess:
     def running(self) -> bool:
         return still_runs(self.pid, started_as(self.pid_start, self.pid_created))
 
+    @property
+    def name(self) -> str:
+        """The tool's name: its command's first word, past the `taskset -c <cores>` that pins it (taskset execs it)."""
+        argv = self.argv[3:] if self.argv[:2] == ["taskset", "-c"] and len(self.argv) > 3 else self.argv
+        return Path(argv[0]).name if argv else "?"
+
 
 class StateFull(Exception):
     """.run/state.json could not be written: its device is full. Not a RuntimeFailure: every start after it would

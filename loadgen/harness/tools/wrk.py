@@ -46,7 +46,7 @@ class Wrk:
         return replace(spec, duration_s=seconds)
 
     def parse(self, output: str, scratch: Path) -> Measurement:
-        line = next((l for l in output.splitlines() if l.startswith("WRK_JSON ")), None)
+        line = next((text for text in output.splitlines() if text.startswith("WRK_JSON ")), None)
         if line is None:
             return parse_text(output)
         data = json.loads(line[len("WRK_JSON "):])

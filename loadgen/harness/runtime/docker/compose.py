@@ -12,8 +12,19 @@ from harness.basics.machine import nofile_limit
 from harness.basics.paths import RESULTS
 from harness.config.manifest import REPO, Server, discover, upstream_of, upstream_url
 from harness.runtime.docker.images import LOADGEN, app_dir, family, static_mounts
-from harness.runtime.docker.service import (CONTAINER_REPO, IMAGE_USER, SERVER_MEMORY, Mount, Service, container_name,
-                                            limits, loadgen_service, quoted, role_of, server_service)
+from harness.runtime.docker.service import (
+    CONTAINER_REPO,
+    IMAGE_USER,
+    SERVER_MEMORY,
+    Mount,
+    Service,
+    container_name,
+    limits,
+    loadgen_service,
+    quoted,
+    role_of,
+    server_service,
+)
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
 PROJECT = "bench"

@@ -20,8 +20,13 @@ from harness.basics.paths import RESULTS
 from harness.config.host_roles import ROLES
 from harness.config.manifest import REPO, Server
 from harness.runtime.docker.engine import container_facts, container_log, follow_log, inspect, run_cli
-from harness.runtime.docker.images import LOADGEN, ensure_runtime_images, ensure_server_image, runtime_image, \
-    version_in_image
+from harness.runtime.docker.images import (
+    LOADGEN,
+    ensure_runtime_images,
+    ensure_server_image,
+    runtime_image,
+    version_in_image,
+)
 from harness.runtime.docker.service import CONTAINER_REPO, container_name, privilege_options, role_of
 from harness.runtime.protocol import RunningServer, RuntimeFailure, exit_reason
 from harness.runtime.starting import await_start

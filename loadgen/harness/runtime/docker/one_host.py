@@ -20,10 +20,24 @@ from harness.basics.machine import pinned, port_owner, still_runs
 from harness.basics.messages import say
 from harness.basics.paths import RESULTS
 from harness.config.manifest import REPO, Server, discover
-from harness.runtime.docker.compose import (COMPOSE_FILE, PROJECT, compose_env, cpu_vars, ensure_compose_file,
-                                            h2c_port_var, port_var)
-from harness.runtime.docker.engine import (allowed_cpus, compose_command, compose_version, engine_answers,
-                                           image_labels, inspect, run_cli)
+from harness.runtime.docker.compose import (
+    COMPOSE_FILE,
+    PROJECT,
+    compose_env,
+    cpu_vars,
+    ensure_compose_file,
+    h2c_port_var,
+    port_var,
+)
+from harness.runtime.docker.engine import (
+    allowed_cpus,
+    compose_command,
+    compose_version,
+    engine_answers,
+    image_labels,
+    inspect,
+    run_cli,
+)
 from harness.runtime.docker.engine_runtime import EngineRuntime, Place
 from harness.runtime.docker.images import LOADGEN, build_images, ensure_runtime_images
 from harness.runtime.docker.process import ContainerProcess

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from harness.basics.paths import STATE_DIR
@@ -17,7 +17,7 @@ CHECKOUT_LABEL = "bench.checkout"
 MACHINE_ID = Path("/etc/machine-id")
 
 
-@lru_cache(maxsize=None)
+@cache
 def owner_id(state_dir: Path = STATE_DIR, machine_id: Path = MACHINE_ID) -> str:
     """16 hex digits from this machine's id (/etc/machine-id), the checkout's path and a random id made once and kept
     in .run/owner-id: another machine differs by its machine id (or, a clone of this one, by its own random id), and

@@ -38,12 +38,28 @@ from harness.runtime.docker import ownership
 from harness.runtime.docker.engine import engine_answers, inspect
 from harness.runtime.docker.engine_api import EngineStatsSampler
 from harness.runtime.docker.engine_runtime import EngineRuntime, Place
-from harness.runtime.docker.images import LOADGEN, app_dir, build_images, ensure_runtime_images, runtime_image, \
-    server_image, static_mounts
+from harness.runtime.docker.images import (
+    LOADGEN,
+    app_dir,
+    build_images,
+    ensure_runtime_images,
+    runtime_image,
+    server_image,
+    static_mounts,
+)
 from harness.runtime.docker.process import RemoteTool, readable
-from harness.runtime.docker.service import (CONTAINER_REPO, IMAGE_USER, SERVER_MEMORY, STOP_GRACE_S, Mount,
-                                            container_name, loadgen_service, privilege_options, role_of,
-                                            server_service)
+from harness.runtime.docker.service import (
+    CONTAINER_REPO,
+    IMAGE_USER,
+    SERVER_MEMORY,
+    STOP_GRACE_S,
+    Mount,
+    container_name,
+    loadgen_service,
+    privilege_options,
+    role_of,
+    server_service,
+)
 from harness.runtime.docker.transfer import send_image
 from harness.runtime.protocol import RunningServer, RuntimeFailure
 from harness.runtime.state import State
