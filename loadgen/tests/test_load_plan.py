@@ -180,7 +180,9 @@ def test_a_multi_threaded_tool_is_judged_on_the_cores_it_can_use():
 
 
 def test_what_else_runs_on_the_load_generators_cores_counts():
-    beside = {"harness": {"cores": 1, "cpu_s": 0.1}, "beside_loadgen:nginx": {"cores": 1, "cpu_s": 0.2}}
+    # each over its own sampled time: the harness 5 % of the core, the upstream 10 %
+    beside = {"harness": {"cores": 1, "cpu_s": 0.1, "cpu_util": 0.05},
+              "beside_loadgen:nginx": {"cores": 1, "cpu_s": 0.2, "cpu_util": 0.10}}
     assert judged("wrk", [attempt(1.6, cores=1)] * 3) == []  # the tool alone: 80 %
     assert judged("wrk", [attempt(1.6, cores=1, beside=beside)] * 3) == ["loadgen-saturated"]  # 95 % with the rest
 

@@ -66,6 +66,7 @@ class Bench:
     turn: Callable[[str], None] | None = None  # before `name` is loaded, the others go to sleep (campaign.Turns)
     history: History = field(default_factory=History)
     dead: dict[str, str] = field(default_factory=dict)  # name -> why it died, for the servers that died
+    _neighbours: dict[str, tuple[RunningServer, ...]] = field(default_factory=dict)
 
     @property
     def runtime_name(self) -> str:
@@ -105,7 +106,10 @@ class Bench:
         session = self.session
         if self.turn:
             self.turn(target.name)
-        idle = (lambda: self.idle_pids(target.name)) if self.idle_pids else None
+        # the servers asleep meanwhile cannot start or end a process: their pids are read once, not at every sample
+        # (each read walks /proc, and the harness's threads run on the load generator's cores)
+        frozen = self.idle_pids(target.name) if self.idle_pids else None
+        idle = (lambda: frozen) if frozen is not None else None
         plan = plan_load(tool, spec, session.plan.loadgen, tool_processes(tool, spec.concurrency),
                          session.plan.loadgen_processes)
         with session.measuring(target.running):
@@ -118,12 +122,14 @@ class Bench:
 
     def neighbours(self, target: Target) -> tuple[RunningServer, ...]:
         """The servers that run on the load generator's cores while `target` is loaded: the upstream nginx where it
-        has no core of its own (and is not the one measured)."""
-        session = self.session
-        upstream = session.running().get(session.upstream.name) if session.upstream else None
-        if upstream is None or upstream.name == target.name or not set(upstream.cpus) & set(session.plan.loadgen):
-            return ()
-        return (upstream,)
+        has no core of its own (and is not the one measured). Looked up once per target: the state is read from
+        disk, and this is asked before every load."""
+        if target.name not in self._neighbours:
+            session = self.session
+            upstream = session.running().get(session.upstream.name) if session.upstream else None
+            shares = upstream is not None and bool(set(upstream.cpus) & set(session.plan.loadgen))
+            self._neighbours[target.name] = (upstream,) if shares and upstream.name != target.name else ()
+        return self._neighbours[target.name]
 
     def died(self, target: Target, when: str) -> bool:
         """Whether `target`'s server is gone. The first time it is found so, its death is announced and recorded in

@@ -112,9 +112,10 @@ def loadgen_busy(record: Record, attempt: Attempt) -> float | None:
     values = [p["cpu_s"] / (duration * p["capacity"]) for p in attempt.processes
               if p.get("cpu_s") is not None and p.get("capacity")]
     values.append(sample.cpu_s / (duration * usable_cores(record, attempt, sample.cores)))
-    beside = sum(s.cpu_s or 0 for role, s in attempt.samples.items() if role == HARNESS
-                 or role.startswith(BESIDE_LOADGEN))
-    values.append((sample.cpu_s + beside) / (duration * sample.cores))
+    # what else ran there, each as the share of the load generator's cores it took over its own sampled time
+    beside = sum(s.cpu_util or 0 for role, s in attempt.samples.items()
+                 if role == HARNESS or role.startswith(BESIDE_LOADGEN))
+    values.append(sample.cpu_s / (duration * sample.cores) + beside)
     return max(values)
 
 
