@@ -35,6 +35,15 @@ def test_ab_success_with_percentile_csv():
     assert len(m.quantiles) == 100 and m.quantiles[0][0] == 1.0
 
 
+def test_ab_percentiles_past_the_end_of_a_small_run_are_its_slowest_request():
+    # a real high-compute attempt: 40 requests; ab's CSV gives 0.257 ms for row 99 (index 40 of 40) beside 386.495
+    m = ab("ab_small_n")
+    assert m.requests == 40
+    assert m.latency_ms["p99"] == m.latency_ms["max"] == 386.495
+    assert [ms for _, ms in m.quantiles] == sorted(ms for _, ms in m.quantiles)  # never falls
+    assert m.latency_ms["p50"] == dict(m.quantiles)[50.0] < 386.495
+
+
 def test_ab_keepalive():
     m = ab("ab_keepalive")
     assert m.requests == 5000 and m.errors.total == 0 and m.rps == 58876.17
