@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 
 from harness.basics import stats, trend
+from harness.config.manifest import UPSTREAM_PATH
 from harness.results import flag_kinds as kinds
 from harness.results import ranking
 from harness.results.flag_kinds import (
@@ -25,7 +26,6 @@ from harness.results.flag_kinds import (
     TREND_TOLERANCE,
     UPSTREAM_MARGIN,
 )
-from harness.config.manifest import UPSTREAM_PATH
 from harness.results.records import Attempt, Flag, Record, Run, Summary, Verification
 from harness.tools.load_plan import OWN, SINGLE, threading_of
 
