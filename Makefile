@@ -41,7 +41,7 @@ lock:
 
 # The harness's lint (ruff, configured in loadgen/pyproject.toml); make test runs it first
 lint: $(VENV)/.installed
-	cd loadgen && ../$(VENV)/bin/ruff check .
+	cd loadgen && ../$(VENV)/bin/ruff check --no-cache .
 
 build: setup
 	$(HARNESS) build

@@ -207,7 +207,7 @@ def test_the_next_command_that_starts_servers_stops_what_a_killed_one_left(nothi
 def test_a_second_command_stops_naming_the_first_and_starts_nothing(nothing_up):
     first = start("--servers", "rust", "--run-id", f"test-first-{os.getpid()}", "run", "hello")
     try:
-        assert wait_until(lambda: _lock_holder() == first.pid and "rust" in State().load(), 120), \
+        assert wait_until(lambda: _lock_holder() == first.pid and _answered("rust"), 120), \
             "the first command never held the lock with rust up"
         before = State().load()
         second = run("--servers", "rust", "--run-id", f"test-second-{os.getpid()}", "run", "hello", timeout=60)
@@ -280,6 +280,15 @@ def _loading(port: int) -> list[int]:
         if f"127.0.0.1:{port}" in " ".join(proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
             pids.append(proc.pid)
     return pids
+
+
+def _answered(name: str) -> bool:
+    """`name` is listed in .run/state.json and has answered: no longer `starting` (its entry is complete)."""
+    try:
+        data = json.loads(State().path.read_text())
+    except (OSError, ValueError):
+        return False
+    return name in data.get("servers", {}) and not data.get("started_by", {}).get(name, {}).get("starting", True)
 
 
 def _lock_holder() -> int | None:
