@@ -67,7 +67,8 @@ def _loads(machine: Machine, scenario: Scenario, servers: list[Server], ports: d
         processes = [{"cores": list(p.cores), "threads": p.threads,
                       "argv": p.argv(TOOLS[scenario.tool], RAW / (stem if parts == 1 else f"{stem}.part{i + 1}"))}
                      for i, p in enumerate(plan.processes)]
-        counted = bool(run.load.get("duration_s")) and scenario.tool in ("ab", "httperf")
+        # a tool whose load, once a rate is known, is sized by count rather than by time (its adapter says so)
+        counted = bool(run.load.get("duration_s")) and TOOLS[scenario.tool].sized(spec, 1.0, 1.0).duration_s is None
         out.append({"scenario": scenario.name, "run": run.label, "tool": scenario.tool,
                     "servers": [s.name for s in servers], "shown_for": first.name, "processes": processes,
                     "all_cores": plan.all_cores, "note": plan.note,

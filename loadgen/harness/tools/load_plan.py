@@ -83,10 +83,15 @@ def divide(spec: LoadSpec, parts: int) -> list[LoadSpec]:
     return [replace(spec, concurrency=c, requests=n, rate=rate) for c, n in zip(connections, requests)]
 
 
+def one_core_each(cores: tuple[int, ...], processes: int) -> list[tuple[int, ...]]:
+    """A core per process, round-robin: several processes share a core only where they outnumber the cores."""
+    return [(cores[i % len(cores)],) for i in range(processes)]
+
+
 def core_sets(cores: tuple[int, ...], processes: int) -> list[tuple[int, ...]]:
-    """Contiguous groups of cores, one per process; round-robin single cores where processes outnumber cores."""
+    """Contiguous groups of cores, one per process; one core each where processes outnumber cores."""
     if processes >= len(cores):
-        return [(cores[i % len(cores)],) for i in range(processes)]
+        return one_core_each(cores, processes)
     out, at = [], 0
     for size in shares(len(cores), processes):
         out.append(cores[at:at + size])
@@ -110,8 +115,7 @@ def plan_load(tool_name: str, spec: LoadSpec, cores: tuple[int, ...], needed: in
         raise ValueError("the load generator has no CPU to run on")
     count = process_count(tool_name, spec, len(cores), needed, override)
     threading, named = threading_of(tool_name), spec.threads
-    groups = ([(cores[i % len(cores)],) for i in range(count)] if threading == SINGLE
-              else core_sets(tuple(cores), count))
+    groups = one_core_each(tuple(cores), count) if threading == SINGLE else core_sets(tuple(cores), count)
     processes = []
     for part, group in zip(divide(spec, count), groups):
         if threading == SINGLE:
