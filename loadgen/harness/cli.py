@@ -129,7 +129,7 @@ def cmd_ping(args, config: Configuration, session: Session, chosen: list[Server]
     ok = True
     for server in chosen:
         running = session.ensure(server)
-        ok &= verify(running, server, session.upstream).ok
+        ok &= verify(running, server, session).ok
         session.release(server.name)
     return 0 if ok else 1
 

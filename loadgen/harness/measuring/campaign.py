@@ -18,13 +18,14 @@ import psutil
 
 from harness.basics.messages import fail, say, warn
 from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
-from harness.config.manifest import Server
+from harness.config.manifest import UPSTREAM_COUNT_PATH, Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import inventory
 from harness.measuring import verification as contract
 from harness.measuring import verification_h2c as contract_h2
 from harness.measuring.attempts import Bench, Target
 from harness.measuring.clock import Clock, estimate, minutes
+from harness.measuring.contract_table import Report
 from harness.measuring.rounds import Allowance, measure_in_rounds
 from harness.measuring.schedule import START_S
 from harness.measuring.session import Session
@@ -68,13 +69,18 @@ class Turns:
         self.asleep.clear()
 
 
-def verify(running: RunningServer, server: Server, upstream: Server | None) -> contract.Report:
-    """The contract checked on `server`; `upstream` (the session's) gives the weather document its answers come from."""
-    document = upstream.upstream_document.read_bytes() if upstream else None
-    report = contract.verify(server.identity, running.host, running.port, server.routes, document)
+def verify(running: RunningServer, server: Server, session: Session) -> Report:
+    """The contract checked on `server`; the session's upstream gives the weather document its answers come from,
+    and counts the requests it serves (each /weather request must reach it)."""
+    upstream = session.upstream
+    document = upstream.upstream_document.read_bytes() if upstream and upstream.upstream_document else None
+    count = None
+    if upstream and server.needs_upstream:
+        count = contract.StubStatus(session.runtime.address("upstream"), session.port(upstream), UPSTREAM_COUNT_PATH)
+    report = contract.verify(server.identity, running.host, running.port, server.routes, document, count)
     over = ""
     if running.h2c_port:  # it claims h2c: that is part of its contract, checked the same way
-        h2 = contract_h2.check_h2(server.identity, running.host, running.h2c_port, server.routes, document)
+        h2 = contract_h2.check_h2(server.identity, running.host, running.h2c_port, server.routes, document, count)
         report.checks += h2.checks
         report.failures += [f"h2c: {f}" for f in h2.failures]
         over = " over HTTP/1.1 and h2c"
@@ -183,7 +189,7 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles),
                                        **_earlier_deaths(store, server)})
         return None
-    report = verify(running, server, session.upstream)
+    report = verify(running, server, session)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
     started_here = server.name in session.started
     store.set_server(server.name, {
