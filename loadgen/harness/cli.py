@@ -24,9 +24,8 @@ from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
 from harness.measuring.session import Session
-from harness.report import compare
-from harness.report.run_conditions import steadiness_text
-from harness.results import capacity, flags
+from harness.report import command, compare
+from harness.results import capacity
 from harness.results.store import DiskFull, RunIdError, check_run_id, claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
@@ -148,9 +147,9 @@ def cmd_measure(args, config: Configuration, session: Session, chosen: list[Serv
     store = open_run(run_id, session.runtime, session.plan, options,
                      {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
-        probe_steadiness(store, session.plan, settings, "before")
+        steadiness.probe_and_record(store, session.plan, settings, "before")
         ok = run_campaign(session, store, chosen, picked, settings, config.order)
-        probe_steadiness(store, session.plan, settings, "after")
+        steadiness.probe_and_record(store, session.plan, settings, "after")
     except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
         if is_out_of_space(exc):
             raise store.out_of_space() from None
@@ -158,26 +157,6 @@ def cmd_measure(args, config: Configuration, session: Session, chosen: list[Serv
     finally:  # the runtime's conditions are read back while the run's servers (containers) are still up
         finish_run(store, session.runtime)
     return 0 if ok else 1
-
-
-def probe_steadiness(store, plan, settings, when: str) -> None:
-    """The machine's own CPU-speed steadiness (harness/measuring/steadiness.py), recorded in the conditions `when` ("before",
-    "after") the run, where the profile asks for it."""
-    if not settings.steadiness:
-        return
-    if plan.hosts:  # the plan's CPUs are other machines', not this one's
-        store.update_conditions(steadiness_not_probed="the roles run on other hosts (HOSTS): this machine's CPU speed "
-                                                      "is not theirs")
-        return
-    say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
-    result = steadiness.probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
-    say(f"  {steadiness_text(result)}")
-    worst = max((c for c in result["cv"].values() if c is not None), default=None)
-    if worst is not None and worst > steadiness.UNSTEADY_CV:
-        warn(f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
-             f"length will carry about as much spread, and records past {flags.SPREAD_MAX_CV:.0%} are flagged `spread`; "
-             "a quieter machine (or the seed profile's longer attempts) gives tighter intervals")
-    store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})
 
 
 def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
@@ -276,7 +255,7 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
             say(f"{s.name:14} {s.tool:8} {s.description}")
         return 0
     if args.command == "report":
-        return compare.cmd_report(args.run)
+        return command.cmd_report(args.run)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
     if args.command == "plan":

@@ -19,7 +19,7 @@ one in 13/27), so its "95 %" percentile interval is just the attempts' min–max
 is 75 %. The order-statistic interval is exact for any n, assumes nothing about the distribution, and says honestly
 how little 3 attempts can tell.
 
-Ranking (harness.report.model.rank) and comparison use the intervals: two figures are told apart only when their
+Ranking (harness.results.ranking.rank) and comparison use the intervals: two figures are told apart only when their
 intervals do not overlap.
 
 Comparison rule (`compare_metric`): a change between run A and run B is *significant* when

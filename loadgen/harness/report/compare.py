@@ -17,35 +17,12 @@ from rich.table import Table
 from harness.basics import stats
 from harness.basics.messages import console, fail, say
 from harness.basics.stats import Change, fmt_ms
-from harness.report import write_report
 from harness.report.cells import cost_text, rps_text
+from harness.report.command import RunNotFound, resolve
 from harness.results import flags as flag_rules
 from harness.results import ranking
 from harness.results import records as results
 from harness.results.records import Record, ResultsError, Run
-from harness.results.store import RESULTS
-
-
-class CompareError(Exception):
-    pass
-
-
-def resolve(run: str, root: Path | None = None) -> Path:
-    """A run folder from a run id, `latest`, a unique prefix of a run id, a folder or a results.json path."""
-    root = root or RESULTS
-    given = Path(run)
-    for candidate in (given, root / run):
-        if candidate.is_file() and candidate.name == "results.json":
-            return candidate.parent
-        if (candidate / "results.json").is_file():
-            return candidate
-    matches = sorted(p for p in root.glob(f"{run}*") if (p / "results.json").is_file() and p.name != "latest") if root.is_dir() else []
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise CompareError(f"{run!r} names several runs: {', '.join(p.name for p in matches)}")
-    known = sorted(p.name for p in root.iterdir() if (p / "results.json").is_file()) if root.is_dir() else []
-    raise CompareError(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
 
 
 def load(run_dir: Path) -> Run:
@@ -216,26 +193,10 @@ def cmd_compare(run_a: str, run_b: str) -> int:
     try:
         a_dir, b_dir = resolve(run_a), resolve(run_b)
         t, notes = compare(a_dir, b_dir)
-    except (CompareError, ResultsError, OSError) as exc:
+    except (RunNotFound, ResultsError, OSError) as exc:
         fail(str(exc))
         return 2
     console.print(t)
     for note in notes:
         say(note)
-    return 0
-
-
-def cmd_report(run: str = "latest") -> int:
-    """`make report [RUN=...]`: writes the report of a run (default: the newest) and prints where it is."""
-    try:
-        run_dir = resolve(run or "latest")
-        written = write_report(run_dir)
-    except (CompareError, ResultsError) as exc:
-        fail(str(exc))
-        return 2
-    pngs = [p for p in written if p.suffix == ".png"]
-    for path in written:
-        if path.suffix != ".png":
-            say(f"wrote {path}")
-    say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
     return 0

@@ -157,13 +157,6 @@ def rps_of(r: Record) -> float:
     return r.rps or 0.0
 
 
-RANKING_NOTE = ranking.METHOD_NOTE
-
-
-def rank(records: list[Record]) -> list[Standing]:
-    return ranking.rank(records)
-
-
 def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     """Groups, ranks and colours; `run` must have been through flags.evaluate."""
     ceilings = run.with_role("ceiling")
@@ -177,7 +170,7 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
             g = Group(name, label, records)
             g.ceiling = next((r for r in records if r.server in ceilings), None)
             others = [r for r in records if r.server not in ceilings]
-            g.ranked = rank([r for r in others if r.ranked])
+            g.ranked = ranking.rank([r for r in others if r.ranked])
             g.flagged = sorted((r for r in others if not r.ranked), key=rps_of, reverse=True)
             twins = [(r, o) for r in records for o in records if run.twin_of(r.server) == o.server]
             g.twins = twins[0] if twins else None
@@ -298,7 +291,7 @@ def method_note(model: Model) -> str:
     """The ranking rule with the false-order rate of the attempts this run took."""
     counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})
     rates = ", ".join(f"{ranking.false_order_rate(n):.1%} with {n} attempts" for n in counts)
-    return (RANKING_NOTE + (f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
+    return (ranking.METHOD_NOTE + (f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
                             "exchangeable, all of one above all of the other)." if rates else ""))
 
 

@@ -144,10 +144,6 @@ class RunStore:
             kept = f"the {self.saved_records} record(s) measured so far are in {where / self.path.name}"
         return DiskFull(f"no space left on the device holding {where}: free some space; {kept}")
 
-    def add_record(self, record: Record) -> None:
-        self.run.records.append(record)
-        self.save()
-
     def put_record(self, record: Record) -> None:
         """`record` written in place of the one with its key (the same record, with more attempts), else added."""
         at = next((i for i, r in enumerate(self.run.records) if r.key == record.key), None)
