@@ -126,10 +126,10 @@ def build_steps(servers: list[Server]) -> list[BuildStep]:
             steps.append(BuildStep(server.build, server.folder, (server.name,)))
     out = []
     for step in steps:
-        group = shared.get((step.command, step.cwd)) if not step.servers else None
-        if group:
-            folders = ",".join(dict.fromkeys(s.folder.name for s in group))
-            step = BuildStep(step.command.replace(SHARED_BUILD, folders), step.cwd, tuple(s.name for s in group))
+        members = shared.get((step.command, step.cwd)) if not step.servers else None
+        if members:
+            folders = ",".join(dict.fromkeys(s.folder.name for s in members))
+            step = BuildStep(step.command.replace(SHARED_BUILD, folders), step.cwd, tuple(s.name for s in members))
         out.append(step)
     return out
 

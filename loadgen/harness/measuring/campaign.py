@@ -14,6 +14,8 @@ memory for all of them at once): one server after the other, its attempts back t
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psutil
 
 from harness.basics.messages import fail, say, warn
@@ -164,8 +166,7 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
                           idle_pids=_idle_pids(session, targets) if turns else None)
             allowance = Allowance(settings.remeasure_s,
-                                  (lambda: settings.budget_s - clock.elapsed_s() - clock.remaining_s())
-                                  if settings.budget_s else None)
+                                  _time_left(settings.budget_s, clock) if settings.budget_s else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
@@ -178,6 +179,11 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             for server in group:
                 session.release(server.name)
     return all_ok
+
+
+def _time_left(budget_s: float, clock: Clock) -> Callable[[], float]:
+    """The seconds the run's time budget has left once what it still plans is done (what re-measuring may take)."""
+    return lambda: budget_s - clock.elapsed_s() - clock.remaining_s()
 
 
 def start_and_verify(session: Session, store: RunStore, server: Server):

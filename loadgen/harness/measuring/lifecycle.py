@@ -72,7 +72,7 @@ def failures(run: Run) -> list[str]:
     for name, entry in run.servers.items():
         if not entry.get("started", True):
             out.append(f"{name} did not start: {entry.get('error', 'no reason recorded').splitlines()[0]}")
-        elif name in (run.verification or {}) and not run.verification[name].ok:
+        elif name in (verified := run.verification or {}) and not verified[name].ok:
             out.append(f"{name} failed the contract: it was not measured")
         for death in entry.get("deaths", []):
             out.append(f"{name} died {death['when']} ({death['reason']}); {death['then']}")

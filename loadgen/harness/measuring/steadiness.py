@@ -23,7 +23,7 @@ from harness.basics.machine import pinned
 from harness.basics.messages import say, warn
 from harness.config.scenarios import Settings
 from harness.report.run_conditions import steadiness_text
-from harness.results import flags
+from harness.results import flag_kinds
 from harness.results.store import RunStore
 
 TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
@@ -109,6 +109,6 @@ def probe_and_record(store: RunStore, plan: CpuPlan, settings: Settings, when: s
     worst = max((c for c in result["cv"].values() if c is not None), default=None)
     if worst is not None and worst > UNSTEADY_CV:
         warn(f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
-             f"length will carry about as much spread, and records past {flags.SPREAD_MAX_CV:.0%} are flagged `spread`; "
+             f"length will carry about as much spread, and records past {flag_kinds.SPREAD_MAX_CV:.0%} are flagged `spread`; "
              "a quieter machine (or the seed profile's longer attempts) gives tighter intervals")
     store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})

@@ -4,6 +4,7 @@ benchmarked."""
 from __future__ import annotations
 
 import socket
+from functools import partial
 
 from harness.basics import interrupt
 from harness.basics.httpclient import Connection, HttpError, Response, get, request_bytes
@@ -91,7 +92,7 @@ class Checker:
                 self.check_tweets(step)
             elif step.kind is Kind.UPSTREAM:
                 if self.upstream_count is not None:
-                    expect_upstream_fetches(self.report, step, self.upstream_count, lambda s=step: self.check_response(s))
+                    expect_upstream_fetches(self.report, step, self.upstream_count, partial(self.check_response, step))
             else:
                 self.check_response(step)
         self.check_http10()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass, field
+from functools import partial
+from typing import cast
 
 import h2.config
 import h2.connection
@@ -130,10 +132,11 @@ class H2Client:
             raise H2Error(f"the server does not speak h2c with prior knowledge: it answered {line[:60]!r}")
 
     def _on(self, event: h2.events.Event, responses: dict[int, H2Response]) -> None:
-        r = responses.get(getattr(event, "stream_id", None))
+        r = responses.get(getattr(event, "stream_id", 0))  # stream 0: the connection's, never a request's
         if isinstance(event, h2.events.ResponseReceived) and r:
-            r.headers = [(k.lower(), v) for k, v in event.headers if not k.startswith(":")]
-            r.status = int(dict(event.headers)[":status"])
+            headers = cast(list[tuple[str, str]], event.headers)  # str: the connection decodes them (header_encoding)
+            r.headers = [(k.lower(), v) for k, v in headers if not k.startswith(":")]
+            r.status = int(dict(headers)[":status"])
         elif isinstance(event, h2.events.DataReceived):
             if r:
                 r.body += event.data
@@ -193,7 +196,7 @@ class H2Checker:
                 elif step.kind is Kind.UPSTREAM:
                     if self.upstream_count is not None:
                         expect_upstream_fetches(self.report, step, self.upstream_count,
-                                                lambda s=step: self.check_response(s))
+                                                partial(self.check_response, step))
                 else:
                     self.check_response(step)
                 if step.path == "/id" and self.client is None:
@@ -220,7 +223,7 @@ class H2Checker:
     def check_in_flight(self, fixed: dict[str, Expected]) -> None:
         """IN_FLIGHT requests to different routes, all sent before any answer is read, each answered on its own stream
         with its own body (tweets: each with its own id)."""
-        paths = [p for p in ("/id", "/hello", "/backend", "/fibonacci?param=10", "/factorial?param=20",
+        paths: list[str] = [p for p in ("/id", "/hello", "/backend", "/fibonacci?param=10", "/factorial?param=20",
                              "/fibonacci?param=1", "/factorial?param=100", "/weather/Paris") if p in fixed]
         if any(s.kind is Kind.COUNTER for s in self.steps):
             paths[1:1] = ["/v1/tweets"]
@@ -232,8 +235,8 @@ class H2Checker:
             paths = paths[:max(limit, 1)]
         responses = self.get(paths)
         what = f"{len(paths)} streams in flight at once"
-        wrong = []
-        tweet_ids = []
+        wrong: list[str] = []
+        tweet_ids: list[int] = []
         for path, r in zip(paths, responses):
             if r is None:
                 return  # the exchange failed as a whole: reported

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.basics.messages import fail, say
+from harness.basics.paths import RESULTS
 from harness.report import write_report
 from harness.results.records import ResultsError
-from harness.results.store import RESULTS
 
 
 class RunNotFound(Exception):
