@@ -13,7 +13,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from harness.basics.stats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
-from harness.report.cells import cost, flag_names, latency
+from harness.report.cells import cost, flag_names, latency, summary
 from harness.report.model import CEILING_COLOR, Group, Model, ScenarioView  # noqa: E402
 from harness.results import flags as flag_rules  # noqa: E402
 from harness.results import ranking  # noqa: E402
@@ -62,7 +62,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
     xs = list(range(len(rows)))
     top = 0.0
     for x, r in zip(xs, rows):
-        s = r.summary.rps
+        s = summary(r).rps
         value = r.rps or 0.0
         clean = r.ranked
         ax.bar(x, value, width=0.65, color=model.colors.get(r.server), alpha=1.0 if clean else FLAGGED_ALPHA,
@@ -217,7 +217,7 @@ def _matrix(model: Model, scenario: ScenarioView, path: Path, metric: str) -> Pa
             lo, hi = [], []
             for x in xs:
                 r = next(r for r in scenario.groups[x].records if r.server == server)
-                ci = (r.summary.rps or {}).get("ci")
+                ci = (summary(r).rps or {}).get("ci")
                 lo.append(ci["low"] if ci else r.rps)
                 hi.append(ci["high"] if ci else r.rps)
             ax.fill_between(xs, lo, hi, color=color, alpha=0.07 if ceiling else 0.15, lw=0)

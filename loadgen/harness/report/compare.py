@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from harness.basics import stats
 from harness.basics.messages import console, fail, say
 from harness.basics.stats import Change, fmt_ms
-from harness.report.cells import cost_text, rps_text
+from harness.report.cells import cost_text, rps_text, summary
 from harness.report.command import RunNotFound, resolve
 from harness.results import flags as flag_rules
 from harness.results import ranking
@@ -60,9 +61,9 @@ def rows(a: Run, b: Run) -> list[ComparedRow]:
         ra, rb = ia.get(key), ib.get(key)
         row = ComparedRow(*key, ra, rb)
         if ra and rb:
-            row.rps = stats.compare_metric(ra.summary.rps, rb.summary.rps)
-            row.p99 = stats.compare_metric(ra.summary.p99, rb.summary.p99)
-            row.cost = stats.compare_metric(ra.summary.cost_us, rb.summary.cost_us)
+            row.rps = stats.compare_metric(summary(ra).rps, summary(rb).rps)
+            row.p99 = stats.compare_metric(summary(ra).p99, summary(rb).p99)
+            row.cost = stats.compare_metric(summary(ra).cost_us, summary(rb).cost_us)
             if row.rps.significant and (ranking.is_lower_bound(ra) or ranking.is_lower_bound(rb)):
                 # a lower bound moved: the change is real only where one side lies wholly above the other's bound
                 real = ranking.above_by_rate(rb, ra) or ranking.above_by_rate(ra, rb)
@@ -116,15 +117,16 @@ def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
 
 def table(a: Run, b: Run, compared: list[ComparedRow]) -> Table:
     t = Table(title=f"A = {a.run_id}   B = {b.run_id}: measurements in both runs", title_justify="left")
-    for col, just in (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
                       ("B req/s", "right"), ("Δ req/s", "right"), ("A µs/req", "right"), ("B µs/req", "right"),
                       ("Δ µs/req", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
-                      ("Δ p99", "right"), ("flags", "left")):
+                      ("Δ p99", "right"), ("flags", "left"))
+    for col, just in columns:
         t.add_column(col, justify=just)
     for row in compared:
         if not row.a or not row.b:
             continue  # listed under the table (only_in)
-        sa, sb = row.a.summary, row.b.summary
+        sa, sb = summary(row.a), summary(row.b)
         d_rps, s_rps = _verdict(row.rps, higher_is_better=True)
         d_p99, s_p99 = _verdict(row.p99, higher_is_better=False)
         d_cost, s_cost = _verdict(row.cost, higher_is_better=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.basics.stats import fmt_rate
+from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.config.manifest import discover
 from harness.report.cells import capacity_text, cost_text, rps_text
 from harness.results import capacity as capacity_rules
@@ -103,7 +104,7 @@ class Model:
 
     @property
     def slo_p99_ms(self) -> float:
-        return self.run.conditions.get("slo_p99_ms") or capacity_rules.DEFAULT_SLO_P99_MS
+        return self.run.conditions.get("slo_p99_ms") or DEFAULT_SLO_P99_MS
 
     def capacities(self, scenario: str) -> list[tuple[str, dict]]:
         """(server, capacity) of a stepped scenario, highest capacity first (none last)."""
@@ -239,7 +240,7 @@ class Glance:
     def of_ceiling(self) -> str:
         if not self.best or not self.ceiling or not self.ceiling.rps:
             return "-"
-        return " = ".join(f"{r.rps / self.ceiling.rps:.0%}" for r in self.best)
+        return " = ".join(f"{(r.rps or 0.0) / self.ceiling.rps:.0%}" for r in self.best)  # the best have a rate
 
     @property
     def note(self) -> str:
@@ -264,10 +265,10 @@ def aa_result(model: Model) -> dict | None:
     """The A/A control over the run: in how many groups the twins were ranked, and ordered (the method's own false
     positives), against the rate the method promises for the attempts taken."""
     groups = [g for s in model.scenarios for g in s.groups if g.twins_ordered is not None]
-    if not groups:
+    twins = groups[0].twins if groups else None
+    if not twins:
         return None
-    twins = groups[0].twins
-    n = min(len([a for a in t.attempts if a.measured]) for g in groups for t in g.twins)
+    n = min(len([a for a in t.attempts if a.measured]) for g in groups for t in g.twins or ())
     return {"server": twins[1].server, "twin": twins[0].server, "groups": len(groups),
             "ordered": [f"{g.scenario} {g.run}" for g in groups if g.twins_ordered],
             "expected_rate": ranking.false_order_rate(n) if n else None, "attempts": n}
@@ -308,8 +309,8 @@ def protocol_change(scenario: ScenarioView, server: str) -> str:
     h2 = [r for r in mine if r.load.get("protocol") == "h2c"]
     if not h1 or not h2:
         return ""
-    best = max(h2, key=lambda r: r.rps)
-    return f"×{best.rps / h1[0].rps:.2f} ({best.run})"
+    best = max(h2, key=lambda r: r.rps or 0.0)  # each has a rate (`mine`)
+    return f"×{(best.rps or 0.0) / (h1[0].rps or 1.0):.2f} ({best.run})"
 
 
 def has_protocol_change(scenario: ScenarioView) -> bool:
