@@ -27,7 +27,7 @@ from harness.measuring.session import Session
 from harness.report import command, compare
 from harness.results import capacity
 from harness.results.store import DiskFull, RunIdError, check_run_id, claim_run_id, is_out_of_space, new_run_id
-from harness.runtime import RuntimeFailure, get_runtime
+from harness.runtime import Runtime, RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.runtime.state import StateFull
 from harness.tools.availability import PreflightError
@@ -170,7 +170,8 @@ def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
 # beside a run would take its CPUs and rewrite the jars its JVMs have open
 EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead"}
-COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
+# the commands that run in a session (build returns before one is opened)
+COMMANDS = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -251,8 +252,8 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
     if args.command == "list":
         for s in servers.values():
             say(f"{s.name:10} port {s.port:<5} {s.stack}")
-        for s in scenario_data.load(config.profile).values():
-            say(f"{s.name:14} {s.tool:8} {s.description}")
+        for scenario in scenario_data.load(config.profile).values():
+            say(f"{scenario.name:14} {scenario.tool:8} {scenario.description}")
         return 0
     if args.command == "report":
         return command.cmd_report(args.run)
@@ -261,12 +262,13 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
     if args.command == "plan":
         return cmd_plan(args, config, servers)
     if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open
-        runtime = hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)  # images need no CPU plan
-        Session(runtime, None, servers, {}).clear_leftovers()
-        return cmd_build(args, config, select(servers, list(config.servers)), runtime)
-    runtime = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
-    if runtime:  # each role on its own Docker host, each host's CPUs its own plan (the load generator's host's)
-        plan = replace(runtime.plan, loadgen_processes=config.loadgen_processes)
+        builder = hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)  # images need no CPU plan
+        Session(builder, None, servers, {}).clear_leftovers()  # type: ignore[arg-type]  # leftovers need no CPU plan
+        return cmd_build(args, config, select(servers, list(config.servers)), builder)
+    hosts = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
+    runtime: Runtime | HostsRuntime
+    if hosts:  # each role on its own Docker host, each host's CPUs its own plan (the load generator's host's)
+        runtime, plan = hosts, replace(hosts.plan, loadgen_processes=config.loadgen_processes)
     else:
         if args.command == "overhead":
             return cmd_overhead(config, servers)

@@ -24,7 +24,7 @@ def provision(tools: set[str]) -> None:
         argv = getattr(tool, "provision", None)
         if not argv or find_binary(tool):
             continue
-        say(f"{name} is needed and not built yet: {tool.provision_note}\n  running: {' '.join(argv)}")
+        say(f"{name} is needed and not built yet: {getattr(tool, 'provision_note', '')}\n  running: {' '.join(argv)}")
         started = time.monotonic()
         try:
             proc = subprocess.run(list(argv), cwd=REPO)
