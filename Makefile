@@ -33,7 +33,7 @@ $(VENV)/.installed: loadgen/requirements.lock
 
 # loadgen/requirements.lock again from loadgen/requirements.in (the direct dependencies), with pip-tools in a venv
 # of its own; then `make setup` installs it
-.PHONY: lock lint
+.PHONY: lock lint typecheck
 lock:
 	@python3 -m venv .tools/pip-tools && .tools/pip-tools/bin/pip install -q --disable-pip-version-check pip-tools
 	cd loadgen && ../.tools/pip-tools/bin/pip-compile -q --generate-hashes --allow-unsafe --strip-extras \
@@ -42,6 +42,11 @@ lock:
 # The harness's lint (ruff, configured in loadgen/pyproject.toml); make test runs it first
 lint: $(VENV)/.installed
 	cd loadgen && ../$(VENV)/bin/ruff check --no-cache .
+
+# The harness's type check (mypy, configured in loadgen/pyproject.toml: strict on results/ and basics/); make test
+# runs it after the lint
+typecheck: $(VENV)/.installed
+	cd loadgen && ../$(VENV)/bin/mypy --no-incremental
 
 build: setup
 	$(HARNESS) build
@@ -112,7 +117,7 @@ profile: build
 	KEEPALIVE=$(call quote,$(KEEPALIVE)) bash loadgen/profiling/profile-jvm.sh $(call quote,$(SERVER))
 
 # The project's tests: unit tests, then integration tests against real servers on loopback.
-test: build setup-tools lint
+test: build setup-tools lint typecheck
 	cd loadgen && ../$(PY) -m pytest -q tests
 
 # ======================================================================================================================

@@ -24,11 +24,10 @@ from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
 from harness.measuring.session import Session
-from harness.report import compare
-from harness.report.run_conditions import steadiness_text
-from harness.results import capacity, flags
+from harness.report import command, compare
+from harness.results import capacity
 from harness.results.store import DiskFull, RunIdError, check_run_id, claim_run_id, is_out_of_space, new_run_id
-from harness.runtime import RuntimeFailure, get_runtime
+from harness.runtime import Runtime, RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.runtime.state import StateFull
 from harness.tools.availability import PreflightError
@@ -129,7 +128,7 @@ def cmd_ping(args, config: Configuration, session: Session, chosen: list[Server]
     ok = True
     for server in chosen:
         running = session.ensure(server)
-        ok &= verify(running, server, session.upstream).ok
+        ok &= verify(running, server, session).ok
         session.release(server.name)
     return 0 if ok else 1
 
@@ -148,9 +147,9 @@ def cmd_measure(args, config: Configuration, session: Session, chosen: list[Serv
     store = open_run(run_id, session.runtime, session.plan, options,
                      {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
-        probe_steadiness(store, session.plan, settings, "before")
+        steadiness.probe_and_record(store, session.plan, settings, "before")
         ok = run_campaign(session, store, chosen, picked, settings, config.order)
-        probe_steadiness(store, session.plan, settings, "after")
+        steadiness.probe_and_record(store, session.plan, settings, "after")
     except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
         if is_out_of_space(exc):
             raise store.out_of_space() from None
@@ -158,26 +157,6 @@ def cmd_measure(args, config: Configuration, session: Session, chosen: list[Serv
     finally:  # the runtime's conditions are read back while the run's servers (containers) are still up
         finish_run(store, session.runtime)
     return 0 if ok else 1
-
-
-def probe_steadiness(store, plan, settings, when: str) -> None:
-    """The machine's own CPU-speed steadiness (harness/measuring/steadiness.py), recorded in the conditions `when` ("before",
-    "after") the run, where the profile asks for it."""
-    if not settings.steadiness:
-        return
-    if plan.hosts:  # the plan's CPUs are other machines', not this one's
-        store.update_conditions(steadiness_not_probed="the roles run on other hosts (HOSTS): this machine's CPU speed "
-                                                      "is not theirs")
-        return
-    say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
-    result = steadiness.probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
-    say(f"  {steadiness_text(result)}")
-    worst = max((c for c in result["cv"].values() if c is not None), default=None)
-    if worst is not None and worst > steadiness.UNSTEADY_CV:
-        warn(f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
-             f"length will carry about as much spread, and records past {flags.SPREAD_MAX_CV:.0%} are flagged `spread`; "
-             "a quieter machine (or the seed profile's longer attempts) gives tighter intervals")
-    store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})
 
 
 def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
@@ -191,7 +170,8 @@ def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
 # beside a run would take its CPUs and rewrite the jars its JVMs have open
 EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead"}
-COMMANDS = {"build": None, "up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
+# the commands that run in a session (build returns before one is opened)
+COMMANDS = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -272,22 +252,23 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
     if args.command == "list":
         for s in servers.values():
             say(f"{s.name:10} port {s.port:<5} {s.stack}")
-        for s in scenario_data.load(config.profile).values():
-            say(f"{s.name:14} {s.tool:8} {s.description}")
+        for scenario in scenario_data.load(config.profile).values():
+            say(f"{scenario.name:14} {scenario.tool:8} {scenario.description}")
         return 0
     if args.command == "report":
-        return compare.cmd_report(args.run)
+        return command.cmd_report(args.run)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
     if args.command == "plan":
         return cmd_plan(args, config, servers)
     if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open
-        runtime = hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)  # images need no CPU plan
-        Session(runtime, None, servers, {}).clear_leftovers()
-        return cmd_build(args, config, select(servers, list(config.servers)), runtime)
-    runtime = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
-    if runtime:  # each role on its own Docker host, each host's CPUs its own plan (the load generator's host's)
-        plan = replace(runtime.plan, loadgen_processes=config.loadgen_processes)
+        builder = hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)  # images need no CPU plan
+        Session(builder, None, servers, {}).clear_leftovers()  # type: ignore[arg-type]  # leftovers need no CPU plan
+        return cmd_build(args, config, select(servers, list(config.servers)), builder)
+    hosts = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
+    runtime: Runtime | HostsRuntime
+    if hosts:  # each role on its own Docker host, each host's CPUs its own plan (the load generator's host's)
+        runtime, plan = hosts, replace(hosts.plan, loadgen_processes=config.loadgen_processes)
     else:
         if args.command == "overhead":
             return cmd_overhead(config, servers)

@@ -1,8 +1,13 @@
-"""The contract check (`make ping`, harness/measuring/verification.py) reports what is broken, one rule at a time: a server of the
-test's own (tests/responders/contract_server.py) keeps CONTRACT.md for its routes, or breaks exactly one rule
-(--break), and the check must pass the first and name the broken rule in each of the others."""
+"""The contract check (`make ping`, harness/measuring/verification.py walking contract_table.py) reports what is
+broken, one rule at a time: a server of the test's own (tests/responders/contract_server.py) keeps CONTRACT.md for its
+routes, or breaks exactly one rule (--break), and the check must pass the first and name the broken rule in each of
+the others. Its /weather is checked against the project's real upstream (nginx/run.sh), whose count of requests
+served shows a server that caches the upstream's answer."""
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness.basics.machine import port_owner, wait_until
+from harness.basics.paths import REPO
+from harness.config.manifest import UPSTREAM_COUNT_PATH, UPSTREAM_PATH
 from harness.measuring import verification as contract
+from harness.measuring.contract_table import UPSTREAM_FETCHES
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORT = 28221
@@ -64,3 +72,65 @@ def test_a_response_whose_framing_cannot_be_read_fails_the_contract(broken, fail
     a ValueError that ends the whole run."""
     report = check(broken)
     assert not report.ok and failure in report.failures, report.failures
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    """The project's own upstream: nginx/run.sh (Debian's nginx with the repository's config) on a free port."""
+    port = free_port()
+    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "SERVER_CORES": "1", "RUN_DIR": str(tmp_path)}
+    proc = subprocess.Popen(["bash", str(REPO / "nginx" / "run.sh")], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: port_owner("127.0.0.1", port) is not None, 10), "nginx did not listen"
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_weather(upstream_port: int, broken: str | None) -> contract.Report:
+    """contract_server.py serving /weather/{city} from the real upstream, checked with the upstream's own count."""
+    port = free_port()
+    url = upstream_url_of(upstream_port)
+    proc = subprocess.Popen([sys.executable, str(RESPONDER), str(port), "probe", "--upstream", url,
+                             *(["--break", broken] if broken else [])])
+    try:
+        assert wait_until(lambda: port_owner("127.0.0.1", port) is not None, 10), "the responder did not listen"
+        count = contract.StubStatus("127.0.0.1", upstream_port, UPSTREAM_COUNT_PATH)
+        document = (REPO / "nginx" / "static" / "weather.json").read_bytes()
+        return contract.verify("probe", "127.0.0.1", port, (*ROUTES, "weather"), document, count)
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+def upstream_url_of(port: int) -> str:
+    return f"http://127.0.0.1:{port}{UPSTREAM_PATH}"
+
+
+def test_each_weather_request_reaches_the_upstream_once(upstream):
+    report = check_weather(upstream, None)
+    assert report.ok, report.failures
+    assert "GET /weather/Lyon" not in " ".join(report.failures)
+
+
+def test_a_server_caching_the_upstreams_answer_fails_the_contract(upstream):
+    """Its answers are right byte for byte; only the upstream's count of requests served shows the cache."""
+    report = check_weather(upstream, "weather-cache")
+    assert report.failures == [
+        f"GET /weather/Lyon {UPSTREAM_FETCHES} times: the upstream served 0 request(s) meanwhile, not "
+        f"{UPSTREAM_FETCHES}; each /weather request must fetch the upstream's document (no cached answer)"]
+
+
+def test_an_upstream_that_cannot_count_is_a_failure_that_says_so(upstream):
+    report = contract.verify("nginx", "127.0.0.1", upstream, ("id", "weather"), None,
+                             contract.StubStatus("127.0.0.1", upstream, "/hello"))
+    assert f"GET /weather/Lyon: the upstream's count of requests served could not be read: http://127.0.0.1:{upstream}" \
+           "/hello answered 200 'Hello World', not nginx's stub_status" in report.failures

@@ -11,7 +11,7 @@ import pytest
 from harness.basics import stats
 from harness.report import compare, model, write_report
 from harness.report import terminal as console
-from harness.results import flags
+from harness.results import flags, ranking
 from harness.results.records import Record, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
@@ -185,10 +185,10 @@ def test_rank_is_one_plus_the_intervals_entirely_above():
             "rps": {"median": median, "n": 3, "cv": 0.05, "ci": {
                 "low": low, "high": high, "level": 0.75, "method": "min-max", "k": 1}}}})
     a, b, c, e = rec("a", 95, 100, 105), rec("b", 88, 92, 96), rec("c", 80, 85, 90), rec("e", 50, 52, 54)
-    ranked = model.rank([e, c, b, a])
+    ranked = ranking.rank([e, c, b, a])
     # a overlaps b, b overlaps c, only a is above c: a and b tie first, c is 2; e is below all three: 4
     assert [(s.record.server, s.label) for s in ranked] == [("a", "=1"), ("b", "=1"), ("c", "2"), ("e", "4")]
-    touching = model.rank([rec("x", 90, 95, 100), rec("y", 80, 85, 90)])  # touching ends overlap
+    touching = ranking.rank([rec("x", 90, 95, 100), rec("y", 80, 85, 90)])  # touching ends overlap
     assert [s.label for s in touching] == ["=1", "=1"]
 
 

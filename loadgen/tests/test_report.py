@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import compare, model, write_report
+from harness.report import command, compare, model, write_report
 from harness.report import terminal as console
 from harness.results import flags
 from harness.results import records as results
@@ -180,13 +180,13 @@ def test_resolve_run_ids(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "results.json").write_text("{}")
     (tmp_path / "latest").symlink_to("20261122-060000-bench")
-    assert compare.resolve("latest", tmp_path).name == "latest"
-    assert compare.resolve("20261122-05", tmp_path).name == "20261122-050300-hello"
-    assert compare.resolve(str(tmp_path / "20261122-060000-bench" / "results.json"), tmp_path).name == "20261122-060000-bench"
-    with pytest.raises(compare.CompareError, match="several runs"):
-        compare.resolve("20261122", tmp_path)
-    with pytest.raises(compare.CompareError, match="no run"):
-        compare.resolve("nope", tmp_path)
+    assert command.resolve("latest", tmp_path).name == "latest"
+    assert command.resolve("20261122-05", tmp_path).name == "20261122-050300-hello"
+    assert command.resolve(str(tmp_path / "20261122-060000-bench" / "results.json"), tmp_path).name == "20261122-060000-bench"
+    with pytest.raises(command.RunNotFound, match="several runs"):
+        command.resolve("20261122", tmp_path)
+    with pytest.raises(command.RunNotFound, match="no run"):
+        command.resolve("nope", tmp_path)
 
 
 def test_servers_without_measurements_are_named(tmp_path):

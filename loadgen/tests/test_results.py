@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.measuring import lifecycle, overhead
-from harness.report import compare, model, write_report
+from harness.report import command, compare, model, write_report
 from harness.results import flags
 from harness.results import records as results
 from harness.results.records import SCHEMA, Record, ResultsError, Run
@@ -77,7 +77,7 @@ def test_records_without_attempts_are_refused_with_one_message(tmp_path):
     for reader in (write_report, compare.load):  # the report and compare read through the same loader
         with pytest.raises(ResultsError, match="older harness"):
             reader(tmp_path)
-    assert compare.cmd_report(str(tmp_path)) == 2
+    assert command.cmd_report(str(tmp_path)) == 2
 
 
 def test_a_newer_schema_and_a_broken_file_are_refused(tmp_path):
@@ -105,7 +105,7 @@ def test_the_store_writes_the_typed_run_after_every_record(tmp_path):
     store = RunStore(run, root=tmp_path)
     assert (tmp_path / "latest").resolve() == store.dir.resolve()
     for n, record in enumerate(records, 1):
-        store.add_record(record)
+        store.put_record(record)
         assert len(json.loads(store.path.read_text())["records"]) == n
     store.update_conditions(finished_at="now")
     assert results.load(store.path) == run
@@ -118,7 +118,7 @@ def finished_store(tmp_path, monkeypatch, report=None) -> RunStore:
         r.flags, r.ranked, r.summary = [], True, None
     store = RunStore(run, root=tmp_path)
     if report:
-        monkeypatch.setattr(compare, "cmd_report", report)
+        monkeypatch.setattr(command, "cmd_report", report)
     lifecycle.finish_run(store)
     return store
 

@@ -10,6 +10,7 @@ import pytest
 from harness.basics import httpclient
 from harness.basics.cpus import plan
 from harness.config.manifest import discover
+from harness.measuring import contract_table
 from harness.measuring import verification as contract
 from harness.measuring.runner import Beside, Naming, measure
 from harness.measuring.session import Session
@@ -50,7 +51,7 @@ def test_weather_answers_502_json_when_the_upstream_is_down(name):
     try:
         response = httpclient.get(running.host, running.port, "/weather/Montpellier", timeout=30)
         assert response.status == 502
-        assert contract.media_type(response.header("content-type"))[0] == "application/json"
+        assert contract_table.media_type(response.header("content-type"))[0] == "application/json"
         assert "error" in json.loads(response.body)
         assert httpclient.get(running.host, running.port, "/id").text == name  # still serving
     finally:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class CpuPlanError(Exception):
@@ -19,7 +21,7 @@ class CpuPlan:
     # LOADGEN_PROCESSES: a single-threaded tool's process count (None: one per load-generator core)
     loadgen_processes: int | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"server": list(self.server), "loadgen": list(self.loadgen), "upstream": list(self.upstream)}
 
     def describe(self) -> str:
@@ -32,13 +34,14 @@ class CpuPlan:
                 f"{at['upstream']}{shared}")
 
 
-def format_cpus(cpus) -> str:
+def format_cpus(cpus: Iterable[int]) -> str:
     return ",".join(str(c) for c in cpus)
 
 
-def cpu_ranges(cpus) -> str:
+def cpu_ranges(cpus: Iterable[int]) -> str:
     """(0, 1, 2, 3, 6) -> '0-3,6': a long CPU list as parse_cpus reads it."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for cpu in sorted(cpus):
         if run and cpu != run[-1] + 1:
             out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
@@ -103,12 +106,13 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
     if set(chosen["server"]) & set(chosen["loadgen"]):
         raise CpuPlanError("the server and the load generator must not share CPUs: check CPUS_SERVER / CPUS_LOADGEN")
     if set(chosen["server"]) & set(chosen["upstream"]):
-        if (overrides or {}).get("upstream"):
-            raise CpuPlanError(f"CPUS_UPSTREAM={overrides['upstream']}: the upstream nginx would share the server's CPU "
+        wanted = (overrides or {}).get("upstream")
+        if wanted:
+            raise CpuPlanError(f"CPUS_UPSTREAM={wanted}: the upstream nginx would share the server's CPU "
                                f"{format_cpus(sorted(set(chosen['server']) & set(chosen['upstream'])))}; give it CPUs "
                                f"apart from the server's ({format_cpus(chosen['server'])})")
         chosen["upstream"] = chosen["loadgen"]  # a moved server: the upstream shares the load generator's, as on 2 cores
-    return CpuPlan(**chosen)
+    return CpuPlan(chosen["server"], chosen["loadgen"], chosen["upstream"])
 
 
 def plan_from_env(available: tuple[int, ...] | None = None) -> CpuPlan:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import signal
 import time
+from types import FrameType
 
 _received: str | None = None  # the signal's name, once one came
 # SIGHUP: the terminal or the ssh session it ran in went away; the command stops as on Ctrl-C
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _handler(signum, frame) -> None:
+def _handler(signum: int, frame: FrameType | None) -> None:
     global _received
     if _received:  # already stopping: let the clean-up finish
         return

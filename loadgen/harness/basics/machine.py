@@ -9,6 +9,7 @@ import resource
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import psutil
@@ -39,7 +40,7 @@ def port_owner(host: str, port: int) -> str | None:
     return "another process"
 
 
-def pinned(argv: list[str], cpus) -> list[str]:
+def pinned(argv: list[str], cpus: Iterable[int]) -> list[str]:
     """`argv` run pinned to `cpus` from its first instruction (a JVM sizes its pools from the CPUs it may use at
     start): through taskset, which sets the affinity and execs, so the pid is the program's. Not a preexec_fn: Python
     documents those as unsafe beside threads (the samplers'), and a Ctrl-C that lands in its at-fork handlers is
@@ -79,7 +80,8 @@ def wall_clock(ticks: int) -> float:
     return psutil.boot_time() + ticks / CLOCK_TICKS
 
 
-def started_as(ticks: int | None, created: float | None = None, started_at: float | None = None):
+def started_as(ticks: int | None, created: float | None = None,
+               started_at: float | None = None) -> Callable[[int], bool]:
     """The test a process's kernel start time must pass to be the process recorded: the same tick; for a record of
     an older harness (no ticks), its wall-clock create_time to 10 ms, or else a start by `started_at`."""
     if ticks is not None:
@@ -89,11 +91,13 @@ def started_as(ticks: int | None, created: float | None = None, started_at: floa
     return lambda start: started_at is not None and wall_clock(start) <= started_at + 1
 
 
-def still_runs(pid: int, is_it=None) -> bool:
+def still_runs(pid: int, is_it: Callable[[int], bool] | None = None) -> bool:
     """Whether `pid` is a live process (not a zombie) and, given `is_it(kernel_start)`, still the one we started: a
     pid the kernel recycled for another process is not ours. The one test of "is this still our process"."""
     fields = _stat(pid)
-    return bool(fields) and fields[0] not in ("Z", "X") and (is_it is None or is_it(int(fields[19])))
+    if not fields:
+        return False
+    return fields[0] not in ("Z", "X") and (is_it is None or is_it(int(fields[19])))
 
 
 def timestamp(at: float | None = None) -> str:
@@ -110,7 +114,7 @@ def process_create_time(pid: int) -> float | None:
         return None
 
 
-def shell_output(command: str, cwd=REPO) -> str:
+def shell_output(command: str, cwd: Path = REPO) -> str:
     """A shell command's output (stdout then stderr), or 'unknown (why)' when it could not run."""
     try:
         proc = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=30)
@@ -119,7 +123,7 @@ def shell_output(command: str, cwd=REPO) -> str:
         return f"unknown ({exc})"
 
 
-def wait_until(predicate, timeout_s: float, interval_s: float = 0.1, interruptible: bool = False) -> bool:
+def wait_until(predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.1, interruptible: bool = False) -> bool:
     """Whether `predicate` became true within `timeout_s`. `interruptible`: a Ctrl-C whose exception was lost still
     ends the wait (harness.basics.interrupt); clean-up waits are not."""
     deadline = time.monotonic() + timeout_s
@@ -129,4 +133,4 @@ def wait_until(predicate, timeout_s: float, interval_s: float = 0.1, interruptib
         if interruptible:
             interrupt.check()
         time.sleep(interval_s)
-    return predicate()
+    return bool(predicate())

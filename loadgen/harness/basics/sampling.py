@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -61,7 +62,7 @@ class ProcessSampler:
         self._thread.start()
         return self
 
-    def stop(self) -> dict:
+    def stop(self) -> dict[str, Any]:
         self._sample()
         self._stop.set()
         self._thread.join()
@@ -78,11 +79,11 @@ class ProcessSampler:
         """CPU seconds each process used while sampled."""
         return {pid: self._last[pid] - self._base[pid] for pid in self._last}
 
-    def result(self, cpu_s: float | None = None) -> dict:
+    def result(self, cpu_s: float | None = None) -> dict[str, Any]:
         return usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline)
 
 
-def usage(cores: int, cpu_s: float, wall_s: float, peak_bytes: int, timeline: list[tuple[float, int]]) -> dict:
+def usage(cores: int, cpu_s: float, wall_s: float, peak_bytes: int, timeline: list[tuple[float, int]]) -> dict[str, Any]:
     """What every sampler reports (ProcessSampler here, EngineStatsSampler from a Docker engine's counters): CPU
     seconds, their share of `cores` over `wall_s`, peak memory and memory once a second, in MB."""
     return {

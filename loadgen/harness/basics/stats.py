@@ -19,7 +19,7 @@ one in 13/27), so its "95 %" percentile interval is just the attempts' min–max
 is 75 %. The order-statistic interval is exact for any n, assumes nothing about the distribution, and says honestly
 how little 3 attempts can tell.
 
-Ranking (harness.report.model.rank) and comparison use the intervals: two figures are told apart only when their
+Ranking (harness.results.ranking.rank) and comparison use the intervals: two figures are told apart only when their
 intervals do not overlap.
 
 Comparison rule (`compare_metric`): a change between run A and run B is *significant* when
@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 CI_LEVEL = 0.95  # the coverage sought for a median's interval (reached from n = 6 attempts on)
 CI_METHOD = "order-statistic"  # [x_(k), x_(n+1-k)] with the largest k whose coverage is >= CI_LEVEL
@@ -55,7 +57,7 @@ def coverage(k: int, n: int) -> float:
     if n < 1 or not 1 <= k <= (n + 1) // 2:
         raise ValueError(f"no interval x_({k})..x_({n + 1 - k}) among {n} attempts")
     below = sum(math.comb(n, i) for i in range(k))  # 2^n · BinomCDF(k−1; n, ½)
-    return (2 ** n - 2 * below) / 2 ** n
+    return float((2 ** n - 2 * below) / 2 ** n)
 
 
 def interval_k(n: int, level: float = CI_LEVEL) -> int:
@@ -68,7 +70,7 @@ def interval_k(n: int, level: float = CI_LEVEL) -> int:
     return best
 
 
-def median_interval(values: list[float], level: float = CI_LEVEL) -> dict | None:
+def median_interval(values: list[float], level: float = CI_LEVEL) -> dict[str, Any] | None:
     """{"low", "high", "level", "method", "k"}: the order-statistic confidence interval of the median of `values`
     (see the module's docstring); "level" is the coverage actually reached, which is below `level` with few values."""
     xs = sorted(values)
@@ -81,7 +83,7 @@ def median_interval(values: list[float], level: float = CI_LEVEL) -> dict | None
     return {"low": xs[k - 1], "high": xs[n - k], "level": reached, "method": method, "k": k}
 
 
-def interval_from_range(s: dict) -> dict | None:
+def interval_from_range(s: dict[str, Any]) -> dict[str, Any] | None:
     """The min–max interval of a stored summary that has no "ci" and whose attempts are gone: [x_(1), x_(n)] covers the
     median with probability 1 − 2^(1−n) for any n (the widest order-statistic interval)."""
     n = s.get("n")
@@ -99,7 +101,7 @@ def cv(xs: list[float]) -> float | None:
     return round(statistics.stdev(xs) / statistics.fmean(xs), 4)
 
 
-def describe(values: list[float | None]) -> dict | None:
+def describe(values: list[float | None]) -> dict[str, Any] | None:
     """median, min, max, cv (None with fewer than two values), n, and ci (`median_interval`) of the values that are not
     None."""
     xs = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
@@ -115,7 +117,7 @@ def describe(values: list[float | None]) -> dict | None:
     }
 
 
-def interval(s: dict | None) -> tuple[float, float] | None:
+def interval(s: dict[str, Any] | None) -> tuple[float, float] | None:
     """(low, high) of a `describe` result: its ci, or its median as a point when it has none."""
     if not s:
         return None
@@ -125,17 +127,17 @@ def interval(s: dict | None) -> tuple[float, float] | None:
     return (s["median"], s["median"]) if s.get("median") is not None else None
 
 
-def above(a: dict | None, b: dict | None) -> bool:
+def above(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     """True when a's interval lies entirely above b's (touching ends are an overlap, not above)."""
     ia, ib = interval(a), interval(b)
-    return bool(ia and ib) and ia[0] > ib[1]
+    return ia is not None and ib is not None and ia[0] > ib[1]
 
 
-def overlap(a: dict | None, b: dict | None) -> bool:
+def overlap(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     return not above(a, b) and not above(b, a)
 
 
-def measured_attempts(record: dict) -> list[dict]:
+def measured_attempts(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The attempts that produced a measurement (a failed attempt has no rate)."""
     attempts = record.get("attempts")
     if not isinstance(attempts, list):
@@ -143,16 +145,16 @@ def measured_attempts(record: dict) -> list[dict]:
     return [a for a in attempts if not a.get("failed") and a.get("rps") is not None]
 
 
-def attempt_cost_us(attempt: dict) -> float | None:
+def attempt_cost_us(attempt: dict[str, Any]) -> float | None:
     """The server's CPU per request in one attempt, in µs: its processes' CPU seconds over the requests completed."""
     cpu_s = ((attempt.get("samples") or {}).get("server") or {}).get("cpu_s")
     requests = attempt.get("requests")
     if cpu_s is None or not requests:
         return None
-    return round(cpu_s / requests * 1e6, 2)
+    return round(float(cpu_s) / float(requests) * 1e6, 2)
 
 
-def requests_per_connection(record: dict) -> int | None:
+def requests_per_connection(record: dict[str, Any]) -> int | None:
     """How many requests each connection carries, where the load fixes it: 1 for ab without keep-alive, httperf's
     calls per connection; None for keep-alive loads whose connections live as long as the run."""
     load = record.get("load") or {}
@@ -163,7 +165,7 @@ def requests_per_connection(record: dict) -> int | None:
     return None
 
 
-def summarize(record: dict) -> dict:
+def summarize(record: dict[str, Any]) -> dict[str, Any]:
     """{"rps", "p99", "cost_us", "cost_us_per_connection"}: `describe` over the record's measured attempts of their
     req/s, p99, server CPU µs per request, and (one-request-per-connection loads, httperf's calls per connection) per
     connection; any may be None."""
@@ -179,11 +181,11 @@ def summarize(record: dict) -> dict:
     }
 
 
-def summary_of(record: dict) -> dict:
+def summary_of(record: dict[str, Any]) -> dict[str, Any]:
     """The record's stored summary, or one computed now (records written before summaries existed). A stored summary
     written before intervals existed gets its "ci" computed from the record's attempts (or, without them, the min–max
     interval of its min, max and n); the record itself is not changed."""
-    stored = record.get("summary")
+    stored: dict[str, Any] | None = record.get("summary")
     if not stored:
         return summarize(record)
     missing = [m for m, d in stored.items() if isinstance(d, dict) and "ci" not in d]
@@ -218,10 +220,10 @@ class Change:
         return None if self.delta is None else self.delta * 100
 
 
-def compare_metric(a: dict | None, b: dict | None) -> Change:
+def compare_metric(a: dict[str, Any] | None, b: dict[str, Any] | None) -> Change:
     """Compare two `describe` results (see the module's docstring for the rule)."""
     if not a or not b:
-        return Change(a and a["median"], b and b["median"], None, None, "missing on one side")
+        return Change(a["median"] if a else None, b["median"] if b else None, None, None, "missing on one side")
     if a["median"] == 0:
         return Change(a["median"], b["median"], None, None, "A is zero")
     delta = (b["median"] - a["median"]) / a["median"]
@@ -239,13 +241,13 @@ def fmt_level(level: float | None) -> str:
     return f"{level * 100:.1f}".rstrip("0").rstrip(".") + " %"
 
 
-def interval_text(s: dict | None, fmt=None) -> str:
+def interval_text(s: dict[str, Any] | None, fmt: Callable[[float], str] | None = None) -> str:
     """'35,266 – 40,867 (75 %)' for a `describe` result; '-' without an interval, the point with one attempt."""
     fmt = fmt or fmt_rate
     ci = (s or {}).get("ci")
     if not ci:
         return "-"
-    if ci["low"] == ci["high"] and s.get("n", 0) < 2:
+    if ci["low"] == ci["high"] and (s or {}).get("n", 0) < 2:
         return f"{fmt(ci['low'])} (one attempt)"
     return f"{fmt(ci['low'])} – {fmt(ci['high'])} ({fmt_level(ci['level'])})"
 

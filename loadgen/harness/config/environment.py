@@ -178,7 +178,7 @@ def cpu_lists(given: dict[str, str | None]) -> dict[str, str]:
             raise ConfigurationError(f"CPUS_SERVER={given['server']!r} and CPUS_{other.upper()}={given[other]!r} share CPU "
                                 f"{format_cpus(sorted(shared))}: the server's CPUs must be its own; give them "
                                 "CPUs apart")
-    return {role: given[role] for role in cpus}
+    return {role: given[role] or "" for role in cpus}  # each role in `cpus` was given a value
 
 
 def hosts(value: str | None, insecure: str | None, environ) -> dict[str, Host] | None:

@@ -16,6 +16,8 @@ CONTRACT_ROUTES = {"id", "hello", "backend", "tweets", "factorial", "fibonacci",
 # Names another folder whose `<folder>/manifest.toml` files are the servers (tests: manifests of their own); default: REPO
 SERVERS_DIR_VAR = "BENCH_SERVERS_DIR"
 UPSTREAM_PATH = "/weather.json"  # the route "weather.json": what /weather/{city} fetches from the upstream
+# where the upstream says how many requests it has served (nginx's stub_status): the contract check counts its fetches
+UPSTREAM_COUNT_PATH = "/requests-served"
 # What a server may be besides a measured server (`roles = [...]` in its manifest); the harness asks for roles, never
 # for a server's name.
 ROLES = {
@@ -124,10 +126,10 @@ def build_steps(servers: list[Server]) -> list[BuildStep]:
             steps.append(BuildStep(server.build, server.folder, (server.name,)))
     out = []
     for step in steps:
-        group = shared.get((step.command, step.cwd)) if not step.servers else None
-        if group:
-            folders = ",".join(dict.fromkeys(s.folder.name for s in group))
-            step = BuildStep(step.command.replace(SHARED_BUILD, folders), step.cwd, tuple(s.name for s in group))
+        members = shared.get((step.command, step.cwd)) if not step.servers else None
+        if members:
+            folders = ",".join(dict.fromkeys(s.folder.name for s in members))
+            step = BuildStep(step.command.replace(SHARED_BUILD, folders), step.cwd, tuple(s.name for s in members))
         out.append(step)
     return out
 
@@ -275,6 +277,11 @@ def upstream_of(servers: dict[str, Server]) -> Server | None:
 def upstream_url(upstream: Server, port: int | None = None, host: str = "127.0.0.1") -> str:
     """Where the servers fetch the weather document: the upstream at `port` (default: its manifest's)."""
     return f"http://{host}:{port or upstream.port}{UPSTREAM_PATH}"
+
+
+def upstream_count_url(upstream: Server, port: int | None = None, host: str = "127.0.0.1") -> str:
+    """Where the upstream at `port` says how many requests it has served (nginx's stub_status)."""
+    return f"http://{host}:{port or upstream.port}{UPSTREAM_COUNT_PATH}"
 
 
 def select(servers: dict[str, Server], names: list[str] | None) -> list[Server]:

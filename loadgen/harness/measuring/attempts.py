@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 from harness.basics import interrupt
 from harness.basics.machine import timestamp
@@ -67,10 +68,10 @@ class Bench:
     history: History = field(default_factory=History)
     dead: dict[str, str] = field(default_factory=dict)  # name -> why it died, for the servers that died
     _neighbours: dict[str, tuple[RunningServer, ...]] = field(default_factory=dict)
+    runtime_name: str = field(init=False, default="")  # the session's runtime's, as the rounds record it
 
-    @property
-    def runtime_name(self) -> str:
-        return self.session.runtime.name
+    def __post_init__(self) -> None:
+        self.runtime_name = self.session.runtime.name
 
     @property
     def raw(self) -> Path:
@@ -128,7 +129,7 @@ class Bench:
             session = self.session
             upstream = session.running().get(session.upstream.name) if session.upstream else None
             shares = upstream is not None and bool(set(upstream.cpus) & set(session.plan.loadgen))
-            self._neighbours[target.name] = (upstream,) if shares and upstream.name != target.name else ()
+            self._neighbours[target.name] = (upstream,) if upstream and shares and upstream.name != target.name else ()
         return self._neighbours[target.name]
 
     def died(self, target: Target, when: str) -> bool:
@@ -169,10 +170,11 @@ def attempt(bench: Bench, job: Job, n: int, repeat: int, warm_rate: float | None
             round_position: tuple[int, int] | None = None) -> Attempt:
     """One measured attempt, recorded; `round_position` = (position, servers) in an interleaved round."""
     interrupt.check()
-    target, scenario, run = job.target, job.scenario, job.run
-    url = target.running.url(scenario.protocol_of(run)) + scenario.path_for(job.server)
+    target, scenario, run = cast(Target, job.target), job.scenario, job.run
+    url = target.running.url(scenario.protocol_of(run)) + (scenario.path_for(job.server) or "")  # a job has a path
     label = f"{job.name} {job.label}" + (f" #{n}" if repeat > 1 else "")
     started = time.time()
+    spec: LoadSpec | None
     try:
         spec = attempt_spec(scenario, run, url, warm_rate)
     except ValueError as exc:  # a rate share of a warm-up that measured nothing
@@ -218,7 +220,8 @@ def _processes(outcome: Outcome) -> list[dict]:
     if not outcome.plan or not outcome.commands:
         return []
     parts = outcome.plan.describe()[:len(outcome.commands)]
-    for part, cpu_s in zip(parts, outcome.parts_cpu_s or [None] * len(parts)):
+    cpus: list[float | None] = [*outcome.parts_cpu_s] if outcome.parts_cpu_s else [None] * len(parts)
+    for part, cpu_s in zip(parts, cpus):
         part["cpu_s"] = cpu_s
     return parts
 

@@ -14,17 +14,20 @@ memory for all of them at once): one server after the other, its attempts back t
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psutil
 
 from harness.basics.messages import fail, say, warn
 from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
-from harness.config.manifest import Server
+from harness.config.manifest import UPSTREAM_COUNT_PATH, Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import inventory
 from harness.measuring import verification as contract
 from harness.measuring import verification_h2c as contract_h2
 from harness.measuring.attempts import Bench, Target
 from harness.measuring.clock import Clock, estimate, minutes
+from harness.measuring.contract_table import Report
 from harness.measuring.rounds import Allowance, measure_in_rounds
 from harness.measuring.schedule import START_S
 from harness.measuring.session import Session
@@ -68,13 +71,18 @@ class Turns:
         self.asleep.clear()
 
 
-def verify(running: RunningServer, server: Server, upstream: Server | None) -> contract.Report:
-    """The contract checked on `server`; `upstream` (the session's) gives the weather document its answers come from."""
-    document = upstream.upstream_document.read_bytes() if upstream else None
-    report = contract.verify(server.identity, running.host, running.port, server.routes, document)
+def verify(running: RunningServer, server: Server, session: Session) -> Report:
+    """The contract checked on `server`; the session's upstream gives the weather document its answers come from,
+    and counts the requests it serves (each /weather request must reach it)."""
+    upstream = session.upstream
+    document = upstream.upstream_document.read_bytes() if upstream and upstream.upstream_document else None
+    count = None
+    if upstream and server.needs_upstream:
+        count = contract.StubStatus(session.runtime.address("upstream"), session.port(upstream), UPSTREAM_COUNT_PATH)
+    report = contract.verify(server.identity, running.host, running.port, server.routes, document, count)
     over = ""
     if running.h2c_port:  # it claims h2c: that is part of its contract, checked the same way
-        h2 = contract_h2.check_h2(server.identity, running.host, running.h2c_port, server.routes, document)
+        h2 = contract_h2.check_h2(server.identity, running.host, running.h2c_port, server.routes, document, count)
         report.checks += h2.checks
         report.failures += [f"h2c: {f}" for f in h2.failures]
         over = " over HTTP/1.1 and h2c"
@@ -158,8 +166,7 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
                           idle_pids=_idle_pids(session, targets) if turns else None)
             allowance = Allowance(settings.remeasure_s,
-                                  (lambda: settings.budget_s - clock.elapsed_s() - clock.remaining_s())
-                                  if settings.budget_s else None)
+                                  _time_left(settings.budget_s, clock) if settings.budget_s else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
@@ -174,6 +181,11 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
     return all_ok
 
 
+def _time_left(budget_s: float, clock: Clock) -> Callable[[], float]:
+    """The seconds the run's time budget has left once what it still plans is done (what re-measuring may take)."""
+    return lambda: budget_s - clock.elapsed_s() - clock.remaining_s()
+
+
 def start_and_verify(session: Session, store: RunStore, server: Server):
     """The server up and verified as a Target; None when it could not start or failed the contract."""
     try:
@@ -183,7 +195,7 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles),
                                        **_earlier_deaths(store, server)})
         return None
-    report = verify(running, server, session.upstream)
+    report = verify(running, server, session)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
     started_here = server.name in session.started
     store.set_server(server.name, {

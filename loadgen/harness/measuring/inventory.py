@@ -77,7 +77,7 @@ def _tracked(folder: Path) -> list[Path] | None:
 def _walk(folder: Path, start: Path) -> list[Path]:
     if start.is_file():
         return [start.relative_to(folder)]
-    out = []
+    out: list[Path] = []
     for root, dirs, files in os.walk(start):
         dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS]
         out.extend(Path(root, f).relative_to(folder) for f in files)

@@ -11,7 +11,7 @@ from harness.basics.machine import timestamp
 from harness.basics.messages import console, fail, say, warn
 from harness.config.scenarios import Settings
 from harness.measuring.conditions import collect
-from harness.report import compare, model
+from harness.report import command, model
 from harness.report import terminal as console_table
 from harness.results import flags
 from harness.results.records import Run
@@ -58,7 +58,7 @@ def finish_run(store: RunStore, runtime: Runtime | None = None) -> None:
     flags.evaluate_and_save(store)
     print_summary(store)
     try:  # a chart that cannot be drawn must not lose the run: results.json is already written
-        compare.cmd_report(str(store.dir))
+        command.cmd_report(str(store.dir))
     except Exception as exc:  # noqa: BLE001
         warn(f"the report could not be written ({exc}); results.json is complete: retry with `make report`")
     problems = failures(store.run)
@@ -72,7 +72,7 @@ def failures(run: Run) -> list[str]:
     for name, entry in run.servers.items():
         if not entry.get("started", True):
             out.append(f"{name} did not start: {entry.get('error', 'no reason recorded').splitlines()[0]}")
-        elif name in (run.verification or {}) and not run.verification[name].ok:
+        elif name in (verified := run.verification or {}) and not verified[name].ok:
             out.append(f"{name} failed the contract: it was not measured")
         for death in entry.get("deaths", []):
             out.append(f"{name} died {death['when']} ({death['reason']}); {death['then']}")

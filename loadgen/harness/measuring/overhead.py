@@ -32,7 +32,7 @@ TARGET = 0.95  # issue 4: docker/local at least this, on this machine
 def ratios(records: list[Record], rounds: int) -> dict[str, dict]:
     """Per server: docker/local of the median req/s in each round, their median, and the ratio of the medians over
     all rounds. A round where a side has no clean figure gives no ratio."""
-    rps: dict[str, dict[str, dict[int, float]]] = {}  # server -> runtime -> round -> req/s
+    rps: dict[str, dict[str | None, dict[int, float]]] = {}  # server -> runtime -> round -> req/s
     for r in records:
         if r.round is not None and r.rps and not r.failed and not r.errors.total:
             rps.setdefault(r.server, {}).setdefault(r.runtime, {})[r.round] = r.rps

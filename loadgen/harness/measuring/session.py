@@ -163,6 +163,7 @@ class Session:
         return None
 
     def ensure_upstream(self) -> RunningServer:
+        assert self.upstream is not None, "asked for the upstream of servers that have none"
         return self.ensure(self.upstream)
 
     def clear_leftovers(self) -> bool:
@@ -182,8 +183,8 @@ class Session:
             found.setdefault(str(tool.started_by), []).append(f"the load tool {tool.name} (pid {tool.pid})")
         for name, (running, starter) in servers.items():
             found.setdefault(str(starter), []).append(f"{name} ({running.runtime}, port {running.port})")
-        for starter, what in found.items():
-            say(f"found what {starter} left running when it was killed: {', '.join(what)}; stopping "
+        for command, what in found.items():
+            say(f"found what {command} left running when it was killed: {', '.join(what)}; stopping "
                 f"{'them' if len(what) > 1 else 'it'}")
         for tool in tools:
             _stop_tool(tool)

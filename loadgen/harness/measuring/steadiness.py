@@ -18,7 +18,13 @@ import sys
 import time
 
 from harness.basics import interrupt, stats
+from harness.basics.cpus import CpuPlan
 from harness.basics.machine import pinned
+from harness.basics.messages import say, warn
+from harness.config.scenarios import Settings
+from harness.report.run_conditions import steadiness_text
+from harness.results import flag_kinds
+from harness.results.store import RunStore
 
 TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
 # Above this, the run is warned that its records will carry the machine's spread: with 3 attempts whose own CV is 5 %,
@@ -86,3 +92,23 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
             correlation = round(statistics.correlation(a[:n], b[:n]), 2)
     return {"seconds": seconds, "window_s": window_s, "cpus": cpus, "windows": min(len(s) for s in series.values()),
             "cv": {role: stats.cv(s) for role, s in series.items()}, "correlation": correlation}
+
+
+def probe_and_record(store: RunStore, plan: CpuPlan, settings: Settings, when: str) -> None:
+    """The machine's own CPU-speed steadiness, probed and recorded in the conditions `when` ("before", "after") the
+    run, where the profile asks for it; a warning when it varies more than UNSTEADY_CV."""
+    if not settings.steadiness:
+        return
+    if plan.hosts:  # the plan's CPUs are other machines', not this one's
+        store.update_conditions(steadiness_not_probed="the roles run on other hosts (HOSTS): this machine's CPU speed "
+                                                      "is not theirs")
+        return
+    say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
+    result = probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
+    say(f"  {steadiness_text(result)}")
+    worst = max((c for c in result["cv"].values() if c is not None), default=None)
+    if worst is not None and worst > UNSTEADY_CV:
+        warn(f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
+             f"length will carry about as much spread, and records past {flag_kinds.SPREAD_MAX_CV:.0%} are flagged `spread`; "
+             "a quieter machine (or the seed profile's longer attempts) gives tighter intervals")
+    store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})

@@ -1,49 +1,25 @@
-"""`ping`: checks a running server against CONTRACT.md, byte for byte. A server that fails is not benchmarked."""
+"""`ping`: checks a running server against CONTRACT.md over HTTP/1.1, byte for byte, walking the contract's table
+(contract_table.py), then what is HTTP/1.1's own: HTTP/1.0, pipelining, framing. A server that fails is not
+benchmarked."""
 from __future__ import annotations
 
-import math
-import re
 import socket
-import sys
-from dataclasses import dataclass, field
+from functools import partial
 
 from harness.basics import interrupt
-from harness.basics.httpclient import Connection, HttpError, Response, request_bytes
-
-HELLO = "Hello World"
-BACKEND = "<h1>Say hello to akka-http</h1>"
-WEATHER = '{"code":500,"temp":14}'
-TWEETS = re.compile(r'^\[\{"id":(\d+),"author":"author1","content":"Hello, World!"\}\]$')
-FIBONACCI = {0: 1, 1: 1, 10: 89, 25: 121393}
-FACTORIAL_PARAMS = (0, 1, 20, 100, 5000)
-sys.set_int_max_str_digits(0)  # 5000! has 16326 digits
-BAD_PARAMS = {"factorial": ("", "abc", "1.5", "-1", "5001"), "fibonacci": ("", "abc", "-1", "46")}
-
-
-@dataclass
-class Report:
-    server: str
-    failures: list[str] = field(default_factory=list)
-    checks: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    def expect(self, condition: bool, what: str) -> bool:
-        self.checks += 1
-        if not condition:
-            self.failures.append(what)
-        return condition
-
-
-def media_type(value: str | None) -> tuple[str, str | None]:
-    """'text/plain; charset=UTF-8' -> ('text/plain', 'utf-8')"""
-    if not value:
-        return "", None
-    parts = [p.strip() for p in value.split(";")]
-    charset = next((p.split("=", 1)[1].strip().strip('"').lower() for p in parts[1:] if p.lower().startswith("charset=")), None)
-    return parts[0].lower(), charset
+from harness.basics.httpclient import Connection, HttpError, Response, get, request_bytes
+from harness.measuring.contract_table import (
+    Kind,
+    Report,
+    Step,
+    UpstreamCount,
+    contract_table,
+    expect_answer,
+    expect_tweet_ids,
+    expect_upstream_fetches,
+    fixed_answers,
+    tweet_id,
+)
 
 
 def send_garbage(host: str, port: int, garbage: tuple[bytes, ...]) -> None:
@@ -61,41 +37,30 @@ def send_garbage(host: str, port: int, garbage: tuple[bytes, ...]) -> None:
             pass
 
 
-@dataclass(frozen=True)
-class Expected:
-    """What the contract expects of one answer: its status, and where it names them its body, media type and
-    charset."""
+class StubStatus:
+    """The requests an nginx upstream has served, from its stub_status page ("server accepts handled requests" and
+    the three numbers under it), less those this counter's own reads made (each read counts itself)."""
 
-    status: int
-    body: str | None = None
-    mtype: str | None = None
-    charset: str | None = None
+    def __init__(self, host: str, port: int, path: str):
+        self.host, self.port, self.path, self.reads = host, port, path, 0
 
-
-def expect_answer(report: Report, path: str, r, expected: Expected,
-                  names: tuple[str, str, str] = ("Content-Type", "Date", "Server")) -> None:
-    """The checks every answer gets, whatever its protocol: status, body, media type (and charset where the contract
-    names one), a date and a server header. `r` has .status, .text and .header(name); `names`: the headers as the
-    protocol writes them, for the messages (HTTP/2: lower case)."""
-    content_type, date, server = names
-    status, body, mtype, charset = expected.status, expected.body, expected.mtype, expected.charset
-    report.expect(r.status == status, f"GET {path}: status {r.status}, expected {status}")
-    if body is not None:
-        report.expect(r.text == body, f"GET {path}: body {r.text[:80]!r}, expected {body[:80]!r}")
-    if mtype is not None:
-        got_type, got_charset = media_type(r.header("content-type"))
-        report.expect(got_type == mtype, f"GET {path}: {content_type} {r.header('content-type')!r}, expected {mtype}")
-        if charset:
-            report.expect(got_charset == charset,
-                          f"GET {path}: {content_type} {r.header('content-type')!r} lacks charset={charset}")
-    report.expect(r.header("date") is not None, f"GET {path}: no {date} header")
-    report.expect(r.header("server") is not None, f"GET {path}: no {server} header")
+    def __call__(self) -> int:
+        try:
+            r = get(self.host, self.port, self.path, timeout=5.0)
+        except HttpError as exc:
+            raise ValueError(f"http://{self.host}:{self.port}{self.path}: {exc}") from exc
+        self.reads += 1
+        lines = r.text.splitlines()
+        if r.status != 200 or len(lines) < 3 or len(lines[2].split()) != 3 or not lines[2].split()[2].isdigit():
+            raise ValueError(f"http://{self.host}:{self.port}{self.path} answered {r.status} {r.text[:60]!r}, "
+                             "not nginx's stub_status")
+        return int(lines[2].split()[2]) - self.reads
 
 
 class Checker:
-    def __init__(self, name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None):
-        self.name, self.host, self.port, self.routes = name, host, port, routes
-        self.upstream_document = upstream_document
+    def __init__(self, name: str, host: str, port: int, steps: list[Step], upstream_count: UpstreamCount | None):
+        self.name, self.host, self.port, self.steps = name, host, port, steps
+        self.upstream_count = upstream_count
         self.report = Report(name)
 
     def get(self, path: str) -> Response | None:
@@ -108,67 +73,48 @@ class Checker:
             self.report.expect(False, f"GET {path}: {exc}")
             return None
 
-    def check_response(self, path: str, status: int, body: str | None = None, mtype: str | None = None,
-                       charset: str | None = None, response: Response | None = None) -> Response | None:
-        r = response or self.get(path)
+    def check_response(self, step: Step, response: Response | None = None) -> Response | None:
+        r = response or self.get(step.path)
         if r is None:
             return None
-        expect = self.report.expect
-        expect_answer(self.report, path, r, Expected(status, body, mtype, charset))
-        framed = r.header("content-length") is not None or "chunked" in (r.header("transfer-encoding") or "")
+        path, expect = step.path, self.report.expect
+        expect_answer(self.report, path, r, step.expected)
+        length = r.header("content-length")
+        framed = length is not None or "chunked" in (r.header("transfer-encoding") or "")
         expect(framed, f"GET {path}: neither Content-Length nor chunked encoding")
-        if r.header("content-length") is not None:
-            expect(int(r.header("content-length")) == len(r.body), f"GET {path}: Content-Length differs from the body")
+        if length is not None:
+            expect(int(length) == len(r.body), f"GET {path}: Content-Length differs from the body")
         return r
 
     def run(self) -> Report:
-        self.check_response("/id", 200, self.name, "text/plain")
-        self.check_response("/no-such-route", 404)
-        if "hello" in self.routes:
-            self.check_response("/hello", 200, HELLO, "text/plain", "utf-8")
-        if "backend" in self.routes:
-            self.check_response("/backend", 200, BACKEND, "text/html", "utf-8")
-        if "weather.json" in self.routes and self.upstream_document is not None:
-            r = self.check_response("/weather.json", 200, None, "application/json")
-            if r:
-                self.report.expect(r.body == self.upstream_document, "GET /weather.json: not the seed document")
-        if "tweets" in self.routes:
-            self.check_tweets()
-        if "factorial" in self.routes:
-            for n in FACTORIAL_PARAMS:
-                self.check_response(f"/factorial?param={n}", 200, str(math.factorial(n)), "text/plain")
-        if "fibonacci" in self.routes:
-            for n, value in FIBONACCI.items():
-                self.check_response(f"/fibonacci?param={n}", 200, str(value), "text/plain")
-        for route, params in BAD_PARAMS.items():
-            if route in self.routes:
-                self.check_response(f"/{route}", 400)
-                for p in params:
-                    self.check_response(f"/{route}?param={p}", 400)
-        if "weather" in self.routes:
-            self.check_response("/weather/Montpellier", 200, WEATHER, "application/json")
-            self.check_response("/weather/Paris", 200, WEATHER, "application/json")
+        for step in self.steps:
+            if step.kind is Kind.COUNTER:
+                self.check_tweets(step)
+            elif step.kind is Kind.UPSTREAM:
+                if self.upstream_count is not None:
+                    expect_upstream_fetches(self.report, step, self.upstream_count, partial(self.check_response, step))
+            else:
+                self.check_response(step)
         self.check_http10()
         self.check_pipelining()
         self.check_survives_garbage()
         return self.report
 
-    def check_tweets(self) -> None:
+    def check_tweets(self, step: Step) -> None:
+        """Two requests on one connection: the tweet id grows."""
         try:
             with Connection(self.host, self.port) as conn:
                 ids = []
                 for _ in range(2):
-                    conn.send(request_bytes("/v1/tweets"))
-                    r = self.check_response("/v1/tweets", 200, None, "application/json", response=conn.read_response())
-                    found = TWEETS.match(r.text) if r else None
-                    if not self.report.expect(found is not None, f"GET /v1/tweets: body {r.text[:100] if r else ''!r} is not the compact tweet list"):
+                    conn.send(request_bytes(step.path))
+                    found = tweet_id(self.report, self.check_response(step, conn.read_response()))
+                    if found is None:
                         return
-                    ids.append(int(found.group(1)))
+                    ids.append(found)
         except (OSError, HttpError) as exc:
-            self.report.expect(False, f"GET /v1/tweets twice on one connection: {exc}")
+            self.report.expect(False, f"GET {step.path} twice on one connection: {exc}")
             return
-        self.report.expect(ids[0] >= 1_000_000, f"GET /v1/tweets: id {ids[0]} below the counter's start 1000000")
-        self.report.expect(ids[1] > ids[0], f"GET /v1/tweets: id did not grow on the next request ({ids[0]} then {ids[1]})")
+        expect_tweet_ids(self.report, ids)
 
     def check_http10(self) -> None:
         expect = self.report.expect
@@ -189,8 +135,8 @@ class Checker:
             expect(False, f"HTTP/1.0: {exc}")
 
     def check_pipelining(self) -> None:
-        paths = [p for p, route in (("/id", "id"), ("/hello", "hello"), ("/backend", "backend"), ("/id", "id")) if route in self.routes]
-        expected = {"/id": self.name, "/hello": HELLO, "/backend": BACKEND}
+        fixed = fixed_answers(self.steps)
+        paths = [p for p in ("/id", "/hello", "/backend", "/id") if p in fixed]
         try:
             with Connection(self.host, self.port) as conn:
                 conn.send(b"".join(request_bytes(p) for p in paths))
@@ -198,7 +144,7 @@ class Checker:
         except (OSError, HttpError) as exc:
             self.report.expect(False, f"pipelining {paths}: {exc}")
             return
-        self.report.expect(bodies == [expected[p] for p in paths], f"pipelining {paths}: answered {bodies}")
+        self.report.expect(bodies == [fixed[p].body for p in paths], f"pipelining {paths}: answered {bodies}")
 
     def check_survives_garbage(self) -> None:
         """A garbage request may get a 4xx/5xx or a closed connection; the server must keep serving."""
@@ -208,6 +154,9 @@ class Checker:
         self.report.expect(r is not None and r.status == 200, "after garbage requests the server no longer answers /id")
 
 
-def verify(name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None) -> Report:
-    return Checker(name, host, port, routes, upstream_document).run()
-
+def verify(name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None,
+           upstream_count: UpstreamCount | None = None) -> Report:
+    """The contract over HTTP/1.1. `upstream_count`: how many requests the upstream has served (StubStatus), so that
+    each /weather request is seen to reach it; None leaves that step out."""
+    steps = contract_table(name, routes, upstream_document, upstream_counted=upstream_count is not None)
+    return Checker(name, host, port, steps, upstream_count).run()

@@ -1,33 +1,36 @@
 """The HTTP/2 side of CONTRACT.md: checks a running server over one cleartext HTTP/2 connection (h2c, prior knowledge,
-as h2load speaks it) for what `contract` checks over HTTP/1.1 (bodies byte for byte, status codes, content types,
-`date` and `server` headers, 404, 400 on bad params, the tweet counter), and that several requests in flight at once
-on that connection are each answered with their own body. Every read has a deadline: a silent server fails the check,
-it never hangs it."""
+as h2load speaks it), walking the contract's table (contract_table.py) as the HTTP/1.1 check does (bodies byte for
+byte, status codes, content types, `date` and `server` headers, 404, 400 on bad params, the tweet counter, each
+/weather request reaching the upstream), then that several requests in flight at once on that connection are each
+answered with their own body. Every read has a deadline: a silent server fails the check, it never hangs it."""
 from __future__ import annotations
 
-import math
 import socket
 import time
 from dataclasses import dataclass, field
+from functools import partial
+from typing import cast
 
 import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
 
-from harness.measuring.verification import (
-    BACKEND,
-    BAD_PARAMS,
-    FACTORIAL_PARAMS,
-    FIBONACCI,
-    HELLO,
+from harness.measuring.contract_table import (
     TWEETS,
-    WEATHER,
     Expected,
+    Kind,
     Report,
+    Step,
+    UpstreamCount,
+    contract_table,
     expect_answer,
-    send_garbage,
+    expect_tweet_ids,
+    expect_upstream_fetches,
+    fixed_answers,
+    tweet_id,
 )
+from harness.measuring.verification import send_garbage
 
 READ_TIMEOUT_S = 5.0  # for each read, and for each exchange as a whole
 IN_FLIGHT = 10  # requests sent at once on the connection before any answer is read
@@ -129,10 +132,11 @@ class H2Client:
             raise H2Error(f"the server does not speak h2c with prior knowledge: it answered {line[:60]!r}")
 
     def _on(self, event: h2.events.Event, responses: dict[int, H2Response]) -> None:
-        r = responses.get(getattr(event, "stream_id", None))
+        r = responses.get(getattr(event, "stream_id", 0))  # stream 0: the connection's, never a request's
         if isinstance(event, h2.events.ResponseReceived) and r:
-            r.headers = [(k.lower(), v) for k, v in event.headers if not k.startswith(":")]
-            r.status = int(dict(event.headers)[":status"])
+            headers = cast(list[tuple[str, str]], event.headers)  # str: the connection decodes them (header_encoding)
+            r.headers = [(k.lower(), v) for k, v in headers if not k.startswith(":")]
+            r.status = int(dict(headers)[":status"])
         elif isinstance(event, h2.events.DataReceived):
             if r:
                 r.body += event.data
@@ -148,9 +152,9 @@ class H2Client:
 
 
 class H2Checker:
-    def __init__(self, name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None):
-        self.name, self.host, self.port, self.routes = name, host, port, routes
-        self.upstream_document = upstream_document
+    def __init__(self, name: str, host: str, port: int, steps: list[Step], upstream_count: UpstreamCount | None):
+        self.name, self.host, self.port, self.steps = name, host, port, steps
+        self.upstream_count = upstream_count
         self.report = Report(name)
         self.client: H2Client | None = None
         self.connections = 0
@@ -170,57 +174,34 @@ class H2Checker:
                 self.client = None
             return [None] * len(paths)
 
-    def check_response(self, path: str, status: int, body: str | None = None, mtype: str | None = None,
-                       charset: str | None = None) -> H2Response | None:
+    def check_response(self, step: Step) -> H2Response | None:
+        path = step.path
         r = self.get([path])[0]
         if r is None:
             return None
         expect = self.report.expect
         if not expect(r.reset is None, f"GET {path}: stream {r.stream_id} reset by the server (error code {r.reset})"):
             return None
-        expect_answer(self.report, path, r, Expected(status, body, mtype, charset), ("content-type", "date", "server"))
+        expect_answer(self.report, path, r, step.expected, ("content-type", "date", "server"))
         if r.header("content-length") is not None:  # optional in HTTP/2, but right when given
             expect(r.header("content-length") == str(len(r.body)),
                    f"GET {path}: content-length {r.header('content-length')} differs from the body ({len(r.body)} bytes)")
         return r
 
-    def expected(self) -> dict[str, tuple[int, str | None, str | None, str | None]]:
-        """path -> (status, body, media type, required charset) for every fixed answer of the routes served."""
-        table: dict[str, tuple[int, str | None, str | None, str | None]] = {"/id": (200, self.name, "text/plain", None)}
-        if "hello" in self.routes:
-            table["/hello"] = (200, HELLO, "text/plain", "utf-8")
-        if "backend" in self.routes:
-            table["/backend"] = (200, BACKEND, "text/html", "utf-8")
-        if "factorial" in self.routes:
-            table.update({f"/factorial?param={n}": (200, str(math.factorial(n)), "text/plain", None)
-                          for n in FACTORIAL_PARAMS})
-        if "fibonacci" in self.routes:
-            table.update({f"/fibonacci?param={n}": (200, str(v), "text/plain", None) for n, v in FIBONACCI.items()})
-        if "weather" in self.routes:
-            table["/weather/Montpellier"] = (200, WEATHER, "application/json", None)
-            table["/weather/Paris"] = (200, WEATHER, "application/json", None)
-        return table
-
     def run(self) -> Report:
         try:
-            table = self.expected()
-            for path, (status, body, mtype, charset) in table.items():
-                self.check_response(path, status, body, mtype, charset)
-                if path == "/id" and self.client is None:
+            for step in self.steps:
+                if step.kind is Kind.COUNTER:
+                    self.check_tweets(step)
+                elif step.kind is Kind.UPSTREAM:
+                    if self.upstream_count is not None:
+                        expect_upstream_fetches(self.report, step, self.upstream_count,
+                                                partial(self.check_response, step))
+                else:
+                    self.check_response(step)
+                if step.path == "/id" and self.client is None:
                     return self.report  # the first exchange failed (no h2c at all): one line says why, not one per route
-            self.check_response("/no-such-route", 404)
-            if "weather.json" in self.routes and self.upstream_document is not None:
-                r = self.check_response("/weather.json", 200, None, "application/json")
-                if r:
-                    self.report.expect(r.body == self.upstream_document, "GET /weather.json: not the seed document")
-            if "tweets" in self.routes:
-                self.check_tweets()
-            for route, params in BAD_PARAMS.items():
-                if route in self.routes:
-                    self.check_response(f"/{route}", 400)
-                    for p in params:
-                        self.check_response(f"/{route}?param={p}", 400)
-            self.check_in_flight(table)
+            self.check_in_flight(fixed_answers(self.steps))
             self.check_survives_garbage()
             self.report.expect(self.connections == 1, f"the checks needed {self.connections} h2c connections, not one "
                                                       "(the server broke the connection)")
@@ -229,35 +210,33 @@ class H2Checker:
                 self.client.close()
         return self.report
 
-    def check_tweets(self) -> None:
+    def check_tweets(self, step: Step) -> None:
+        """Two requests on the connection: the tweet id grows."""
         ids = []
         for _ in range(2):
-            r = self.check_response("/v1/tweets", 200, None, "application/json")
-            found = TWEETS.match(r.text) if r else None
-            if not self.report.expect(found is not None,
-                                      f"GET /v1/tweets: body {r.text[:100] if r else ''!r} is not the compact tweet list"):
+            found = tweet_id(self.report, self.check_response(step))
+            if found is None:
                 return
-            ids.append(int(found.group(1)))
-        self.report.expect(ids[0] >= 1_000_000, f"GET /v1/tweets: id {ids[0]} below the counter's start 1000000")
-        self.report.expect(ids[1] > ids[0], f"GET /v1/tweets: id did not grow on the next request ({ids[0]} then {ids[1]})")
+            ids.append(found)
+        expect_tweet_ids(self.report, ids)
 
-    def check_in_flight(self, table: dict) -> None:
+    def check_in_flight(self, fixed: dict[str, Expected]) -> None:
         """IN_FLIGHT requests to different routes, all sent before any answer is read, each answered on its own stream
         with its own body (tweets: each with its own id)."""
-        fixed = [p for p in ("/id", "/hello", "/backend", "/fibonacci?param=10", "/factorial?param=20",
-                             "/fibonacci?param=1", "/factorial?param=100", "/weather/Paris") if p in table]
-        if "tweets" in self.routes:
-            fixed[1:1] = ["/v1/tweets"]
-            fixed.append("/v1/tweets")
-        paths = [fixed[i % len(fixed)] for i in range(IN_FLIGHT)]
+        paths: list[str] = [p for p in ("/id", "/hello", "/backend", "/fibonacci?param=10", "/factorial?param=20",
+                             "/fibonacci?param=1", "/factorial?param=100", "/weather/Paris") if p in fixed]
+        if any(s.kind is Kind.COUNTER for s in self.steps):
+            paths[1:1] = ["/v1/tweets"]
+            paths.append("/v1/tweets")
+        paths = [paths[i % len(paths)] for i in range(IN_FLIGHT)]
         limit = self.client.max_streams() if self.client else IN_FLIGHT
         if not self.report.expect(limit >= IN_FLIGHT, f"h2c: the server allows {limit} concurrent streams, "
                                                       f"fewer than {IN_FLIGHT}"):
             paths = paths[:max(limit, 1)]
         responses = self.get(paths)
         what = f"{len(paths)} streams in flight at once"
-        wrong = []
-        tweet_ids = []
+        wrong: list[str] = []
+        tweet_ids: list[int] = []
         for path, r in zip(paths, responses):
             if r is None:
                 return  # the exchange failed as a whole: reported
@@ -269,9 +248,9 @@ class H2Checker:
                     tweet_ids.append(int(found.group(1)))
                 else:
                     wrong.append(f"{path} (stream {r.stream_id}) answered {r.text[:60]!r}")
-            elif r.status != table[path][0] or r.text != table[path][1]:
+            elif r.status != fixed[path].status or r.text != fixed[path].body:
                 wrong.append(f"{path} (stream {r.stream_id}) answered {r.status} {r.text[:60]!r}, "
-                             f"expected {table[path][1][:60]!r}")
+                             f"expected {(fixed[path].body or '')[:60]!r}")
         self.report.expect(not wrong, f"{what}: " + "; ".join(wrong))
         if len(tweet_ids) > 1:
             self.report.expect(len(set(tweet_ids)) == len(tweet_ids),
@@ -286,6 +265,9 @@ class H2Checker:
         self.report.expect(r is not None and r.status == 200, "after garbage connections the server no longer answers /id")
 
 
-def check_h2(name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None) -> Report:
-    """The contract over h2c: a Report whose failures are one readable line each."""
-    return H2Checker(name, host, port, routes, upstream_document).run()
+def check_h2(name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None,
+             upstream_count: UpstreamCount | None = None) -> Report:
+    """The contract over h2c: a Report whose failures are one readable line each. `upstream_count` as in
+    verification.verify."""
+    steps = contract_table(name, routes, upstream_document, upstream_counted=upstream_count is not None)
+    return H2Checker(name, host, port, steps, upstream_count).run()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, cast
 
 from harness.basics import httpclient, interrupt, trend
 from harness.basics.messages import say, warn
@@ -23,6 +24,9 @@ from harness.measuring.schedule import WarmupStep
 from harness.results import records as results
 from harness.results.records import WarmupRun
 from harness.tools import TOOLS
+
+if TYPE_CHECKING:  # annotations only: attempts.py imports this module
+    from harness.measuring.attempts import Bench, Target
 
 WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
 PRIMER_REQUESTS = 10
@@ -51,17 +55,18 @@ class Progress:
                                    errors=errors))
         self.rate = rps or self.rate
         latest = [r.rps for r in self.runs[-self.window:]]
-        self.steady = all(latest) and trend.settled(latest, self.window, tolerance)
+        self.steady = all(latest) and trend.settled([r for r in latest if r is not None], self.window, tolerance)
 
 
-def warm_up(bench, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
+def warm_up(bench: Bench, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
     """`step`'s warm-up (see the module's docstring) on `bench` (attempts.Bench: its `load`, `turn`, `dead`, `raw`)."""
     job = step.job
-    scenario, target = job.scenario, job.target
-    _prime(bench, target, scenario.path_for(job.server))
+    scenario, target = job.scenario, cast("Target", job.target)
+    path = scenario.path_for(job.server) or ""  # a job has a path
+    _prime(bench, target, path)
     tool_name = scenario.warmup_tool
     own = scenario.warmup.run if scenario.warmup else job.run
-    base = own.spec(target.running.url(scenario.protocol_of(own)) + scenario.path_for(job.server))
+    base = own.spec(target.running.url(scenario.protocol_of(own)) + path)
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
     window = max(2, rule.window, scenario.warmup.min_runs if scenario.warmup else 2)
@@ -89,7 +94,7 @@ def warm_up(bench, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
                           max_runs=max_runs, rate=round(done.rate, 1) if done.rate else None)
 
 
-def _prime(bench, target, path: str) -> None:
+def _prime(bench: Bench, target: Target, path: str) -> None:
     """A few sequential requests first; in interleaved rounds the server may be asleep (SIGSTOP): it is woken first,
     or the primer would wait out its timeout."""
     if bench.turn:

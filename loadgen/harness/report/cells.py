@@ -6,7 +6,12 @@ from harness.basics import stats
 from harness.basics.stats import fmt_rate, fmt_us, interval_text
 from harness.results import flags as flag_rules
 from harness.results import ranking
-from harness.results.records import Record
+from harness.results.records import Record, Summary
+
+
+def summary(r: Record) -> Summary:
+    """The record's summary: set on every record by flags.evaluate before a report is built (an empty one else)."""
+    return r.summary or Summary()
 
 
 def capacity_text(c: dict) -> str:
@@ -19,21 +24,22 @@ def capacity_text(c: dict) -> str:
 def rps_interval(r: Record) -> str:
     """The req/s median's confidence interval with its level: '35,266 – 40,867 (75 %)'; a lower bound (the load
     generator or the upstream was the limit) as '≥ 35,266 (75 %)'."""
-    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
-        ci = r.summary.rps["ci"]
+    ci = (summary(r).rps or {}).get("ci")
+    if ranking.is_lower_bound(r) and ci:
         return f"≥ {fmt_rate(ci['low'])} ({stats.fmt_level(ci['level'])})"
-    return interval_text(r.summary.rps)
+    return interval_text(summary(r).rps)
 
 
 def rps_text(r: Record) -> str:
     """The median req/s, '≥ 21,492' (the interval's low end) for a lower bound."""
-    if ranking.is_lower_bound(r) and r.summary.rps and r.summary.rps.get("ci"):
-        return "≥ " + fmt_rate(r.summary.rps["ci"]["low"])
+    ci = (summary(r).rps or {}).get("ci")
+    if ranking.is_lower_bound(r) and ci:
+        return "≥ " + fmt_rate(ci["low"])
     return fmt_rate(r.rps)
 
 
 def cost(r: Record, per_connection: bool = False) -> dict | None:
-    return (r.summary.cost_us_per_connection if per_connection else r.summary.cost_us) if r.summary else None
+    return (summary(r).cost_us_per_connection if per_connection else summary(r).cost_us) if r.summary else None
 
 
 def cost_text(r: Record) -> str:
@@ -92,7 +98,7 @@ def flag_names(r: Record) -> list[str]:
     return flag_rules.names(r)
 
 
-def bytes_text(n: int | None) -> str:
+def bytes_text(n: float | None) -> str:
     if n is None:
         return "-"
     for unit in ("B", "KiB", "MiB", "GiB"):

@@ -4,16 +4,18 @@ scenario (weather)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from harness.basics.stats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
-from harness.report.cells import cost, flag_names, latency
+from harness.report.cells import cost, flag_names, latency, summary
 from harness.report.model import CEILING_COLOR, Group, Model, ScenarioView  # noqa: E402
 from harness.results import flags as flag_rules  # noqa: E402
 from harness.results import ranking  # noqa: E402
@@ -62,7 +64,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
     xs = list(range(len(rows)))
     top = 0.0
     for x, r in zip(xs, rows):
-        s = r.summary.rps
+        s = summary(r).rps
         value = r.rps or 0.0
         clean = r.ranked
         ax.bar(x, value, width=0.65, color=model.colors.get(r.server), alpha=1.0 if clean else FLAGGED_ALPHA,
@@ -83,7 +85,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
         ax.annotate(label, (x, label_at), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8,
                     fontweight="bold" if clean else "normal")
     ceiling = group.ceiling.rps if group.ceiling else None
-    if ceiling:
+    if group.ceiling and ceiling:
         flagged = "" if group.ceiling.ranked else f" (⚑ {_short_flags(group.ceiling)})"
         ax.axhline(ceiling, color=CEILING_COLOR, ls="--", lw=1.3)
         ax.annotate(f"{group.ceiling.server} ceiling {fmt_rate(ceiling)} req/s{flagged}", (0, ceiling), xycoords=("axes fraction", "data"),
@@ -125,7 +127,7 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
                 ax.annotate(fmt_ms(value), (x + (i - 1) * width, value), textcoords="offset points", xytext=(0, 2),
                             ha="center", va="bottom", fontsize=7)
     _log_ms_axis(ax)
-    drawn = [latency(r, k) for r in rows for k, _ in PERCENTILES if latency(r, k)]
+    drawn = [value for r in rows for k, _ in PERCENTILES if (value := latency(r, k))]
     ax.set_ylim(bottom=min(drawn) / 2.5)  # the smallest bar stays visible on the log scale
     ax.set_xticks(range(len(rows)), [r.server + (" ⚑" if not r.ranked else "") for r in rows])
     ax.set_ylabel("latency, ms (log scale)")
@@ -147,14 +149,14 @@ def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
         rows = [r for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked]
                 + group.flagged if cost(r)]
         if rows:
-            panels.append((group, sorted(rows, key=lambda r: cost(r)["median"])))
+            panels.append((group, sorted(rows, key=lambda r: (cost(r) or {})["median"])))
     if not panels:
         return None
     width = sum(max(2.4, 0.55 * len(rows) + 0.8) for _, rows in panels)
     fig, axes = plt.subplots(1, len(panels), figsize=(max(4.8, width), 3.6), squeeze=False)
     for ax, (group, rows) in zip(axes[0], panels):
         for x, r in enumerate(rows):
-            s = cost(r)
+            s = cost(r) or {}  # each row has one
             clean = r.ranked
             ax.bar(x, s["median"], width=0.65, color=model.colors.get(r.server), alpha=1.0 if clean else FLAGGED_ALPHA,
                    hatch=None if clean else "//", edgecolor=model.colors.get(r.server), linewidth=0.8)
@@ -167,13 +169,13 @@ def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
         ax.set_xticks(range(len(rows)), [("≥ " if ranking.is_lower_bound(r) else "") + r.server
                                          + (" ⚑" if not r.ranked else "") for r in rows], rotation=45, ha="right")
         ax.set_title(group.run, fontsize=9)
-        ax.set_ylim(0, max((cost(r)["ci"] or {}).get("high", cost(r)["median"]) for r in rows) * 1.2)
+        ax.set_ylim(0, max(((cost(r) or {})["ci"] or {}).get("high", (cost(r) or {})["median"]) for r in rows) * 1.2)
     axes[0][0].set_ylabel("server CPU µs per request")
     fig.suptitle(f"{scenario.name}: server CPU per request (lower is cheaper)", fontweight="bold", fontsize=11)
     return _save(fig, path)
 
 
-def _points(ax, xs: list, ys: list, flagged: list[bool], color: str) -> None:
+def _points(ax: Axes, xs: list[Any], ys: list[Any], flagged: list[bool], color: str | None) -> None:
     """A line's points: filled where clean, hollow where flagged."""
     ax.scatter([x for x, f in zip(xs, flagged) if not f], [y for y, f in zip(ys, flagged) if not f], color=color,
                s=28, zorder=4)
@@ -214,10 +216,11 @@ def _matrix(model: Model, scenario: ScenarioView, path: Path, metric: str) -> Pa
         ax.plot(xs, ys, color=color, lw=2.2 if ceiling else 1.6, ls="--" if ceiling else "-", label=name, zorder=3)
         _points(ax, xs, ys, flagged, color)
         if metric == "rps":  # a band of the medians' confidence intervals
-            lo, hi = [], []
+            lo: list[Any] = []  # a point without an interval: its median
+            hi: list[Any] = []
             for x in xs:
                 r = next(r for r in scenario.groups[x].records if r.server == server)
-                ci = (r.summary.rps or {}).get("ci")
+                ci = (summary(r).rps or {}).get("ci")
                 lo.append(ci["low"] if ci else r.rps)
                 hi.append(ci["high"] if ci else r.rps)
             ax.fill_between(xs, lo, hi, color=color, alpha=0.07 if ceiling else 0.15, lw=0)
@@ -258,7 +261,8 @@ def latency_steps(model: Model, scenario: ScenarioView, path: Path) -> Path | No
             continue
         drawn = True
         color = model.colors.get(server)
-        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        xs: list[Any] = [p[0] for p in points]
+        ys: list[Any] = [p[1] for p in points]
         ax.plot(xs, ys, color=color, lw=1.6, label=server, zorder=3)
         _points(ax, xs, ys, [not p[2] for p in points], color)
     if not drawn:
@@ -296,9 +300,9 @@ def write(model: Model, folder: Path) -> dict[str, Path]:
                     out[key] = path
             continue
         for group in scenario.groups:
-            for kind, draw in (("rps", rps_bars), ("latency", latency_bars)):
+            for kind, draw_group in (("rps", rps_bars), ("latency", latency_bars)):
                 key = f"{group.key}-{kind}"
-                path = draw(model, group, folder / f"{key}.png")
+                path = draw_group(model, group, folder / f"{key}.png")
                 if path:
                     out[key] = path
     return out

@@ -12,40 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from harness.basics import stats
 from harness.basics.messages import console, fail, say
 from harness.basics.stats import Change, fmt_ms
-from harness.report import write_report
-from harness.report.cells import cost_text, rps_text
+from harness.report.cells import cost_text, rps_text, summary
+from harness.report.command import RunNotFound, resolve
 from harness.results import flags as flag_rules
 from harness.results import ranking
 from harness.results import records as results
 from harness.results.records import Record, ResultsError, Run
-from harness.results.store import RESULTS
-
-
-class CompareError(Exception):
-    pass
-
-
-def resolve(run: str, root: Path | None = None) -> Path:
-    """A run folder from a run id, `latest`, a unique prefix of a run id, a folder or a results.json path."""
-    root = root or RESULTS
-    given = Path(run)
-    for candidate in (given, root / run):
-        if candidate.is_file() and candidate.name == "results.json":
-            return candidate.parent
-        if (candidate / "results.json").is_file():
-            return candidate
-    matches = sorted(p for p in root.glob(f"{run}*") if (p / "results.json").is_file() and p.name != "latest") if root.is_dir() else []
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise CompareError(f"{run!r} names several runs: {', '.join(p.name for p in matches)}")
-    known = sorted(p.name for p in root.iterdir() if (p / "results.json").is_file()) if root.is_dir() else []
-    raise CompareError(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
 
 
 def load(run_dir: Path) -> Run:
@@ -83,9 +61,9 @@ def rows(a: Run, b: Run) -> list[ComparedRow]:
         ra, rb = ia.get(key), ib.get(key)
         row = ComparedRow(*key, ra, rb)
         if ra and rb:
-            row.rps = stats.compare_metric(ra.summary.rps, rb.summary.rps)
-            row.p99 = stats.compare_metric(ra.summary.p99, rb.summary.p99)
-            row.cost = stats.compare_metric(ra.summary.cost_us, rb.summary.cost_us)
+            row.rps = stats.compare_metric(summary(ra).rps, summary(rb).rps)
+            row.p99 = stats.compare_metric(summary(ra).p99, summary(rb).p99)
+            row.cost = stats.compare_metric(summary(ra).cost_us, summary(rb).cost_us)
             if row.rps.significant and (ranking.is_lower_bound(ra) or ranking.is_lower_bound(rb)):
                 # a lower bound moved: the change is real only where one side lies wholly above the other's bound
                 real = ranking.above_by_rate(rb, ra) or ranking.above_by_rate(ra, rb)
@@ -139,15 +117,16 @@ def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
 
 def table(a: Run, b: Run, compared: list[ComparedRow]) -> Table:
     t = Table(title=f"A = {a.run_id}   B = {b.run_id}: measurements in both runs", title_justify="left")
-    for col, just in (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
                       ("B req/s", "right"), ("Δ req/s", "right"), ("A µs/req", "right"), ("B µs/req", "right"),
                       ("Δ µs/req", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
-                      ("Δ p99", "right"), ("flags", "left")):
+                      ("Δ p99", "right"), ("flags", "left"))
+    for col, just in columns:
         t.add_column(col, justify=just)
     for row in compared:
         if not row.a or not row.b:
             continue  # listed under the table (only_in)
-        sa, sb = row.a.summary, row.b.summary
+        sa, sb = summary(row.a), summary(row.b)
         d_rps, s_rps = _verdict(row.rps, higher_is_better=True)
         d_p99, s_p99 = _verdict(row.p99, higher_is_better=False)
         d_cost, s_cost = _verdict(row.cost, higher_is_better=False)
@@ -216,26 +195,10 @@ def cmd_compare(run_a: str, run_b: str) -> int:
     try:
         a_dir, b_dir = resolve(run_a), resolve(run_b)
         t, notes = compare(a_dir, b_dir)
-    except (CompareError, ResultsError, OSError) as exc:
+    except (RunNotFound, ResultsError, OSError) as exc:
         fail(str(exc))
         return 2
     console.print(t)
     for note in notes:
         say(note)
-    return 0
-
-
-def cmd_report(run: str = "latest") -> int:
-    """`make report [RUN=...]`: writes the report of a run (default: the newest) and prints where it is."""
-    try:
-        run_dir = resolve(run or "latest")
-        written = write_report(run_dir)
-    except (CompareError, ResultsError) as exc:
-        fail(str(exc))
-        return 2
-    pngs = [p for p in written if p.suffix == ".png"]
-    for path in written:
-        if path.suffix != ".png":
-            say(f"wrote {path}")
-    say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
     return 0

@@ -9,7 +9,7 @@ import csv
 import io
 from pathlib import Path
 
-from harness.report.cells import latency, peak_rss
+from harness.report.cells import latency, peak_rss, summary
 from harness.report.model import Model
 from harness.results import flags as flag_rules
 from harness.results import ranking
@@ -34,9 +34,9 @@ def _num(value, digits: int = 4):
 
 def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
     """`capacity`: the server's capacity in a stepped scenario (harness.results.capacity), repeated on each of its steps."""
-    rps, p99 = r.summary.rps or {}, r.summary.p99 or {}
+    rps, p99 = summary(r).rps or {}, summary(r).p99 or {}
     ci = rps.get("ci") or {}
-    cost, conn = r.summary.cost_us or {}, r.summary.cost_us_per_connection or {}
+    cost, conn = summary(r).cost_us or {}, summary(r).cost_us_per_connection or {}
     cost_ci, conn_ci = cost.get("ci") or {}, conn.get("ci") or {}
     warmup = r.warmup
     return {

@@ -279,7 +279,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="sub">{subtitle}</p>',
         f'<nav>{nav}</nav>',
         f'<div class="cards">{"".join(cards)}</div>',
-        *([f'<p class="sub">{escape(cond.machine_note(c))}</p>'] if cond.machine_note(c) else []),
+        *([f'<p class="sub">{escape(note)}</p>'] if (note := cond.machine_note(c)) else []),
         '<p class="muted">req/s is the median of the attempts, whiskers and bands its confidence interval, CV the '
         "attempts' spread (coefficient of variation). Latency percentiles are those of the median attempt. CPU is the "
         "share of the CPUs each side was pinned to; µs/req the server's CPU time per request. ≥ marks a lower bound "
@@ -288,7 +288,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         "ceiling.</p>",
         f'<p class="muted">{escape(INTERVAL_NOTE)}</p>',
         f'<p class="muted">{escape(method_note(model))}</p>',
-        *([f'<p class="sub">{escape(aa_text(model))}</p>'] if aa_text(model) else []),
+        *([f'<p class="sub">{escape(aa)}</p>'] if (aa := aa_text(model)) else []),
         "<h2>At a glance</h2>", _glance(model),
     ]
     missing = cond.not_measured(model.run)

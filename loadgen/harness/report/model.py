@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.basics.stats import fmt_rate
+from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.config.manifest import discover
 from harness.report.cells import capacity_text, cost_text, rps_text
 from harness.results import capacity as capacity_rules
@@ -103,7 +104,7 @@ class Model:
 
     @property
     def slo_p99_ms(self) -> float:
-        return self.run.conditions.get("slo_p99_ms") or capacity_rules.DEFAULT_SLO_P99_MS
+        return self.run.conditions.get("slo_p99_ms") or DEFAULT_SLO_P99_MS
 
     def capacities(self, scenario: str) -> list[tuple[str, dict]]:
         """(server, capacity) of a stepped scenario, highest capacity first (none last)."""
@@ -157,13 +158,6 @@ def rps_of(r: Record) -> float:
     return r.rps or 0.0
 
 
-RANKING_NOTE = ranking.METHOD_NOTE
-
-
-def rank(records: list[Record]) -> list[Standing]:
-    return ranking.rank(records)
-
-
 def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     """Groups, ranks and colours; `run` must have been through flags.evaluate."""
     ceilings = run.with_role("ceiling")
@@ -177,7 +171,7 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
             g = Group(name, label, records)
             g.ceiling = next((r for r in records if r.server in ceilings), None)
             others = [r for r in records if r.server not in ceilings]
-            g.ranked = rank([r for r in others if r.ranked])
+            g.ranked = ranking.rank([r for r in others if r.ranked])
             g.flagged = sorted((r for r in others if not r.ranked), key=rps_of, reverse=True)
             twins = [(r, o) for r in records for o in records if run.twin_of(r.server) == o.server]
             g.twins = twins[0] if twins else None
@@ -246,7 +240,7 @@ class Glance:
     def of_ceiling(self) -> str:
         if not self.best or not self.ceiling or not self.ceiling.rps:
             return "-"
-        return " = ".join(f"{r.rps / self.ceiling.rps:.0%}" for r in self.best)
+        return " = ".join(f"{(r.rps or 0.0) / self.ceiling.rps:.0%}" for r in self.best)  # the best have a rate
 
     @property
     def note(self) -> str:
@@ -271,10 +265,10 @@ def aa_result(model: Model) -> dict | None:
     """The A/A control over the run: in how many groups the twins were ranked, and ordered (the method's own false
     positives), against the rate the method promises for the attempts taken."""
     groups = [g for s in model.scenarios for g in s.groups if g.twins_ordered is not None]
-    if not groups:
+    twins = groups[0].twins if groups else None
+    if not twins:
         return None
-    twins = groups[0].twins
-    n = min(len([a for a in t.attempts if a.measured]) for g in groups for t in g.twins)
+    n = min(len([a for a in t.attempts if a.measured]) for g in groups for t in g.twins or ())
     return {"server": twins[1].server, "twin": twins[0].server, "groups": len(groups),
             "ordered": [f"{g.scenario} {g.run}" for g in groups if g.twins_ordered],
             "expected_rate": ranking.false_order_rate(n) if n else None, "attempts": n}
@@ -298,7 +292,7 @@ def method_note(model: Model) -> str:
     """The ranking rule with the false-order rate of the attempts this run took."""
     counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})
     rates = ", ".join(f"{ranking.false_order_rate(n):.1%} with {n} attempts" for n in counts)
-    return (RANKING_NOTE + (f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
+    return (ranking.METHOD_NOTE + (f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
                             "exchangeable, all of one above all of the other)." if rates else ""))
 
 
@@ -315,8 +309,8 @@ def protocol_change(scenario: ScenarioView, server: str) -> str:
     h2 = [r for r in mine if r.load.get("protocol") == "h2c"]
     if not h1 or not h2:
         return ""
-    best = max(h2, key=lambda r: r.rps)
-    return f"×{best.rps / h1[0].rps:.2f} ({best.run})"
+    best = max(h2, key=lambda r: r.rps or 0.0)  # each has a rate (`mine`)
+    return f"×{(best.rps or 0.0) / (h1[0].rps or 1.0):.2f} ({best.run})"
 
 
 def has_protocol_change(scenario: ScenarioView) -> bool:

@@ -3,30 +3,31 @@
 the ranked records in the model's ranking (harness.results.ranking; ties shown as "=2", lower bounds as "≥", flags beside)."""
 from __future__ import annotations
 
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from harness.basics import stats
 from harness.basics.stats import fmt_ms, fmt_rate
-from harness.report.cells import cost_text, cpu, errors_text, latency, peak_rss, rps_text
+from harness.report.cells import cost_text, cpu, errors_text, latency, peak_rss, rps_text, summary
 from harness.report.model import Model, rps_of
 from harness.results import flag_kinds
 from harness.results.records import Record
 
 SEVERE = tuple(k.name for k in flag_kinds.ALL if k.severe)  # a record flagged so is shown red, otherwise yellow
-COLUMNS = (("", "left"), ("server", "left"), ("scenario", "left"), ("run", "left"), ("req/s", "right"),
+COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (("", "left"), ("server", "left"), ("scenario", "left"), ("run", "left"), ("req/s", "right"),
            ("interval", "right"), ("CV", "right"), ("µs/req", "right"), ("p50 ms", "right"), ("p99 ms", "right"), ("errors", "right"),
            ("srv CPU", "right"), ("lg CPU", "right"), ("RSS MB", "right"), ("flags", "left"))
 
 
 def _cv(r: Record) -> str:
-    s = r.summary.rps
+    s = summary(r).rps
     if not s:
         return "-"
     return "n=1" if s.get("cv") is None else f"{s['cv']:.1%}"
 
 
 def _interval(r: Record) -> str:
-    ci = (r.summary.rps or {}).get("ci")
+    ci = (summary(r).rps or {}).get("ci")
     if not ci or ci["low"] == ci["high"]:
         return "-"
     return f"{fmt_rate(ci['low'])}–{fmt_rate(ci['high'])} {stats.fmt_level(ci['level']).replace(' ', '')}"

@@ -3,6 +3,7 @@ and peaks, every attempt kept."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.config.scenarios import LoadRun, Scenario
@@ -24,15 +25,17 @@ def _threads(attempt: Attempt | None) -> int | None:
     """The threads the load plan gave a multi-threaded tool's processes together (None: a single-threaded tool's)."""
     if not attempt or not attempt.processes or all(p["threads"] == 1 for p in attempt.processes):
         return None
-    return sum(p["threads"] for p in attempt.processes)
+    threads: int = sum(p["threads"] for p in attempt.processes)
+    return threads
 
 
 def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Attempt], warmup: Warmup) -> Record:
     """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
     measured = [a for a in attempts if a.measured]
-    median_attempt = sorted(measured, key=lambda a: a.rps)[(len(measured) - 1) // 2] if measured else None
+    # a measured attempt has a rate
+    median_attempt = sorted(measured, key=lambda a: a.rps)[(len(measured) - 1) // 2] if measured else None  # type: ignore[arg-type,return-value]
 
-    def sample(role: str, key: str, pick):
+    def sample(role: str, key: str, pick: Callable[[list[float]], float]) -> float | None:
         values = [getattr(a.samples[role], key) for a in attempts
                   if role in a.samples and getattr(a.samples[role], key) is not None]
         return pick(values) if values else None

@@ -10,12 +10,16 @@ the report computes them again from an older results.json.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from harness.basics.messages import say, warn
 from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.results import flag_kinds as kinds
 from harness.results import flags
 from harness.results.records import Record, Run
+
+if TYPE_CHECKING:  # annotations only
+    from harness.results.store import RunStore
 
 SLO_ENV = "SLO_P99_MS"
 
@@ -38,7 +42,7 @@ def slo_from_env() -> float:
 
 def step_verdict(record: Record, slo_p99_ms: float) -> str | None:
     """None when the step was sustained within the target, else why not."""
-    offered = flags.offered_rps(record)
+    offered: float = flags.offered_rps(record)  # type: ignore[assignment]  # a step of an open model has one
     if record.failed or record.rps is None:
         return "failed"
     if record.errors.total:
@@ -53,25 +57,25 @@ def step_verdict(record: Record, slo_p99_ms: float) -> str | None:
     return None
 
 
-def of_run(run: Run, slo_p99_ms: float) -> dict[str, dict[str, dict]]:
+def of_run(run: Run, slo_p99_ms: float) -> dict[str, dict[str, dict[str, Any]]]:
     """{server: {scenario: capacity}} for every stepped scenario of the run (records that carry an offered rate)."""
     steps: dict[tuple[str, str], list[Record]] = {}
     for record in run.records:
         if flags.offered_rps(record):
             steps.setdefault((record.server, record.scenario), []).append(record)
-    out: dict[str, dict[str, dict]] = {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for (server, scenario), records in steps.items():
         out.setdefault(server, {})[scenario] = of_steps(records, slo_p99_ms)
     return out
 
 
-def of_steps(records: list[Record], slo_p99_ms: float) -> dict:
+def of_steps(records: list[Record], slo_p99_ms: float) -> dict[str, Any]:
     """The capacity one server showed over one scenario's steps."""
-    ordered = sorted(records, key=flags.offered_rps)
+    ordered = sorted(records, key=flags.offered_rps)  # type: ignore[arg-type]  # steps all have an offered rate
     why_not = [step_verdict(r, slo_p99_ms) for r in ordered]
     held = [r for r, why in zip(ordered, why_not) if why is None]
     best = held[-1] if held else None
-    above = [r for r in ordered if best is None or flags.offered_rps(r) > flags.offered_rps(best)]
+    above = [r for r in ordered if best is None or flags.offered_rps(r) > flags.offered_rps(best)]  # type: ignore[operator]
     tool_bound = bool(above) and bool({kinds.RATE_NOT_HELD.name, kinds.LOADGEN_BOUND.name} & set(flags.names(above[0])))
     result = {
         "rps": flags.offered_rps(best) if best else None,
@@ -94,7 +98,7 @@ def of_steps(records: list[Record], slo_p99_ms: float) -> dict:
     return result
 
 
-def record(store) -> None:
+def record(store: RunStore) -> None:
     """Each server's capacity at the run's latency target (SLO_P99_MS), in its servers entry of `store` (a RunStore),
     and said."""
     slo_p99_ms = store.run.conditions.get("slo_p99_ms") or slo_from_env()

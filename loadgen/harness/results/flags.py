@@ -12,6 +12,7 @@ one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING, Any
 
 from harness.basics import stats, trend
 from harness.config.manifest import UPSTREAM_PATH
@@ -28,6 +29,9 @@ from harness.results.flag_kinds import (
 )
 from harness.results.records import Attempt, Flag, Record, Run, Summary, Verification
 from harness.tools.load_plan import OWN, SINGLE, threading_of
+
+if TYPE_CHECKING:  # annotations only: the store saves what these rules judge
+    from harness.results.store import RunStore
 
 SPREAD_METRICS = ("rps",)  # p99's CV is shown but not flagged: tail latency of a few seconds' run is noisy by nature
 
@@ -89,7 +93,7 @@ def usable_cores(record: Record, attempt: Attempt, cores: int) -> float:
     `tool_processes`: one core per process of a single-threaded tool, its threads for a multi-threaded one."""
     if attempt.processes:
         return min(cores, sum(p.get("capacity") or 0 for p in attempt.processes)) or cores
-    threading = threading_of(record.tool)
+    threading = threading_of(record.tool)  # type: ignore[arg-type]  # None (a test's record) is a tool of its own
     processes = max(1, attempt.tool_processes)
     if threading == SINGLE:
         return min(cores, processes)
@@ -109,7 +113,7 @@ def loadgen_busy(record: Record, attempt: Attempt) -> float | None:
     duration = attempt.duration_s
     if sample.cpu_s is None or not sample.cores or not duration:
         return sample.cpu_util
-    values = [p["cpu_s"] / (duration * p["capacity"]) for p in attempt.processes
+    values: list[float] = [p["cpu_s"] / (duration * p["capacity"]) for p in attempt.processes
               if p.get("cpu_s") is not None and p.get("capacity")]
     values.append(sample.cpu_s / (duration * usable_cores(record, attempt, sample.cores)))
     # what else ran there, each as the share of the load generator's cores it took over its own sampled time
@@ -181,7 +185,7 @@ def _upstream(record: Record, upstream_rates: dict[str, tuple[str, float]]) -> F
                                   "is the limit, not the server")
 
 
-def spread_reasons(s: dict) -> list[str]:
+def spread_reasons(s: dict[str, Any]) -> list[str]:
     """Why a `describe` result (two attempts or more) is truly unsteady: which rule fired, with its figures; [] if
     neither does. The rules: CV > SPREAD_MAX_CV; interval (high − low) > 2 × SPREAD_MAX_HALF_WIDTH × median."""
     out = []
@@ -217,7 +221,7 @@ def attempts_trend(attempts: list[Attempt]) -> trend.Trend | None:
     rates = [a.rps for a in attempts if a.measured]
     if len(rates) < 3:
         return None
-    return trend.classify(rates, TREND_TOLERANCE)
+    return trend.classify(rates, TREND_TOLERANCE)  # type: ignore[arg-type]  # a measured attempt has a rate
 
 
 def _trend(record: Record) -> Flag | None:
@@ -270,7 +274,7 @@ def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], veri
     # an open-model step's req/s is the rate it was offered, not the server's: its spread and trend say nothing; a
     # trend explains a spread, so a record that is warming or drifting is not also flagged spread
     if record.rps is not None and not offered_rps(record):
-        found.append(_trend(record) or _spread(record.summary))
+        found.append(_trend(record) or _spread(record.summary))  # type: ignore[arg-type]  # evaluate() set it
     return [f for f in found if f]
 
 
@@ -284,7 +288,7 @@ def evaluate(run: Run) -> None:
         record.ranked = ranking.takes_part(record)
 
 
-def evaluate_and_save(store) -> None:
+def evaluate_and_save(store: RunStore) -> None:
     """Every record of `store`'s run (a RunStore) evaluated, and results.json saved with its flags: after each run of a
     scenario and at the run's end."""
     evaluate(store.run)

@@ -18,8 +18,10 @@ attempt has none of these and is judged from its tool and `tool_processes` (harn
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any, Self, TypeVar
 
 from harness.basics import stats
 from harness.tools.output import Errors
@@ -37,8 +39,9 @@ class FlatFields:
     hand-made ones more) take their defaults."""
 
     @classmethod
-    def from_dict(cls, d: dict):
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+    def from_dict(cls, d: dict[str, Any]) -> Self:
+        # its subclasses are dataclasses; FlatFields itself is not, which mypy cannot know
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})  # type: ignore[arg-type]
 
 
 @dataclass
@@ -51,7 +54,7 @@ class Sample(FlatFields):
     peak_rss_mb: float | None = None
     rss_mb_timeline: list[list[float]] | None = None  # [seconds since the attempt began, RSS MB], once a second
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         if self.rss_mb_timeline is None:  # files of harnesses before the timeline stay as they were
             del out["rss_mb_timeline"]
@@ -88,9 +91,9 @@ class Attempt:
     stopped: str | None = None  # why the harness stopped the tool before it ended by itself (written only then)
     # what only some tools measure (written only then): oha's offered rate and corrected percentiles, Gatling's
     # response-time distribution (harness.tools.output.Measurement.details)
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     # each tool process (tools/load_plan.py): {"cores", "threads", "capacity", "cpu_s"} (schema 4; older: absent)
-    processes: list[dict] = field(default_factory=list)
+    processes: list[dict[str, Any]] = field(default_factory=list)
     loadgen_note: str | None = None  # why the load was not given all of the load generator's cores (written only then)
 
     @property
@@ -99,7 +102,7 @@ class Attempt:
         return not self.failed and self.rps is not None
 
     @classmethod
-    def from_dict(cls, d: dict) -> Attempt:
+    def from_dict(cls, d: dict[str, Any]) -> Attempt:
         position = d.get("round_position")
         return cls(
             attempt=d.get("attempt", 0), started_at=d.get("started_at"), tool_processes=d.get("tool_processes", 1),
@@ -111,8 +114,8 @@ class Attempt:
             round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"),
             details=d.get("details") or {}, processes=d.get("processes") or [], loadgen_note=d.get("loadgen_note"))
 
-    def to_dict(self) -> dict:
-        out = {
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "attempt": self.attempt, "started_at": self.started_at, "tool_processes": self.tool_processes,
             "commands": self.commands, "raw": self.raw, "failed": self.failed,
             "samples": {role: s.to_dict() for role, s in self.samples.items()},
@@ -141,7 +144,7 @@ class WarmupRun:
     errors: int | None
 
     @classmethod
-    def from_dict(cls, d: dict) -> WarmupRun:
+    def from_dict(cls, d: dict[str, Any]) -> WarmupRun:
         return cls(d.get("rps"), d.get("duration_s"), d.get("errors"))
 
 
@@ -159,12 +162,12 @@ class Warmup:
     after: str | None = None  # no run: the server had just been measured with this same load (e.g. "low-compute c1000")
 
     @classmethod
-    def from_dict(cls, d: dict) -> Warmup:
+    def from_dict(cls, d: dict[str, Any]) -> Warmup:
         return cls(tool=d.get("tool"), runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
                    steady=bool(d.get("steady")), tolerance=d.get("tolerance"), max_runs=d.get("max_runs"),
                    rate=d.get("rate"), after=d.get("after"))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         if out["after"] is None:  # absent unless a warm-up was skipped: older files read and written back unchanged
             del out["after"]
@@ -176,16 +179,16 @@ class Summary:
     """harness.basics.stats.describe of the measured attempts' req/s, p99 and server CPU µs per request (and per connection
     where the load fixes requests per connection): median, min, max, cv, n and ci (the interval)."""
 
-    rps: dict | None = None
-    p99: dict | None = None
-    cost_us: dict | None = None
-    cost_us_per_connection: dict | None = None
+    rps: dict[str, Any] | None = None
+    p99: dict[str, Any] | None = None
+    cost_us: dict[str, Any] | None = None
+    cost_us_per_connection: dict[str, Any] | None = None
 
     @classmethod
-    def from_dict(cls, d: dict) -> Summary:
+    def from_dict(cls, d: dict[str, Any]) -> Summary:
         return cls(d.get("rps"), d.get("p99"), d.get("cost_us"), d.get("cost_us_per_connection"))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """rps and p99 always; the costs only where there are (files of older harnesses are written back as read)."""
         out = {"rps": self.rps, "p99": self.p99}
         for key in ("cost_us", "cost_us_per_connection"):
@@ -202,10 +205,10 @@ class Flag:
     reason: str
 
     @classmethod
-    def from_dict(cls, d: dict) -> Flag:
+    def from_dict(cls, d: dict[str, Any]) -> Flag:
         return cls(d["flag"], d["reason"])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"flag": self.name, "reason": self.reason}
 
 
@@ -223,7 +226,7 @@ class Record:
     path: str | None
     concurrency: int | None
     threads: int | None
-    load: dict
+    load: dict[str, Any]
     requests: int
     good_requests: int
     errors: Errors
@@ -237,16 +240,16 @@ class Record:
     samples: dict[str, SampleSummary]
     flags: list[Flag] = field(default_factory=list)
     ranked: bool = True
-    details: dict = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
+    details: dict[str, Any] = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
     # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
     # req/s), "warmup" (the further warm-up)}; written only when present
-    remeasured: dict | None = None
+    remeasured: dict[str, Any] | None = None
     # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
     # its first attempt on and carries this until its last is done; written only when present
     incomplete: str | None = None
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, str, str | None, int | None]:
         """What tells one record of a run from another."""
         return self.server, self.scenario, self.run, self.runtime, self.round
 
@@ -262,7 +265,7 @@ class Record:
         return Summary.from_dict(stats.summary_of(self.to_dict()))
 
     @classmethod
-    def from_dict(cls, d: dict) -> Record:
+    def from_dict(cls, d: dict[str, Any]) -> Record:
         return cls(
             server=d["server"], scenario=d["scenario"], run=d.get("run", ""), runtime=d.get("runtime"),
             round=d.get("round"), tool=d.get("tool"), path=d.get("path"), concurrency=d.get("concurrency"),
@@ -276,7 +279,7 @@ class Record:
             flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
             details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {
             "server": self.server, "scenario": self.scenario, "run": self.run, "runtime": self.runtime,
             "round": self.round, "tool": self.tool, "path": self.path, "concurrency": self.concurrency,
@@ -315,15 +318,15 @@ class Run:
     and start (`servers`: version, placement, size, lines of code...), the records, and an overhead run's ratios."""
 
     run_id: str
-    conditions: dict
+    conditions: dict[str, Any]
     verification: dict[str, Verification] | None  # None: the file has no verification section
-    servers: dict[str, dict]
+    servers: dict[str, dict[str, Any]]
     records: list[Record]
-    overhead: dict | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
+    overhead: dict[str, Any] | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
     schema: int = SCHEMA  # the schema the file was written in
 
     @classmethod
-    def from_dict(cls, d: dict, source: str = "the results file") -> Run:
+    def from_dict(cls, d: dict[str, Any], source: str = "the results file") -> Run:
         schema = d.get("schema", UNVERSIONED_SCHEMA)
         if schema > SCHEMA:
             raise ResultsError(f"{source} was written by a newer harness (schema {schema}; this one reads up to "
@@ -352,7 +355,7 @@ class Run:
         """The server `server` is the A/A twin of (the same server under a second name), as recorded at its start."""
         return (self.servers.get(server) or {}).get("twin_of")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {
             "schema": self.schema, "run_id": self.run_id, "conditions": self.conditions,
             "verification": None if self.verification is None else {
@@ -364,10 +367,11 @@ class Run:
         return out
 
 
+T = TypeVar("T")
 DAMAGED = "the file was cut short or hand-edited: restore it from a copy, or measure again"
 
 
-def _read(read, d, what: str, source: str):
+def _read(read: Callable[[Any], T], d: Any, what: str, source: str) -> T:
     """`read(d)`; a key `d` lacks or a value of the wrong type is a ResultsError naming `what` and `source`."""
     try:
         return read(d)

@@ -13,6 +13,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.basics.paths import REPO, RESULTS
 from harness.results.records import Record, Run, Verification
@@ -144,10 +145,6 @@ class RunStore:
             kept = f"the {self.saved_records} record(s) measured so far are in {where / self.path.name}"
         return DiskFull(f"no space left on the device holding {where}: free some space; {kept}")
 
-    def add_record(self, record: Record) -> None:
-        self.run.records.append(record)
-        self.save()
-
     def put_record(self, record: Record) -> None:
         """`record` written in place of the one with its key (the same record, with more attempts), else added."""
         at = next((i for i, r in enumerate(self.run.records) if r.key == record.key), None)
@@ -157,19 +154,19 @@ class RunStore:
             self.run.records[at] = record
         self.save()
 
-    def update_conditions(self, **values) -> None:
+    def update_conditions(self, **values: Any) -> None:
         self.run.conditions.update(values)
         self.save()
 
-    def set_server(self, name: str, description: dict) -> None:
+    def set_server(self, name: str, description: dict[str, Any]) -> None:
         self.run.servers[name] = description
         self.save()
 
     def set_verification(self, name: str, verification: Verification) -> None:
-        self.run.verification[name] = verification
+        self.run.verification[name] = verification  # type: ignore[index]  # a store's run has the section
         self.save()
 
-    def set_overhead(self, ratios: dict) -> None:
+    def set_overhead(self, ratios: dict[str, Any]) -> None:
         self.run.overhead = ratios
         self.save()
 

@@ -4,6 +4,7 @@ has running is runtime/state.py's; waiting for a started server, runtime/startin
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -133,6 +134,7 @@ class OnThisMachine:
     instead: engine_runtime.py's pause)."""
 
     remote = False
+    pids: Callable[[RunningServer], list[int]]  # each runtime's own (Runtime.pids)
 
     def address(self, role: str) -> str:
         return "127.0.0.1"

@@ -24,7 +24,7 @@ def provision(tools: set[str]) -> None:
         argv = getattr(tool, "provision", None)
         if not argv or find_binary(tool):
             continue
-        say(f"{name} is needed and not built yet: {tool.provision_note}\n  running: {' '.join(argv)}")
+        say(f"{name} is needed and not built yet: {getattr(tool, 'provision_note', '')}\n  running: {' '.join(argv)}")
         started = time.monotonic()
         try:
             proc = subprocess.run(list(argv), cwd=REPO)
@@ -45,7 +45,7 @@ def check_tools(tools: set[str]) -> None:
         raise PreflightError(f"load tool(s) not installed: {', '.join(sorted(missing))}. Install: {hints}")
 
 
-def tool_processes(tool_name: str, concurrency: int, limit: int | None = None) -> int:
+def tool_processes(tool_name: str, concurrency: int | None, limit: int | None = None) -> int:
     """How many processes of the tool share a load of `concurrency` connections."""
     if not concurrency:  # a load given in users over time (gatling)
         return 1

@@ -74,11 +74,12 @@ def divide(spec: LoadSpec, parts: int) -> list[LoadSpec]:
     if parts == 1:
         return [spec]
     connections = shares(spec.concurrency, parts) if spec.concurrency else [spec.concurrency] * parts
+    requests: list[int | None]
     if spec.requests and spec.concurrency and spec.requests % spec.concurrency == 0:
         rounds = spec.requests // spec.concurrency
-        requests = [rounds * c for c in connections]
+        requests = [rounds * c for c in shares(spec.concurrency, parts)]  # the connections' shares
     else:
-        requests = shares(spec.requests, parts) if spec.requests else [spec.requests] * parts
+        requests = [*shares(spec.requests, parts)] if spec.requests else [spec.requests] * parts
     rate = spec.rate / parts if spec.rate else spec.rate
     return [replace(spec, concurrency=c, requests=n, rate=rate) for c, n in zip(connections, requests)]
 
@@ -116,7 +117,7 @@ def plan_load(tool_name: str, spec: LoadSpec, cores: tuple[int, ...], needed: in
     count = process_count(tool_name, spec, len(cores), needed, override)
     threading, named = threading_of(tool_name), spec.threads
     groups = one_core_each(tuple(cores), count) if threading == SINGLE else core_sets(tuple(cores), count)
-    processes = []
+    processes: list[PlannedProcess] = []
     for part, group in zip(divide(spec, count), groups):
         if threading == SINGLE:
             part = replace(part, threads=1)

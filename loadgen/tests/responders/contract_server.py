@@ -1,10 +1,12 @@
-"""A server that keeps CONTRACT.md for the routes id, hello, backend, tweets, factorial and fibonacci, for tests of the
-harness itself: `python contract_server.py PORT NAME [--break RULE] [--start-delay S]`.
+"""A server that keeps CONTRACT.md for the routes id, hello, backend, tweets, factorial and fibonacci (and weather, with
+--upstream URL), for tests of the harness itself:
+`python contract_server.py PORT NAME [--break RULE] [--start-delay S] [--upstream URL]`.
 
 `--break` breaks one rule, so a test can assert the contract check reports it: body-byte (/hello's last byte),
 content-type (/hello as text/html), no-date (no Date header), http10-open (an HTTP/1.0 connection without keep-alive
 left open), pipeline-order (pipelined requests answered last first), tweet-counter (the tweet id does not grow),
-bad-length (/hello's Content-Length not a number), bad-chunk (/hello chunked, its chunk size not hexadecimal).
+bad-length (/hello's Content-Length not a number), bad-chunk (/hello chunked, its chunk size not hexadecimal),
+weather-cache (/weather/{city} fetches the upstream's document once and answers from that copy ever after).
 `--start-delay` waits that long before it listens (a server slow to start). One asyncio loop; HTTP/1.0 and 1.1,
 keep-alive and pipelining as the contract says."""
 from __future__ import annotations
@@ -15,16 +17,29 @@ import email.utils
 import json
 import math
 import sys
+import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 sys.set_int_max_str_digits(0)
 BREAKS = ("body-byte", "content-type", "no-date", "http10-open", "pipeline-order", "tweet-counter", "bad-length",
-          "bad-chunk")
+          "bad-chunk", "weather-cache")
 
 
 class Contract:
-    def __init__(self, name: str, broken: str | None):
-        self.name, self.broken, self.tweets = name, broken, 1_000_000
+    def __init__(self, name: str, broken: str | None, upstream: str | None = None):
+        self.name, self.broken, self.tweets, self.upstream = name, broken, 1_000_000, upstream
+        self.cached: bytes | None = None
+
+    async def respond(self, target: str) -> tuple[int, str, bytes]:
+        """(status, content type, body) for a GET of `target`, /weather/{city} from the upstream's document."""
+        if not (self.upstream and urlsplit(target).path.startswith("/weather/")):
+            return self.answer(target)
+        if self.cached is None or self.broken != "weather-cache":
+            self.cached = await asyncio.to_thread(lambda: urllib.request.urlopen(self.upstream, timeout=5).read())
+        document = json.loads(self.cached)
+        body = json.dumps({"code": document["weather"][0]["id"], "temp": int(document["main"]["temp"])},
+                          separators=(",", ":"))
+        return 200, "application/json", body.encode()
 
     def answer(self, target: str) -> tuple[int, str, bytes]:
         """(status, content type, body) for a GET of `target`."""
@@ -96,7 +111,7 @@ async def serve(contract: Contract, reader: asyncio.StreamReader, writer: asynci
                 headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
                 keep = headers.get("connection", "").lower()
                 http10 = parts[2] == "HTTP/1.0"
-                status, kind, body = contract.answer(parts[1])
+                status, kind, body = await contract.respond(parts[1])
                 out = [f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}", f"Content-Type: {kind}",
                        f"Content-Length: {len(body)}", "Server: contract-server"]
                 body = broken_framing(contract.broken, parts[1], out, body)
@@ -127,9 +142,10 @@ async def main() -> None:
     parser.add_argument("name")
     parser.add_argument("--break", dest="broken", choices=BREAKS)
     parser.add_argument("--start-delay", type=float, default=0.0)
+    parser.add_argument("--upstream", help="the upstream document's URL, for /weather/{city}")
     args = parser.parse_args()
     await asyncio.sleep(args.start_delay)
-    contract = Contract(args.name, args.broken)
+    contract = Contract(args.name, args.broken, args.upstream)
     server = await asyncio.start_server(lambda r, w: serve(contract, r, w), "127.0.0.1", args.port, backlog=4096,
                                         reuse_address=True)
     async with server:

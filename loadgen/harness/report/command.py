@@ -1,0 +1,50 @@
+"""`make report [RUN=...]`: the report of a run written again from its results.json (report/__init__.py), and how a
+run is named on the command line (`make report` and `make compare` alike): a run id under results/, `latest`, a unique
+prefix of a run id, a folder or a results.json path."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.basics.messages import fail, say
+from harness.basics.paths import RESULTS
+from harness.report import write_report
+from harness.results.records import ResultsError
+
+
+class RunNotFound(Exception):
+    """No run, or several, answer to the name given."""
+
+
+def resolve(run: str, root: Path | None = None) -> Path:
+    """A run folder from a run id, `latest`, a unique prefix of a run id, a folder or a results.json path."""
+    root = root or RESULTS
+    given = Path(run)
+    for candidate in (given, root / run):
+        if candidate.is_file() and candidate.name == "results.json":
+            return candidate.parent
+        if (candidate / "results.json").is_file():
+            return candidate
+    matches = sorted(p for p in root.glob(f"{run}*") if (p / "results.json").is_file() and p.name != "latest") if root.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise RunNotFound(f"{run!r} names several runs: {', '.join(p.name for p in matches)}")
+    known = sorted(p.name for p in root.iterdir() if (p / "results.json").is_file()) if root.is_dir() else []
+    raise RunNotFound(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
+
+
+
+def cmd_report(run: str = "latest") -> int:
+    """`make report [RUN=...]`: writes the report of a run (default: the newest) and prints where it is."""
+    try:
+        run_dir = resolve(run or "latest")
+        written = write_report(run_dir)
+    except (RunNotFound, ResultsError) as exc:
+        fail(str(exc))
+        return 2
+    pngs = [p for p in written if p.suffix == ".png"]
+    for path in written:
+        if path.suffix != ".png":
+            say(f"wrote {path}")
+    say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
+    return 0
