@@ -65,7 +65,7 @@ SPREAD = FlagKind(
     "spread", f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
               f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the "
               "median; or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: "
-              "it widens the interval, and servers whose intervals overlap are ranked as ties (=)",
+              "it widens the interval, and servers whose intervals overlap get ranges of places (1–3)",
     colour="#a16207")
 
 ALL = (FAILED, INCOMPLETE, CONTRACT_FAILED, ERRORS, LOADGEN_BOUND, RATE_NOT_HELD, UPSTREAM_BOUND, WARMING, DRIFTING,
