@@ -86,7 +86,7 @@ def warm_up(bench, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
              "attempts are sized without a rate and taken on a server that may not be warm")
     _announce(step, tool_name, run_s, done, rule)
     return results.Warmup(tool=tool_name, runs=done.runs, steady=done.steady, tolerance=rule.tolerance,
-                          max_runs=max_runs, rate=round(done.rate, 1) if done.rate else None)
+                          max_runs=max_runs, rate=round(done.rate, 1) if done.rate else None, window=done.window)
 
 
 def _prime(bench, target, path: str) -> None:

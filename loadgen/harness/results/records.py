@@ -157,17 +157,19 @@ class Warmup:
     max_runs: int | None
     rate: float | None = None
     after: str | None = None  # no run: the server had just been measured with this same load (e.g. "low-compute c1000")
+    window: int | None = None  # the latest runs whose trend decides whether it settled (None in older files: 3)
 
     @classmethod
     def from_dict(cls, d: dict) -> Warmup:
         return cls(tool=d.get("tool"), runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
                    steady=bool(d.get("steady")), tolerance=d.get("tolerance"), max_runs=d.get("max_runs"),
-                   rate=d.get("rate"), after=d.get("after"))
+                   rate=d.get("rate"), after=d.get("after"), window=d.get("window"))
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        if out["after"] is None:  # absent unless a warm-up was skipped: older files read and written back unchanged
-            del out["after"]
+        for optional in ("after", "window"):  # absent unless set: older files read and written back unchanged
+            if out[optional] is None:
+                del out[optional]
         return out
 
 
