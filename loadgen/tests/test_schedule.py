@@ -181,20 +181,21 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first():
     measure(executor, BACKEND)
     assert executor.calls == [
         ("warm", "rust", "close", True), ("warm", "node", "close", True),  # each server's first: a longer warm-up
-        # each attempt but the last is kept at once, its record marked incomplete (an interrupt loses none)
+        # each attempt is kept before the next starts, its record marked incomplete until its last (an interrupt
+        # loses none, in the last round too)
         ("attempt", "rust", "close", 1, (1, 2)), ("partial", "rust", "close", 1, INCOMPLETE % 1),
         ("attempt", "node", "close", 1, (2, 2)), ("partial", "node", "close", 1, INCOMPLETE % 1),
         ("attempt", "node", "close", 2, (1, 2)), ("partial", "node", "close", 2, INCOMPLETE % 2),
         ("attempt", "rust", "close", 2, (2, 2)), ("partial", "rust", "close", 2, INCOMPLETE % 2),
-        ("attempt", "rust", "close", 3, (1, 2)), ("attempt", "node", "close", 3, (2, 2)),
-        ("record", "rust", "close", [1.0, 2.0, 3.0]), ("record", "node", "close", [1.0, 2.0, 3.0]),
+        ("attempt", "rust", "close", 3, (1, 2)), ("record", "rust", "close", [1.0, 2.0, 3.0]),
+        ("attempt", "node", "close", 3, (2, 2)), ("record", "node", "close", [1.0, 2.0, 3.0]),
         ("warm", "rust", "keepalive", True), ("warm", "node", "keepalive", True),  # keep-alive: a new pattern, first again
         ("attempt", "rust", "keepalive", 1, (1, 2)), ("partial", "rust", "keepalive", 1, INCOMPLETE % 1),
         ("attempt", "node", "keepalive", 1, (2, 2)), ("partial", "node", "keepalive", 1, INCOMPLETE % 1),
         ("attempt", "node", "keepalive", 2, (1, 2)), ("partial", "node", "keepalive", 2, INCOMPLETE % 2),
         ("attempt", "rust", "keepalive", 2, (2, 2)), ("partial", "rust", "keepalive", 2, INCOMPLETE % 2),
-        ("attempt", "rust", "keepalive", 3, (1, 2)), ("attempt", "node", "keepalive", 3, (2, 2)),
-        ("record", "rust", "keepalive", [1.0, 2.0, 3.0]), ("record", "node", "keepalive", [1.0, 2.0, 3.0]),
+        ("attempt", "rust", "keepalive", 3, (1, 2)), ("record", "rust", "keepalive", [1.0, 2.0, 3.0]),
+        ("attempt", "node", "keepalive", 3, (2, 2)), ("record", "node", "keepalive", [1.0, 2.0, 3.0]),
     ]
     assert [(r.server, r.run, r.incomplete) for r in executor.records] == [
         ("rust", "close", None), ("node", "close", None), ("rust", "keepalive", None), ("node", "keepalive", None)]
@@ -226,6 +227,23 @@ def test_a_server_that_died_gets_the_record_of_what_it_did_and_no_further_attemp
     node = next(r for r in executor.records if r.server == "node")
     assert node.failed.startswith("attempt 2: the server died") and node.incomplete is None
     assert [r.run for r in executor.records if r.server == "rust"] == ["close", "keepalive"]
+
+
+def test_every_finished_attempt_is_kept_before_the_next_starts_also_in_the_last_round():
+    """Issue 32: records were written after every member's last attempt, so Ctrl-C during node's last attempt lost
+    rust's, finished just before."""
+    class Interrupted(FakeExecutor):
+        def attempt(self, job, n, repeat, warm_rate, position):
+            if (job.name, n) == ("node", 3):
+                raise KeyboardInterrupt  # Ctrl-C while node's last attempt runs
+            return super().attempt(job, n, repeat, warm_rate, position)
+
+    executor = Interrupted()
+    with pytest.raises(KeyboardInterrupt):
+        measure(executor, CLOSE_ONLY)
+    rust, node = executor.records
+    assert (rust.server, [a.rps for a in rust.attempts], rust.incomplete) == ("rust", [1.0, 2.0, 3.0], None)
+    assert (node.server, [a.rps for a in node.attempts], node.incomplete) == ("node", [1.0, 2.0], INCOMPLETE % 2)
 
 
 LOW = scenario("low-compute", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])

@@ -1,5 +1,5 @@
 """One scenario measured on the servers of a campaign, as its plan says (schedule.py): warm-ups, then rounds of one
-attempt per server (the first server of a round rotating), each attempt kept at once; records whose attempts still
+attempt per server (the first server of a round rotating), each attempt kept before the next one starts; records whose attempts still
 climb or fall measured again within the run's budget; the flags evaluated.
 
 What a warm-up, an attempt and a record's keeping do is an `Executor`'s (attempts.Bench runs the tools; the tests give
@@ -105,8 +105,9 @@ class Rounds:
         return warmup
 
     def rounds(self, jobs: list[Job], warmups: dict[str, Warmup], repeat: int) -> dict[str, list[Attempt]]:
-        """The rounds of one run; every attempt but a record's last is kept at once (an interrupt loses none), the
-        last with the record's completion; then what climbed or fell is measured again where time allows."""
+        """The rounds of one run; every attempt is kept the moment it ends, before the next one starts, whatever the
+        round (an interrupt loses none): the record marked incomplete until its last, complete with it; then what
+        climbed or fell is measured again where time allows."""
         by_name = {job.name: job for job in jobs}
         attempts: dict[str, list[Attempt]] = {job.name: [] for job in jobs}
         for n in range(1, repeat + 1):
@@ -117,10 +118,10 @@ class Rounds:
                 job = by_name[name]
                 attempts[name].append(self.executor.attempt(job, n, repeat, warmups[name].rate, position))
                 self.clock.advance(attempt_seconds(job.run) + ATTEMPT_OVERHEAD_S)
-                if n < repeat:
-                    self.keep(job, attempts[name], warmups[name], repeat)
-        for job in jobs:  # complete now (a server that died has its failure): what remeasure does is added after
-            self.keep(job, attempts[job.name], warmups[job.name], repeat, complete=True)
+                self.keep(job, attempts[name], warmups[name], repeat, complete=n == repeat)
+        for job in jobs:  # a server that died before its last attempt: its record complete now, with its failure
+            if len(attempts[job.name]) < repeat:
+                self.keep(job, attempts[job.name], warmups[job.name], repeat, complete=True)
         for job in jobs:
             if job.name not in self.executor.dead:
                 again = self.remeasure(job, repeat, attempts[job.name])
