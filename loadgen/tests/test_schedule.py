@@ -145,6 +145,7 @@ class FakeExecutor:
         self.calls.append(("attempt", job.name, job.run.label, n, position))
         self.sized_from.append((job.scenario.name, job.name, warm_rate))
         a = fake_attempt(n)
+        a.raw = [f"raw/{job.name}-{job.run.label}-{n}/output.txt"]
         if job.name in self.rates:
             a.rps = next(self.rates[job.name])
         return a
@@ -264,6 +265,8 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
     assert ("record", "rust", "close", [100.0, 130.0, 160.0]) in executor.calls
     assert [a.rps for a in rust.attempts] == [200.0, 201.0, 199.0]
     assert rust.remeasured["first_attempts"] == [100.0, 130.0, 160.0] and "warming" in rust.remeasured["why"]
+    assert rust.remeasured["first_raw"] == [["raw/rust-close-1/output.txt"], ["raw/rust-close-2/output.txt"],
+                                            ["raw/rust-close-3/output.txt"]]  # the first attempts' outputs
     assert node.remeasured is None and [a.rps for a in node.attempts] == [50.0, 51.0, 49.0]
     assert allowance.left_s < 100.0
 

@@ -169,6 +169,7 @@ class Rounds:
         again = [self.executor.attempt(job, n, repeat, warmup.rate, None) for n in range(1, repeat + 1)]
         self.clock.advance(needed)
         allowance.left_s = max(0.0, allowance.left_s - (time.monotonic() - started))
+        first_raw = [a.raw for a in attempts]  # files of their own: the attempts again were written beside them
         attempts[:] = again
-        return {"why": found.describe(), "first_attempts": rates, "warmup": warmup.to_dict(),
+        return {"why": found.describe(), "first_attempts": rates, "first_raw": first_raw, "warmup": warmup.to_dict(),
                 "note": "measured again back to back after a further warm-up; the first attempts are not used"}

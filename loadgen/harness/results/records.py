@@ -241,7 +241,7 @@ class Record:
     ranked: bool = True
     details: dict = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
     # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
-    # req/s), "warmup" (the further warm-up)}; written only when present
+    # req/s), "first_raw" (their outputs, kept apart), "warmup" (the further warm-up)}; written only when present
     remeasured: dict | None = None
     # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
     # its first attempt on and carries this until its last is done; written only when present
