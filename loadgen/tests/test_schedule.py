@@ -20,7 +20,7 @@ from harness.measuring.campaign import OrderError, choose_order
 from harness.measuring.clock import Clock, estimate
 from harness.measuring.runner import Outcome
 from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, History, Job, WarmupStep
-from harness.results.records import Attempt
+from harness.results.records import Attempt, WarmupRun
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
@@ -117,9 +117,13 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
     clock = Clock()
     counts = estimate(clock, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS)
     # per server: backend close and keep-alive (each warmed: the pattern changes), hello
-    assert counts == {"servers": 2, "records": 6, "attempts": 18, "warmups": 6}
+    assert counts == {"servers": 2, "records": 6, "attempts": 18, "warmups": 6, "reprimes": 0}
     per_server = START_S + 3 * 3.5 * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
     assert clock.total == pytest.approx(2 * per_server)
+    # in interleaved rounds each warmed record's first attempt is re-primed: one warm-up run more
+    shared = Clock()
+    assert estimate(shared, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS, interleaved=True)["reprimes"] == 6
+    assert shared.total == pytest.approx(clock.total + 6 * (1.5 + 0.4))
     assert clock.status().startswith("run 0%, ~")
 
 
@@ -140,6 +144,10 @@ class FakeExecutor:
     def warm_up(self, step, rule):
         self.calls.append(("warm", step.job.name, step.job.run.label, step.first))
         return WarmupResult("ab", [], True, 0.1, 8, 100.0)
+
+    def reprime(self, step, rule, rate):
+        self.calls.append(("reprime", step.job.name, step.job.run.label))
+        return WarmupRun(rps=rate, duration_s=rule.duration_s, errors=0)
 
     def attempt(self, job, n, repeat, warm_rate, position):
         self.calls.append(("attempt", job.name, job.run.label, n, position))
@@ -184,15 +192,19 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first():
         ("warm", "rust", "close", True), ("warm", "node", "close", True),  # each server's first: a longer warm-up
         # each attempt is kept before the next starts, its record marked incomplete until its last (an interrupt
         # loses none, in the last round too)
-        ("attempt", "rust", "close", 1, (1, 2)), ("partial", "rust", "close", 1, INCOMPLETE % 1),
-        ("attempt", "node", "close", 1, (2, 2)), ("partial", "node", "close", 1, INCOMPLETE % 1),
+        ("reprime", "rust", "close"), ("attempt", "rust", "close", 1, (1, 2)),
+        ("partial", "rust", "close", 1, INCOMPLETE % 1),
+        ("reprime", "node", "close"), ("attempt", "node", "close", 1, (2, 2)),
+        ("partial", "node", "close", 1, INCOMPLETE % 1),
         ("attempt", "node", "close", 2, (1, 2)), ("partial", "node", "close", 2, INCOMPLETE % 2),
         ("attempt", "rust", "close", 2, (2, 2)), ("partial", "rust", "close", 2, INCOMPLETE % 2),
         ("attempt", "rust", "close", 3, (1, 2)), ("record", "rust", "close", [1.0, 2.0, 3.0]),
         ("attempt", "node", "close", 3, (2, 2)), ("record", "node", "close", [1.0, 2.0, 3.0]),
         ("warm", "rust", "keepalive", True), ("warm", "node", "keepalive", True),  # keep-alive: a new pattern, first again
-        ("attempt", "rust", "keepalive", 1, (1, 2)), ("partial", "rust", "keepalive", 1, INCOMPLETE % 1),
-        ("attempt", "node", "keepalive", 1, (2, 2)), ("partial", "node", "keepalive", 1, INCOMPLETE % 1),
+        ("reprime", "rust", "keepalive"), ("attempt", "rust", "keepalive", 1, (1, 2)),
+        ("partial", "rust", "keepalive", 1, INCOMPLETE % 1),
+        ("reprime", "node", "keepalive"), ("attempt", "node", "keepalive", 1, (2, 2)),
+        ("partial", "node", "keepalive", 1, INCOMPLETE % 1),
         ("attempt", "node", "keepalive", 2, (1, 2)), ("partial", "node", "keepalive", 2, INCOMPLETE % 2),
         ("attempt", "rust", "keepalive", 2, (2, 2)), ("partial", "rust", "keepalive", 2, INCOMPLETE % 2),
         ("attempt", "rust", "keepalive", 3, (1, 2)), ("record", "rust", "keepalive", [1.0, 2.0, 3.0]),
@@ -245,6 +257,33 @@ def test_every_finished_attempt_is_kept_before_the_next_starts_also_in_the_last_
     rust, node = executor.records
     assert (rust.server, [a.rps for a in rust.attempts], rust.incomplete) == ("rust", [1.0, 2.0, 3.0], None)
     assert (node.server, [a.rps for a in node.attempts], node.incomplete) == ("node", [1.0, 2.0], INCOMPLETE % 2)
+
+
+def test_each_server_is_re_primed_right_before_its_first_attempt_after_sleeping_since_its_warm_up():
+    """Issue 32: in interleaved rounds a server sleeps from its warm-up while the others are warmed (minutes of JVM
+    climbs), and its first attempt read low (rust tweets 106,380 → 150,931 → 152,089 → 152,871), flagged warming and
+    never measured again. The plan re-primes it: one more warm-up run right before its first attempt; the clock's
+    estimate counts it, as the rounds carry it out."""
+    executor, clock = FakeExecutor(), Clock()
+    estimate(clock, servers("rust", "node"), [LOW, LONG], SETTINGS, interleaved=True)
+    members = targets("rust", "node")
+    for sc in (LOW, LONG):
+        rounds.measure_in_rounds(executor, clock, members, sc, SETTINGS)
+    steps = [c[:4] for c in executor.calls if c[0] in ("warm", "reprime", "attempt")]
+    assert steps[:6] == [("warm", "rust", "c1000", True), ("warm", "node", "c1000", True),
+                         ("reprime", "rust", "c1000"), ("attempt", "rust", "c1000", 1),
+                         ("reprime", "node", "c1000"), ("attempt", "node", "c1000", 1)]
+    # right before each first attempt, nowhere else: not before later rounds, not where no warm-up came before
+    # (long: low-compute's load just before, its attempts only rounds apart)
+    assert [c for c in steps[6:] if c[0] != "attempt"] == []
+    low = [r for r in executor.records if r.scenario == "low-compute"]
+    assert [(r.server, r.warmup.reprime.rps) for r in low] == [("rust", 100.0), ("node", 100.0)]
+    assert low[0].to_dict()["warmup"]["reprime"] == {"rps": 100.0, "duration_s": 1.5, "errors": 0}
+    assert all(r.warmup.reprime is None for r in executor.records if r.scenario == "long")
+    assert clock.done_estimate == pytest.approx(clock.total - 2 * START_S)  # the plan decided once: the same steps
+    alone = FakeExecutor()  # one server: its warm-up is right before its first attempt, nothing to re-prime
+    measure(alone, LOW, members=("rust",))
+    assert [c[0] for c in alone.calls[:2]] == ["warm", "attempt"] and not any(c[0] == "reprime" for c in alone.calls)
 
 
 LOW = scenario("low-compute", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])

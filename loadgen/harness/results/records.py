@@ -158,16 +158,18 @@ class Warmup:
     rate: float | None = None
     after: str | None = None  # no run: the server had just been measured with this same load (e.g. "low-compute c1000")
     window: int | None = None  # the latest runs whose trend decides whether it settled (None in older files: 3)
+    reprime: WarmupRun | None = None  # one more run right before the first attempt, after a sleep (schedule.Reprime)
 
     @classmethod
     def from_dict(cls, d: dict) -> Warmup:
         return cls(tool=d.get("tool"), runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
                    steady=bool(d.get("steady")), tolerance=d.get("tolerance"), max_runs=d.get("max_runs"),
-                   rate=d.get("rate"), after=d.get("after"), window=d.get("window"))
+                   rate=d.get("rate"), after=d.get("after"), window=d.get("window"),
+                   reprime=WarmupRun.from_dict(d["reprime"]) if d.get("reprime") else None)
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        for optional in ("after", "window"):  # absent unless set: older files read and written back unchanged
+        for optional in ("after", "window", "reprime"):  # absent unless set: older files read and written back unchanged
             if out[optional] is None:
                 del out[optional]
         return out
