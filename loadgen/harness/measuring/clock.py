@@ -62,7 +62,7 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
     """Plans every server start, warm-up, re-prime and attempt on `clock`, as the plan (schedule.py) has them
     (`interleaved`: the servers share each scenario's rounds); returns the counts for the announcement."""
     counts = {"servers": 0, "records": 0, "attempts": 0, "warmups": 0, "reprimes": 0}
-    sharing = {s.name: sum(1 for server in servers if s.path_for(server)) if interleaved else 1 for s in scenarios}
+    sharing = {s.name: [server.name for server in servers if s.path_for(server)] for s in scenarios}
     for server in servers:
         applicable = [s for s in scenarios if s.path_for(server)]
         if not applicable:
@@ -78,7 +78,9 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
                 if step is not None and step.after is None:
                     counts["warmups"] += 1
                     clock.plan(step.seconds(settings))
-                reprime = reprime_step(job, step, sharing[scenario.name])
+                members = sharing[scenario.name]
+                place = (members.index(server.name), len(members)) if interleaved else (0, 1)
+                reprime = reprime_step(job, step, place)
                 if reprime is not None:
                     counts["reprimes"] += 1
                     clock.plan(reprime.seconds(settings))

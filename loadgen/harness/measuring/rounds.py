@@ -89,11 +89,11 @@ class Rounds:
             if not jobs:
                 return
             reprimes: dict[str, Reprime] = {}
-            for job in jobs:
+            for index, job in enumerate(jobs):  # warmed in the order of the first round (schedule.turns)
                 step = warmup_step(job, self.executor.history)
                 if step is not None:
                     warmups[job.name] = self.warm(step)
-                reprime = reprime_step(job, step, len(jobs))
+                reprime = reprime_step(job, step, (index, len(jobs)))
                 if reprime is not None:
                     reprimes[job.name] = reprime
             attempts = self.rounds(jobs, warmups, scenario.repeat(self.settings), reprimes)

@@ -73,10 +73,13 @@ class Reprime:
         return warmup_run_seconds(self.job.scenario, settings) + ATTEMPT_OVERHEAD_S
 
 
-def reprime_step(job: Job, warmup: WarmupStep | None, sharing: int) -> Reprime | None:
-    """Whether `job`'s first attempt is re-primed: after a full warm-up (`warmup`: a WarmupStep without `after`),
-    where `sharing` servers take the rounds (more than one: the others were warmed while it slept)."""
-    if sharing < 2 or warmup is None or warmup.after is not None:
+def reprime_step(job: Job, warmup: WarmupStep | None, place: tuple[int, int]) -> Reprime | None:
+    """Whether `job`'s first attempt is re-primed: after a full warm-up (`warmup`: a WarmupStep without `after`), where
+    the others were warmed while it slept. `place` = (index, of) of the job among the servers taking the rounds, warmed
+    and then measured first in that order: the last one warmed waits only for the others' first attempts, as every
+    server does between rounds, and is not re-primed (nor a server alone, its warm-up right before its attempts)."""
+    index, of = place
+    if index >= of - 1 or warmup is None or warmup.after is not None:
         return None
     return Reprime(job)
 
