@@ -242,3 +242,27 @@ def test_each_flag_is_explained_once_in_flags_and_the_report_reads_it():
     flags.evaluate(run)
     legend = markdown.render(model.build(run)).split("## Flags")[1]
     assert [line for line in legend.splitlines() if line] == [f"- **{n}**: {t}" for n, t in flag_kinds.legend()]
+
+
+LOW_COMPUTE = Path(__file__).parent / "fixtures" / "bench_20261124_low_compute" / "results.json"
+
+
+def test_a_warm_up_that_hit_its_cap_while_still_climbing_is_flagged_unsettled():
+    """Issue 32: `steady=false` was stored and no flag read it. The recorded low-compute warm-ups all settled; akka's
+    cut at its 17th run (as a cap of 17 runs would have) was still climbing, node-twin's cut at its 6th was falling."""
+    run = results.load(LOW_COMPUTE)
+    flags.evaluate(run)
+    assert not any(flag_kinds.UNSETTLED.name in names(r) for r in run.records)  # all settled (steady)
+    akka = next(r for r in run.records if r.server == "akka")
+    akka.warmup.runs, akka.warmup.steady, akka.warmup.max_runs = akka.warmup.runs[:17], False, 17
+    twin = next(r for r in run.records if r.server == "node-twin")
+    twin.warmup.runs, twin.warmup.steady = twin.warmup.runs[:6], False
+    flags.evaluate(run)
+    unsettled = [f for f in akka.flags if f.name == flag_kinds.UNSETTLED.name]
+    assert [f.reason for f in unsettled] == [
+        "the warm-up stopped after 17 runs, not settled: its latest 3 runs 3,009 → 3,987 → 5,216 req/s, +55% "
+        "(more than 10%)"]
+    assert akka.ranked  # it explains the figure, as warming does; it does not keep the record out
+    assert flag_kinds.UNSETTLED.name not in names(twin)  # not settled, but falling: not a climb cut short
+    again = Record.from_dict(akka.to_dict())  # the window and the verdict survive results.json
+    assert again.warmup.window is None and flags.flags_for(again, {}, None)[0].reason == unsettled[0].reason

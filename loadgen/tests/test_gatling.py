@@ -65,13 +65,30 @@ def test_the_console_summary_agrees_with_stats_json():
     assert "Request timeout to 127.0.0.1/127.0.0.1:18766 after 1000 ms" in output
 
 
-def test_parse_takes_the_newest_report(tmp_path):
-    old = tmp_path / "gatling" / "openmodelsimulation-1"
-    new = tmp_path / "gatling" / "openmodelsimulation-2"
-    shutil.copytree(next((FIXTURES / "refused").rglob("js")), old / "js")
-    shutil.copytree(next((FIXTURES / "ramp_ok").rglob("js")), new / "js")
-    os.utime(old / "js" / "stats.json", (1_000_000, 1_000_000))
-    assert TOOL.parse("", tmp_path).requests == 200
+def test_gatling_reads_the_report_its_own_run_wrote_not_the_newest_in_the_folder(tmp_path):
+    """Two runs' reports in one folder (a load measured again into the same scratch, or a report left there): the
+    parser took the newest js/stats.json by time; it takes the one the run's own output names."""
+    own = next((FIXTURES / "ramp_ok" / "gatling").iterdir())  # 200 requests, the run of ramp_ok/output.txt
+    other = next((FIXTURES / "refused" / "gatling").iterdir())  # 40 requests, refused
+    shutil.copytree(own, tmp_path / "gatling" / own.name)
+    shutil.copytree(other, tmp_path / "gatling" / other.name)
+    os.utime(tmp_path / "gatling" / own.name / "js" / "stats.json", (1_000_000, 1_000_000))  # the other is newer
+    output = (FIXTURES / "ramp_ok" / "output.txt").read_text()
+    m = TOOL.parse(output, tmp_path)
+    assert (m.requests, m.errors.total) == (200, 0)
+    refused = TOOL.parse((FIXTURES / "refused" / "output.txt").read_text(), tmp_path)
+    assert (refused.requests, refused.errors.total) == (40, 40)
+
+
+def test_gatling_without_its_own_report_fails_the_attempt_even_beside_another_run_s(tmp_path):
+    other = next((FIXTURES / "refused" / "gatling").iterdir())
+    shutil.copytree(other, tmp_path / "gatling" / other.name)
+    output = (FIXTURES / "ramp_ok" / "output.txt").read_text()  # names a report that is not there
+    with pytest.raises(ToolFailed, match=r"^Gatling's report openmodelsimulation-20261123104730468 \(named in its "
+                                         r"output\) has no js/stats\.json under "):
+        TOOL.parse(output, tmp_path)
+    with pytest.raises(ToolFailed, match=r"^Gatling wrote no report \(its output names none, .*\): Simulation bench"):
+        TOOL.parse("Simulation bench.OpenModelSimulation started...\n", tmp_path)
 
 
 def test_a_crash_without_report_fails_with_its_exception():

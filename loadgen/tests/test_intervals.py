@@ -171,7 +171,7 @@ def test_overlapping_intervals_tie_and_disjoint_ones_are_ordered_on_recorded_att
     run = evaluated(with_finagle(recorded()))
     g = groups(run)["hello", "c100"]
     assert [(s.record.server, s.rank, s.label) for s in g.ranked] == [
-        ("rust", 1, "=1"), ("finagle", 1, "=1"), ("node", 3, "3")]  # node: 2 intervals entirely above it
+        ("rust", 1, "1–2"), ("finagle", 1, "1–2"), ("node", 3, "3")]  # node: 2 intervals entirely above it
     assert [r.server for r in g.leaders()] == ["rust", "finagle"]
     assert g.ceiling.server == "nginx" and g.rank_label(g.ceiling) == ""  # the ceiling stays apart
     # without finagle: rust and node are apart, 1 and 2
@@ -186,34 +186,38 @@ def test_rank_is_one_plus_the_intervals_entirely_above():
                 "low": low, "high": high, "level": 0.75, "method": "min-max", "k": 1}}}})
     a, b, c, e = rec("a", 95, 100, 105), rec("b", 88, 92, 96), rec("c", 80, 85, 90), rec("e", 50, 52, 54)
     ranked = ranking.rank([e, c, b, a])
-    # a overlaps b, b overlaps c, only a is above c: a and b tie first, c is 2; e is below all three: 4
-    assert [(s.record.server, s.label) for s in ranked] == [("a", "=1"), ("b", "=1"), ("c", "2"), ("e", "4")]
+    # a overlaps b, b overlaps c, only a is above c: a first or second, b anywhere of the three, c second or third;
+    # e is below all three: 4
+    assert [(s.record.server, s.label) for s in ranked] == [("a", "1–2"), ("b", "1–3"), ("c", "2–3"), ("e", "4")]
     touching = ranking.rank([rec("x", 90, 95, 100), rec("y", 80, 85, 90)])  # touching ends overlap
-    assert [s.label for s in touching] == ["=1", "=1"]
+    assert [s.label for s in touching] == ["1–2", "1–2"]
 
 
-def test_ties_in_every_export_and_the_console_table(tmp_path):
+def test_ranges_of_places_in_every_export_and_the_console_table(tmp_path):
     d = with_finagle(recorded())
     (tmp_path / "results.json").write_text(json.dumps(d))
     write_report(tmp_path)
     md = (tmp_path / "summary.md").read_text()
-    assert "| hello | c100 | rust = finagle | 38,757 = 35,011 |" in md
-    assert "| 111% = 100% | 3 | 1 |" in md.split("| hello | c100 | rust = finagle |")[1].splitlines()[0]
+    assert "| hello | c100 | rust (1–2) = finagle (1–2) | 38,757 = 35,011 |" in md
+    assert "| 111% = 100% | 3 | 1 |" in md.split("| hello | c100 | rust (1–2) = finagle (1–2) |")[1].splitlines()[0]
     section = md.split("### hello · c100")[1].split("###")[0]
-    assert "| =1 | rust | 38,757 | 35,266 – 40,867 (75 %) |" in section
-    assert "| =1 | finagle | 35,011 | 32,437 – 36,290 (75 %) |" in section and "| 3 | node | 14,815 |" in section
+    assert "| 1–2 | rust | 38,757 | 35,266 – 40,867 (75 %) |" in section
+    assert "| 1–2 | finagle | 35,011 | 32,437 – 36,290 (75 %) |" in section and "| 3 | node | 14,815 |" in section
     html = (tmp_path / "report.html").read_text()
     glance = html.split("<h2>At a glance</h2>")[1].split("</table>")[0]
     row = next(r for r in glance.split("<tr>") if '<a href="#hello-c100">' in r)
-    assert ('rust <span class="muted">=</span> <span class="sw" style="background:' in row and "finagle</td>" in row
+    assert ('rust (1–2) <span class="muted">=</span> <span class="sw" style="background:' in row
+            and "finagle (1–2)</td>" in row
             and "<td class=rps>38,757 = 35,011</td>" in row)
-    assert '<td class="rank">=1</td>' in html
+    assert '<td class="rank">1–2</td>' in html
     csv_rows = [line.split(",") for line in (tmp_path / "summary.csv").read_text().splitlines()]
-    ranks = {(c[2], c[0], c[1]): c[3] for c in csv_rows[1:]}
-    assert (ranks["rust", "hello", "c100"], ranks["finagle", "hello", "c100"], ranks["node", "hello", "c100"]) == ("=1", "=1", "3")
+    ranks = {(c[2], c[0], c[1]): tuple(c[3:6]) for c in csv_rows[1:]}
+    assert (ranks["rust", "hello", "c100"], ranks["finagle", "hello", "c100"], ranks["node", "hello", "c100"]) == (
+        ("1–2", "1", "2"), ("1–2", "1", "2"), ("3", "3", "3"))
     table = console.table(model.build(evaluated(d)))
     marks = dict(zip(zip(table.columns[1].cells, table.columns[2].cells, table.columns[3].cells), table.columns[0].cells))
-    assert (marks["rust", "hello", "c100"], marks["finagle", "hello", "c100"], marks["node", "hello", "c100"]) == ("=1", "=1", "3")
+    assert (marks["rust", "hello", "c100"], marks["finagle", "hello", "c100"], marks["node", "hello", "c100"]) == (
+        "1–2", "1–2", "3")
     assert marks["nginx", "hello", "c100"] == "ceil"
 
 

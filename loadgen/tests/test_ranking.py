@@ -113,11 +113,12 @@ def test_ties_and_transitivity():
             "flags": [{"flag": "loadgen-saturated", "reason": ""}] if lower_bound else [],
             "summary": {"rps": {"median": (low + high) / 2, "n": 4, "ci": {"low": low, "high": high, "level": 0.875}}}})
     a, b, c, e = rec("a", 95, 105), rec("b", 88, 96), rec("c", 80, 90), rec("e", 50, 54)
+    # a is above c (95 > 90), b overlaps both: b may be anywhere from first to third, c second or third
     assert [(s.record.server, s.label) for s in ranking.rank([e, c, b, a])] == [
-        ("a", "=1"), ("b", "=1"), ("c", "2"), ("e", "4")]
-    floor = rec("z", 60, 70, lower_bound=True)  # ≥ 60: above e only, tied with the others
+        ("a", "1–2"), ("b", "1–3"), ("c", "2–3"), ("e", "4")]
+    floor = rec("z", 60, 70, lower_bound=True)  # ≥ 60: above e only, overlapping the others
     labels = {s.record.server: s.label for s in ranking.rank([a, b, c, e, floor])}
-    assert labels["z"] == "=1" and labels["e"] == "5"
+    assert labels["z"] == "1–4" and labels["e"] == "5"
     assert ranking.rate_interval(floor) == (60, math.inf)
 
 
@@ -166,3 +167,34 @@ def test_the_aa_control_is_reported(bench, tmp_path):
     result = model.aa_result(m)
     assert result["groups"] == 1 and result["ordered"] == [] and result["twin"] == "node-twin"
     assert "the ranking ordered the twins in 0" in model.aa_text(m)
+
+
+LOW_COMPUTE = Path(__file__).parent / "fixtures" / "bench_20261124_low_compute" / "results.json"
+
+
+def test_a_rank_is_the_range_of_places_its_interval_allows_so_imprecision_never_looks_better():
+    """Issue 32: on the recorded low-compute run socko (14,771, interval 13,323–16,478, spread) was ranked "=1" above
+    finagle "2" (16,079, 15,424–16,512) because nothing lies wholly above socko's wide interval. Its place is 1st to
+    5th; finagle's (below rust by cost, above node, the twin and everything slower) 2nd or 3rd."""
+    from harness.report import csv_export, markdown
+    from harness.report import terminal as console
+
+    run = results.load(LOW_COMPUTE)
+    flags.evaluate(run)
+    m = model.build(run)
+    g = group(m, "low-compute", "c1000")
+    assert [(s.record.server, s.rank, s.worst) for s in g.ranked] == [
+        ("rust", 1, 2), ("finagle", 2, 3), ("socko", 1, 5), ("node-twin", 3, 5), ("node", 3, 5), ("spray", 6, 6),
+        ("express", 7, 10), ("pekko", 7, 10), ("play", 7, 10), ("akka", 7, 10)]
+    assert standings(g)["socko"] == "1–5" and standings(g)["finagle"] == "2–3" and standings(g)["spray"] == "6"
+    # wherever a rank is shown: the report's table and at-a-glance, the CSV, the terminal (the charts' labels are
+    # Group.rank_label, the same text)
+    md = markdown.render(m)
+    assert "| 1–5 | socko | 14,771 |" in md and "| 2–3 | finagle | 16,079 |" in md
+    assert "| low-compute | c1000 | rust (1–2) = socko (1–5) |" in md
+    rows = {line.split(",")[2]: line.split(",")[3:6] for line in csv_export.render(m).splitlines()[1:]}
+    assert rows["socko"] == ["1–5", "1", "5"] and rows["finagle"] == ["2–3", "2", "3"]
+    table = console.table(m)
+    marks = dict(zip(table.columns[1].cells, table.columns[0].cells))
+    assert (marks["socko"], marks["finagle"], marks["rust"]) == ("1–5", "2–3", "1–2")
+    assert g.rank_label(g.ranked[2].record) == "1–5"

@@ -157,13 +157,26 @@ class Naming:
     status: str = ""
 
 
+def fresh_scratches(raw: Path, stem: str, parts: int) -> list[Path]:
+    """The folders of one load's tool processes (`stem`, or `stem.partN` for each of several), none of which exists
+    yet: a load measured again (a record re-measured, its warm-up run again) gets `stem-again`, `stem-again2`, ...,
+    so the first measurement's outputs stay as they were, where its attempts point."""
+    def named(base: str) -> list[Path]:
+        return [raw / (base if parts == 1 else f"{base}.part{i + 1}") for i in range(parts)]
+
+    scratches, again = named(stem), 1
+    while any(s.exists() for s in scratches):
+        scratches = named(f"{stem}-again" + (str(again) if again > 1 else ""))
+        again += 1
+    return scratches
+
+
 def measure(runtime: Runtime, plan: LoadPlan, naming: Naming, beside: Beside,
             expected_rps: float | None = None) -> Outcome:
     """Runs the load as `plan` says (its processes, each pinned to its cores); while it runs, samples what `beside`
     names, the tool processes one by one, and this harness's own CPU (its polling and sampling threads run on the load
     generator's cores). `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
-    parts = len(plan.processes)
-    scratches = [naming.raw / (naming.stem if parts == 1 else f"{naming.stem}.part{i + 1}") for i in range(parts)]
+    scratches = fresh_scratches(naming.raw, naming.stem, len(plan.processes))
     outcome = Outcome(None, None, plan=plan)
     deadline = deadline_s(plan.spec, expected_rps)
     load = Load(runtime, plan, outcome)
@@ -213,7 +226,7 @@ class Load:
         tool, cores = TOOLS[self.plan.tool], list(self.plan.loadgen_cores)
         self.started = time.monotonic()
         for process, scratch in zip(self.plan.processes, scratches):
-            scratch.mkdir(parents=True, exist_ok=True)
+            scratch.mkdir(parents=True)  # fresh (fresh_scratches): never another load's outputs
             argv = process.argv(tool, scratch)
             self.outcome.commands.append(argv)
             self.outcome.raw.append(scratch / "output.txt")

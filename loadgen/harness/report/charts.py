@@ -54,7 +54,8 @@ def _short_flags(r: Record) -> str:
 
 
 def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
-    """Median req/s per server (whiskers: the median's confidence interval), ranks before the names, in rank order;
+    """Median req/s per server (whiskers: the median's confidence interval), ranks (ranges of places, "1–5") above the
+    names, in rank order;
     a lower bound (the load generator or the upstream was the limit) labelled "≥" with an open top; records kept out
     of the ranking faded and hatched, their flags under their names (red); nginx drawn as a horizontal ceiling line."""
     rows = [s.record for s in group.ranked] + group.flagged
@@ -92,7 +93,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
                     textcoords="offset points", xytext=(3, 3), fontsize=8, color=CEILING_COLOR, va="bottom",
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
         top = max(top, ceiling)
-    ax.set_xticks(xs, [(f"{group.rank_label(r)} " if r.ranked else "") + r.server
+    ax.set_xticks(xs, [(f"{group.rank_label(r)}\n" if r.ranked else "") + r.server  # the rank: a range of places
                        + (("\n⚑ " if not r.ranked else "\n") + _short_flags(r).replace(", ", "\n") if r.flags else "")
                        for r in rows])
     for tick, r in zip(ax.get_xticklabels(), rows):

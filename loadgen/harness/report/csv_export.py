@@ -1,5 +1,6 @@
 """summary.csv: one row per record (server, scenario, run) with its statistics, samples and flags. `rank` is the
-report's rank ("=2" for a tie, empty when not ranked); rps_ci_* the req/s median's confidence interval and its level;
+report's rank (the range of places the intervals allow, "1–5", or one place, "2"; empty when not ranked), `rank_best` and
+`rank_worst` its two ends as numbers; rps_ci_* the req/s median's confidence interval and its level;
 `rps_lower_bound` yes where the load generator or the upstream was the limit; cost_us_* the server's CPU µs per request
 (and `conn_cost_us_*` per connection, for one-request-per-connection loads) with its interval;
 `run` the record's label (the run label, with runtime and round in an overhead run)."""
@@ -16,7 +17,7 @@ from harness.results import ranking
 from harness.results.records import Record
 
 COLUMNS = [
-    "scenario", "run", "server", "rank", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
+    "scenario", "run", "server", "rank", "rank_best", "rank_worst", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
     "attempts", "rps_median", "rps_min", "rps_max", "rps_cv", "rps_ci_low", "rps_ci_high", "rps_ci_level",
     "rps_ci_method", "rps_lower_bound", "cost_us_median", "cost_us_ci_low", "cost_us_ci_high", "cost_us_ci_level",
     "conn_cost_us_median", "conn_cost_us_ci_low", "conn_cost_us_ci_high", "remeasured", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
@@ -41,6 +42,7 @@ def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
     warmup = r.warmup
     return {
         "scenario": r.scenario, "run": r.label, "server": r.server, "rank": rank,
+        "rank_best": rank.split("–")[0] if rank[:1].isdigit() else "", "rank_worst": rank.split("–")[-1] if rank[:1].isdigit() else "",
         "ranked": "yes" if r.ranked else "no",
         "flags": ";".join(flag_rules.names(r)),
         "flag_reasons": " | ".join(f"{f.name}: {f.reason}" for f in r.flags),

@@ -206,8 +206,8 @@ def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Pat
 
 
 def _glance(model: Model) -> str:
-    """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with their
-    figures (model.glance: the same rows as the Markdown's)."""
+    """Per scenario and run: the best ranked server, or the servers that may be first, each with its range of places
+    ("rust (1–2) = socko (1–5)"), with their figures (model.glance: the same rows as the Markdown's)."""
     rows = []
     by_name = {s.name: s for s in model.scenarios}
     for row in glance(model):
@@ -216,7 +216,8 @@ def _glance(model: Model) -> str:
         anchor = scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else group.key
         eq = ' <span class="muted">=</span> '
         name = (eq.join(f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
-                        f'{escape(r.server)}' for r in row.best) if row.best else '<span class="muted">none ranked</span>')
+                        f'{escape(row.name_of(i))}' for i, r in enumerate(row.best))
+                if row.best else '<span class="muted">none ranked</span>')
         p99 = " = ".join(fmt_ms(latency(r, "p99")) for r in row.best) or "-"
         ceiling = row.ceiling.rps if row.ceiling else None
         flagged = "".join(badge(n) for n in sorted({n for r in group.flagged for n in flag_names(r)}))
@@ -226,7 +227,7 @@ def _glance(model: Model) -> str:
             f"<td>{p99}</td><td>{fmt_rate(ceiling) if ceiling else '-'}</td><td>{row.of_ceiling}</td>"
             f"<td>{row.ranked}</td><td class=l>{row.kept_out or ''} {flagged}</td>"
             f'<td class="l muted">{escape(row.note)}</td></tr>')
-    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best (= tie)</th><th>req/s</th>"
+    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best (places)</th><th>req/s</th>"
             "<th>µs/req</th><th>p99 ms</th><th>ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>kept out</th>"
             "<th class=l>note</th></tr>")
     return f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'

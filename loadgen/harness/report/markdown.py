@@ -52,7 +52,8 @@ def group_lines(group: Group) -> list[str]:
 
 
 def glance_lines(model: Model) -> list[str]:
-    """Per scenario and run: the best ranked server, or the servers tied for first ("rust = finagle"), with req/s
+    """Per scenario and run: the best ranked server, or the servers that may be first, each with its range of places
+    ("rust (1–2) = socko (1–5)"), with req/s
     ("≥" where the load generator was the limit) and CPU per request."""
     rows = []
     for scenario in model.scenarios:
@@ -65,7 +66,7 @@ def glance_lines(model: Model) -> list[str]:
     for row in glance(model):
         rows.append([row.scenario, row.run, row.names or "_none ranked_", row.rates or "-", row.costs or "-",
                      row.of_ceiling, row.ranked, row.kept_out, row.note])
-    return _table(["scenario", "run", "best (= tie)", "req/s", "µs/req", "of ceiling", "ranked", "kept out", "note"],
+    return _table(["scenario", "run", "best (places)", "req/s", "µs/req", "of ceiling", "ranked", "kept out", "note"],
                   rows)
 
 

@@ -61,11 +61,12 @@ class Group:
         return describe_load(self.records[0]) if self.records else ""
 
     def rank_label(self, record: Record) -> str:
-        """"1", "=2", or "" for a record that is not ranked."""
+        """"1", "1–5" (the range of places the intervals allow), or "" for a record that is not ranked."""
         return next((s.label for s in self.ranked if s.record is record), "")
 
     def leaders(self) -> list[Record]:
-        """The best ranked records: one, or several tied at rank 1; [] when none is ranked."""
+        """The records with nothing surely above them (best place 1): one, or several whose places are ranges from 1;
+        [] when none is ranked."""
         return [s.record for s in self.ranked if s.rank == 1]
 
 
@@ -217,16 +218,22 @@ class Glance:
 
     scenario: str
     run: str
-    best: list[Record]  # rank 1: one, or several tied
+    best: list[Record]  # best place 1: one, or several whose places are ranges from 1
     ceiling: Record | None
     ranked: int
     kept_out: int
     by_cost: bool  # CPU per request placed someone in this group (the load generator was the limit)
     twins_ordered: bool | None  # the A/A control in this group (None: no twins ranked here)
+    places: tuple[str, ...] = ()  # each best's range of places ("1", "1–5"), as the tables show it
+
+    def name_of(self, i: int) -> str:
+        """The i-th best's name, with its range of places where it could be lower than first ("socko (1–5)")."""
+        place = self.places[i] if i < len(self.places) else "1"
+        return self.best[i].server + ("" if place == "1" else f" ({place})")
 
     @property
     def names(self) -> str:
-        return " = ".join(r.server for r in self.best)
+        return " = ".join(self.name_of(i) for i in range(len(self.best)))
 
     @property
     def rates(self) -> str:
@@ -257,7 +264,7 @@ class Glance:
 def glance(model: Model) -> list[Glance]:
     """The at-a-glance rows of every closed-loop group (stepped scenarios are read by capacity instead)."""
     return [Glance(scenario.name, group.run, group.leaders(), group.ceiling, len(group.ranked), len(group.flagged),
-                   group.by_cost, group.twins_ordered)
+                   group.by_cost, group.twins_ordered, tuple(group.rank_label(r) for r in group.leaders()))
             for scenario in model.scenarios if not scenario.is_stepped for group in scenario.groups]
 
 

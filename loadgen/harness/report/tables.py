@@ -39,7 +39,7 @@ KEPT_OUT_TITLE = f"kept out of the ranking: {flag_kinds.kept_out()}"
 @dataclass
 class Row:
     record: Record
-    rank: str  # "1", "=2", "ceiling", "⚑"
+    rank: str  # "1", "1–5" (a range of places), "ceiling", "⚑"
     kind: str  # "ceiling", "ranked" or "flagged"
 
     @property

@@ -1,6 +1,7 @@
 """The console table at the end of a run, one more export of the report model: records kept out of the ranking
 (harness.results.flag_kinds.kept_out) first, each with its reasons, then per scenario and run nginx, the ceiling, and
-the ranked records in the model's ranking (harness.results.ranking; ties shown as "=2", lower bounds as "≥", flags beside)."""
+the ranked records in the model's ranking (harness.results.ranking; each rank the range of places its interval allows, "1–5",
+lower bounds as "≥", flags beside)."""
 from __future__ import annotations
 
 from rich.console import JustifyMethod
@@ -80,5 +81,5 @@ def table(model: Model, title: str = "") -> Table:
             add(r, mark, run, "dim", f"{explained or 'clean'} ({r.server}: the ceiling)")
         else:
             add(r, mark, run, "yellow" if r.flags else None,
-                explained or ("clean, tied" if mark.startswith("=") else "clean"))
+                explained or ("clean, place a range" if "–" in mark else "clean"))
     return out

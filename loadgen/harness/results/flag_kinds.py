@@ -55,6 +55,10 @@ UPSTREAM_BOUND = FlagKind(
                       "at the same load in the same run: the upstream is the limit, not the server, so the figure is "
                       "a lower bound of the server's (shown ≥)",
     lower_bound=True, colour="#6d28d9")
+UNSETTLED = FlagKind(
+    "unsettled", f"the warm-up hit its cap (its most runs or seconds) while req/s still climbed (a trend of more than "
+                 f"its tolerance, {TREND_TOLERANCE:.0%} in the quick profile, over its latest runs): the attempts were "
+                 "taken on a server not yet warm, and the median may understate it", colour="#155e75")
 WARMING = FlagKind("warming", f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, the "
                               "attempts agreeing on the direction): the server was not yet warm; the median "
                               "understates it", colour="#0e7490")
@@ -65,11 +69,11 @@ SPREAD = FlagKind(
     "spread", f"truly unsteady: req/s varies more than {SPREAD_MAX_CV:.0%} between attempts (coefficient of "
               f"variation), or the median's confidence interval is wider than ±{SPREAD_MAX_HALF_WIDTH:.0%} of the "
               "median; or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: "
-              "it widens the interval, and servers whose intervals overlap are ranked as ties (=)",
+              "it widens the interval, and servers whose intervals overlap get ranges of places (1–3)",
     colour="#a16207")
 
-ALL = (FAILED, INCOMPLETE, CONTRACT_FAILED, ERRORS, LOADGEN_BOUND, RATE_NOT_HELD, UPSTREAM_BOUND, WARMING, DRIFTING,
-       SPREAD)
+ALL = (FAILED, INCOMPLETE, CONTRACT_FAILED, ERRORS, LOADGEN_BOUND, RATE_NOT_HELD, UPSTREAM_BOUND, UNSETTLED, WARMING,
+       DRIFTING, SPREAD)
 BY_NAME = {kind.name: kind for kind in ALL}
 EXCLUDING = frozenset(k.name for k in ALL if k.excludes)
 LOWER_BOUND = frozenset(k.name for k in ALL if k.lower_bound)

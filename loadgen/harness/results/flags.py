@@ -6,8 +6,8 @@ figure a lower bound is each flag's own declaration, harness.results.flag_kinds)
 data (re-evaluating gives the same answer), so the report can evaluate an older results.json again.
 
 What each flag means, and the thresholds its explanation quotes, are written once, in flag_kinds; each rule here is
-one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_rate_not_held`, `_upstream`, `_trend`,
-`_spread`) writing the reason with the record's own figures.
+one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_rate_not_held`, `_upstream`,
+`_unsettled`, `_trend`, `_spread`) writing the reason with the record's own figures.
 """
 from __future__ import annotations
 
@@ -233,6 +233,28 @@ def _trend(record: Record) -> Flag | None:
                             f"direction agreement {found.agreement:+.2f}")
 
 
+WARMUP_WINDOW = 3  # the runs a warm-up's end is judged on, where an older file does not say (scenarios.toml's window)
+
+
+def _unsettled(record: Record) -> Flag | None:
+    """A warm-up that ended without settling (at its cap of runs or seconds: a server that died is flagged failed)
+    while its latest runs still climbed: `steady` false and their trend rising beyond its tolerance."""
+    warmup = record.warmup
+    if warmup is None or warmup.steady or warmup.after is not None:
+        return None
+    runs = warmup.runs[-(warmup.window or WARMUP_WINDOW):]
+    latest = [r.rps for r in runs if r.rps]
+    tolerance = warmup.tolerance if warmup.tolerance is not None else TREND_TOLERANCE
+    if len(latest) < 2 or len(latest) < len(runs):  # a failed run among them: judged as failed, not as climbing
+        return None
+    change = trend.relative_change(latest)
+    if change <= tolerance:
+        return None
+    rates = " → ".join(stats.fmt_rate(r) for r in latest)
+    return Flag(kinds.UNSETTLED.name, f"the warm-up stopped after {len(warmup.runs)} runs, not settled: its latest "
+                                      f"{len(latest)} runs {rates} req/s, {change:+.0%} (more than {tolerance:.0%})")
+
+
 def _contract(record: Record, verification: dict[str, Verification] | None) -> Flag | None:
     if verification is None:
         return None  # a results file without a verification section: nothing to say
@@ -270,6 +292,7 @@ def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], veri
         _saturated(record),
         _rate_not_held(record),
         _upstream(record, upstream_rates),
+        _unsettled(record),
     ]
     # an open-model step's req/s is the rate it was offered, not the server's: its spread and trend say nothing; a
     # trend explains a spread, so a record that is warming or drifting is not also flagged spread

@@ -16,9 +16,12 @@ Two relations place B above A:
   bound of the cost at a higher one; B cheaper at an equal or lower rate is cheaper at A's rate too. B cheaper only at
   a clearly higher rate proves nothing, and they stay tied.
 
-Ranks: a record's rank is 1 + the number of records above it, directly or through others (the transitive closure of
-the two relations), so no record is ever ranked below one whose interval lies wholly under its own, and a rank-1
-record has nothing above it. Records with the same rank are tied ("=2").
+Ranks are ranges, as the order is partial: a record's best possible place is 1 + the number of records surely above it
+(directly or through others: the transitive closure of the two relations), its worst the count of records minus the
+number surely below it. A record ordered against every other has one place ("2"); one whose interval overlaps others'
+has a range ("1–5"): a wide interval gets a wide range, never a better-looking rank than a precise record below it.
+So no record is ever placed below one whose interval lies wholly under its own, and a best (best place 1) has nothing
+above it. Rows are listed by the middle of their range, then req/s.
 
 How often this orders two identical servers: with n attempts each and min–max intervals, their intervals are
 disjoint with probability 2·n!·n!/(2n)! (the attempts of the two, exchangeable, fall all of one side above all of the
@@ -82,17 +85,31 @@ def above(b: Record, a: Record) -> bool:
 
 @dataclass(frozen=True)
 class Standing:
-    """A ranked record's place in its group."""
+    """A ranked record's place in its group: the range of places the intervals allow."""
 
     record: Record
-    rank: int
-    tied: bool  # another record of the group has the same rank
+    rank: int  # the best possible place: 1 + the records surely above it
+    worst: int  # the worst possible place: the group's count minus the records surely below it
     by_cost: bool = False  # something is placed above or below it through CPU per request
 
     @property
+    def tied(self) -> bool:
+        """Not ordered against every other record of the group: its place is a range."""
+        return self.worst > self.rank
+
+    @property
     def label(self) -> str:
-        """"2", or "=2" for a tie."""
-        return ("=" if self.tied else "") + str(self.rank)
+        """"2", or "1–5" where the place is a range."""
+        return f"{self.rank}–{self.worst}" if self.tied else str(self.rank)
+
+
+def descendants(anc: list[set[int]]) -> list[set[int]]:
+    """For each record, the indexes of the records below it directly or through others, from `ancestors`."""
+    out: list[set[int]] = [set() for _ in anc]
+    for i, above_i in enumerate(anc):
+        for j in above_i:
+            out[j].add(i)
+    return out
 
 
 def ancestors(records: list[Record]) -> list[set[int]]:
@@ -113,13 +130,15 @@ def ancestors(records: list[Record]) -> list[set[int]]:
 
 
 def rank(records: list[Record]) -> list[Standing]:
-    """The standings of `records` (all taking part, one group), by rank, then req/s descending."""
+    """The standings of `records` (all taking part, one group): each its range of places, listed by the middle of the
+    range (a record surely above another has both ends lower, so it is listed first), then req/s descending."""
     anc = ancestors(records)
-    ranks = [1 + len(a) for a in anc]
+    below = descendants(anc)
     cost_linked = {i for i, r in enumerate(records) for j, o in enumerate(records)
                    if i != j and (above_by_cost(r, o) or above_by_cost(o, r))}
-    standings = [Standing(r, n, ranks.count(n) > 1, i in cost_linked) for i, (r, n) in enumerate(zip(records, ranks))]
-    return sorted(standings, key=lambda s: (s.rank, -(s.record.rps or 0)))
+    standings = [Standing(r, 1 + len(anc[i]), len(records) - len(below[i]), i in cost_linked)
+                 for i, r in enumerate(records)]
+    return sorted(standings, key=lambda s: (s.rank + s.worst, -(s.record.rps or 0)))
 
 
 def ordered(a: Record, b: Record, among: list[Record]) -> bool:
@@ -142,4 +161,6 @@ METHOD_NOTE = (
     "below it, tied with the rest; where such a lower bound's interval overlaps another's, the server CPU per request "
     "(µs/req) decides when the two cost intervals are apart and the cheaper one ran at an equal or lower rate (cost "
     "falls as load rises, so a cost measured at a lower rate is an upper bound of the cost at a higher one). A rank "
-    "is 1 + the number of servers above, directly or through others; equal ranks are ties (=2).")
+    "is the range of places the intervals allow: from 1 + the number of servers surely above (directly or through "
+    "others) to the count minus the number surely below, so 1–5 is a server that may be first or fifth, and a wide "
+    "interval never earns a better-looking rank than a precise one.")

@@ -160,17 +160,21 @@ class Warmup:
     max_runs: int | None
     rate: float | None = None
     after: str | None = None  # no run: the server had just been measured with this same load (e.g. "low-compute c1000")
+    window: int | None = None  # the latest runs whose trend decides whether it settled (None in older files: 3)
+    reprime: WarmupRun | None = None  # one more run right before the first attempt, after a sleep (schedule.Reprime)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Warmup:
         return cls(tool=d.get("tool"), runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
                    steady=bool(d.get("steady")), tolerance=d.get("tolerance"), max_runs=d.get("max_runs"),
-                   rate=d.get("rate"), after=d.get("after"))
+                   rate=d.get("rate"), after=d.get("after"), window=d.get("window"),
+                   reprime=WarmupRun.from_dict(d["reprime"]) if d.get("reprime") else None)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if out["after"] is None:  # absent unless a warm-up was skipped: older files read and written back unchanged
-            del out["after"]
+        for optional in ("after", "window", "reprime"):  # absent unless set: older files read and written back unchanged
+            if out[optional] is None:
+                del out[optional]
         return out
 
 
@@ -242,7 +246,7 @@ class Record:
     ranked: bool = True
     details: dict[str, Any] = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
     # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
-    # req/s), "warmup" (the further warm-up)}; written only when present
+    # req/s), "first_raw" (their outputs, kept apart), "warmup" (the further warm-up)}; written only when present
     remeasured: dict[str, Any] | None = None
     # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
     # its first attempt on and carries this until its last is done; written only when present

@@ -1,6 +1,7 @@
 """Gatling: the seeds' open workload model. Virtual users arrive by an injection profile (ramp, at-once, constant
 rate), each sends one GET and leaves. The project builds it (loadgen/gatling: a Java DSL simulation driven by -Dbench.*
-properties, and a launcher); figures come from the HTML report's js/stats.json, not the console text."""
+properties, and a launcher); figures come from the js/stats.json of the HTML report the run's own output names, not
+the console text (nor the newest report in the folder)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ from harness.tools.output import Errors, Measurement
 GATLING_DIR = Path(__file__).resolve().parents[2] / "gatling"
 SIMULATION = "bench.OpenModelSimulation"
 STACK_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ )")
+REPORT_LINE = re.compile(r"please open the following file: \S*?([^\s/]+)/index\.html")  # the run's own report folder
 FD_MARGIN = 64  # descriptors the JVM holds besides its sockets (jars, epoll, report files)
 # Gatling's default percentiles (gatling.charting.indicators.percentile1..4), as the seeds' reports show them
 PERCENTILES = {"p50": "percentiles1", "p75": "percentiles2", "p95": "percentiles3", "p99": "percentiles4"}
@@ -59,13 +61,7 @@ class Gatling:
                 "-s", SIMULATION, "-rf", str(scratch / "gatling"), "-rd", description]
 
     def parse(self, output: str, scratch: Path) -> Measurement:
-        reports = sorted(scratch.rglob("js/stats.json"), key=lambda p: (p.stat().st_mtime, str(p)))
-        if not reports:
-            # a crash ends in a stack trace: its frames say less than the exception lines above them
-            said = [line.strip() for line in output.splitlines() if line.strip() and not STACK_FRAME.match(line)]
-            raise ToolFailed(f"Gatling wrote no report (no js/stats.json under {scratch}): "
-                             + " | ".join(said[-3:] or ["no output"]))
-        stats = json.loads(reports[-1].read_text())["stats"]  # the "All Requests" group: every request of the run
+        stats = json.loads(own_report(output, scratch).read_text())["stats"]  # "All Requests": every request
 
         def total(key: str):
             return stats[key]["total"]
@@ -90,6 +86,24 @@ class Gatling:
                 "distribution": {g["name"]: g["count"] for g in groups},
             }},
         )
+
+
+def own_report(output: str, scratch: Path) -> Path:
+    """The js/stats.json of the report this run wrote: the folder its output names ("please open the following file:
+    .../openmodelsimulation-<time>/index.html"), found under `scratch` by name (the path printed is the container's
+    under Docker), never the newest report there, which can be another run's."""
+    named = REPORT_LINE.findall(output)
+    if not named:
+        # a crash ends in a stack trace: its frames say less than the exception lines above them
+        said = [line.strip() for line in output.splitlines() if line.strip() and not STACK_FRAME.match(line)]
+        raise ToolFailed(f"Gatling wrote no report (its output names none, no js/stats.json under {scratch}): "
+                         + " | ".join(said[-3:] or ["no output"]))
+    folder = named[-1]
+    found = sorted(scratch.rglob(f"{folder}/js/stats.json"))
+    if len(found) != 1:
+        raise ToolFailed(f"Gatling's report {folder} (named in its output) has no js/stats.json under {scratch}"
+                         if not found else f"Gatling's report {folder} is found twice under {scratch}: {found}")
+    return found[0]
 
 
 def _number(value: float) -> str:
