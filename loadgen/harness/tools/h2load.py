@@ -4,8 +4,9 @@ pipelining depth. A duration (-D) or a request count (-n); with a rate, each cli
 latency-corrected: a stalled server is asked less while it stalls, as with wrk).
 
 Percentiles: h2load prints none, but --log-file writes one row per finished request (start time in µs since the epoch,
-status, µs until the end of the response; status -1 for a failed stream) into the scratch folder: p50/p90/p99/p99.9
-and 100 quantiles (equal slices, as wrk's and ab's, so parts can pool) are exact over the requests that got an answer.
+status, µs until the end of the response; status -1 for a failed stream) into the scratch folder: the attempt's whole
+distribution (harness.basics.distribution, 1 µs resolution up to 32 ms) is made of the requests that got an answer,
+and p50/p90/p99/p99.9, the mean and the max are read off it.
 
 Facts of Debian bookworm's h2load 1.52 this adapter is built on:
 - -D takes an integer and a unit (h, m, s, ms): "-D 1.5" is refused ("-D: value error 1.5"), "-D 1500ms" works.
@@ -27,6 +28,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from harness.basics.distribution import Distribution
 from harness.tools.adapter import LoadSpec, ToolFailed
 from harness.tools.output import Errors, Measurement
 
@@ -108,7 +110,10 @@ class H2load:
         clients = sum(int(n) for n in CLIENTS.findall(output))
         connected = _connected(output)
         others = errored - timeout  # errored streams besides timeouts: never connected, or the connection failed
-        errors = Errors(timeout=timeout, non_2xx=s3 + s4 + s5)
+        # in flight when a timed run stopped: never answered, so failed (up to -m per connection is the run's normal end
+        # on a fast server; many more: the server stalled)
+        unanswered = max(started - done, 0) if "Timing-based test" in output else 0
+        errors = Errors(timeout=timeout + unanswered, non_2xx=s3 + s4 + s5)
         if not connected:
             errors.connect = others or clients  # a timed run counts no request of a client that never connected
         else:
@@ -118,14 +123,10 @@ class H2load:
         latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "p99.9": None, "max": None,
                                             "mean": None}
         times = REQUEST_TIME.search(output)
-        logged = _log_latencies(scratch / LOG)
-        quantiles: list[tuple[float, float]] = []
-        if logged:  # exact, from the per-request log
-            points, mean, slowest = logged
-            by_pct = dict(points)
-            latency.update(p50=by_pct[50.0], p90=by_pct[90.0], p99=by_pct[99.0], max=slowest, mean=mean)
-            latency["p99.9"] = by_pct[99.9]
-            quantiles = [(p, ms) for p, ms in points if p == int(p)]
+        logged = _log_counts(scratch / LOG)
+        distribution = Distribution.from_counts(logged) if logged else None
+        if distribution:  # from the per-request log
+            latency.update(distribution.latency_ms())
         elif times and answered:  # h2load's summary only (to 0.01 of its unit)
             latency["max"] = _ms(times.group(3), times.group(4))
             latency["mean"] = _ms(times.group(5), times.group(6))
@@ -136,13 +137,12 @@ class H2load:
             duration_s=duration,
             rps=float(finished.group(3)),
             latency_ms=latency,
-            quantiles=quantiles,
+            distribution=distribution,
             details={"h2load": {
                 "total": total, "started": started, "done": done, "succeeded": succeeded, "failed": failed,
                 "errored": errored, "timeout": timeout, "status": {"2xx": s2, "3xx": s3, "4xx": s4, "5xx": s5},
                 "clients": clients, "protocol": protocol.group(1) if protocol else None,
-                # in flight when a timed run stopped (up to -m per connection is normal; more: the server stalled)
-                "unanswered": max(started - done, 0) if "Timing-based test" in output else 0,
+                "unanswered": unanswered,
                 "latency_sd_ms": _ms(times.group(7), times.group(8)) if times and answered else None,
             }},
         )
@@ -163,31 +163,18 @@ def _connected(output: str) -> bool:
     return not (float(line.group(9)) == 0 and all(float(line.group(i)) == 0 for i in (1, 3, 5)))
 
 
-def _log_latencies(path: Path) -> tuple[list[tuple[float, float]], float, float] | None:
-    """From h2load's --log-file, over the answered requests (status not -1): (percent, ms) for 1..100 % and 99.9 %
-    (nearest rank), the mean and the max in ms; None without a log or an answered request."""
+def _log_counts(path: Path) -> Counter[int] | None:
+    """From h2load's --log-file: {µs: requests} of the answered requests (status not -1); None without a log or an
+    answered request. Counted, not listed: small however long the run."""
     if not path.exists():
         return None
-    counts: Counter[int] = Counter()  # µs -> requests: exact, and small however long the run
+    counts: Counter[int] = Counter()
     with path.open("rb") as f:
         for line in f:
             fields = line.split(b"\t")
             if len(fields) >= 3 and fields[1] != b"-1":
                 counts[int(fields[2])] += 1
-    n = sum(counts.values())
-    if not n:
-        return None
-    values = sorted(counts)
-    points: list[tuple[float, float]] = []
-    running, i = 0, 0
-    for pct in sorted({*(float(p) for p in range(1, 101)), 99.9}):
-        rank = max(1, math.ceil(pct / 100 * n))
-        while running < rank:
-            running += counts[values[i]]
-            i += 1
-        points.append((pct, values[i - 1] / 1000))
-    mean_us = sum(us * c for us, c in counts.items()) / n
-    return points, round(mean_us / 1000, 3), values[-1] / 1000
+    return counts or None
 
 
 TOOL = H2load()  # what the registry (tools/__init__.py) finds
