@@ -47,6 +47,21 @@ class Distribution:
         return cls(histogram)
 
     @classmethod
+    def from_levels(cls, levels: Iterable[tuple[float, int]], requests: int) -> Distribution | None:
+        """From a tool's quantile function: (percent, µs) levels in rising order, the last one 100 (the max), over
+        `requests` requests. The requests up to each level (rounded) not yet counted are put at that level's latency,
+        so percentiles at the levels are the tool's own and between two levels an upper bound. None without levels or
+        requests."""
+        counts: dict[int, int] = {}
+        counted = 0
+        for pct, us in levels:
+            upto = requests if pct >= 100 else round(requests * pct / 100)
+            if upto > counted:
+                counts[int(us)] = counts.get(int(us), 0) + upto - counted
+                counted = upto
+        return cls.from_counts(counts) if counted else None
+
+    @classmethod
     def decode(cls, encoded: str) -> Distribution:
         """From `encode`'s text (results.json's `latency_histogram`)."""
         return cls(HdrHistogram.decode(encoded.encode("ascii")))

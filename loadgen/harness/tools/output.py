@@ -111,6 +111,8 @@ def merge(parts: list[Measurement]) -> Measurement:
     distributions = [p.distribution for p in parts if p.distribution is not None]
     whole = Distribution.merged(distributions) if len(distributions) == len(parts) else None
     latency = whole.latency_ms() if whole else _pooled_latency(parts, requests)
+    # a figure every part lacks stays unknown: ab's slices hold no p99.9 (its top slice is its max)
+    latency = {k: v for k, v in latency.items() if any(p.latency_ms.get(k) is not None for p in parts)}
     return Measurement(
         requests=requests,
         errors=errors,
