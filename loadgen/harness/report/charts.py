@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.basics.stats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
+from harness.basics.formats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
 from harness.report.cells import cost, flag_names, latency
 from harness.report.model import CEILING_COLOR, Group, Model, ScenarioView  # noqa: E402
 from harness.results import flags as flag_rules  # noqa: E402

@@ -7,8 +7,8 @@ from html import escape
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.basics.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
-from harness.report.cells import bytes_text, cpu, flag_names, latency, loc_text, rps_text, startup_text
+from harness.basics.formats import fmt_ms, fmt_rate
+from harness.report.cells import INTERVAL_NOTE, bytes_text, cpu, flag_names, latency, loc_text, rps_text, startup_text
 from harness.report.model import (
     CAPACITY_HEADER,
     STEP_HEADER,

@@ -1,11 +1,12 @@
-"""A record made of its attempts: the counts summed, the median attempt's rate and latencies, the samples' medians
-and peaks, every attempt kept."""
+"""A record made of its attempts: the counts summed, the medians of their rates and latencies (harness.results.summary),
+their latency histograms added, the samples' medians and peaks, every attempt kept, its summary computed once."""
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 
 from harness.config.scenarios import LoadRun, Scenario
+from harness.results import summary as summaries
 from harness.results.records import Attempt, Record, SampleSummary, Warmup
 from harness.tools.output import Errors
 
@@ -28,9 +29,10 @@ def _threads(attempt: Attempt | None) -> int | None:
 
 
 def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Attempt], warmup: Warmup) -> Record:
-    """One record per (server, scenario, run): sums of counts, the median attempt's rate and latencies, every attempt."""
-    measured = [a for a in attempts if a.measured]
-    median_attempt = sorted(measured, key=lambda a: a.rps)[(len(measured) - 1) // 2] if measured else None
+    """One record per (server, scenario, run): sums of counts, the medians of the attempts' rates and latencies, their
+    whole distribution, every attempt."""
+    middle = summaries.middle_attempt(attempts)
+    whole = summaries.distribution(attempts)
 
     def sample(role: str, key: str, pick):
         values = [getattr(a.samples[role], key) for a in attempts
@@ -46,23 +48,24 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
         tool=scenario.tool,
         path=of.path,
         concurrency=run.load.get("concurrency"),
-        threads=_threads(median_attempt) or run.load.get("threads"),
+        threads=_threads(middle) or run.load.get("threads"),
         load={**run.load, "protocol": scenario.protocol_of(run)} if scenario.protocol_of(run) else run.load,
         requests=sum(a.requests for a in attempts),
         good_requests=sum(a.good_requests for a in attempts),
         errors=sum((a.errors for a in attempts), Errors()),
         duration_s=round(sum(a.duration_s or 0 for a in attempts), 3),
-        rps=median_attempt.rps if median_attempt else None,
-        latency_ms=median_attempt.latency_ms if median_attempt else {},
+        rps=summaries.median_rps(attempts),
+        latency_ms=summaries.median_latency(attempts),
         failed=next((f"attempt {a.attempt}: {a.failed}" for a in attempts if a.failed), None),
         attempts=attempts,
         warmup=warmup,
         summary=None,
         samples={role: SampleSummary(cpu_util=sample(role, "cpu_util", statistics.median),
                                      peak_rss_mb=sample(role, "peak_rss_mb", max)) for role in ("server", "loadgen")},
-        details=median_attempt.details if median_attempt else {},
+        details=middle.details if middle else {},
+        latency_histogram=whole.encode() if whole else None,
     )
-    record.summary = record.fresh_summary()
+    record.summary = summaries.summarize(record.tool, record.load, attempts)
     return record
 
 

@@ -14,6 +14,12 @@ Schema 4 adds, per attempt, `processes` (each tool process of the load plan, har
 of the load generator's cores), and two kinds of samples on the load generator's cores: `harness` (this harness's own
 threads) and `beside_loadgen:<server>` (a server that runs there, the upstream without a core of its own). A schema 3
 attempt has none of these and is judged from its tool and `tool_processes` (harness/results/flags.usable_cores).
+
+Schema 5 adds the whole latency distributions: `latency_histogram` on each attempt whose tool gives per-request data
+(ab, wrk, h2load) and on its record (every measured attempt's requests together), an HdrHistogram of µs latencies in
+its base64 V2 log form (harness/basics/distribution.py); latency_ms gains p99.9 where the data has it; a record's rps
+and latency_ms are the medians of its measured attempts (the mean of the middle two of an even count). The whole
+file's shape is published as a JSON Schema, loadgen/results.schema.json.
 """
 from __future__ import annotations
 
@@ -21,10 +27,9 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from harness.basics import stats
 from harness.tools.output import Errors
 
-SCHEMA = 4
+SCHEMA = 5
 UNVERSIONED_SCHEMA = 2  # what a file without a `schema` key is
 
 
@@ -92,6 +97,8 @@ class Attempt:
     # each tool process (tools/load_plan.py): {"cores", "threads", "capacity", "cpu_s"} (schema 4; older: absent)
     processes: list[dict] = field(default_factory=list)
     loadgen_note: str | None = None  # why the load was not given all of the load generator's cores (written only then)
+    # every request's latency (harness.basics.distribution: µs, base64 HdrHistogram); written only where the tool has it
+    latency_histogram: str | None = None
 
     @property
     def measured(self) -> bool:
@@ -109,7 +116,8 @@ class Attempt:
             errors=Errors.from_dict(d.get("errors") or {}), duration_s=d.get("duration_s"), rps=d.get("rps"),
             latency_ms=d.get("latency_ms") or {}, sized_from_rps=d.get("sized_from_rps"),
             round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"),
-            details=d.get("details") or {}, processes=d.get("processes") or [], loadgen_note=d.get("loadgen_note"))
+            details=d.get("details") or {}, processes=d.get("processes") or [], loadgen_note=d.get("loadgen_note"),
+            latency_histogram=d.get("latency_histogram"))
 
     def to_dict(self) -> dict:
         out = {
@@ -131,6 +139,8 @@ class Attempt:
             out["processes"] = self.processes
         if self.loadgen_note:
             out["loadgen_note"] = self.loadgen_note
+        if self.latency_histogram:
+            out["latency_histogram"] = self.latency_histogram
         return out
 
 
@@ -173,8 +183,9 @@ class Warmup:
 
 @dataclass
 class Summary:
-    """harness.basics.stats.describe of the measured attempts' req/s, p99 and server CPU µs per request (and per connection
-    where the load fixes requests per connection): median, min, max, cv, n and ci (the interval)."""
+    """harness.results.summary.summarize: harness.basics.stats.describe of the measured attempts' req/s, p99 and server
+    CPU µs per request (and per connection where the load fixes requests per connection): median, min, max, cv, n and
+    ci (the interval)."""
 
     rps: dict | None = None
     p99: dict | None = None
@@ -211,8 +222,8 @@ class Flag:
 
 @dataclass
 class Record:
-    """One server under one run of a scenario: its attempts and what they add up to (sums of counts, the median attempt's
-    rate and latencies), the warm-up before them, and, once harness.results.flags has evaluated it, its flags."""
+    """One server under one run of a scenario: its attempts and what they add up to (sums of counts, the medians of their
+    rates and latencies), the warm-up before them, and, once harness.results.flags has evaluated it, its flags."""
 
     server: str
     scenario: str
@@ -228,8 +239,8 @@ class Record:
     good_requests: int
     errors: Errors
     duration_s: float | None
-    rps: float | None  # the median attempt's
-    latency_ms: dict[str, float | None]  # the median attempt's
+    rps: float | None  # the median of the measured attempts' (schema 4 and older: the lower middle attempt's)
+    latency_ms: dict[str, float | None]  # each figure the median of the measured attempts' (schema 4: as rps)
     failed: str | None  # the first failed attempt's failure
     attempts: list[Attempt]
     warmup: Warmup | None
@@ -237,13 +248,15 @@ class Record:
     samples: dict[str, SampleSummary]
     flags: list[Flag] = field(default_factory=list)
     ranked: bool = True
-    details: dict = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
+    details: dict = field(default_factory=dict)  # the middle attempt's (Attempt.details); written only when present
     # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
     # req/s), "warmup" (the further warm-up)}; written only when present
     remeasured: dict | None = None
     # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
     # its first attempt on and carries this until its last is done; written only when present
     incomplete: str | None = None
+    # every request of the measured attempts together (their histograms added); written only when each has one
+    latency_histogram: str | None = None
 
     @property
     def key(self) -> tuple:
@@ -255,11 +268,6 @@ class Record:
         """The run label as people read it: with the runtime and round where the record has a round (overhead's
         records differ only by those), for grouping and showing; never parsed back."""
         return self.run if self.round is None else f"{self.run} {self.runtime}-{self.round}"
-
-    def fresh_summary(self) -> Summary:
-        """The summary as harness.basics.stats computes it from the attempts (a stored one is kept, completed with the
-        intervals an older harness did not store). stats works on the record's dict form."""
-        return Summary.from_dict(stats.summary_of(self.to_dict()))
 
     @classmethod
     def from_dict(cls, d: dict) -> Record:
@@ -274,7 +282,8 @@ class Record:
             summary=Summary.from_dict(d["summary"]) if d.get("summary") else None,
             samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
             flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
-            details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"))
+            details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"),
+            latency_histogram=d.get("latency_histogram"))
 
     def to_dict(self) -> dict:
         out = {
@@ -294,6 +303,8 @@ class Record:
             out["remeasured"] = self.remeasured
         if self.incomplete:
             out["incomplete"] = self.incomplete
+        if self.latency_histogram:
+            out["latency_histogram"] = self.latency_histogram
         return out
 
 
