@@ -49,13 +49,13 @@ class Distribution:
     @classmethod
     def from_levels(cls, levels: Iterable[tuple[float, int]], requests: int) -> Distribution | None:
         """From a tool's quantile function: (percent, µs) levels in rising order, the last one 100 (the max), over
-        `requests` requests. The requests up to each level (rounded) not yet counted are put at that level's latency,
+        `requests` requests. The requests up to each level's rank not yet counted are put at that level's latency,
         so percentiles at the levels are the tool's own and between two levels an upper bound. None without levels or
         requests."""
         counts: dict[int, int] = {}
         counted = 0
         for pct, us in levels:
-            upto = requests if pct >= 100 else round(requests * pct / 100)
+            upto = requests if pct >= 100 else int(requests * pct / 100 + 0.5)  # the rank percentile_ms reads
             if upto > counted:
                 counts[int(us)] = counts.get(int(us), 0) + upto - counted
                 counted = upto

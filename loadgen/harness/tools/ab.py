@@ -94,6 +94,10 @@ class ApacheBench:
         by_pct = dict(quantiles)
         if all(p in by_pct for p in (50.0, 90.0, 99.0, 100.0)):  # -e's microseconds, not the table's whole ms
             latency = {"p50": by_pct[50.0], "p90": by_pct[90.0], "p99": by_pct[99.0], "max": by_pct[100.0]}
+        distribution = Distribution.from_levels(((p, round(ms * 1000)) for p, ms in quantiles), done)
+        if distribution:  # read off it, as after a merge of processes (the same above 32 ms, where it keeps 4 digits)
+            sliced = distribution.latency_ms()
+            latency.update({k: sliced[k] for k in ("p50", "p90", "p99", "max")})
         mean = re.search(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$", output, re.MULTILINE)
         if mean:
             latency["mean"] = float(mean.group(1))
@@ -104,7 +108,7 @@ class ApacheBench:
             rps=rps,
             latency_ms=latency,
             quantiles=quantiles,
-            distribution=Distribution.from_levels(((p, round(ms * 1000)) for p, ms in quantiles), done),
+            distribution=distribution,
         )
 
 
