@@ -51,7 +51,7 @@ def coverage(k: int, n: int) -> float:
     if n < 1 or not 1 <= k <= (n + 1) // 2:
         raise ValueError(f"no interval x_({k})..x_({n + 1 - k}) among {n} attempts")
     below = sum(math.comb(n, i) for i in range(k))  # 2^n · BinomCDF(k−1; n, ½)
-    return (2 ** n - 2 * below) / 2 ** n
+    return float((2 ** n - 2 * below) / 2 ** n)
 
 
 def interval_k(n: int, level: float = CI_LEVEL) -> int:
@@ -129,7 +129,7 @@ def interval(s: dict[str, Any] | None) -> tuple[float, float] | None:
 def above(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     """True when a's interval lies entirely above b's (touching ends are an overlap, not above)."""
     ia, ib = interval(a), interval(b)
-    return bool(ia and ib) and ia[0] > ib[1]
+    return ia is not None and ib is not None and ia[0] > ib[1]
 
 
 def overlap(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
