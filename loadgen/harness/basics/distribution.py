@@ -5,7 +5,7 @@ the same shape add up exactly (`merged`), so the parts of one attempt and the at
 losing anything, and its encoded form (V2 log format, zlib, base64) is a few KB however many requests it holds.
 
 Shape: values 1 µs to one hour, SIGNIFICANT_DIGITS = 4: every value up to 32,767 µs is kept to the microsecond, larger
-ones to within 1/16,384 of themselves (at 100 ms: 8 µs). A percentile read here is the nearest-rank value of the
+ones to within 1/16,384 of themselves (at 100 ms: 4 µs). A percentile read here is the nearest-rank value of the
 recorded latencies: the value at rank int(p/100 · n + 0.5) (at least 1), HdrHistogram's own rule, read here with
 numpy over the histogram's counts (the library's own reader walks its 311,296 buckets in Python: 0.5 s a percentile).
 """

@@ -2,9 +2,9 @@
 their latency histograms added, the samples' medians and peaks, every attempt kept, its summary computed once."""
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
+from harness.basics import stats
 from harness.config.scenarios import LoadRun, Scenario
 from harness.results import summary as summaries
 from harness.results.records import Attempt, Record, SampleSummary, Warmup
@@ -60,7 +60,7 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
         attempts=attempts,
         warmup=warmup,
         summary=None,
-        samples={role: SampleSummary(cpu_util=sample(role, "cpu_util", statistics.median),
+        samples={role: SampleSummary(cpu_util=sample(role, "cpu_util", stats.median),
                                      peak_rss_mb=sample(role, "peak_rss_mb", max)) for role in ("server", "loadgen")},
         details=middle.details if middle else {},
         latency_histogram=whole.encode() if whole else None,

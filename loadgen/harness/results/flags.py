@@ -11,9 +11,7 @@ one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_
 """
 from __future__ import annotations
 
-import statistics
-
-from harness.basics import formats, trend
+from harness.basics import formats, stats, trend
 from harness.config.manifest import UPSTREAM_PATH
 from harness.results import flag_kinds as kinds
 from harness.results import ranking
@@ -79,7 +77,7 @@ def utilization(record: Record, role: str) -> float | None:
         elif sample.cpu_util is not None:
             values.append(sample.cpu_util)
     if values:
-        return round(statistics.median(values), 3)
+        return round(stats.median(values), 3)
     summary = record.samples.get(role)
     return summary.cpu_util if summary else None
 
