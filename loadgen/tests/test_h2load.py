@@ -103,6 +103,20 @@ def test_silent_server_in_a_timed_run_counts_its_unanswered_requests_as_timeouts
     assert m.details["h2load"]["unanswered"] == 4 and m.details["h2load"]["protocol"] == "h2c"
 
 
+def test_a_server_that_stops_answering_has_its_unanswered_requests_counted_as_timeouts():
+    """Fails on the harness before issue 32: the 4 requests the stalled responder never answered were no error."""
+    m = parse("stalled_timed")
+    assert m.requests == 834 and m.details["h2load"]["unanswered"] == 4
+    assert m.errors == Errors(timeout=4) and m.good_requests == 830
+
+
+def test_a_busy_run_ends_with_its_streams_in_flight_and_that_is_no_error():
+    """Every connection has its -m streams in flight when the time is up: answered till the end, so not a stall."""
+    m = parse("saturated_timed")
+    assert m.details["h2load"]["unanswered"] == 40 == 4 * 10
+    assert m.errors == Errors() and m.requests == 6889 == m.distribution.count
+
+
 def test_timed_run_with_an_inactivity_timeout_aborts_h2load_1_52():
     with pytest.raises(ToolFailed, match=r"epoll_modify: Assertion .* failed"):
         parse("timeout_timed_abort")

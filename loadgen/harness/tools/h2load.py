@@ -13,8 +13,11 @@ Facts of Debian bookworm's h2load 1.52 this adapter is built on:
 - -n must be at least -c, and -t at most -c ("the number of requests must be greater than or equal to the clients").
 - the inactivity timeout (-N) works in counted runs (-n), where a silent connection's requests end as "timeout", but in a
   timed run (-D) h2load 1.52 aborts as soon as it fires (libev: "epoll_modify: Assertion ... failed", SIGABRT, no
-  summary); so a timed run gets no -N: it ends at -D anyway, requests still unanswered then are left out (counted in
-  details as `unanswered`), not reported as timeouts.
+  summary), so a timed run gets no -N: it ends at -D anyway, with requests still unanswered ("started" minus "done",
+  in details as `unanswered`). A healthy run ends so too: every connection has its -m streams in flight when the
+  time is up (4 clients × -m 10 against nginx: 40). So they are counted as timeouts only where the server had stopped
+  answering: no answer at all, or none in the run's last stretch (10 × the answered requests' p99, at least 100 ms),
+  read from the log's times; a server that stalls must not read as clean, one busy to the end must not read as failing.
 - a timed run against a port nothing listens on prints a summary of zeros and no "Application protocol:" line, which
   is how refused connections are told from a silent server (then counted as connect errors, one per client).
 - "failed" counts answers outside 2xx/3xx and errored streams; "errored" includes "timeout"; req/s counts every answer
@@ -25,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.basics.distribution import Distribution
@@ -36,6 +39,8 @@ FD_MARGIN = 64
 LOG = "h2load-requests.tsv"  # --log-file, in the scratch folder
 UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 PROTOCOLS = {None: [], "h2": [], "h2c": [], "h1": ["--h1"]}
+STALL_P99S = 10  # silent for this many p99s at the end of a timed run (and STALL_MIN_S at least): it had stalled
+STALL_MIN_S = 0.1
 
 _NUM = r"([\d.]+)(us|ms|s)"
 FINISHED = re.compile(r"^finished in " + _NUM + r", ([\d.]+) req/s", re.MULTILINE)
@@ -110,21 +115,20 @@ class H2load:
         clients = sum(int(n) for n in CLIENTS.findall(output))
         connected = _connected(output)
         others = errored - timeout  # errored streams besides timeouts: never connected, or the connection failed
-        # in flight when a timed run stopped: never answered, so failed (up to -m per connection is the run's normal end
-        # on a fast server; many more: the server stalled)
         unanswered = max(started - done, 0) if "Timing-based test" in output else 0
-        errors = Errors(timeout=timeout + unanswered, non_2xx=s3 + s4 + s5)
+        duration = round(_ms(finished.group(1), finished.group(2)) / 1000, 9)
+        log = _read_log(scratch / LOG)
+        distribution = Distribution.from_counts(log.counts) if log else None
+        stalled = unanswered > 0 and (log is None or log.silent_before_end(duration, distribution))
+        errors = Errors(timeout=timeout + (unanswered if stalled else 0), non_2xx=s3 + s4 + s5)
         if not connected:
             errors.connect = others or clients  # a timed run counts no request of a client that never connected
         else:
             errors.read = others
-        duration = round(_ms(finished.group(1), finished.group(2)) / 1000, 9)
         answered = s2 + s3 + s4 + s5
         latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "p99.9": None, "max": None,
                                             "mean": None}
         times = REQUEST_TIME.search(output)
-        logged = _log_counts(scratch / LOG)
-        distribution = Distribution.from_counts(logged) if logged else None
         if distribution:  # from the per-request log
             latency.update(distribution.latency_ms())
         elif times and answered:  # h2load's summary only (to 0.01 of its unit)
@@ -163,18 +167,38 @@ def _connected(output: str) -> bool:
     return not (float(line.group(9)) == 0 and all(float(line.group(i)) == 0 for i in (1, 3, 5)))
 
 
-def _log_counts(path: Path) -> Counter[int] | None:
-    """From h2load's --log-file: {µs: requests} of the answered requests (status not -1); None without a log or an
-    answered request. Counted, not listed: small however long the run."""
+@dataclass
+class Log:
+    """h2load's --log-file, over the answered requests (status not -1): {µs: requests}, and when the first was sent and
+    the last answered (µs since the epoch). Counted, not listed: small however long the run."""
+
+    counts: Counter[int]
+    first_start_us: int
+    last_end_us: int
+
+    def silent_before_end(self, duration_s: float, distribution: Distribution | None) -> bool:
+        """Whether no answer came in the run's last stretch (the run taken to end `duration_s` after its first
+        request): the requests still in flight then were not just sent, the server had stopped answering."""
+        p99_s = distribution.percentile_ms(99) / 1000 if distribution else 0.0
+        silence_s = (self.first_start_us + duration_s * 1e6 - self.last_end_us) / 1e6
+        return silence_s > max(STALL_P99S * p99_s, STALL_MIN_S)
+
+
+def _read_log(path: Path) -> Log | None:
+    """The log's answered requests; None without a log or an answered request."""
     if not path.exists():
         return None
     counts: Counter[int] = Counter()
+    first, last = None, 0
     with path.open("rb") as f:
         for line in f:
             fields = line.split(b"\t")
             if len(fields) >= 3 and fields[1] != b"-1":
-                counts[int(fields[2])] += 1
-    return counts or None
+                start, us = int(fields[0]), int(fields[2])
+                counts[us] += 1
+                first = start if first is None else min(first, start)
+                last = max(last, start + us)
+    return Log(counts, first, last) if first is not None else None
 
 
 TOOL = H2load()  # what the registry (tools/__init__.py) finds
