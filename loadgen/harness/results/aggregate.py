@@ -2,6 +2,7 @@
 their latency histograms added, the samples' medians and peaks, every attempt kept, its summary computed once."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.basics import stats
@@ -25,7 +26,7 @@ def _threads(attempt: Attempt | None) -> int | None:
     """The threads the load plan gave a multi-threaded tool's processes together (None: a single-threaded tool's)."""
     if not attempt or not attempt.processes or all(p["threads"] == 1 for p in attempt.processes):
         return None
-    return sum(p["threads"] for p in attempt.processes)
+    return sum(int(p["threads"]) for p in attempt.processes)
 
 
 def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Attempt], warmup: Warmup) -> Record:
@@ -34,9 +35,9 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
     middle = summaries.middle_attempt(attempts)
     whole = summaries.distribution(attempts)
 
-    def sample(role: str, key: str, pick):
-        values = [getattr(a.samples[role], key) for a in attempts
-                  if role in a.samples and getattr(a.samples[role], key) is not None]
+    def sample(role: str, key: str, pick: Callable[[list[float]], float]) -> float | None:
+        values: list[float] = [getattr(a.samples[role], key) for a in attempts
+                               if role in a.samples and getattr(a.samples[role], key) is not None]
         return pick(values) if values else None
 
     record = Record(
