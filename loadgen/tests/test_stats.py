@@ -11,6 +11,7 @@ from harness.report.compare import compare_metric
 from harness.results import summary as summaries
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Record, Summary, Warmup
+from harness.tools.h2load import LOG, H2load
 from harness.tools.output import Errors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
@@ -71,6 +72,26 @@ def test_a_record_of_an_even_count_of_attempts_is_the_mean_of_the_middle_two():
     assert record.latency_ms["p99"] == 2.5 == record.summary.p99["median"]
     odd = made([300.0, 100.0, 200.0], [3.0, 1.0, 2.0])
     assert odd.rps == 200.0 and odd.latency_ms["p99"] == 2.0
+
+
+def test_a_record_holds_every_request_of_its_attempts_exactly():
+    """Two attempts' histograms (h2load's real per-request logs, fixtures/h2load/ok and h1) make the record's: the
+    percentiles of the two logs' requests together, to the µs."""
+    folder = Path(__file__).parent / "fixtures" / "h2load"
+    logged = []
+    taken = attempts(100.0, 200.0)
+    for attempt, name in zip(taken, ("ok", "h1")):
+        m = H2load().parse((folder / name / "output.txt").read_text(), folder / name)
+        attempt.latency_histogram = m.distribution.encode()
+        logged += [int(line.split("\t")[2]) for line in (folder / name / LOG).read_text().splitlines()
+                   if line.split("\t")[1] != "-1"]
+    whole = summaries.distribution(taken)
+    logged.sort()
+    assert whole.count == len(logged) == 704
+    for pct in (50, 90, 99, 99.9, 100):
+        assert whole.percentile_ms(pct) == logged[max(int(pct / 100 * len(logged) + 0.5), 1) - 1] / 1000
+    taken[1].latency_histogram = None  # one attempt without its distribution: the record claims none
+    assert summaries.distribution(taken) is None
 
 
 def test_a_record_summary_is_computed_once_and_kept():
