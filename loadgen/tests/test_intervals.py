@@ -12,6 +12,7 @@ from harness.basics import stats
 from harness.report import compare, model, write_report
 from harness.report import terminal as console
 from harness.results import flags, ranking
+from harness.results import summary as summaries
 from harness.results.records import Record, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
@@ -80,9 +81,10 @@ def test_every_recorded_record_gets_its_interval_although_the_file_has_none():
 
 
 def test_a_stored_summary_without_attempts_gets_the_min_max_interval():
-    r = {"summary": {"rps": {"median": 10.0, "min": 8.0, "max": 13.0, "cv": 0.2, "n": 4}, "p99": None}, "attempts": []}
-    assert stats.summary_of(r)["rps"]["ci"] == {"low": 8.0, "high": 13.0, "level": 0.875, "method": "min-max", "k": 1}
-    assert "ci" not in r["summary"]["rps"]  # the record itself is left alone
+    r = Record.from_dict({"server": "s", "scenario": "hello", "summary": {
+        "rps": {"median": 10.0, "min": 8.0, "max": 13.0, "cv": 0.2, "n": 4}, "p99": None}, "attempts": []})
+    assert summaries.completed(r).rps["ci"] == {"low": 8.0, "high": 13.0, "level": 0.875, "method": "min-max", "k": 1}
+    assert "ci" not in r.summary.rps  # the record itself is left alone
 
 
 # -- a single attempt ------------------------------------------------------------------------------------------------
@@ -238,12 +240,16 @@ def test_none_ranked_only_where_every_record_is_kept_out(tmp_path):
 
 # -- compare: a change is significant only where the intervals are apart ----------------------------------------------
 
+def summary_of(record: dict):
+    return summaries.completed(Record.from_dict(record))
+
+
 def test_compare_ties_overlapping_records_and_orders_disjoint_ones():
     d = recorded()
     nginx, rust, node = (find(d, s, "hello", "c100") for s in ("nginx", "rust", "node"))
-    tie = stats.compare_metric(stats.summary_of(nginx)["rps"], stats.summary_of(rust)["rps"])
+    tie = compare.compare_metric(summary_of(nginx).rps, summary_of(rust).rps)
     assert tie.significant is False and tie.delta == pytest.approx(38757.41 / 35010.7 - 1)
     assert tie.reason == "intervals overlap: 32,437 – 36,290 (75 %) and 35,266 – 40,867 (75 %)"
     assert compare._verdict(tie, higher_is_better=True) == ("= (+10.7%)", "dim")
-    apart = stats.compare_metric(stats.summary_of(node)["rps"], stats.summary_of(rust)["rps"])
+    apart = compare.compare_metric(summary_of(node).rps, summary_of(rust).rps)
     assert apart.significant is True and compare._verdict(apart, higher_is_better=True) == ("+161.6%", "green")

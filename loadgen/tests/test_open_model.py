@@ -34,6 +34,9 @@ def test_oha_json_at_a_constant_rate_is_read_with_its_corrected_percentiles():
                             "mean": 1.7036}
     assert m.details["oha"]["percentiles_ms"]["p99.99"] == 8.1252
     assert m.details["oha"]["status"] == {"200": 400}
+    # its histogram: the JSON's 9 levels and the max, exact at the levels (to the µs)
+    assert m.distribution.count == 400
+    assert [m.distribution.percentile_ms(p) for p in (10, 50, 99, 99.9)] == [1.416, 1.594, 3.9, 8.125]
 
 
 def test_oha_timeouts_are_timeouts_and_leave_no_latency():

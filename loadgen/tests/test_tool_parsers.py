@@ -6,7 +6,7 @@ import pytest
 from harness.tools import LoadSpec, ToolFailed
 from harness.tools.ab import ApacheBench
 from harness.tools.httperf import Httperf
-from harness.tools.output import Errors
+from harness.tools.output import Errors, merge
 from harness.tools.wrk import Wrk
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -35,13 +35,27 @@ def test_ab_success_with_percentile_csv():
     assert len(m.quantiles) == 100 and m.quantiles[0][0] == 1.0
 
 
+def test_ab_distribution_is_its_hundred_slices_at_microseconds():
+    """ab -e's 100 rows make the attempt's histogram: its p50/p90/p99 are the CSV's to the µs; p99.9 lies in the top
+    slice with the max, so neither one process nor a merge of processes claims one."""
+    m = ab("ab_ok")
+    d = m.distribution
+    assert d.count == 2000
+    assert [d.percentile_ms(p) for p in (1, 50, 90, 99, 100)] == [2.38, 2.946, 4.510, 5.604, 5.777]
+    assert "p99.9" not in m.latency_ms
+    merged = merge([m, ab("ab_ok")])
+    assert merged.distribution.count == 4000 and "p99.9" not in merged.latency_ms
+    assert (merged.latency_ms["p50"], merged.latency_ms["p99"], merged.latency_ms["max"]) == (2.946, 5.604, 5.777)
+
+
 def test_ab_percentiles_past_the_end_of_a_small_run_are_its_slowest_request():
     # a real high-compute attempt: 40 requests; ab's CSV gives 0.257 ms for row 99 (index 40 of 40) beside 386.495
     m = ab("ab_small_n")
     assert m.requests == 40
     assert m.latency_ms["p99"] == m.latency_ms["max"] == 386.495
     assert [ms for _, ms in m.quantiles] == sorted(ms for _, ms in m.quantiles)  # never falls
-    assert m.latency_ms["p50"] == dict(m.quantiles)[50.0] < 386.495
+    # read off the histogram, which keeps values above 32 ms to 4 significant digits (here 16 µs): 353.589 -> 353.599
+    assert m.latency_ms["p50"] == pytest.approx(dict(m.quantiles)[50.0], rel=1 / 16384) and m.latency_ms["p50"] < 386.495
 
 
 def test_ab_keepalive():
@@ -96,6 +110,16 @@ def test_wrk_json_report():
     assert m.latency_ms["max"] == pytest.approx(5.172)
     assert m.latency_ms["p50"] == pytest.approx(0.335, abs=0.01)
     assert len(m.quantiles) == 100
+    assert m.distribution is None  # written by the report script before it wrote spectrum_us
+
+
+def test_wrk_distribution_from_its_spectrum():
+    """wrk -t 1 -c 8 -d 1s --latency -s harness/tools/wrk_report.lua against nginx on loopback: the histogram made of
+    the script's 1,098 levels gives wrk's own percentiles (its text table: 336 µs, 2.80 ms, 5.74 ms) and p99.9."""
+    m = Wrk().parse(fixture("wrk_spectrum.txt"), FIXTURES)
+    assert m.requests == 15032 and m.distribution.count == 15032
+    assert m.latency_ms == {"p50": 0.336, "p90": 2.803, "p99": 5.739, "p99.9": 8.132, "max": 9.131, "mean": 0.954}
+    assert dict(m.quantiles)[99.0] == m.latency_ms["p99"]
 
 
 def test_wrk_non_2xx():

@@ -215,6 +215,7 @@ def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: 
         latency_ms=m.latency_ms if m else {},
         stopped=outcome.stopped,
         details=m.details if m else {},
+        latency_histogram=m.distribution.encode() if m and m.distribution else None,
     )
 
 

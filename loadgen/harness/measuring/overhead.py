@@ -7,10 +7,9 @@ them before the other runtime's turn. `make docker-overhead` runs it; results/<r
 (each with its `runtime` and `round`) and the ratios under "overhead"."""
 from __future__ import annotations
 
-import statistics
-
 from rich.table import Table
 
+from harness.basics import stats
 from harness.basics.cpus import CpuPlan
 from harness.basics.messages import console, say, warn
 from harness.config.manifest import Server
@@ -45,8 +44,8 @@ def ratios(records: list[Record], rounds: int) -> dict[str, dict]:
             "docker_rps": [docker.get(n) for n in range(1, rounds + 1)],
             "local_rps": [local.get(n) for n in range(1, rounds + 1)],
             "ratio_per_round": per_round,
-            "ratio_median": round(statistics.median(per_round.values()), 3) if per_round else None,
-            "ratio_of_medians": (round(statistics.median(docker.values()) / statistics.median(local.values()), 3)
+            "ratio_median": round(stats.median(list(per_round.values())), 3) if per_round else None,
+            "ratio_of_medians": (round(stats.median(list(docker.values())) / stats.median(list(local.values())), 3)
                                  if docker and local else None),
         }
     return out

@@ -2,8 +2,7 @@
 and memory, flags; and the servers' own (artifact size, lines of code, start-up)."""
 from __future__ import annotations
 
-from harness.basics import stats
-from harness.basics.stats import fmt_rate, fmt_us, interval_text
+from harness.basics.formats import fmt_level, fmt_rate, fmt_us, interval_text
 from harness.results import flags as flag_rules
 from harness.results import ranking
 from harness.results.records import Record, Summary
@@ -12,6 +11,15 @@ from harness.results.records import Record, Summary
 def summary(r: Record) -> Summary:
     """The record's summary: set on every record by flags.evaluate before a report is built (an empty one else)."""
     return r.summary or Summary()
+
+
+INTERVAL_NOTE = (
+    "The interval beside a median is a distribution-free confidence interval of the median from order statistics: "
+    "for n attempts, [x(k), x(n+1-k)] contains the true median with probability 1 − 2·BinomCDF(k−1; n, ½). The "
+    "narrowest one reaching 95 % is used; with 5 attempts or fewer none does, and it is the attempts' min–max at the "
+    "level it has (75 % with 3 attempts, 87.5 % with 4, 93.75 % with 5). The level shown is the one reached. Not a "
+    "bootstrap: with 3–5 attempts a bootstrap of the median only ever draws the attempts themselves and labels their "
+    "min–max 95 % where it covers 75 %.")
 
 
 def capacity_text(c: dict) -> str:
@@ -26,7 +34,7 @@ def rps_interval(r: Record) -> str:
     generator or the upstream was the limit) as '≥ 35,266 (75 %)'."""
     ci = (summary(r).rps or {}).get("ci")
     if ranking.is_lower_bound(r) and ci:
-        return f"≥ {fmt_rate(ci['low'])} ({stats.fmt_level(ci['level'])})"
+        return f"≥ {fmt_rate(ci['low'])} ({fmt_level(ci['level'])})"
     return interval_text(summary(r).rps)
 
 

@@ -1,6 +1,6 @@
 """PNG charts (matplotlib, Agg backend: no display needed): req/s bars per (scenario, run) with the nginx ceiling,
-latency percentiles, the server's CPU per request per scenario, and req/s and p99 against concurrency for a matrix
-scenario (weather)."""
+latency percentiles, the server's CPU per request per scenario, req/s and p99 against concurrency for a matrix
+scenario (weather), and each scenario's percentile spectrum (every record's whole latency distribution)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +14,8 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.basics.stats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
+from harness.basics.distribution import Distribution  # noqa: E402
+from harness.basics.formats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
 from harness.report.cells import cost, flag_names, latency, summary
 from harness.report.model import CEILING_COLOR, Group, Model, ScenarioView  # noqa: E402
 from harness.results import flags as flag_rules  # noqa: E402
@@ -280,6 +281,63 @@ def latency_steps(model: Model, scenario: ScenarioView, path: Path) -> Path | No
     return _save(fig, path)
 
 
+SPECTRUM_TICKS = (0.0, 90.0, 99.0, 99.9, 99.99, 99.999)
+
+
+def _spectrum_axis(ax) -> None:
+    """HdrHistogram's plotter's x axis: 1 / (1 − percentile) on a log scale, labelled as percentiles."""
+    ax.set_xscale("log")
+    ticks = [1 / (1 - p / 100) for p in SPECTRUM_TICKS]
+    ax.set_xticks(ticks, [f"{p:g} %" for p in SPECTRUM_TICKS])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(left=1)
+
+
+def _spectrum_panel(model: Model, group: Group, ax) -> bool:
+    """One line per record of the group that has a histogram (all its attempts' requests together), the max at
+    "1 in n requests"; False when none has one."""
+    drawn = False
+    for r in group.records:
+        if not r.latency_histogram:
+            continue
+        whole = Distribution.decode(r.latency_histogram)
+        points = [(p, ms) for p, ms in whole.spectrum() if p < 100]
+        if not points:
+            continue
+        xs = [1 / (1 - p / 100) for p, _ in points] + [float(whole.count)]
+        ys = [ms for _, ms in points] + [whole.max_ms()]
+        ax.plot(xs, ys, color=model.colors.get(r.server), lw=1.4, alpha=1.0 if r.ranked else FLAGGED_ALPHA,
+                ls="-" if r.ranked else "--", label=r.server, drawstyle="steps-post")
+        drawn = True
+    return drawn
+
+
+def latency_spectrum(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
+    """Each run of the scenario in a panel: every record's latency at every percentile, from its whole distribution
+    (ab: 1 % slices, so flat above p99 at its max; wrk: its quantile levels; h2load: every request). Dashed: kept out
+    of the ranking."""
+    groups = [g for g in scenario.groups if any(r.latency_histogram for r in g.records)]
+    if not groups:
+        return None
+    columns = min(3, len(groups))
+    rows = -(-len(groups) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns + 1.6, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    for ax, group in zip(axes.flat, groups):
+        _spectrum_panel(model, group, ax)
+        _spectrum_axis(ax)
+        _log_ms_axis(ax)
+        ax.set_title(group.run, fontsize=9)
+        ax.set_ylabel("latency, ms (log scale)")
+    handles = {name: h for ax in axes.flat for h, name in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8,
+               frameon=False)
+    fig.suptitle(f"{scenario.name}: latency by percentile (every request of every attempt)", fontweight="bold")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def write(model: Model, folder: Path) -> dict[str, Path]:
     """Every chart of the run into folder; returns {chart id: path} (ids: '<group key>-rps', '<scenario>-rps-matrix'...)."""
     out: dict[str, Path] = {}
@@ -288,6 +346,9 @@ def write(model: Model, folder: Path) -> dict[str, Path]:
             path = cost_bars(model, scenario, folder / f"{scenario.name}-cost.png")
             if path:
                 out[f"{scenario.name}-cost"] = path
+        path = latency_spectrum(model, scenario, folder / f"{scenario.name}-spectrum.png")
+        if path:
+            out[f"{scenario.name}-spectrum"] = path
         if scenario.is_stepped:
             path = latency_steps(model, scenario, folder / f"{scenario.name}-latency-steps.png")
             if path:

@@ -1,6 +1,6 @@
 """Compare two runs like benchstat: per (server, scenario, run) the change of the median req/s, server CPU per request
 and p99 from A to B, and whether it is significant: only where the two medians' confidence intervals do not overlap;
-otherwise a tie, "=" (the rule is in harness.basics.stats.compare_metric). The report's ordering rule holds here too
+otherwise a tie, "=" (`compare_metric`, its rule in harness.basics.stats). The report's ordering rule holds here too
 (harness.results.ranking): a req/s figure limited by the load generator or the upstream is a lower bound, so a change of it is
 significant only where the other side's interval lies wholly below that bound, or wholly above it by an unbounded
 side's interval; the CPU per request still compares.
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import JustifyMethod
 from rich.table import Table
 
 from harness.basics import stats
+from harness.basics.formats import fmt_ms, interval_text
 from harness.basics.messages import console, fail, say
-from harness.basics.stats import Change, fmt_ms
 from harness.report.cells import cost_text, rps_text, summary
 from harness.report.command import RunNotFound, resolve
 from harness.results import flags as flag_rules
@@ -31,6 +32,35 @@ def load(run_dir: Path) -> Run:
     run = results.load(run_dir / "results.json")
     flag_rules.evaluate(run)
     return run
+
+
+@dataclass(frozen=True)
+class Change:
+    """How a metric moved from A to B."""
+
+    a: float | None  # medians
+    b: float | None
+    delta: float | None  # relative change of the medians, (b - a) / a
+    significant: bool | None  # None: cannot tell (a side has a single attempt or is missing)
+    reason: str
+
+    @property
+    def delta_pct(self) -> float | None:
+        return None if self.delta is None else self.delta * 100
+
+
+def compare_metric(a: dict[str, Any] | None, b: dict[str, Any] | None) -> Change:
+    """Compare two harness.basics.stats.describe results (the rule is in that module's docstring)."""
+    if not a or not b:
+        return Change(a["median"] if a else None, b["median"] if b else None, None, None, "missing on one side")
+    if a["median"] == 0:
+        return Change(a["median"], b["median"], None, None, "A is zero")
+    delta = (b["median"] - a["median"]) / a["median"]
+    if a["n"] < 2 or b["n"] < 2:
+        return Change(a["median"], b["median"], delta, None, "one attempt: uncertainty unknown")
+    apart = not stats.overlap(a, b)
+    return Change(a["median"], b["median"], delta, apart,
+                  f"intervals {'apart' if apart else 'overlap'}: {interval_text(a)} and {interval_text(b)}")
 
 
 @dataclass
@@ -61,9 +91,9 @@ def rows(a: Run, b: Run) -> list[ComparedRow]:
         ra, rb = ia.get(key), ib.get(key)
         row = ComparedRow(*key, ra, rb)
         if ra and rb:
-            row.rps = stats.compare_metric(summary(ra).rps, summary(rb).rps)
-            row.p99 = stats.compare_metric(summary(ra).p99, summary(rb).p99)
-            row.cost = stats.compare_metric(summary(ra).cost_us, summary(rb).cost_us)
+            row.rps = compare_metric(summary(ra).rps, summary(rb).rps)
+            row.p99 = compare_metric(summary(ra).p99, summary(rb).p99)
+            row.cost = compare_metric(summary(ra).cost_us, summary(rb).cost_us)
             if row.rps.significant and (ranking.is_lower_bound(ra) or ranking.is_lower_bound(rb)):
                 # a lower bound moved: the change is real only where one side lies wholly above the other's bound
                 real = ranking.above_by_rate(rb, ra) or ranking.above_by_rate(ra, rb)

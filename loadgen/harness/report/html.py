@@ -7,8 +7,8 @@ from html import escape
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.basics.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
-from harness.report.cells import bytes_text, cpu, flag_names, latency, loc_text, rps_text, startup_text
+from harness.basics.formats import fmt_ms, fmt_rate
+from harness.report.cells import INTERVAL_NOTE, bytes_text, cpu, flag_names, latency, loc_text, rps_text, startup_text
 from harness.report.model import (
     CAPACITY_HEADER,
     STEP_HEADER,
@@ -173,8 +173,10 @@ def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Pat
     out = [f'<h2 id="{escape(scenario.name)}">{escape(scenario.name)}</h2>']
     if scenario.description:
         out.append(f'<p class="sub">{escape(scenario.description)}</p>')
+    spectrum = _img(charts.get(f"{scenario.name}-spectrum"), f"{scenario.name} latency by percentile")
     if scenario.is_stepped:
-        out.append(f'<div class="charts">{_img(charts.get(f"{scenario.name}-latency-steps"), f"{scenario.name} latency")}</div>')
+        out.append(f'<div class="charts">{_img(charts.get(f"{scenario.name}-latency-steps"), f"{scenario.name} latency")}'
+                   f"{spectrum}</div>")
         out.append(f"<h3>Capacity at p99 ≤ {model.slo_p99_ms:g} ms</h3><p class=muted>The highest offered rate held with no "
                    "errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target "
                    "(SLO_P99_MS).</p>" + _simple_table(CAPACITY_HEADER, capacity_rows(model, scenario)))
@@ -184,7 +186,7 @@ def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Pat
     cost_chart = _img(charts.get(f"{scenario.name}-cost"), f"{scenario.name} CPU per request")
     if scenario.is_matrix:
         imgs = [_img(charts.get(f"{scenario.name}-{k}"), f"{scenario.name} {k}") for k in ("rps-matrix", "p99-matrix")]
-        out.append(f'<div class="charts">{"".join(imgs)}{cost_chart}</div>')
+        out.append(f'<div class="charts">{"".join(imgs)}{cost_chart}{spectrum}</div>')
         out.append(_matrix_table(model, scenario))
         for group in scenario.groups:
             n_flagged = len(group.flagged)
@@ -200,8 +202,8 @@ def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Pat
         imgs = [_img(charts.get(f"{group.key}-{k}"), f"{group.scenario} {group.run} {k}") for k in ("rps", "latency")]
         out.append(f'<div class="charts">{"".join(imgs)}</div>')
         out.append(group_tables(model, group))
-    if cost_chart:
-        out.append(f'<div class="charts">{cost_chart}</div>')
+    if cost_chart or spectrum:
+        out.append(f'<div class="charts">{cost_chart}{spectrum}</div>')
     return "\n".join(out)
 
 

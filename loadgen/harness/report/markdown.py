@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.basics.stats import INTERVAL_NOTE
-from harness.report.cells import bytes_text, capacity_text, loc_text, rps_text, startup_text
+from harness.report.cells import INTERVAL_NOTE, bytes_text, capacity_text, loc_text, rps_text, startup_text
 from harness.report.model import (
     CAPACITY_HEADER,
     STEP_HEADER,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.basics.stats import fmt_rate
+from harness.basics.formats import fmt_rate
 from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.config.manifest import discover
 from harness.report.cells import capacity_text, cost_text, rps_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.basics.stats import fmt_ms
+from harness.basics.formats import fmt_ms
 from harness.report.cells import (
     attempts_text,
     cost_interval_text,

@@ -7,8 +7,7 @@ from __future__ import annotations
 from rich.console import JustifyMethod
 from rich.table import Table
 
-from harness.basics import stats
-from harness.basics.stats import fmt_ms, fmt_rate
+from harness.basics.formats import fmt_level, fmt_ms, fmt_rate
 from harness.report.cells import cost_text, cpu, errors_text, latency, peak_rss, rps_text, summary
 from harness.report.model import Model, rps_of
 from harness.results import flag_kinds
@@ -31,7 +30,7 @@ def _interval(r: Record) -> str:
     ci = (summary(r).rps or {}).get("ci")
     if not ci or ci["low"] == ci["high"]:
         return "-"
-    return f"{fmt_rate(ci['low'])}–{fmt_rate(ci['high'])} {stats.fmt_level(ci['level']).replace(' ', '')}"
+    return f"{fmt_rate(ci['low'])}–{fmt_rate(ci['high'])} {fmt_level(ci['level']).replace(' ', '')}"
 
 
 def _percent(value: float | None) -> str:

@@ -11,13 +11,13 @@ one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_
 """
 from __future__ import annotations
 
-import statistics
 from typing import TYPE_CHECKING, Any
 
-from harness.basics import stats, trend
+from harness.basics import formats, stats, trend
 from harness.config.manifest import UPSTREAM_PATH
 from harness.results import flag_kinds as kinds
 from harness.results import ranking
+from harness.results import summary as summaries
 from harness.results.flag_kinds import (
     LOADGEN_SATURATED,
     RATE_HELD,
@@ -82,7 +82,7 @@ def utilization(record: Record, role: str) -> float | None:
         elif sample.cpu_util is not None:
             values.append(sample.cpu_util)
     if values:
-        return round(statistics.median(values), 3)
+        return round(stats.median(values), 3)
     summary = record.samples.get(role)
     return summary.cpu_util if summary else None
 
@@ -154,7 +154,7 @@ def _rate_not_held(record: Record) -> Flag | None:
     server, loadgen = utilization(record, "server"), utilization(record, "loadgen")
     if server is not None and server >= SERVER_BUSY and (loadgen is None or loadgen < LOADGEN_SATURATED):
         return None  # the server is the limit: that is what the step measures
-    return Flag(kinds.RATE_NOT_HELD.name, f"{stats.fmt_rate(record.rps)} req/s achieved of {stats.fmt_rate(offered)} offered "
+    return Flag(kinds.RATE_NOT_HELD.name, f"{formats.fmt_rate(record.rps)} req/s achieved of {formats.fmt_rate(offered)} offered "
                                  f"({record.rps / offered:.1%}) while the server used "
                                  + (f"{_pct(server)} of its CPUs" if server is not None else "an unknown share of its CPUs")
                                  + (f" and the load generator {_pct(loadgen)} of its own" if loadgen is not None else ""))
@@ -180,8 +180,8 @@ def _upstream(record: Record, upstream_rates: dict[str, tuple[str, float]]) -> F
     rps = record.rps
     if record.server == upstream or not rps or rps < ceiling * (1 - UPSTREAM_MARGIN):
         return None
-    return Flag(kinds.UPSTREAM_BOUND.name, f"{stats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
-                                  f"{UPSTREAM_PATH} ({stats.fmt_rate(ceiling)} req/s at {record.label}): the upstream "
+    return Flag(kinds.UPSTREAM_BOUND.name, f"{formats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
+                                  f"{UPSTREAM_PATH} ({formats.fmt_rate(ceiling)} req/s at {record.label}): the upstream "
                                   "is the limit, not the server")
 
 
@@ -191,12 +191,12 @@ def spread_reasons(s: dict[str, Any]) -> list[str]:
     out = []
     if s.get("cv") is not None and s["cv"] > SPREAD_MAX_CV:
         out.append(f"CV {s['cv']:.1%} between attempts, above {SPREAD_MAX_CV:.0%} "
-                   f"({stats.fmt_rate(s['min'])} to {stats.fmt_rate(s['max'])})")
+                   f"({formats.fmt_rate(s['min'])} to {formats.fmt_rate(s['max'])})")
     ci, median = s.get("ci"), s.get("median")
     if ci and median and (ci["high"] - ci["low"]) > 2 * SPREAD_MAX_HALF_WIDTH * median:
         half = (ci["high"] - ci["low"]) / 2 / median
-        out.append(f"interval {stats.fmt_rate(ci['low'])} – {stats.fmt_rate(ci['high'])} "
-                   f"({stats.fmt_level(ci['level'])}) is ±{half:.1%} of the median {stats.fmt_rate(median)}, "
+        out.append(f"interval {formats.fmt_rate(ci['low'])} – {formats.fmt_rate(ci['high'])} "
+                   f"({formats.fmt_level(ci['level'])}) is ±{half:.1%} of the median {formats.fmt_rate(median)}, "
                    f"wider than ±{SPREAD_MAX_HALF_WIDTH:.0%}")
     return out
 
@@ -228,7 +228,7 @@ def _trend(record: Record) -> Flag | None:
     found = attempts_trend(record.attempts)
     if not found or not found.moving:
         return None
-    rates = " → ".join(stats.fmt_rate(a.rps) for a in record.attempts if a.measured)
+    rates = " → ".join(formats.fmt_rate(a.rps) for a in record.attempts if a.measured)
     return Flag(TREND_FLAGS[found.kind], f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
                             f"direction agreement {found.agreement:+.2f}")
 
@@ -250,7 +250,7 @@ def _unsettled(record: Record) -> Flag | None:
     change = trend.relative_change(latest)
     if change <= tolerance:
         return None
-    rates = " → ".join(stats.fmt_rate(r) for r in latest)
+    rates = " → ".join(formats.fmt_rate(r) for r in latest)
     return Flag(kinds.UNSETTLED.name, f"the warm-up stopped after {len(warmup.runs)} runs, not settled: its latest "
                                       f"{len(latest)} runs {rates} req/s, {change:+.0%} (more than {tolerance:.0%})")
 
@@ -302,11 +302,11 @@ def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], veri
 
 
 def evaluate(run: Run) -> None:
-    """Set every record's summary (computed where missing, completed with the intervals an older summary lacks),
-    flags and ranked."""
+    """Set every record's flags and ranked; its summary stays the one computed when it was made, completed only where an
+    older harness wrote none or one without intervals (harness.results.summary.completed)."""
     upstream_rates = _upstream_rates(run)
     for record in run.records:
-        record.summary = record.fresh_summary()
+        record.summary = summaries.completed(record)
         record.flags = flags_for(record, upstream_rates, run.verification)
         record.ranked = ranking.takes_part(record)
 

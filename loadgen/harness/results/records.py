@@ -1,19 +1,15 @@
 """results/<run-id>/results.json as types: a `Run` holding one `Record` per measurement, each with its `Attempt`s,
-read (`load`, `Run.from_dict`) and written (`Run.to_dict`) here and nowhere else.
-
-Schema 3 (this harness) is schema 2 plus a top-level `schema` and two fields on each record: `runtime` (the runtime it
-was measured under) and `round` (in a run of rounds, `overhead`: which round; None elsewhere); each server's entry also
-names its manifest's `roles` (`Run.with_role`; older runs: nginx was upstream and ceiling) and, where it died during
-the run, its `deaths` (when, why, the end of its log); an attempt the harness had to stop at its deadline says so
-(`stopped`). Older files lack these optional fields and read as such. A file without `schema`
-is schema 2 and reads as such, its records' runtime and round unknown (None). A file whose records have no attempts
-comes from an earlier harness still and is refused: its numbers cannot be evaluated again.
-
-Schema 4 adds, per attempt, `processes` (each tool process of the load plan, harness/tools/load_plan.py: its `cores`,
-`threads`, `capacity` — the cores it can keep busy — and `cpu_s`) and `loadgen_note` (why the load was not given all
-of the load generator's cores), and two kinds of samples on the load generator's cores: `harness` (this harness's own
-threads) and `beside_loadgen:<server>` (a server that runs there, the upstream without a core of its own). A schema 3
-attempt has none of these and is judged from its tool and `tool_processes` (harness/results/flags.usable_cores).
+read (`load`, `Run.from_dict`) and written (`Run.to_dict`) here and nowhere else; the file's shape is published as a
+JSON Schema, loadgen/results.schema.json. Older files read as what they are; each schema adds optional fields:
+- 2: no `schema` key; records' runtime and round unknown. A file whose records have no attempts is refused.
+- 3: `schema`; per record `runtime` and `round`; per server `roles` (`Run.with_role`) and `deaths`; `stopped` attempts.
+- 4: per attempt `processes` (the load plan's tool processes, harness/tools/load_plan.py: `cores`, `threads`,
+  `capacity`, `cpu_s`) and `loadgen_note`; samples `harness` and `beside_loadgen:<server>` on the load generator's
+  cores. A schema 3 attempt is judged from its tool and `tool_processes` (harness/results/flags.usable_cores).
+- 5: `latency_histogram` per attempt whose tool gives per-request data (ab, wrk, h2load) and per record (every
+  measured attempt's requests), an HdrHistogram of µs latencies in its base64 V2 log form
+  (harness/basics/distribution.py); p99.9 where the data has it; a record's rps and latency_ms the medians of its
+  measured attempts (the mean of the middle two of an even count).
 """
 from __future__ import annotations
 
@@ -23,10 +19,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from harness.basics import stats
 from harness.tools.output import Errors
 
-SCHEMA = 4
+SCHEMA = 5
 UNVERSIONED_SCHEMA = 2  # what a file without a `schema` key is
 
 
@@ -95,6 +90,8 @@ class Attempt:
     # each tool process (tools/load_plan.py): {"cores", "threads", "capacity", "cpu_s"} (schema 4; older: absent)
     processes: list[dict[str, Any]] = field(default_factory=list)
     loadgen_note: str | None = None  # why the load was not given all of the load generator's cores (written only then)
+    # every request's latency (harness.basics.distribution: µs, base64 HdrHistogram); written only where the tool has it
+    latency_histogram: str | None = None
 
     @property
     def measured(self) -> bool:
@@ -112,7 +109,8 @@ class Attempt:
             errors=Errors.from_dict(d.get("errors") or {}), duration_s=d.get("duration_s"), rps=d.get("rps"),
             latency_ms=d.get("latency_ms") or {}, sized_from_rps=d.get("sized_from_rps"),
             round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"),
-            details=d.get("details") or {}, processes=d.get("processes") or [], loadgen_note=d.get("loadgen_note"))
+            details=d.get("details") or {}, processes=d.get("processes") or [], loadgen_note=d.get("loadgen_note"),
+            latency_histogram=d.get("latency_histogram"))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -134,6 +132,8 @@ class Attempt:
             out["processes"] = self.processes
         if self.loadgen_note:
             out["loadgen_note"] = self.loadgen_note
+        if self.latency_histogram:
+            out["latency_histogram"] = self.latency_histogram
         return out
 
 
@@ -180,8 +180,9 @@ class Warmup:
 
 @dataclass
 class Summary:
-    """harness.basics.stats.describe of the measured attempts' req/s, p99 and server CPU µs per request (and per connection
-    where the load fixes requests per connection): median, min, max, cv, n and ci (the interval)."""
+    """harness.results.summary.summarize: harness.basics.stats.describe of the measured attempts' req/s, p99 and server
+    CPU µs per request (and per connection where the load fixes requests per connection): median, min, max, cv, n and
+    ci (the interval)."""
 
     rps: dict[str, Any] | None = None
     p99: dict[str, Any] | None = None
@@ -218,8 +219,8 @@ class Flag:
 
 @dataclass
 class Record:
-    """One server under one run of a scenario: its attempts and what they add up to (sums of counts, the median attempt's
-    rate and latencies), the warm-up before them, and, once harness.results.flags has evaluated it, its flags."""
+    """One server under one run of a scenario: its attempts and what they add up to (sums of counts, the medians of their
+    rates and latencies), the warm-up before them, and, once harness.results.flags has evaluated it, its flags."""
 
     server: str
     scenario: str
@@ -235,8 +236,8 @@ class Record:
     good_requests: int
     errors: Errors
     duration_s: float | None
-    rps: float | None  # the median attempt's
-    latency_ms: dict[str, float | None]  # the median attempt's
+    rps: float | None  # the median of the measured attempts' (schema 4 and older: the lower middle attempt's)
+    latency_ms: dict[str, float | None]  # each figure the median of the measured attempts' (schema 4: as rps)
     failed: str | None  # the first failed attempt's failure
     attempts: list[Attempt]
     warmup: Warmup | None
@@ -244,13 +245,15 @@ class Record:
     samples: dict[str, SampleSummary]
     flags: list[Flag] = field(default_factory=list)
     ranked: bool = True
-    details: dict[str, Any] = field(default_factory=dict)  # the median attempt's (Attempt.details); written only when present
+    details: dict[str, Any] = field(default_factory=dict)  # the middle attempt's (Attempt.details); written only when present
     # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
     # req/s), "first_raw" (their outputs, kept apart), "warmup" (the further warm-up)}; written only when present
     remeasured: dict[str, Any] | None = None
     # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
     # its first attempt on and carries this until its last is done; written only when present
     incomplete: str | None = None
+    # every request of the measured attempts together (their histograms added); written only when each has one
+    latency_histogram: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str | None, int | None]:
@@ -262,11 +265,6 @@ class Record:
         """The run label as people read it: with the runtime and round where the record has a round (overhead's
         records differ only by those), for grouping and showing; never parsed back."""
         return self.run if self.round is None else f"{self.run} {self.runtime}-{self.round}"
-
-    def fresh_summary(self) -> Summary:
-        """The summary as harness.basics.stats computes it from the attempts (a stored one is kept, completed with the
-        intervals an older harness did not store). stats works on the record's dict form."""
-        return Summary.from_dict(stats.summary_of(self.to_dict()))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Record:
@@ -281,7 +279,8 @@ class Record:
             summary=Summary.from_dict(d["summary"]) if d.get("summary") else None,
             samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
             flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
-            details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"))
+            details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"),
+            latency_histogram=d.get("latency_histogram"))
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -301,6 +300,8 @@ class Record:
             out["remeasured"] = self.remeasured
         if self.incomplete:
             out["incomplete"] = self.incomplete
+        if self.latency_histogram:
+            out["latency_histogram"] = self.latency_histogram
         return out
 
 

@@ -4,16 +4,20 @@ pipelining depth. A duration (-D) or a request count (-n); with a rate, each cli
 latency-corrected: a stalled server is asked less while it stalls, as with wrk).
 
 Percentiles: h2load prints none, but --log-file writes one row per finished request (start time in µs since the epoch,
-status, µs until the end of the response; status -1 for a failed stream) into the scratch folder: p50/p90/p99/p99.9
-and 100 quantiles (equal slices, as wrk's and ab's, so parts can pool) are exact over the requests that got an answer.
+status, µs until the end of the response; status -1 for a failed stream) into the scratch folder: the attempt's whole
+distribution (harness.basics.distribution, 1 µs resolution up to 32 ms) is made of the requests that got an answer,
+and p50/p90/p99/p99.9, the mean and the max are read off it.
 
 Facts of Debian bookworm's h2load 1.52 this adapter is built on:
 - -D takes an integer and a unit (h, m, s, ms): "-D 1.5" is refused ("-D: value error 1.5"), "-D 1500ms" works.
 - -n must be at least -c, and -t at most -c ("the number of requests must be greater than or equal to the clients").
 - the inactivity timeout (-N) works in counted runs (-n), where a silent connection's requests end as "timeout", but in a
   timed run (-D) h2load 1.52 aborts as soon as it fires (libev: "epoll_modify: Assertion ... failed", SIGABRT, no
-  summary); so a timed run gets no -N: it ends at -D anyway, requests still unanswered then are left out (counted in
-  details as `unanswered`), not reported as timeouts.
+  summary), so a timed run gets no -N: it ends at -D anyway, with requests still unanswered ("started" minus "done",
+  in details as `unanswered`). A healthy run ends so too: every connection has its -m streams in flight when the
+  time is up (4 clients × -m 10 against nginx: 40). So they are counted as timeouts only where the server had stopped
+  answering: no answer at all, or none in the run's last stretch (10 × the answered requests' p99, at least 100 ms),
+  read from the log's times; a server that stalls must not read as clean, one busy to the end must not read as failing.
 - a timed run against a port nothing listens on prints a summary of zeros and no "Application protocol:" line, which
   is how refused connections are told from a silent server (then counted as connect errors, one per client).
 - "failed" counts answers outside 2xx/3xx and errored streams; "errored" includes "timeout"; req/s counts every answer
@@ -24,9 +28,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.basics.distribution import Distribution
 from harness.tools.adapter import LoadSpec, ToolFailed
 from harness.tools.output import Errors, Measurement
 
@@ -34,6 +39,8 @@ FD_MARGIN = 64
 LOG = "h2load-requests.tsv"  # --log-file, in the scratch folder
 UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 PROTOCOLS = {None: [], "h2": [], "h2c": [], "h1": ["--h1"]}
+STALL_P99S = 10  # silent for this many p99s at the end of a timed run (and STALL_MIN_S at least): it had stalled
+STALL_MIN_S = 0.1
 
 _NUM = r"([\d.]+)(us|ms|s)"
 FINISHED = re.compile(r"^finished in " + _NUM + r", ([\d.]+) req/s", re.MULTILINE)
@@ -108,24 +115,22 @@ class H2load:
         clients = sum(int(n) for n in CLIENTS.findall(output))
         connected = _connected(output)
         others = errored - timeout  # errored streams besides timeouts: never connected, or the connection failed
-        errors = Errors(timeout=timeout, non_2xx=s3 + s4 + s5)
+        unanswered = max(started - done, 0) if "Timing-based test" in output else 0
+        duration = round(_ms(finished.group(1), finished.group(2)) / 1000, 9)
+        log = _read_log(scratch / LOG)
+        distribution = Distribution.from_counts(log.counts) if log else None
+        stalled = unanswered > 0 and (log is None or log.silent_before_end(duration, distribution))
+        errors = Errors(timeout=timeout + (unanswered if stalled else 0), non_2xx=s3 + s4 + s5)
         if not connected:
             errors.connect = others or clients  # a timed run counts no request of a client that never connected
         else:
             errors.read = others
-        duration = round(_ms(finished.group(1), finished.group(2)) / 1000, 9)
         answered = s2 + s3 + s4 + s5
         latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "p99.9": None, "max": None,
                                             "mean": None}
         times = REQUEST_TIME.search(output)
-        logged = _log_latencies(scratch / LOG)
-        quantiles: list[tuple[float, float]] = []
-        if logged:  # exact, from the per-request log
-            points, mean, slowest = logged
-            by_pct = dict(points)
-            latency.update(p50=by_pct[50.0], p90=by_pct[90.0], p99=by_pct[99.0], max=slowest, mean=mean)
-            latency["p99.9"] = by_pct[99.9]
-            quantiles = [(p, ms) for p, ms in points if p == int(p)]
+        if distribution:  # from the per-request log
+            latency.update(distribution.latency_ms())
         elif times and answered:  # h2load's summary only (to 0.01 of its unit)
             latency["max"] = _ms(times.group(3), times.group(4))
             latency["mean"] = _ms(times.group(5), times.group(6))
@@ -136,13 +141,12 @@ class H2load:
             duration_s=duration,
             rps=float(finished.group(3)),
             latency_ms=latency,
-            quantiles=quantiles,
+            distribution=distribution,
             details={"h2load": {
                 "total": total, "started": started, "done": done, "succeeded": succeeded, "failed": failed,
                 "errored": errored, "timeout": timeout, "status": {"2xx": s2, "3xx": s3, "4xx": s4, "5xx": s5},
                 "clients": clients, "protocol": protocol.group(1) if protocol else None,
-                # in flight when a timed run stopped (up to -m per connection is normal; more: the server stalled)
-                "unanswered": max(started - done, 0) if "Timing-based test" in output else 0,
+                "unanswered": unanswered,
                 "latency_sd_ms": _ms(times.group(7), times.group(8)) if times and answered else None,
             }},
         )
@@ -163,31 +167,38 @@ def _connected(output: str) -> bool:
     return not (float(line.group(9)) == 0 and all(float(line.group(i)) == 0 for i in (1, 3, 5)))
 
 
-def _log_latencies(path: Path) -> tuple[list[tuple[float, float]], float, float] | None:
-    """From h2load's --log-file, over the answered requests (status not -1): (percent, ms) for 1..100 % and 99.9 %
-    (nearest rank), the mean and the max in ms; None without a log or an answered request."""
+@dataclass
+class Log:
+    """h2load's --log-file, over the answered requests (status not -1): {µs: requests}, and when the first was sent and
+    the last answered (µs since the epoch). Counted, not listed: small however long the run."""
+
+    counts: Counter[int]
+    first_start_us: int
+    last_end_us: int
+
+    def silent_before_end(self, duration_s: float, distribution: Distribution | None) -> bool:
+        """Whether no answer came in the run's last stretch (the run taken to end `duration_s` after its first
+        request): the requests still in flight then were not just sent, the server had stopped answering."""
+        p99_s = distribution.percentile_ms(99) / 1000 if distribution else 0.0
+        silence_s = (self.first_start_us + duration_s * 1e6 - self.last_end_us) / 1e6
+        return silence_s > max(STALL_P99S * p99_s, STALL_MIN_S)
+
+
+def _read_log(path: Path) -> Log | None:
+    """The log's answered requests; None without a log or an answered request."""
     if not path.exists():
         return None
-    counts: Counter[int] = Counter()  # µs -> requests: exact, and small however long the run
+    counts: Counter[int] = Counter()
+    first, last = None, 0
     with path.open("rb") as f:
         for line in f:
             fields = line.split(b"\t")
             if len(fields) >= 3 and fields[1] != b"-1":
-                counts[int(fields[2])] += 1
-    n = sum(counts.values())
-    if not n:
-        return None
-    values = sorted(counts)
-    points: list[tuple[float, float]] = []
-    running, i = 0, 0
-    for pct in sorted({*(float(p) for p in range(1, 101)), 99.9}):
-        rank = max(1, math.ceil(pct / 100 * n))
-        while running < rank:
-            running += counts[values[i]]
-            i += 1
-        points.append((pct, values[i - 1] / 1000))
-    mean_us = sum(us * c for us, c in counts.items()) / n
-    return points, round(mean_us / 1000, 3), values[-1] / 1000
+                start, us = int(fields[0]), int(fields[2])
+                counts[us] += 1
+                first = start if first is None else min(first, start)
+                last = max(last, start + us)
+    return Log(counts, first, last) if first is not None else None
 
 
 TOOL = H2load()  # what the registry (tools/__init__.py) finds

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from harness.basics.distribution import Distribution
+
 
 @dataclass
 class Errors:
@@ -45,6 +47,8 @@ class Measurement:
     quantiles: list[tuple[float, float]] = field(default_factory=list)
     # what only some tools measure, kept as they say it: oha's offered rate and p99.9, Gatling's distribution
     details: dict = field(default_factory=dict)
+    # every request's latency, where the tool gives per-request data (h2load's log, wrk's histogram, ab's -e slices)
+    distribution: Distribution | None = None
 
     @property
     def good_requests(self) -> int:
@@ -79,13 +83,24 @@ def percentile_of_pooled(parts: list[Measurement], pct: float) -> float | None:
     return points[-1][0]
 
 
+def _pooled_latency(parts: list[Measurement], requests: int) -> dict[str, float | None]:
+    """p50/p90/p99 of parts without whole distributions, read off their pooled quantile points (exact to one slice of
+    a part); the largest max; the mean weighted by requests."""
+    latency = {key: percentile_of_pooled(parts, float(key[1:])) for key in ("p50", "p90", "p99")}
+    maxima = [p.latency_ms.get("max") for p in parts]
+    latency["max"] = max(m for m in maxima if m is not None) if all(m is not None for m in maxima) else None
+    means = [(p.latency_ms.get("mean"), p.requests) for p in parts]
+    if requests and all(m is not None for m, _ in means):
+        latency["mean"] = round(sum(m * n for m, n in means if m is not None) / requests, 3)
+    return latency
+
+
 def merge(parts: list[Measurement]) -> Measurement:
     """Parts run at the same time by several tool processes, merged into one measurement: the rate is theirs together
-    (all requests over the longest part's duration), the errors their sum, the mean weighted by requests, the max the
-    largest, and p50/p90/p99 read off their pooled quantile points (each part's 1 % slices weighted by its requests).
-    What this loses: a pooled percentile is exact only to one slice of a part (ab's and wrk's 1 %), so the merged p99
-    may be off by up to the width of the slice it falls in, and p99.9 is not known; a tool without quantile points
-    (httperf) has no merged percentiles at all. (Whole per-request distributions would make it exact.)"""
+    (all requests over the longest part's duration), the errors their sum. Where every part has its whole distribution
+    (`distribution`), the merged one is their exact sum and p50/p90/p99/p99.9, max and mean are read off it; otherwise
+    p50/p90/p99 come from the pooled quantile points (exact to one slice of a part, no p99.9), and a tool with neither
+    (httperf) has no merged percentiles."""
     if len(parts) == 1:
         return parts[0]
     requests = sum(p.requests for p in parts)
@@ -93,16 +108,16 @@ def merge(parts: list[Measurement]) -> Measurement:
     errors = Errors()
     for p in parts:
         errors = errors + p.errors
-    latency = {key: percentile_of_pooled(parts, float(key[1:])) for key in ("p50", "p90", "p99")}
-    maxima = [p.latency_ms.get("max") for p in parts]
-    latency["max"] = max(maxima) if all(m is not None for m in maxima) else None
-    means = [(p.latency_ms.get("mean"), p.requests) for p in parts]
-    if requests and all(m is not None for m, _ in means):
-        latency["mean"] = round(sum(m * n for m, n in means) / requests, 3)
+    distributions = [p.distribution for p in parts if p.distribution is not None]
+    whole = Distribution.merged(distributions) if len(distributions) == len(parts) else None
+    latency = whole.latency_ms() if whole else _pooled_latency(parts, requests)
+    # a figure every part lacks stays unknown: ab's slices hold no p99.9 (its top slice is its max)
+    latency = {k: v for k, v in latency.items() if any(p.latency_ms.get(k) is not None for p in parts)}
     return Measurement(
         requests=requests,
         errors=errors,
         duration_s=duration,
         rps=requests / duration if duration > 0 else 0.0,
         latency_ms=latency,
+        distribution=whole,
     )

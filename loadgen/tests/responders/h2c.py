@@ -10,6 +10,7 @@ One thread per connection. --break breaks one rule of the contract:
   tweets        the tweet counter never grows (every id is 1000000)
   swap          requests that arrive together are answered with each other's bodies (rotated by one stream);
                 a request alone is answered right (the responder waits 100 ms for company before answering)
+  stall         answers for 0.5 s from its first request, then never again (the connections stay open)
 """
 import argparse
 import email.utils
@@ -18,6 +19,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import h2.config
@@ -26,7 +28,8 @@ import h2.events
 import h2.exceptions
 
 sys.set_int_max_str_digits(0)  # 5000! has 16326 digits
-BREAKS = ("body", "content-type", "date", "tweets", "swap")
+BREAKS = ("body", "content-type", "date", "tweets", "swap", "stall")
+STALL_AFTER_S = 0.5
 HELLO = b"Hello World"
 BACKEND = b"<h1>Say hello to akka-http</h1>"
 DIGITS = re.compile(r"^\d+$")
@@ -61,6 +64,13 @@ def param(query: str, high: int) -> int | None:
 class App:
     def __init__(self, name: str, broken: str | None):
         self.name, self.broken, self.tweets = name, broken, Counter()
+        self.first_request: float | None = None
+
+    def stalled(self) -> bool:
+        """--break stall: whether its 0.5 s of answers since the first request are over."""
+        now = time.monotonic()
+        self.first_request = self.first_request or now
+        return now - self.first_request > STALL_AFTER_S
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         """(status, content type, body) for a GET of `path`."""
@@ -114,6 +124,8 @@ class Connection:
                     path = dict(event.headers).get(":path", "/")
                     if self.app.broken == "swap":
                         self.waiting.append((event.stream_id, path))
+                    elif self.app.broken == "stall" and self.app.stalled():
+                        continue  # never answered
                     else:
                         self.respond(event.stream_id, *self.app.answer(path))
                 elif isinstance(event, h2.events.DataReceived):
