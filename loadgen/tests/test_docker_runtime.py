@@ -348,3 +348,65 @@ def test_docker_runtime_end_to_end(docker_images):
     finally:
         runtime.compose_run("down", "-t", "15", overrides=overrides, check=False)
     assert not _project_containers()
+
+
+def _inspect_while_running(argv: list[str], env: dict, containers: list[str]) -> tuple[subprocess.CompletedProcess,
+                                                                                       dict[str, dict]]:
+    """Runs `argv`, and `docker inspect`s each of `containers` once it runs (with its main process's status then)."""
+    child = subprocess.Popen(argv, cwd=LOADGEN_DIR, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: dict[str, dict] = {}
+    while child.poll() is None:
+        for name in (c for c in containers if c not in seen):
+            found = subprocess.run(["docker", "inspect", name], capture_output=True, text=True)
+            info = json.loads(found.stdout)[0] if found.returncode == 0 else None
+            if info and info["State"]["Running"]:
+                try:
+                    seen[name] = {**info, "status": _status(info["State"]["Pid"])}
+                except OSError:
+                    pass  # ended between the two: asked again
+        time.sleep(0.2)
+    out, err = child.communicate(timeout=900)
+    print(out, err)
+    return subprocess.CompletedProcess(argv, child.returncode, out, err), seen
+
+
+SAME_IN_TWINS = ("CpusetCpus", "NanoCpus", "Memory", "Ulimits", "CapDrop", "CapAdd", "SecurityOpt", "ReadonlyRootfs",
+                 "Tmpfs", "PidsLimit", "NetworkMode", "Binds")
+
+
+def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, short_bench):
+    """`make bench` under RUNTIME=docker measures its A/A twin (TWIN=rust): rust's image and compose service once more,
+    in a container of its own on its own port, the same in every limit, and the report has its A/A result."""
+    from harness.report import model
+    from harness.results import records as results
+    from harness.results.store import RESULTS
+
+    run_id = f"docker-test-twin-{os.getpid()}"
+    env = {**os.environ, "RUNTIME": "docker", "PORTS": "rust=28086", "TWIN": "rust", "SERVERS": "rust",
+           "PROFILE": "quick"}
+    env.pop("REPEAT", None)
+    proc, seen = _inspect_while_running(short_bench("--run-id", run_id, "bench"), env, ["bench-rust", "bench-rust-twin"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "A/A control: rust is measured twice, as rust and rust-twin (port 28186)" in proc.stdout
+    assert set(seen) == {"bench-rust", "bench-rust-twin"}, f"running containers seen: {sorted(seen)}"
+    rust, double = seen["bench-rust"], seen["bench-rust-twin"]
+    assert double["Image"] == rust["Image"] and double["Config"]["Cmd"] == rust["Config"]["Cmd"]
+    for key in SAME_IN_TWINS:
+        assert double["HostConfig"][key] == rust["HostConfig"][key], key
+    env_of = {name: dict(e.split("=", 1) for e in seen[name]["Config"]["Env"]) for name in seen}
+    differ = {k for k in env_of["bench-rust"].keys() | env_of["bench-rust-twin"].keys()
+              if env_of["bench-rust"].get(k) != env_of["bench-rust-twin"].get(k)}
+    assert differ == {"PORT", "H2C_PORT"} and env_of["bench-rust-twin"]["PORT"] == "28186", differ
+    labels = double["Config"]["Labels"]  # so `make down` and a later command find it, as they find rust's
+    assert labels["com.docker.compose.project"] == compose.PROJECT
+    assert labels["com.docker.compose.project.working_dir"] == str(REPO)
+    assert double["Config"].get("Healthcheck") is None
+    assert_least_privilege(double)
+
+    run = results.load(RESULTS / run_id / "results.json")
+    assert run.conditions["runtime"] == "docker"
+    assert run.twin_of("rust-twin") == "rust"
+    assert {(r.server, r.scenario) for r in run.records if r.requests} == {("rust", "hello"), ("rust-twin", "hello")}
+    result = model.aa_result(model.build(run))
+    assert result and (result["server"], result["twin"], result["groups"]) == ("rust", "rust-twin", 1), result
+    assert not _project_containers() and not State().load()
