@@ -350,6 +350,23 @@ def test_docker_runtime_end_to_end(docker_images):
     assert not _project_containers()
 
 
+def test_no_check_runs_inside_a_server_container(docker_images):
+    """A healthcheck is a process the engine starts in the server's container, on the server's CPUs (every 10 s, it
+    was), outside the measurements' samples: none is configured, in the compose file or the image, so the engine runs
+    none (it keeps no health state); the harness asks GET /id itself, from the host."""
+    proc = _cli("--servers", "nginx rust", "--ports", "nginx=23600 rust=23686", "up")
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        for name in ("bench-nginx", "bench-rust"):
+            info = json.loads(_docker("inspect", name))[0]
+            assert info["State"]["Running"], name
+            assert info["Config"].get("Healthcheck") is None, (name, info["Config"].get("Healthcheck"))
+            assert "Health" not in info["State"], (name, info["State"].get("Health"))
+    finally:
+        assert _cli("--ports", "nginx=23600 rust=23686", "down").returncode == 0
+    assert not _project_containers()
+
+
 def _inspect_while_running(argv: list[str], env: dict, containers: list[str]) -> tuple[subprocess.CompletedProcess,
                                                                                        dict[str, dict]]:
     """Runs `argv`, and `docker inspect`s each of `containers` once it runs (with its main process's status then)."""
@@ -382,12 +399,13 @@ def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, 
     from harness.results.store import RESULTS
 
     run_id = f"docker-test-twin-{os.getpid()}"
-    env = {**os.environ, "RUNTIME": "docker", "PORTS": "rust=28086", "TWIN": "rust", "SERVERS": "rust",
+    # ports of this test's own (h2c +1000), below the ephemeral ports: 28086's h2c port is test_tool_plugin.py's
+    env = {**os.environ, "RUNTIME": "docker", "PORTS": "nginx=23600 rust=23686", "TWIN": "rust", "SERVERS": "rust",
            "PROFILE": "quick"}
     env.pop("REPEAT", None)
     proc, seen = _inspect_while_running(short_bench("--run-id", run_id, "bench"), env, ["bench-rust", "bench-rust-twin"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "A/A control: rust is measured twice, as rust and rust-twin (port 28186)" in proc.stdout
+    assert "A/A control: rust is measured twice, as rust and rust-twin (port 23786)" in proc.stdout
     assert set(seen) == {"bench-rust", "bench-rust-twin"}, f"running containers seen: {sorted(seen)}"
     rust, double = seen["bench-rust"], seen["bench-rust-twin"]
     assert double["Image"] == rust["Image"] and double["Config"]["Cmd"] == rust["Config"]["Cmd"]
@@ -396,7 +414,7 @@ def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, 
     env_of = {name: dict(e.split("=", 1) for e in seen[name]["Config"]["Env"]) for name in seen}
     differ = {k for k in env_of["bench-rust"].keys() | env_of["bench-rust-twin"].keys()
               if env_of["bench-rust"].get(k) != env_of["bench-rust-twin"].get(k)}
-    assert differ == {"PORT", "H2C_PORT"} and env_of["bench-rust-twin"]["PORT"] == "28186", differ
+    assert differ == {"PORT", "H2C_PORT"} and env_of["bench-rust-twin"]["PORT"] == "23786", differ
     labels = double["Config"]["Labels"]  # so `make down` and a later command find it, as they find rust's
     assert labels["com.docker.compose.project"] == compose.PROJECT
     assert labels["com.docker.compose.project.working_dir"] == str(REPO)

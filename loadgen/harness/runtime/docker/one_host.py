@@ -103,14 +103,12 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
             overrides[h2c_port_var(server)] = env["H2C_PORT"]
         if env.get("UPSTREAM_URL"):
             overrides["BENCH_UPSTREAM_URL"] = env["UPSTREAM_URL"]
-        # --no-deps: the session starts the upstream itself, first, and waits for it; compose must not start a
-        # container the harness does not know about (depends_on serves `docker compose up <server>` by hand)
-        if server.twin_of:  # the A/A twin: its server's service once more, on its own port, in its own container
-            self.compose_run("run", "-d", "--no-deps", "--name", container_name(server.name), service_of(server),
-                             overrides=overrides, timeout=server.startup_timeout_s + 120)
-        else:
-            self.compose_run("up", "-d", "--no-recreate", "--no-build", "--no-deps", server.name, overrides=overrides,
-                             timeout=server.startup_timeout_s + 120)
+        # `run` by the container's name, not `up`: up keeps one container per service, and the A/A twin is its
+        # server's service once more, beside it (and Compose v1 links a one-off container to the service's `up` one,
+        # which host networking refuses: so every server is a one-off). --no-deps: the session starts the upstream
+        # itself, first, and waits for it (depends_on serves `docker compose up <server>` by hand).
+        self.compose_run("run", "-d", "--no-deps", "--name", container_name(server.name), service_of(server),
+                         overrides=overrides, timeout=server.startup_timeout_s + 120)
         return (inspect(container_name(server.name)) or {}).get("State", {}).get("Pid", 0)
 
     def _remove_server(self, running: RunningServer, place: Place) -> None:
