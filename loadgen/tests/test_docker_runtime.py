@@ -3,8 +3,8 @@ of the docker path (skipped, with the reason, when no Docker engine answers; fai
 built offline when missing, images built from the artifacts of `make build`, nginx + rust + node up through the CLI
 with RUNTIME=docker, their contract checked, every container's least privilege read back from the engine and the
 kernel (the loadgen's while a command runs tools in it), a few seconds of ab, wrk and httperf each (no world-writable
-folder under raw/), down; no container left, the server images removed (the base images bench/*:bookworm stay). CI
-runs it from .ci/docker.sh."""
+folder under raw/), down; no container left, the server images removed (the base images bench/*:bookworm stay). Then
+no healthcheck in a server container, and a short `bench` that measures its A/A twin. CI runs it from .ci/docker.sh."""
 from __future__ import annotations
 
 import json

@@ -3,7 +3,7 @@ local Docker engine holds the images, failed instead under CI=true (CI runs it a
 namespaces that topology created (10.213.77.0/24 through bench-h0), never elsewhere.
 
 Through the CLI, as a user would: build (images sent to the hosts), ping, a wrk and an ab scenario with server,
-load generator and upstream each in its own namespace; then the records, the recorded hosts, addresses, CPU plans
+load generator and upstream each in its own namespace, and a short `bench` with its A/A twin; then the records, the recorded hosts, addresses, CPU plans
 and path, every container's least privilege as each host's engine applied it, and that nothing is left on any host,
 also after Ctrl-C in the middle of a load."""
 from __future__ import annotations
