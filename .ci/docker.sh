@@ -5,7 +5,8 @@
 #   2. make build: the artifacts every image copies;
 #   3. the base images built offline: debootstrap bookworm (+updates, +security) and `docker import` (OFFLINE=1);
 #   4. the integration tests: images built, nginx + rust + node up through the CLI with RUNTIME=docker, ping, a few
-#      seconds of ab, wrk and httperf each, down; then the faults under Docker. It fails if a container or a server
+#      seconds of ab, wrk and httperf each, down; no healthcheck in a server container; a short `bench` with its A/A
+#      twin (rust-twin: rust's image and service in a container of its own); then the faults under Docker. It fails if a container or a server
 #      image is left behind.
 # Base images (bench/*:bookworm) stay for the next run. The engine, when this script started it, is left running.
 set -euo pipefail

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI, the several-hosts path (after .ci/docker.sh, whose Docker engine and base images it uses): the three namespaced
 # hosts of `make hosts-demo` (each with its own containerd, dockerd and sshd), the HOSTS integration test against them
-# (build, ping, a wrk and an ab scenario with server, load generator and upstream on separate hosts, Ctrl-C), then
-# `make hosts-demo-down`, and a check that nothing of it is left: no namespace, daemon, container, link or listener.
+# (build, ping, a wrk and an ab scenario with server, load generator and upstream on separate hosts, a short `bench`
+# with its A/A twin on the server's host, Ctrl-C), then `make hosts-demo-down`, and a check that nothing of it is
+# left: no namespace, daemon, container, link or listener.
 # Traffic goes only to the namespaces the demo creates (10.213.77.0/24 through bench-h0).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -17,7 +17,16 @@ from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
 from harness.config.host_roles import HostsError
-from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, Server, build_steps, discover, select, twin
+from harness.config.manifest import (
+    SERVERS_DIR_VAR,
+    ManifestError,
+    Server,
+    at_port,
+    build_steps,
+    discover,
+    select,
+    twin,
+)
 from harness.measuring import overhead, planning, steadiness
 from harness.measuring.campaign import OrderError, run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
@@ -67,10 +76,14 @@ def targets(session: Session, requested: list[str], servers: dict[str, Server]) 
     return [servers[n] for n in servers if n in up] or list(servers.values())
 
 
-def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, announce: bool = True) -> list[Server]:
+def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, ports: dict[str, int],
+              announce: bool = True) -> list[Server]:
     """`chosen` with `name`'s A/A twin right after it (and in `servers`, for the session): measured like any server,
-    so the report can say whether the method ordered two identical servers."""
-    double = twin(servers[name], {p for s in servers.values() for p in (s.port, s.h2c_port) if p})
+    so the report can say whether the method ordered two identical servers. Where PORTS moves `name`, its twin
+    moves with it, clear of every port the run uses."""
+    placed = {n: at_port(s, ports.get(n, s.port)) for n, s in servers.items()}
+    taken = {p for s in (*servers.values(), *placed.values()) for p in (s.port, s.h2c_port) if p}
+    double = twin(placed[name], taken)
     servers[double.name] = double
     if announce:
         say(f"A/A control: {name} is measured twice, as {name} and {double.name} (port {double.port}); the report says "
@@ -100,7 +113,7 @@ def cmd_plan(args, config: Configuration, servers: dict[str, Server]) -> int:
     chosen = select(servers, list(config.servers)) if config.servers else list(servers.values())
     twin_name = config.twin if not args.scenarios else ""
     if twin_name and any(s.name == twin_name for s in chosen):
-        chosen = with_twin(servers, chosen, twin_name, announce=False)
+        chosen = with_twin(servers, chosen, twin_name, config.ports, announce=False)
     plan_data = planning.run_plan(machine, chosen, picked, settings, config.ports)
     print(planning.as_json(plan_data) if config.format == "json" else planning.as_text(plan_data))
     return 0
@@ -275,10 +288,6 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
         plan = cpu_plan_of(config)
         runtime = get_runtime(config.runtime, plan)
     twin_name = config.twin if args.command == "bench" else ""
-    if twin_name and runtime.name != "local":
-        warn(f"the A/A control (TWIN={twin_name}) runs under the local runtime only (the {runtime.name} runtime has "
-             "one container per manifest server): not measured")
-        twin_name = ""
     session = Session(runtime, plan, servers, config.ports, keep=args.command == "up")
     with session:
         if args.build:  # what a killed command left is stopped first: a leftover JVM has the jars open
@@ -289,7 +298,7 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
         requested = list(config.servers)
         chosen = select(servers, requested) if args.command == "up" else targets(session, requested, servers)
         if twin_name and any(s.name == twin_name for s in chosen):
-            chosen = with_twin(servers, chosen, twin_name)
+            chosen = with_twin(servers, chosen, twin_name, config.ports)
         if args.command in ("up", "ping", "run", "bench"):
             session.check_ports(chosen)
         return COMMANDS[args.command](args, config, session, chosen)

@@ -1,4 +1,36 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+# `make bench` in seconds: the command line of the harness with a scenario file of one short wrk scenario, for the tests
+# of what a whole bench does (its A/A twin) under each runtime
+SHORT_SCENARIOS = """
+[settings.quick]
+repeat = 2
+warmup = { duration_s = 1, tolerance = 1.0, window = 3, max_runs = 3, max_s = 10 }
+
+[hello]
+description = "GET /hello with wrk"
+tool = "wrk"
+targets = [{ route = "hello", path = "/hello" }]
+profile.quick = { runs = [{ threads = 1, concurrency = 4, duration_s = 1 }] }
+"""
+LAUNCH_WITH_SCENARIOS = """
+import pathlib, sys
+from harness import cli
+from harness.config import scenarios
+scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1))
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture
+def short_bench(tmp_path):
+    """argv(*args): the harness's command line, its scenarios one wrk run of 1 s on /hello, two attempts."""
+    scenario_file = tmp_path / "scenarios.toml"
+    scenario_file.write_text(SHORT_SCENARIOS)
+    return lambda *args: [sys.executable, "-c", LAUNCH_WITH_SCENARIOS, str(scenario_file), *args]

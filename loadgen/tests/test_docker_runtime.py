@@ -3,8 +3,8 @@ of the docker path (skipped, with the reason, when no Docker engine answers; fai
 built offline when missing, images built from the artifacts of `make build`, nginx + rust + node up through the CLI
 with RUNTIME=docker, their contract checked, every container's least privilege read back from the engine and the
 kernel (the loadgen's while a command runs tools in it), a few seconds of ab, wrk and httperf each (no world-writable
-folder under raw/), down; no container left, the server images removed (the base images bench/*:bookworm stay). CI
-runs it from .ci/docker.sh."""
+folder under raw/), down; no container left, the server images removed (the base images bench/*:bookworm stay). Then
+no healthcheck in a server container, and a short `bench` that measures its A/A twin. CI runs it from .ci/docker.sh."""
 from __future__ import annotations
 
 import json
@@ -20,7 +20,7 @@ import pytest
 
 from harness.basics.cpus import plan
 from harness.basics.machine import nofile_limit
-from harness.config.manifest import REPO, discover
+from harness.config.manifest import REPO, discover, twin
 from harness.runtime import RuntimeFailure, State, get_runtime
 from harness.runtime import docker as dk
 from harness.runtime.docker import by_hand as docker_cli
@@ -47,8 +47,10 @@ def test_compose_file_has_one_host_network_service_per_server_and_no_bridge():
         block = text.split(f"\n  {name}:\n", 1)[1].split("\n\n", 1)[0]
         assert f"container_name: bench-{name}" in block
         assert "<<: *server" in block or "<<: *upstream" in block
-        assert f"grep -qx {name} <&3" in block  # the healthcheck asks GET /id
-        assert ("nginx: {condition: service_healthy}" in block) == (servers[name].needs_upstream and name != "nginx")
+        # by hand the upstream is started first; nothing waits on a check run inside a container
+        assert ("depends_on: [nginx]" in block) == (servers[name].needs_upstream and name != "nginx")
+    # no healthcheck: each would run a process in a server's container, on its CPUs, during the measurements, unsampled
+    assert "healthcheck" not in text.replace("No healthcheck:", "") and "service_healthy" not in text
 
 
 def test_compose_file_takes_every_cpu_value_from_the_harness():
@@ -96,6 +98,11 @@ def test_families_and_image_names():
         "akka": "jvm", "finagle": "jvm", "nginx": "nginx", "node": "node", "express": "node", "pekko": "jvm",
         "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm"}
     assert images.server_image(servers["rust"]) == "bench/server-rust:latest"
+    # an A/A twin runs its server's image (the same bytes) and its server's compose service, on its own port
+    double = twin(servers["nginx"], {8000, 9000})
+    assert (double.name, images.server_image(double), images.family(double)) == (
+        "nginx-twin", "bench/server-nginx:latest", "nginx")
+    assert (compose.service_of(double), compose.port_var(double)) == ("nginx", "BENCH_PORT_NGINX")
     assert images.app_dir(servers["express"]) == "/srv/node"
     assert images.static_mounts(servers["nginx"]) == ["static"]
 
@@ -282,7 +289,8 @@ def test_docker_runtime_end_to_end(docker_images):
         with open(f"/proc/{entry.pid}/status") as status:
             fields = dict(line.split(":", 1) for line in status)
         assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"].strip() == "1"  # as the kernel applies it
-        assert info["State"]["Health"]["Status"] in ("starting", "healthy")
+        # no check runs in the container (its image has none either): readiness is the harness's GET /id, from here
+        assert info["Config"].get("Healthcheck") is None and "Health" not in info["State"], info["Config"]
         assert psutil.Process(entry.pid).uids().real != 0  # not root
         assert entry.port == int(dict(p.split("=") for p in PORTS.split())[name])
         assert_least_privilege(info)
@@ -327,16 +335,96 @@ def test_docker_runtime_end_to_end(docker_images):
     assert not _project_containers()
     assert not State().load()
 
-    # by hand, compose honours depends_on: rust starts once nginx is healthy (the harness itself orders the starts,
-    # waits for GET /id and passes --no-deps)
+    # by hand, compose honours depends_on: nginx is started with rust (the harness itself orders the starts, waits for
+    # GET /id and passes --no-deps)
     runtime = DockerRuntime(cpu_plan)
     ports = dict(p.split("=") for p in PORTS.split())
     overrides = {compose.port_var(servers["nginx"]): ports["nginx"], compose.port_var(servers["rust"]): ports["rust"],
                  "BENCH_UPSTREAM_URL": f"http://127.0.0.1:{ports['nginx']}/weather.json"}
     try:
         runtime.compose_run("up", "-d", "rust", overrides=overrides, timeout=300)
-        assert json.loads(_docker("inspect", "bench-nginx"))[0]["State"]["Health"]["Status"] == "healthy"
+        assert json.loads(_docker("inspect", "bench-nginx"))[0]["State"]["Running"]
         assert json.loads(_docker("inspect", "bench-rust"))[0]["State"]["Running"]
     finally:
         runtime.compose_run("down", "-t", "15", overrides=overrides, check=False)
     assert not _project_containers()
+
+
+def test_no_check_runs_inside_a_server_container(docker_images):
+    """A healthcheck is a process the engine starts in the server's container, on the server's CPUs (every 10 s, it
+    was), outside the measurements' samples: none is configured, in the compose file or the image, so the engine runs
+    none (it keeps no health state); the harness asks GET /id itself, from the host."""
+    proc = _cli("--servers", "nginx rust", "--ports", "nginx=23600 rust=23686", "up")
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        for name in ("bench-nginx", "bench-rust"):
+            info = json.loads(_docker("inspect", name))[0]
+            assert info["State"]["Running"], name
+            assert info["Config"].get("Healthcheck") is None, (name, info["Config"].get("Healthcheck"))
+            assert "Health" not in info["State"], (name, info["State"].get("Health"))
+    finally:
+        assert _cli("--ports", "nginx=23600 rust=23686", "down").returncode == 0
+    assert not _project_containers()
+
+
+def _inspect_while_running(argv: list[str], env: dict, containers: list[str]) -> tuple[subprocess.CompletedProcess,
+                                                                                       dict[str, dict]]:
+    """Runs `argv`, and `docker inspect`s each of `containers` once it runs (with its main process's status then)."""
+    child = subprocess.Popen(argv, cwd=LOADGEN_DIR, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: dict[str, dict] = {}
+    while child.poll() is None:
+        for name in (c for c in containers if c not in seen):
+            found = subprocess.run(["docker", "inspect", name], capture_output=True, text=True)
+            info = json.loads(found.stdout)[0] if found.returncode == 0 else None
+            if info and info["State"]["Running"]:
+                try:
+                    seen[name] = {**info, "status": _status(info["State"]["Pid"])}
+                except OSError:
+                    pass  # ended between the two: asked again
+        time.sleep(0.2)
+    out, err = child.communicate(timeout=900)
+    print(out, err)
+    return subprocess.CompletedProcess(argv, child.returncode, out, err), seen
+
+
+SAME_IN_TWINS = ("CpusetCpus", "NanoCpus", "Memory", "Ulimits", "CapDrop", "CapAdd", "SecurityOpt", "ReadonlyRootfs",
+                 "Tmpfs", "PidsLimit", "NetworkMode", "Binds")
+
+
+def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, short_bench):
+    """`make bench` under RUNTIME=docker measures its A/A twin (TWIN=rust): rust's image and compose service once more,
+    in a container of its own on its own port, the same in every limit, and the report has its A/A result."""
+    from harness.report import model
+    from harness.results import records as results
+    from harness.results.store import RESULTS
+
+    run_id = f"docker-test-twin-{os.getpid()}"
+    # ports of this test's own (h2c +1000), below the ephemeral ports: 28086's h2c port is test_tool_plugin.py's
+    env = {**os.environ, "RUNTIME": "docker", "PORTS": "nginx=23600 rust=23686", "TWIN": "rust", "SERVERS": "rust",
+           "PROFILE": "quick"}
+    env.pop("REPEAT", None)
+    proc, seen = _inspect_while_running(short_bench("--run-id", run_id, "bench"), env, ["bench-rust", "bench-rust-twin"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "A/A control: rust is measured twice, as rust and rust-twin (port 23786)" in proc.stdout
+    assert set(seen) == {"bench-rust", "bench-rust-twin"}, f"running containers seen: {sorted(seen)}"
+    rust, double = seen["bench-rust"], seen["bench-rust-twin"]
+    assert double["Image"] == rust["Image"] and double["Config"]["Cmd"] == rust["Config"]["Cmd"]
+    for key in SAME_IN_TWINS:
+        assert double["HostConfig"][key] == rust["HostConfig"][key], key
+    env_of = {name: dict(e.split("=", 1) for e in seen[name]["Config"]["Env"]) for name in seen}
+    differ = {k for k in env_of["bench-rust"].keys() | env_of["bench-rust-twin"].keys()
+              if env_of["bench-rust"].get(k) != env_of["bench-rust-twin"].get(k)}
+    assert differ == {"PORT", "H2C_PORT"} and env_of["bench-rust-twin"]["PORT"] == "23786", differ
+    labels = double["Config"]["Labels"]  # so `make down` and a later command find it, as they find rust's
+    assert labels["com.docker.compose.project"] == compose.PROJECT
+    assert labels["com.docker.compose.project.working_dir"] == str(REPO)
+    assert double["Config"].get("Healthcheck") is None
+    assert_least_privilege(double)
+
+    run = results.load(RESULTS / run_id / "results.json")
+    assert run.conditions["runtime"] == "docker"
+    assert run.twin_of("rust-twin") == "rust"
+    assert {(r.server, r.scenario) for r in run.records if r.requests} == {("rust", "hello"), ("rust-twin", "hello")}
+    result = model.aa_result(model.build(run))
+    assert result and (result["server"], result["twin"], result["groups"]) == ("rust", "rust-twin", 1), result
+    assert not _project_containers() and not State().load()

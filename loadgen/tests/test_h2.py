@@ -141,3 +141,19 @@ def test_the_a_a_twin_gets_an_h2c_port_of_its_own_that_moves_with_its_port():
     assert (double.port, double.h2c_port) == (8180, 9180)
     assert twin(SERVERS["node"], taken | {9180}).h2c_port == 9181  # both free, the same distance apart
     assert twin(SERVERS["express"], taken).h2c_port is None
+
+
+def test_the_a_a_twin_moves_with_its_servers_ports_override():
+    """PORTS="node=9680": node-twin beside it (it stayed at 8180, where PORTS may have put another server), clear of
+    every port the run gives."""
+    from harness.cli import with_twin
+
+    def twin_ports(ports: dict[str, int]) -> tuple[int, int | None]:
+        servers = dict(SERVERS)
+        chosen = with_twin(servers, [servers["node"]], "node", ports, announce=False)
+        assert [s.name for s in chosen] == ["node", "node-twin"] and servers["node-twin"] is chosen[1]
+        return chosen[1].port, chosen[1].h2c_port
+
+    assert twin_ports({"node": 9680}) == (9780, 10780)
+    assert twin_ports({"node": 9680, "rust": 9780}) == (9781, 10781)  # rust has 9780 and its h2c 10780
+    assert twin_ports({"rust": 8180}) == (8181, 9181)  # PORTS gave rust the twin's usual port

@@ -3,7 +3,7 @@ local Docker engine holds the images, failed instead under CI=true (CI runs it a
 namespaces that topology created (10.213.77.0/24 through bench-h0), never elsewhere.
 
 Through the CLI, as a user would: build (images sent to the hosts), ping, a wrk and an ab scenario with server,
-load generator and upstream each in its own namespace; then the records, the recorded hosts, addresses, CPU plans
+load generator and upstream each in its own namespace, and a short `bench` with its A/A twin; then the records, the recorded hosts, addresses, CPU plans
 and path, every container's least privilege as each host's engine applied it, and that nothing is left on any host,
 also after Ctrl-C in the middle of a load."""
 from __future__ import annotations
@@ -82,11 +82,15 @@ def cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess
     return proc
 
 
-def cli_watching(*args: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
-    """`cli`, and `docker inspect` of every container of this checkout on each host as soon as it runs (keyed
-    role/name), with its main process's status as the kernel gives it then (key "status")."""
-    env = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", "SERVERS": "rust"}
-    harness = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=env, text=True,
+def cli_watching(*args: str, argv: list[str] | None = None, env: dict | None = None
+                 ) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+    """`cli` (or `argv`, the harness's command line), and `docker inspect` of every container of this checkout on each
+    host as soon as it runs (keyed role/name), with its main process's status as the kernel gives it then (key
+    "status"). `env`: variables besides (or instead of) the test's."""
+    full = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", "SERVERS": "rust",
+            **(env or {})}
+    harness = subprocess.Popen(argv or [sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR,
+                               env={k: v for k, v in full.items() if v is not None}, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen: dict[str, dict] = {}
     while harness.poll() is None:
@@ -229,3 +233,37 @@ def test_ctrl_c_during_a_load_leaves_nothing_on_any_host(local_engine):
     assert harness.returncode == 130, out
     assert "interrupted" in out
     assert left_on_hosts() == {}, "containers or volumes left on the hosts after Ctrl-C"
+
+
+def test_bench_across_three_hosts_measures_the_a_a_twin_and_reports_it(local_engine, short_bench):
+    """`make bench` with HOSTS measures its A/A twin (TWIN=rust): rust's image once more on the server's host, in a
+    container of its own on its own port, the same in every limit, and the report has its A/A result."""
+    from harness.report import model
+    from harness.results import records as results
+
+    assert left_on_hosts() == {}
+    run_id = f"test-hosts-twin-{os.getpid()}"
+    proc, containers = cli_watching(argv=short_bench("--run-id", run_id, "bench"), env={"TWIN": "rust", "REPEAT": None})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "A/A control: rust is measured twice, as rust and rust-twin (port 28186)" in proc.stdout
+    assert left_on_hosts() == {}, "containers or volumes left on the hosts after the run"
+    rust, double = containers.get("server/bench-rust"), containers.get("server/bench-rust-twin")
+    assert rust and double, sorted(containers)
+    assert double["Image"] == rust["Image"] and double["Config"]["Cmd"] == rust["Config"]["Cmd"]
+    for key in ("CpusetCpus", "NanoCpus", "Memory", "Ulimits", "CapDrop", "SecurityOpt", "ReadonlyRootfs", "Tmpfs",
+                "PidsLimit", "NetworkMode"):
+        assert double["HostConfig"][key] == rust["HostConfig"][key], key
+    env_of = [dict(e.split("=", 1) for e in c["Config"]["Env"]) for c in (rust, double)]
+    assert {k for k in env_of[0].keys() | env_of[1].keys() if env_of[0].get(k) != env_of[1].get(k)} == {"PORT", "H2C_PORT"}
+    assert env_of[1]["PORT"] == "28186" and env_of[1]["HOST"] == ADDRESS["server"]
+    assert_least_privilege("server/bench-rust-twin", double)
+
+    run = results.load(RESULTS / run_id / "results.json")
+    assert run.conditions["runtime"] == "hosts" and run.twin_of("rust-twin") == "rust"
+    assert run.servers["rust-twin"]["placement"]["host"] == "server"
+    records = [r for r in run.records if r.requests]
+    assert {(r.server, r.scenario) for r in records} == {("rust", "hello"), ("rust-twin", "hello")}
+    assert all(f"http://{ADDRESS['server']}:28186/" in c for r in records if r.server == "rust-twin"
+               for a in r.attempts for c in a.commands)
+    result = model.aa_result(model.build(run))
+    assert result and (result["server"], result["twin"], result["groups"]) == ("rust", "rust-twin", 1), result

@@ -214,6 +214,12 @@ def _server(table: dict, folder: Path, source: Path) -> Server:
 TWIN_SUFFIX = "-twin"
 
 
+def at_port(server: Server, port: int) -> Server:
+    """`server` moved to `port` (PORTS), its h2c port as far from it as in its manifest."""
+    shift = port - server.port
+    return replace(server, port=port, h2c_port=server.h2c_port + shift if server.h2c_port else None)
+
+
 def twin(server: Server, taken_ports: set[int]) -> Server:
     """The A/A control: `server` again under a second name (`<name>-twin`) on a port no other server uses, the same
     folder, command and artifacts; it answers /id as `server` does (`identity`). Its h2c port, where it has one, moves

@@ -7,13 +7,14 @@ running on the host:
 
 - start: builds the server's image when it is missing or older than its artifacts (the jars, binary, scripts and
   node_modules `make build` made: docker/server.Dockerfile on the family runtime bench/<family>:bookworm), then
-  `compose up -d --no-deps <server>` with the CPU set of the session's CpuPlan in the environment, waits for GET /id
-  like the local runtime, and records the CPUs the container's main process may actually run on (read back from the
+  `compose run -d --no-deps --name bench-<server> <service>` with the CPU set of the session's CpuPlan in the
+  environment (an A/A twin: its server's service, under its own name and port), waits for GET /id from the host like
+  the local runtime (no healthcheck runs in a container), and records the CPUs the container's main process may actually run on (read back from the
   kernel, checked against `docker inspect`) in RunningServer.cpus.
 - every service uses the host's network and listens on 127.0.0.1: no bridge network, load never goes to a bridge address.
 - tool_process: `docker exec bench-loadgen <tool>` in a long-running loadgen container started with the load generator's
   cpuset; output streamed to the host file, side files written through the bind-mounted results folder.
-- pin: `docker update --cpuset-cpus/--cpus`; pids: the container's processes as the host sees them; stop: compose stop+rm.
+- pin: `docker update --cpuset-cpus/--cpus`; pids: the container's processes as the host sees them; stop: docker stop+rm.
 
 One machine is the case of one host: engine_runtime.py (EngineRuntime) is the one engine-backed runtime, told where
 each role runs; one_host.py (DockerRuntime) starts the containers through Compose on the local engine, several_hosts.py

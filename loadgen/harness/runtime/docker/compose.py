@@ -4,7 +4,6 @@ value (CPU sets, ports, open-file limit) comes from `compose_env` at each call."
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from harness.basics.cpus import CpuPlan, format_cpus
@@ -29,26 +28,29 @@ from harness.runtime.docker.service import (
 COMPOSE_FILE = REPO / "docker-compose.yml"
 PROJECT = "bench"
 NEED = "set by the harness: see the top of this file"
-# Every check is a process started in the server's container, on its CPUs: rare enough not to show in the measurements
-# (at 3 s they raised rust's p99 latency measurably). The harness does not wait on them: it waits for GET /id itself.
-HEALTH = {"interval": "10s", "timeout": "3s", "retries": 3}
 
 
 def _var(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name.upper())
 
 
+def service_of(server: Server) -> str:
+    """The service a server's container is made from: its own; an A/A twin's is its server's, run a second time under
+    a container name of its own (so the twins are one description, as they are one image), reading its variables."""
+    return server.twin_of or server.name
+
+
 def port_var(server: Server) -> str:
-    return f"BENCH_PORT_{_var(server.name)}"
+    return f"BENCH_PORT_{_var(service_of(server))}"
 
 
 def h2c_port_var(server: Server) -> str:
-    return f"BENCH_H2C_PORT_{_var(server.name)}"
+    return f"BENCH_H2C_PORT_{_var(service_of(server))}"
 
 
 def memory_var(server: Server) -> str:
     """The variable that gives one server a memory limit other than SERVER_MEMORY (e.g. a test's small one)."""
-    return f"BENCH_MEM_LIMIT_{_var(server.name)}"
+    return f"BENCH_MEM_LIMIT_{_var(service_of(server))}"
 
 
 def role_cpus(role: str) -> dict[str, str]:
@@ -60,12 +62,6 @@ def default_upstream_url(servers: dict[str, Server]) -> str:
     """The upstream at its manifest's port (the runtime passes the session's own URL when it starts a server)."""
     upstream = upstream_of(servers)
     return upstream_url(upstream) if upstream else ""
-
-
-def _healthcheck(server: Server) -> list[str]:
-    probe = (f"exec 3<>/dev/tcp/$$HOST/$$PORT && printf 'GET /id HTTP/1.0\\r\\n\\r\\n' >&3 && "
-             f"grep -qx {shlex.quote(server.name)} <&3")
-    return ["CMD", "bash", "-c", probe]
 
 
 def server_entry(server: Server, servers: dict[str, Server]) -> Service:
@@ -81,7 +77,6 @@ def server_entry(server: Server, servers: dict[str, Server]) -> Service:
               for m in static_mounts(server)]
     return server_service(server, values, args=args, literal=lambda text: text.replace("$", "$$"),
                           **role_cpus(role), memory=f"${{{memory_var(server)}:-{SERVER_MEMORY}}}", mounts=mounts,
-                          healthcheck=(_healthcheck(server), int(server.startup_timeout_s)),
                           notes={"volumes": "served from the host's filesystem: bind-mounted, not copied into the image"})
 
 
@@ -112,10 +107,6 @@ def entry(key: str, service: Service, merge: str, given: dict[str, str]) -> list
     for name, mapping in (("environment", s.env), ("labels", s.labels)):
         if mapping:
             lines += [f"    {name}:", *(f"      {k}: {quoted(v)}" for k, v in mapping.items())]
-    if s.healthcheck:
-        test, start_period_s = s.healthcheck
-        lines += ["    healthcheck:", "      <<: *health", f"      test: [{', '.join(quoted(a) for a in test)}]",
-                  f"      start_period: {start_period_s}s"]
     if s.mounts:
         lines += ["    volumes:" + (f"  # {notes['volumes']}" if notes.get("volumes") else ""),
                   *(f"      - {m.spec}" + (f"  # {m.note}" if m.note else "") for m in s.mounts)]
@@ -138,6 +129,8 @@ def render_compose(servers: dict[str, Server]) -> str:
         "# with no capability (nginx binds an unprivileged port), no way to gain privileges, the engine's default seccomp",
         "# profile, a read-only root filesystem (a tmpfs at /tmp, where RUN_DIR is) and a process limit.",
         f"# Each server's memory limit is {SERVER_MEMORY}; BENCH_MEM_LIMIT_<SERVER>=256m in the harness's environment sets another.",
+        "# No healthcheck: each check would be a process in the server's container, on the server's CPUs, every few seconds",
+        "# of the measurements and outside their samples. The harness asks GET /id itself, from the host over loopback.",
         "",
         "x-limits: &limits",
         *("  " + line for compose_lines, _ in limits("${BENCH_NOFILE:-20000}") for line in compose_lines.split("\n")),
@@ -145,9 +138,6 @@ def render_compose(servers: dict[str, Server]) -> str:
     for role in ("server", "upstream"):
         lines += ["", f"x-{role}: &{role}", "  <<: *limits", *(_scalar(k, v, indent="  ") for k, v in role_cpus(role).items())]
     lines += [
-        "",
-        "x-health: &health",
-        *(f"  {k}: {v}" for k, v in HEALTH.items()),
         "",
         "services:",
         "  # The load generator: ab, wrk and httperf. The harness runs every tool with "
@@ -166,7 +156,7 @@ def render_compose(servers: dict[str, Server]) -> str:
             *entry(server.name, server_entry(server, servers), role, role_cpus(role)),
         ]
         if server.needs_upstream and upstream and server is not upstream:
-            lines += ["    depends_on:", f"      {upstream.name}: {{condition: service_healthy}}"]
+            lines += [f"    depends_on: [{upstream.name}]  # by hand: started first (the harness starts it itself)"]
     return "\n".join(lines) + "\n"
 
 

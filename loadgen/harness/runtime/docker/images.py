@@ -22,10 +22,16 @@ LOADGEN = "loadgen"  # the load generator: its image family and its compose serv
 APP_ROOT = "/srv"  # a server's artifacts are copied to /srv/<its folder>, its working directory
 
 
+def image_owner(server: Server) -> str:
+    """The server whose image a server runs: its own, or, for an A/A twin, the image of the server it is a twin of
+    (the same artifacts: one image, so the twins run the very same bytes)."""
+    return server.twin_of or server.name
+
+
 def family(server: Server) -> str:
     """The image family of a server: docker/<name>.Dockerfile where there is one (nginx), else from what it runs."""
-    if (DOCKER_DIR / f"{server.name}.Dockerfile").exists():
-        return server.name
+    if (DOCKER_DIR / f"{image_owner(server)}.Dockerfile").exists():
+        return image_owner(server)
     program = Path(server.run[0]).name
     if program == "java":
         return "jvm"
@@ -39,7 +45,7 @@ def runtime_image(fam: str) -> str:
 
 
 def server_image(server: Server) -> str:
-    return f"bench/server-{server.name}:latest"
+    return f"bench/server-{image_owner(server)}:latest"
 
 
 def app_dir(server: Server) -> str:
@@ -134,7 +140,7 @@ def ensure_server_image(server: Server, force: bool = False) -> bool:
             tar.add(path, arcname=f"app/{artifact}")
     argv = ["docker", "build", "--force-rm", "--network", "none", "-t", image,
             "--build-arg", f"RUNTIME_IMAGE={runtime_image(fam)}", "--build-arg", f"APP_DIR={app_dir(server)}",
-            "--label", f"bench.server={server.name}", "--label", f"bench.inputs={digest}",
+            "--label", f"bench.server={image_owner(server)}", "--label", f"bench.inputs={digest}",
             "--label", f"bench.runtime={runtime_image(fam)}", "-"]
     run_cli(argv, timeout=900, input=context.getvalue())
     if current and current["id"] != (image_labels(image) or {}).get("id"):

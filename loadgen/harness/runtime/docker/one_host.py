@@ -28,6 +28,7 @@ from harness.runtime.docker.compose import (
     ensure_compose_file,
     h2c_port_var,
     port_var,
+    service_of,
 )
 from harness.runtime.docker.engine import (
     allowed_cpus,
@@ -87,7 +88,7 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
 
     # how a container is started and stopped here: through Compose -------------------------------------------------
     def _ready(self, server: Server, place: Place, port: int) -> None:
-        if server.name not in self.servers:
+        if service_of(server) not in self.servers:
             self.servers = discover()
             ensure_compose_file(self.servers)
         owner = port_owner(place.address, port)
@@ -102,21 +103,20 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
             overrides[h2c_port_var(server)] = env["H2C_PORT"]
         if env.get("UPSTREAM_URL"):
             overrides["BENCH_UPSTREAM_URL"] = env["UPSTREAM_URL"]
-        # --no-deps: the session starts the upstream itself, first, and waits for it; compose must not start a
-        # container the harness does not know about (depends_on serves `docker compose up <server>` by hand)
-        self.compose_run("up", "-d", "--no-recreate", "--no-build", "--no-deps", server.name, overrides=overrides,
-                         timeout=server.startup_timeout_s + 120)
+        # `run` by the container's name, not `up`: up keeps one container per service, and the A/A twin is its
+        # server's service once more, beside it (and Compose v1 links a one-off container to the service's `up` one,
+        # which host networking refuses: so every server is a one-off). --no-deps: the session starts the upstream
+        # itself, first, and waits for it (depends_on serves `docker compose up <server>` by hand).
+        self.compose_run("run", "-d", "--no-deps", "--name", container_name(server.name), service_of(server),
+                         overrides=overrides, timeout=server.startup_timeout_s + 120)
         return (inspect(container_name(server.name)) or {}).get("State", {}).get("Pid", 0)
 
     def _remove_server(self, running: RunningServer, place: Place) -> None:
-        service = running.name
         before = inspect(running.container)
         run_cli(["docker", "unpause", running.container], check=False)  # a frozen container cannot be stopped
-        proc = self.compose_run("stop", "-t", str(STOP_GRACE_S), service, check=False, timeout=STOP_GRACE_S + 60)
-        if proc.returncode == 0:
-            proc = self.compose_run("rm", "-f", "-v", service, check=False)
-        if proc.returncode != 0 or inspect(running.container) is not None:
-            run_cli(["docker", "rm", "-f", "-v", running.container], check=False)
+        # by its container's name, not its service's: an A/A twin is its server's service run a second time
+        run_cli(["docker", "stop", "-t", str(STOP_GRACE_S), running.container], check=False, timeout=STOP_GRACE_S + 60)
+        run_cli(["docker", "rm", "-f", "-v", running.container], check=False)
         if before and before["Image"] != (image_labels(before["Config"]["Image"]) or {}).get("id"):
             run_cli(["docker", "rmi", before["Image"]], check=False)  # an image rebuilt while this container ran
 

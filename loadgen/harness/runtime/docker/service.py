@@ -99,8 +99,6 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
     mounts: list[Mount] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
-    # (test, start period in s): docker-compose.yml's only; on several hosts the harness's GET /id is the one check
-    healthcheck: tuple[list[str], int] | None = None
     notes: dict[str, str] = field(default_factory=dict)  # a key's comment in docker-compose.yml
 
     def run_options(self, nofile: str) -> list[str]:

@@ -137,7 +137,7 @@ class HostsRuntime(EngineRuntime):
     def _start_server(self, server: Server, place: Place, cpus: list[int], port: int, env: dict[str, str]) -> int:
         values = {"host": place.address, "port": str(port), "cores": str(len(cpus)),
                   "upstream_url": env.get("UPSTREAM_URL", ""), "h2c_port": env.get("H2C_PORT", "")}
-        memory = self.memory_limits.get(server.name, SERVER_MEMORY)
+        memory = self.memory_limits.get(server.twin_of or server.name, SERVER_MEMORY)  # an A/A twin: its server's
         service = server_service(server, values, cpuset=format_cpus(cpus), cpus=str(len(cpus)), memory=memory,
                                  user=IMAGE_USER, mounts=self._static_volumes(server, place),
                                  labels=self._labels(place.role))
