@@ -170,7 +170,10 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             if turns:
                 turns.wake_all()
             for server in group:
-                session.release(server.name)
+                try:
+                    record_memory_after(session, store, server)
+                finally:  # stopped whatever happened to the reading
+                    session.release(server.name)
     return all_ok
 
 
@@ -183,20 +186,40 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles),
                                        **_earlier_deaths(store, server)})
         return None
+    started_here = server.name in session.started
+    idle_mb = resident_mb(session, running) if started_here else None  # before the contract's requests
     report = verify(running, server, session.upstream)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
-    started_here = server.name in session.started
     store.set_server(server.name, {
         "started": True, "version": session.runtime.version(server), "stack": server.stack, "roles": list(server.roles),
         "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
         "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
-        "started_by_this_run": started_here, "log": running.log,
+        "started_by_this_run": started_here, "log": running.log, "rss_idle_mb": idle_mb,
         **({"twin_of": server.twin_of} if server.twin_of else {}),
         **inventory.describe(server, session.servers), **_earlier_deaths(store, server)})
     if not report.ok:
         warn(f"{server.name} is not benchmarked: it fails the contract")
         return None
     return Target(server, running)
+
+
+def resident_mb(session: Session, running: RunningServer) -> float | None:
+    """The resident memory of the server's processes now, in MB (its runtime's sampler: psutil, or the engine's
+    counters); None when it cannot be read."""
+    try:
+        return session.runtime.sampler(running, len(running.cpus)).start().stop()["peak_rss_mb"] or None
+    except (RuntimeFailure, OSError):
+        return None
+
+
+def record_memory_after(session: Session, store: RunStore, server: Server) -> None:
+    """Its resident memory, idle after the run (before it is stopped), in its servers entry: beside the peak under
+    load that each record has, what it keeps once the load is gone."""
+    entry = store.run.servers.get(server.name)
+    running = session.running().get(server.name)
+    if not entry or not entry.get("started") or running is None:
+        return
+    store.set_server(server.name, {**entry, "rss_after_run_mb": resident_mb(session, running)})
 
 
 def _earlier_deaths(store: RunStore, server: Server) -> dict:
