@@ -19,6 +19,7 @@ import psutil
 from harness.basics.messages import fail, say, warn
 from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
 from harness.config.manifest import Server
+from harness.config.maven import resolve_properties
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import inventory
 from harness.measuring import verification as contract
@@ -167,14 +168,19 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             if bench.dead:
                 all_ok = False
         finally:
-            if turns:
-                turns.wake_all()
-            for server in group:
-                try:
-                    record_memory_after(session, store, server)
-                finally:  # stopped whatever happened to the reading
-                    session.release(server.name)
+            end_group(session, store, group, turns)
     return all_ok
+
+
+def end_group(session: Session, store: RunStore, group: list[Server], turns: Turns | None) -> None:
+    """Every server of the group awake, its idle memory after the run read, and stopped (also on failure, Ctrl-C)."""
+    if turns:
+        turns.wake_all()
+    for server in group:
+        try:
+            record_memory_after(session, store, server)
+        finally:  # stopped whatever happened to the reading
+            session.release(server.name)
 
 
 def start_and_verify(session: Session, store: RunStore, server: Server):
@@ -191,7 +197,7 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
     report = verify(running, server, session.upstream)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
     store.set_server(server.name, {
-        "started": True, "version": session.runtime.version(server), "stack": server.stack, "roles": list(server.roles),
+        "started": True, "version": resolve_properties(session.runtime.version(server), server.folder), "stack": server.stack, "roles": list(server.roles),
         "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
         "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
         "started_by_this_run": started_here, "log": running.log, "rss_idle_mb": idle_mb,

@@ -7,7 +7,7 @@ other asleep, as in interleaved rounds). Each scenario's run: both warmed to ste
 one attempt each, their order drawn at random every round (the executor's attempts, attempts.Bench), until head ÷ base
 for req/s is known to within RESOLUTION or the run's share of BUDGET_S is spent (results/paired.py: the interval and
 the verdict). The records are kept like any run's, the comparison in the run's conditions (`versus`), and the report
-gives it a page of its own (report/versus.py)."""
+gives it a page of its own (report/versus_page.py)."""
 from __future__ import annotations
 
 import random

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import harness.report.run_conditions as cond
 from harness.basics.stats import INTERVAL_NOTE
-from harness.report.cells import bytes_text, capacity_text, loc_text, rps_text, startup_text
+from harness.report.cells import bytes_text, capacity_text, image_text, loc_text, memory_text, rps_text, startup_text
 from harness.report.model import (
     CAPACITY_HEADER,
     STEP_HEADER,
@@ -109,9 +109,11 @@ def render(model: Model) -> str:
         for group in scenario.groups:
             lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]
     lines += ["## Servers", ""] + _table(
-        ["server", "stack", "version", "CPUs", "start-up", "artifact", "lines of code", "contract"],
+        ["server", "stack", "version", "CPUs", "start-up", "idle memory (after start / after run)", "artifact",
+         "image", "lines of code", "contract"],
         [[name, s.get("stack", ""), s.get("version", ""), ",".join(map(str, s.get("cpus") or [])) or "-",
-          startup_text(s.get("startup_s")), bytes_text(s.get("artifact_bytes")), loc_text(s.get("loc")),
+          startup_text(s.get("startup_s")), memory_text(s), bytes_text(s.get("artifact_bytes")), image_text(s),
+          loc_text(s.get("loc")),
           cond.contract_text(model.run, name)] for name, s in model.run.servers.items()]) + [""]
     lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.run)] + [""]
     lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flag_kinds.legend()] + [""]
