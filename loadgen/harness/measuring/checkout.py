@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -146,20 +147,25 @@ def build(server: Server, label: str, log: Path) -> None:
             except BaseException:  # Ctrl-C: the whole build's process group, not just its shell
                 _stop_group(proc)
                 raise
-        if code != 0:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-LOG_LINES:])
+        if code != 0:  # the end of its output, then one line saying what failed
+            say("\n".join(f"    {line}" for line in log.read_text(errors="replace").splitlines()[-LOG_LINES:]))
             raise BuildFailed(f"building {label} failed (exit {code}): `{step.command}` in {step.cwd}; the end of its "
-                              f"output:\n{tail}")
+                              f"output is above, all of it in {log}")
 
 
 def _stop_group(proc: subprocess.Popen) -> None:
-    for sig, wait_s in ((signal.SIGTERM, BUILD_STOP_GRACE_S), (signal.SIGKILL, BUILD_STOP_GRACE_S)):
+    """SIGTERM to the build's process group, then SIGKILL to whatever of it is left after a grace period (the shell
+    may be gone while Maven's JVM or npm's children still run)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            return
+            break
         try:
-            proc.wait(timeout=wait_s)
-            return
+            proc.wait(timeout=BUILD_STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            continue
+            pass
+        if sig == signal.SIGTERM:
+            time.sleep(0.2)  # its children's own exit, before the group is killed outright
+    if proc.poll() is None:
+        proc.wait(timeout=BUILD_STOP_GRACE_S)

@@ -32,7 +32,7 @@ from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Warmup
 from harness.results.store import RunStore, new_run_id
 
-MIN_ROUNDS = 4  # an interval needs two; four make the A/A pass's two pairs
+MIN_ROUNDS = 4  # before the resolution may end the rounds (an interval needs two; four make the A/A pass's two pairs)
 DEFAULT_RESOLUTION = 0.03
 DEFAULT_BUDGET_S = 300.0
 
@@ -87,7 +87,7 @@ def prepare(options: VersusOptions, servers: dict[str, Server], stack: ExitStack
         labels = [f"{labels[0]}-base", f"{labels[1]}-head"]
     for side, label in zip(sides, labels):
         checkout.build(side.server, label, log)
-        side.server = replace(side.server, name=label, twin_of=options.server)
+        side.server = replace(side.server, name=label, twin_of=options.server, roles=())  # neither upstream nor ceiling
     return sides[0], sides[1]
 
 
@@ -193,7 +193,7 @@ class Sitting:
         width = rps["half_width"] if rps else None
         if n >= MIN_ROUNDS and width is not None and width < self.options.resolution:
             return f"resolution reached: ±{width * 100:.1f} % < ±{self.options.resolution * 100:g} % after {n} rounds"
-        if time.monotonic() + round_s > deadline:
+        if n >= 2 and time.monotonic() + round_s > deadline:  # two rounds at least: an interval, however wide
             reached = f"±{width * 100:.1f} %" if width is not None else "no interval yet"
             return (f"budget spent: {reached} after {n} rounds (the goal was ±{self.options.resolution * 100:g} %; "
                     "a larger BUDGET_S narrows it)")
