@@ -197,7 +197,7 @@ def cmd_versus(args, config: Configuration, servers: dict[str, Server]) -> int:
     options = versus.VersusOptions(
         args.server, args.base, args.head, tuple(names(args.scenarios)),
         resolution=_number("RESOLUTION", args.resolution, versus.DEFAULT_RESOLUTION * 100, 0.01, 99) / 100,
-        budget_s=_number("BUDGET_S", args.budget_s, versus.DEFAULT_BUDGET_S, 1, 86400),
+        budget_s=_number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
         seed=int(_number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None)
     plan = cpu_plan_of(config)
     where = versus.Where(get_runtime("local", plan), plan, config.profile,
@@ -267,7 +267,7 @@ def parser() -> argparse.ArgumentParser:
     versus_cmd.add_argument("--head", default="", help="a git revision (default: the working tree)")
     versus_cmd.add_argument("--scenarios", default="", help="default: every scenario the server takes part in")
     versus_cmd.add_argument("--resolution", default="", help="the interval's half-width to reach, in %% (default 3)")
-    versus_cmd.add_argument("--budget-s", default="", help="measuring time for all scenarios (default 300)")
+    versus_cmd.add_argument("--budget-s", default="", help="measuring time for all scenarios (default 120 per scenario run)")
     versus_cmd.add_argument("--seed", default="", help="of the rounds' random order (default: drawn, and recorded)")
     return p
 

@@ -85,7 +85,9 @@ def test_spray_and_socko_versions_have_their_scala_version_resolved():
 
 # -- real builds of a temporary clone ----------------------------------------------------------------------------------
 
-SLOWER_HELLO = "    case '/hello':\n      for (let i = 0, x = 0; i < 20000; i++) x += Math.sqrt(i);\n"
+# a few tens of µs of computation per /hello, kept (the sink) so that the JIT cannot drop it
+SLOWER_HELLO = ("    case '/hello':\n"
+                "      { let x = 0; for (let i = 0; i < 20000; i++) x += Math.sqrt(i); globalThis.workSink = x; }\n")
 
 
 def git(repo: Path, *args: str) -> str:

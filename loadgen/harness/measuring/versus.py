@@ -34,7 +34,7 @@ from harness.results.store import RunStore, new_run_id
 
 MIN_ROUNDS = 4  # before the resolution may end the rounds (an interval needs two; four make the A/A pass's two pairs)
 DEFAULT_RESOLUTION = 0.03
-DEFAULT_BUDGET_S = 300.0
+DEFAULT_BUDGET_PER_RUN_S = 120.0  # without BUDGET_S: this much per scenario run (SCENARIOS=hello: 2 minutes)
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class VersusOptions:
     head: str = ""  # "": the working tree
     scenarios: tuple[str, ...] = ()  # (): every scenario the server takes part in
     resolution: float = DEFAULT_RESOLUTION  # the interval's half-width to reach, as a fraction
-    budget_s: float = DEFAULT_BUDGET_S  # measuring time (warm-ups and rounds) for all the scenarios together
+    budget_s: float | None = None  # measuring time (warm-ups and rounds) for all the scenarios together
     seed: int | None = None  # of the rounds' order (None: drawn)
 
 
@@ -137,7 +137,7 @@ class Sitting:
         bench = Bench(self.session, self.store, turn=turns, idle_pids=_idle_pids(self.session, [base.target,
                                                                                                head.target]))
         runs = [(s, r) for s in scenarios for r in s.runs]
-        ends_at = time.monotonic() + self.options.budget_s
+        ends_at = time.monotonic() + (self.options.budget_s or DEFAULT_BUDGET_PER_RUN_S * len(runs))
         try:
             for index, (scenario, run) in enumerate(runs):
                 share = (ends_at - time.monotonic()) / (len(runs) - index)
@@ -249,7 +249,8 @@ def progress_line(comparison: dict) -> str:
 
 def start_note(options: VersusOptions, base: Side, head: Side, scenarios: list[Scenario]) -> dict:
     """The run's `versus` conditions before any round: what is compared, and how."""
-    return {"server": options.server, "resolution": options.resolution, "budget_s": options.budget_s,
+    budget = options.budget_s or DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in scenarios)
+    return {"server": options.server, "resolution": options.resolution, "budget_s": budget,
             "seed": options.seed, "min_rounds": MIN_ROUNDS, "level": paired.LEVEL,
             "builds": {side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
                        for side in (base, head)},

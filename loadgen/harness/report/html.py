@@ -301,6 +301,8 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="muted">{escape(INTERVAL_NOTE)}</p>',
         f'<p class="muted">{escape(method_note(model))}</p>',
         *([f'<p class="sub">{escape(aa_text(model))}</p>'] if aa_text(model) else []),
+        *(['<p class="sub"><a href="versus.html">make versus: head ÷ base, its rounds and the two builds\' '
+           'footprints</a></p>'] if c.get("versus") else []),
         "<h2>At a glance</h2>", _glance(model),
     ]
     missing = cond.not_measured(model.run)

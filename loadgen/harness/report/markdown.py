@@ -80,6 +80,8 @@ def render(model: Model) -> str:
              "upstream was the limit); CV is their spread (coefficient of variation); µs/req is the server's CPU time "
              "per request (median of the attempts, with its interval); p50/p99 are those of the median attempt; CPU is "
              "the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "", method_note(model), ""]
+    if c.get("versus"):
+        lines += ["The comparison of the two builds (`make versus`): [versus.md](versus.md).", ""]
     aa = aa_text(model)
     if aa:
         lines += [aa, ""]
