@@ -24,7 +24,7 @@ from harness.basics.machine import port_owner
 from harness.basics.paths import REPO
 from harness.config.manifest import SERVERS_DIR_VAR, discover
 from harness.config.maven import resolve_properties
-from harness.measuring.checkout import WORKTREES
+from harness.measuring.checkout import WORKTREES, Worktree, resolve
 from harness.results import paired
 from harness.results.store import RESULTS
 
@@ -183,6 +183,16 @@ def test_a_base_that_does_not_build_is_exit_1(clone):
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("error: building node@") and "failed (exit 3)" in last, done.stdout
     assert "this build is broken" in done.stdout and "Traceback" not in done.stdout + done.stderr
+    assert_nothing_left(clone)
+
+
+def test_a_worktree_a_killed_versus_left_is_removed_by_the_next(clone):
+    left = Worktree(clone, resolve(clone, "HEAD~1", "BASE"), "node-base")
+    left.__enter__()  # and never left, as after a SIGKILL
+    assert left.path.is_dir() and str(left.path) in git(clone, "worktree", "list")
+    done = harness(clone, "--base", "broken")
+    assert done.returncode == 1, done.stdout
+    assert f"removing the worktree a killed `make versus` left: {left.path}" in " ".join(done.stdout.split())
     assert_nothing_left(clone)
 
 
