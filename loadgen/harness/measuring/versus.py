@@ -284,7 +284,8 @@ def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int
         if not picked:
             raise RevisionError(f"SCENARIOS={' '.join(options.scenarios)}: {options.server} takes part in none of them")
         pair = {side.server.name: side.server for side in (base, head)}
-        session = stack.enter_context(Session(where.runtime, where.plan, {**servers, **pair}, where.ports))
+        others = {name: s for name, s in servers.items() if name != options.server}  # its folder is the head's
+        session = stack.enter_context(Session(where.runtime, where.plan, {**others, **pair}, where.ports))
         session.check_ports(list(pair.values()))
         store = open_run(new_run_id(f"versus-{options.server}"), where.runtime, where.plan,
                          RunOptions(where.profile, where.settings, where.command),
