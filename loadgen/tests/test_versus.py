@@ -167,6 +167,8 @@ def test_two_revisions_compared_in_rounds_of_random_order(clone):
     assert rps["verdict"] in page and "A/A" in page and "memory idle after start" in page
     assert (run_dir / "versus.html").exists() and (run_dir / "charts" / "versus-ratios.png").exists()
     assert f"req/s: {rps['verdict']}" in done.stdout
+    summary = (run_dir / "summary.md").read_text()  # the Servers table of every run: idle memory after start / run
+    assert re.search(r"\| node@worktree \|.*\| \d+ / \d+ MB \|", summary), summary
     assert_nothing_left(clone)
 
 

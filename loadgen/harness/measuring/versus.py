@@ -194,7 +194,8 @@ class Sitting:
         if n >= MIN_ROUNDS and width is not None and width < self.options.resolution:
             return f"resolution reached: ±{width * 100:.1f} % < ±{self.options.resolution * 100:g} % after {n} rounds"
         if n >= 2 and time.monotonic() + round_s > deadline:  # two rounds at least: an interval, however wide
-            reached = f"±{width * 100:.1f} %" if width is not None else "no interval yet"
+            reached = "no interval yet" if width is None else \
+                f"±{width * 100:.1f} %" if width < 1 else "an interval wider than ±100 %"
             return (f"budget spent: {reached} after {n} rounds (the goal was ±{self.options.resolution * 100:g} %; "
                     "a larger BUDGET_S narrows it)")
         return ""
