@@ -82,13 +82,10 @@ class RatioInterval:
     def excludes_no_change(self) -> bool:
         return self.low > 1 or self.high < 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, float | int | str]:
         return {"ratio": round(self.ratio, 5), "low": round(self.low, 5), "high": round(self.high, 5), "n": self.n,
                 "level": self.level, "half_width": round(self.half_width, 5), "method": "paired t on ln(head/base)"}
 
-    @classmethod
-    def from_dict(cls, d: dict) -> RatioInterval:
-        return cls(d["ratio"], d["low"], d["high"], d["n"], d.get("level", LEVEL))
 
 
 def ratio_interval(ratios: list[float], level: float = LEVEL) -> RatioInterval | None:
@@ -105,13 +102,18 @@ def ratio_interval(ratios: list[float], level: float = LEVEL) -> RatioInterval |
 
 def paired_ratios(base: dict[int, float | None], head: dict[int, float | None]) -> list[float]:
     """head ÷ base for every round (key) where both have a positive value, in round order."""
-    return [head[n] / base[n] for n in sorted(base) if n in head and base[n] and head[n]]
+    out = []
+    for n in sorted(base):
+        b, h = base[n], head.get(n)
+        if b and h:
+            out.append(h / b)
+    return out
 
 
 def split_halves(values: dict[int, float | None]) -> list[float]:
     """The A/A pass of one build: its rounds in order, each even-numbered one ÷ the one before (1st and 2nd, 3rd and
     4th...): two halves of the same build, paired as closely in time as they were taken."""
-    ordered = [values[n] for n in sorted(values) if values[n]]
+    ordered = [v for n in sorted(values) if (v := values[n])]
     return [ordered[i + 1] / ordered[i] for i in range(0, len(ordered) - 1, 2)]
 
 
