@@ -101,6 +101,15 @@ compare: setup
 	@[ -n $(call quote,$(A)) ] && [ -n $(call quote,$(B)) ] || { echo "usage: make compare A=<run-id> B=<run-id> (run ids: ls results/)"; exit 2; }
 	$(HARNESS) compare $(call quote,$(A)) $(call quote,$(B))
 
+# Did my change make it faster? Two builds of one server in one sitting: SERVER=node BASE=<git revision>
+# [HEAD=<rev>, default the working tree] [SCENARIOS="hello backend"] [RESOLUTION=3 (%)] [BUDGET_S=seconds, default 120 per scenario run]; both built in
+# worktrees of their own, measured in rounds of random order, head ÷ base with its interval (README.md, "make versus")
+.PHONY: versus
+versus: setup
+	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(BASE)) ] || { echo "usage: make versus SERVER=<name> BASE=<git revision> [HEAD=<git revision>] [SCENARIOS=\"hello backend\"] [RESOLUTION=3] [BUDGET_S=120 per scenario run]"; exit 2; }
+	$(HARNESS) versus --server $(call quote,$(SERVER)) --base $(call quote,$(BASE)) --head $(call quote,$(HEAD)) \
+	  --scenarios $(call quote,$(SCENARIOS)) --resolution $(call quote,$(RESOLUTION)) --budget-s $(call quote,$(BUDGET_S))
+
 # The load tools the project builds itself, not packaged by Debian (the harness also builds them the first time a
 # scenario needs them): oha with cargo (harness/tools/oha.py), Gatling with Maven (harness/tools/gatling.py).
 .PHONY: setup-tools setup-oha setup-gatling

@@ -27,8 +27,9 @@ from harness.config.manifest import (
     select,
     twin,
 )
-from harness.measuring import overhead, planning, steadiness
+from harness.measuring import overhead, planning, steadiness, versus
 from harness.measuring.campaign import OrderError, run_campaign, verify
+from harness.measuring.checkout import BuildFailed, RevisionError
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
@@ -180,9 +181,38 @@ def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
                         RunOptions(config.profile, settings, " ".join(sys.argv[1:])))
 
 
+def cmd_versus(args, config: Configuration, servers: dict[str, Server]) -> int:
+    """`make versus`: under the local runtime (two builds of one server are two processes of this machine)."""
+    if config.hosts or config.runtime == "docker":
+        raise ConfigurationError("make versus runs both builds as processes of this machine: use RUNTIME=local (or "
+                                 "auto), without HOSTS")
+    options = versus.VersusOptions(
+        args.server, args.base, args.head, tuple(names(args.scenarios)),
+        resolution=_number("RESOLUTION", args.resolution, versus.DEFAULT_RESOLUTION * 100, 0.01, 99) / 100,
+        budget_s=_number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
+        seed=int(_number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None)
+    plan = cpu_plan_of(config)
+    where = versus.Where(get_runtime("local", plan), plan, config.profile,
+                         scenario_data.settings(config.profile, config.repeat), config.ports, " ".join(sys.argv[1:]))
+    return versus.run(options, servers, where)
+
+
+def _number(name: str, text: str, default: float, low: float, high: float) -> float:
+    """`text` as a number from `low` to `high` (`default` when empty); ConfigurationError naming `name` otherwise."""
+    if not text.strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:
+        raise ConfigurationError(f"{name}={text!r}: give a number from {low:g} to {high:g}")
+    return value
+
+
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
 # beside a run would take its CPUs and rewrite the jars its JVMs have open
-EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead"}
+EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus"}
 # the commands that run in a session (build returns before one is opened)
 COMMANDS = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
@@ -223,6 +253,15 @@ def parser() -> argparse.ArgumentParser:
     overhead_cmd = sub.add_parser("overhead", help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
                                                    "alternately (default servers: nginx rust node)")
     overhead_cmd.add_argument("--rounds", help="docker/local rounds (ROUNDS, default 3)")
+    versus_cmd = sub.add_parser("versus", help="two builds of one server (BASE against HEAD or the working tree) "
+                                               "in one sitting: head ÷ base with its interval")
+    versus_cmd.add_argument("--server", required=True)
+    versus_cmd.add_argument("--base", required=True, help="a git revision")
+    versus_cmd.add_argument("--head", default="", help="a git revision (default: the working tree)")
+    versus_cmd.add_argument("--scenarios", default="", help="default: every scenario the server takes part in")
+    versus_cmd.add_argument("--resolution", default="", help="the interval's half-width to reach, in %% (default 3)")
+    versus_cmd.add_argument("--budget-s", default="", help="measuring time for all scenarios (default 120 per scenario run)")
+    versus_cmd.add_argument("--seed", default="", help="of the rounds' random order (default: drawn, and recorded)")
     return p
 
 
@@ -240,10 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args, config, servers)
     except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeFailure, OrderError,
-            HarnessBusy, capacity.CapacityError, HostsError, RunIdError, ConfigurationError) as exc:
+            HarnessBusy, capacity.CapacityError, HostsError, RunIdError, ConfigurationError, RevisionError) as exc:
         fail(str(exc))
         return 2
-    except (DiskFull, StateFull) as exc:
+    except (DiskFull, StateFull, BuildFailed) as exc:
         fail(str(exc))
         return 1
     except KeyboardInterrupt:
@@ -278,6 +317,8 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
         builder = hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)  # images need no CPU plan
         Session(builder, None, servers, {}).clear_leftovers()  # type: ignore[arg-type]  # leftovers need no CPU plan
         return cmd_build(args, config, select(servers, list(config.servers)), builder)
+    if args.command == "versus":
+        return cmd_versus(args, config, servers)
     hosts = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
     runtime: Runtime | HostsRuntime
     if hosts:  # each role on its own Docker host, each host's CPUs its own plan (the load generator's host's)

@@ -21,6 +21,7 @@ import psutil
 from harness.basics.messages import fail, say, warn
 from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
 from harness.config.manifest import UPSTREAM_COUNT_PATH, Server
+from harness.config.maven import resolve_properties
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import inventory
 from harness.measuring import verification as contract
@@ -174,16 +175,24 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             if bench.dead:
                 all_ok = False
         finally:
-            if turns:
-                turns.wake_all()
-            for server in group:
-                session.release(server.name)
+            end_group(session, store, group, turns)
     return all_ok
 
 
 def _time_left(budget_s: float, clock: Clock) -> Callable[[], float]:
     """The seconds the run's time budget has left once what it still plans is done (what re-measuring may take)."""
     return lambda: budget_s - clock.elapsed_s() - clock.remaining_s()
+
+
+def end_group(session: Session, store: RunStore, group: list[Server], turns: Turns | None) -> None:
+    """Every server of the group awake, its idle memory after the run read, and stopped (also on failure, Ctrl-C)."""
+    if turns:
+        turns.wake_all()
+    for server in group:
+        try:
+            record_memory_after(session, store, server)
+        finally:  # stopped whatever happened to the reading
+            session.release(server.name)
 
 
 def start_and_verify(session: Session, store: RunStore, server: Server):
@@ -195,20 +204,40 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles),
                                        **_earlier_deaths(store, server)})
         return None
+    started_here = server.name in session.started
+    idle_mb = resident_mb(session, running) if started_here else None  # before the contract's requests
     report = verify(running, server, session)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
-    started_here = server.name in session.started
     store.set_server(server.name, {
-        "started": True, "version": session.runtime.version(server), "stack": server.stack, "roles": list(server.roles),
+        "started": True, "version": resolve_properties(session.runtime.version(server), server.folder), "stack": server.stack, "roles": list(server.roles),
         "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
         "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
-        "started_by_this_run": started_here, "log": running.log,
+        "started_by_this_run": started_here, "log": running.log, "rss_idle_mb": idle_mb,
         **({"twin_of": server.twin_of} if server.twin_of else {}),
         **inventory.describe(server, session.servers), **_earlier_deaths(store, server)})
     if not report.ok:
         warn(f"{server.name} is not benchmarked: it fails the contract")
         return None
     return Target(server, running)
+
+
+def resident_mb(session: Session, running: RunningServer) -> float | None:
+    """The resident memory of the server's processes now, in MB (its runtime's sampler: psutil, or the engine's
+    counters); None when it cannot be read."""
+    try:
+        return session.runtime.sampler(running, len(running.cpus)).start().stop()["peak_rss_mb"] or None
+    except (RuntimeFailure, OSError):
+        return None
+
+
+def record_memory_after(session: Session, store: RunStore, server: Server) -> None:
+    """Its resident memory, idle after the run (before it is stopped), in its servers entry: beside the peak under
+    load that each record has, what it keeps once the load is gone."""
+    entry = store.run.servers.get(server.name)
+    running = session.running().get(server.name)
+    if not entry or not entry.get("started") or running is None:
+        return
+    store.set_server(server.name, {**entry, "rss_after_run_mb": resident_mb(session, running)})
 
 
 def _earlier_deaths(store: RunStore, server: Server) -> dict:

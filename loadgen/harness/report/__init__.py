@@ -5,6 +5,7 @@ model (model.py: groups, ranks, cells):
   summary.md    markdown.py    the same tables in Markdown
   summary.csv   csv_export.py  one row per record
   (terminal)    terminal.py    the table printed at the end of a run
+  versus.html   versus_page.py `make versus`'s own page (and versus.md): head ÷ base with intervals, rounds, footprints
 Flags are evaluated again here (they are a function of the data), so an older results.json reports with today's rules;
 results.json itself is not rewritten."""
 from __future__ import annotations
@@ -13,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from harness.config import scenarios
-from harness.report import csv_export, html, markdown, model
+from harness.report import csv_export, html, markdown, model, versus_page
 from harness.results import flags
 from harness.results import records as results
 from harness.results.records import Run
@@ -40,4 +41,4 @@ def write_report(run_dir: Path) -> list[Path]:
     made = charts.write(m, chart_dir)
     written = [html.write(m, made, run_dir / "report.html"), markdown.write(m, run_dir / "summary.md"),
                csv_export.write(m, run_dir / "summary.csv")]
-    return written + list(made.values())
+    return written + list(made.values()) + versus_page.write(run, run_dir)

@@ -126,3 +126,16 @@ def loc_text(loc: dict | None) -> str:
 
 def startup_text(s: float | None) -> str:
     return "-" if s is None else (f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s")
+
+
+def memory_text(entry: dict) -> str:
+    """A server's resident memory while idle: after its start and after the run ("54 / 80 MB")."""
+    idle, after = entry.get("rss_idle_mb"), entry.get("rss_after_run_mb")
+    if idle is None and after is None:
+        return "-"
+    return f"{'-' if idle is None else f'{idle:,.0f}'} / {'-' if after is None else f'{after:,.0f}'} MB"
+
+
+def image_text(entry: dict) -> str:
+    """Its Docker image's size, where it ran in one."""
+    return bytes_text((entry.get("placement") or {}).get("image_bytes"))

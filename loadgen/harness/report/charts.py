@@ -35,7 +35,7 @@ plt.rcParams.update({
 RATE_AXIS = FuncFormatter(lambda v, _: fmt_rate(v) if v else "0")
 
 
-def _save(fig, path: Path) -> Path:
+def save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
@@ -106,7 +106,7 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
     ax.yaxis.set_major_formatter(RATE_AXIS)
     ax.set_ylabel("req/s (median; whiskers: interval)")
     ax.set_title(f"{group.scenario} · {group.run}: requests per second")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
@@ -139,7 +139,7 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
     ax.legend(handles=[Patch(facecolor="#555", alpha=a, label=k) for k, a in PERCENTILES], loc="upper left",
               fontsize=7, frameon=False, ncols=3)
     ax.set_ylim(top=ax.get_ylim()[1] * 2.5)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
@@ -174,7 +174,7 @@ def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
         ax.set_ylim(0, max(((cost(r) or {})["ci"] or {}).get("high", (cost(r) or {})["median"]) for r in rows) * 1.2)
     axes[0][0].set_ylabel("server CPU µs per request")
     fig.suptitle(f"{scenario.name}: server CPU per request (lower is cheaper)", fontweight="bold", fontsize=11)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _points(ax: Axes, xs: list[Any], ys: list[Any], flagged: list[bool], color: str | None) -> None:
@@ -241,7 +241,7 @@ def _matrix(model: Model, scenario: ScenarioView, path: Path, metric: str) -> Pa
         ax.set_ylabel("p99 latency, ms (log scale)")
         ax.set_title(f"{scenario.name}: p99 latency against concurrency")
     _legend_beside(ax)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def rps_matrix(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
@@ -278,7 +278,7 @@ def latency_steps(model: Model, scenario: ScenarioView, path: Path) -> Path | No
     ax.set_ylabel("p99 latency, ms (log scale)")
     ax.set_title(f"{scenario.name}: p99 from each request's planned start against offered load")
     _legend_beside(ax)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 SPECTRUM_TICKS = (0.0, 90.0, 99.0, 99.9, 99.99, 99.999)
@@ -335,7 +335,7 @@ def latency_spectrum(model: Model, scenario: ScenarioView, path: Path) -> Path |
                frameon=False)
     fig.suptitle(f"{scenario.name}: latency by percentile (every request of every attempt)", fontweight="bold")
     fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def write(model: Model, folder: Path) -> dict[str, Path]:

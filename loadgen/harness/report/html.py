@@ -8,7 +8,18 @@ from pathlib import Path
 
 import harness.report.run_conditions as cond
 from harness.basics.formats import fmt_ms, fmt_rate
-from harness.report.cells import INTERVAL_NOTE, bytes_text, cpu, flag_names, latency, loc_text, rps_text, startup_text
+from harness.report.cells import (
+    INTERVAL_NOTE,
+    bytes_text,
+    cpu,
+    flag_names,
+    image_text,
+    latency,
+    loc_text,
+    memory_text,
+    rps_text,
+    startup_text,
+)
 from harness.report.model import (
     CAPACITY_HEADER,
     STEP_HEADER,
@@ -237,7 +248,7 @@ def _glance(model: Model) -> str:
 
 def _servers(model: Model) -> str:
     head = ("<tr><th class=l>server</th><th class=l>stack</th><th class=l>version</th><th>CPUs</th><th>start-up</th>"
-            "<th>artifact</th><th>lines of code</th><th class=l>contract</th></tr>")
+            "<th>idle memory</th><th>artifact</th><th>image</th><th>lines of code</th><th class=l>contract</th></tr>")
     rows = []
     for name, s in model.run.servers.items():
         loc = s.get("loc") or {}
@@ -250,11 +261,13 @@ def _servers(model: Model) -> str:
             f'<tr><td class=l><span class="sw" style="background:{model.colors.get(name, "#999")}"></span>{escape(name)}</td>'
             f'<td class="l wrap">{escape(s.get("stack", ""))}</td><td class="l wrap muted">{escape(s.get("version", "") or "")}</td>'
             f'<td>{escape(",".join(map(str, s.get("cpus") or [])) or "-")}</td><td>{startup_text(s.get("startup_s"))}</td>'
-            f'<td>{bytes_text(s.get("artifact_bytes"))}</td><td title="{escape(langs)}">{escape(loc_text(s.get("loc")))}</td>'
+            f'<td>{memory_text(s)}</td><td>{bytes_text(s.get("artifact_bytes"))}</td><td>{image_text(s)}</td><td title="{escape(langs)}">{escape(loc_text(s.get("loc")))}</td>'
             f'<td class="l wrap {css}">{escape(contract)}</td></tr>')
     return (f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
             '<p class="muted">Start-up: from launch to the first correct response (servers this run started). '
-            "Artifact: the manifest's <code>artifacts</code> on disk. Lines of code: pygount over the server's own "
+            "Idle memory: resident memory of its processes after it answered (before any load) / after the run, "
+            "before it was stopped (the peak under load is each record's RSS). Artifact: the manifest's "
+            "<code>artifacts</code> on disk; image: its Docker image, under Docker. Lines of code: pygount over the server's own "
             "source files (generated files, lockfiles and dependencies excluded), program + build/config lines; "
             "hover for the languages.</p>")
 
@@ -292,6 +305,8 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="muted">{escape(INTERVAL_NOTE)}</p>',
         f'<p class="muted">{escape(method_note(model))}</p>',
         *([f'<p class="sub">{escape(aa)}</p>'] if (aa := aa_text(model)) else []),
+        *(['<p class="sub"><a href="versus.html">make versus: head ÷ base, its rounds and the two builds\' '
+           'footprints</a></p>'] if c.get("versus") else []),
         "<h2>At a glance</h2>", _glance(model),
     ]
     missing = cond.not_measured(model.run)

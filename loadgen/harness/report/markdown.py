@@ -6,7 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.report.cells import INTERVAL_NOTE, bytes_text, capacity_text, loc_text, rps_text, startup_text
+from harness.report.cells import (
+    INTERVAL_NOTE,
+    bytes_text,
+    capacity_text,
+    image_text,
+    loc_text,
+    memory_text,
+    rps_text,
+    startup_text,
+)
 from harness.report.model import (
     CAPACITY_HEADER,
     STEP_HEADER,
@@ -80,6 +89,8 @@ def render(model: Model) -> str:
              "upstream was the limit); CV is their spread (coefficient of variation); µs/req is the server's CPU time "
              "per request (median of the attempts, with its interval); p50/p99 are those of the median attempt; CPU is "
              "the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "", method_note(model), ""]
+    if c.get("versus"):
+        lines += ["The comparison of the two builds (`make versus`): [versus.md](versus.md).", ""]
     aa = aa_text(model)
     if aa:
         lines += [aa, ""]
@@ -109,9 +120,11 @@ def render(model: Model) -> str:
         for group in scenario.groups:
             lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]
     lines += ["## Servers", ""] + _table(
-        ["server", "stack", "version", "CPUs", "start-up", "artifact", "lines of code", "contract"],
+        ["server", "stack", "version", "CPUs", "start-up", "idle memory (after start / after run)", "artifact",
+         "image", "lines of code", "contract"],
         [[name, s.get("stack", ""), s.get("version", ""), ",".join(map(str, s.get("cpus") or [])) or "-",
-          startup_text(s.get("startup_s")), bytes_text(s.get("artifact_bytes")), loc_text(s.get("loc")),
+          startup_text(s.get("startup_s")), memory_text(s), bytes_text(s.get("artifact_bytes")), image_text(s),
+          loc_text(s.get("loc")),
           cond.contract_text(model.run, name)] for name, s in model.run.servers.items()]) + [""]
     lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.run)] + [""]
     lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flag_kinds.legend()] + [""]

@@ -79,6 +79,13 @@ def image_labels(image: str, where: list[str] | tuple = ()) -> dict | None:
     return {**(json.loads(labels) or {}), "id": image_id}
 
 
+def image_bytes(image: str, where: list[str] | tuple = ()) -> int | None:
+    """An image's size as the engine reports it (`docker image inspect`), None when it cannot say."""
+    proc = run_cli(["docker", *where, "image", "inspect", "--format", "{{.Size}}", image], check=False, timeout=30)
+    text = proc.stdout.decode().strip()
+    return int(text) if proc.returncode == 0 and text.isdigit() else None
+
+
 def container_log(container: str, lines: int = 15, where: list[str] | tuple = ()) -> str:
     """The last `lines` of a container's output, indented for an error message."""
     proc = run_cli(["docker", *where, "logs", "--tail", str(lines), container], check=False)

@@ -19,7 +19,7 @@ from harness.basics.messages import warn
 from harness.basics.paths import RESULTS
 from harness.config.host_roles import ROLES
 from harness.config.manifest import REPO, Server
-from harness.runtime.docker.engine import container_facts, container_log, follow_log, inspect, run_cli
+from harness.runtime.docker.engine import container_facts, container_log, follow_log, image_bytes, inspect, run_cli
 from harness.runtime.docker.images import (
     LOADGEN,
     ensure_runtime_images,
@@ -352,4 +352,5 @@ class EngineRuntime:
         c = inspect(name, place.args)
         if not c or not c["State"]["Running"]:
             return None
-        return container_facts(c, self._kernel_cpus(name, c["State"]["Pid"], place))
+        return {**container_facts(c, self._kernel_cpus(name, c["State"]["Pid"], place)),
+                "image_bytes": image_bytes(c["Image"], place.args)}

@@ -1,0 +1,171 @@
+"""A server's folder as it was at a git revision, checked out into a worktree of its own and built there with its
+manifest's build command (`make versus`); the worktree removed afterwards, also on failure and Ctrl-C, and one a killed
+command left removed by the next `make versus`.
+
+The worktree holds the whole repository at that revision (a Maven module is built by the reactor at its top, as
+`make build` does), under .run/versus/, outside the repository's tracked files. A build runs in a process group of its
+own, so that Ctrl-C stops Maven's JVM, cargo's rustc and npm's children with it, not only the shell."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.basics.messages import say
+from harness.basics.paths import STATE_DIR
+from harness.config.manifest import ManifestError, Server, build_steps, discover
+
+WORKTREES = STATE_DIR / "versus"
+BUILD_STOP_GRACE_S = 5
+LOG_LINES = 15
+
+
+class RevisionError(Exception):
+    """A revision that does not exist, or a server that does not exist at it: bad input (exit status 2)."""
+
+
+class BuildFailed(Exception):
+    """A build that failed (exit status 1)."""
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise RevisionError(f"`git {' '.join(args)}` failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout.strip()
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What one side of the comparison is built from: a commit (`sha`), or the working tree as it is (`sha` None)."""
+
+    asked: str  # as given: "HEAD~1", "main", "" for the working tree
+    sha: str | None
+    subject: str
+    dirty: bool = False  # the working tree differs from its commit
+
+    @property
+    def label(self) -> str:
+        return self.sha[:7] if self.sha else "worktree"
+
+    def to_dict(self) -> dict:
+        return {"asked": self.asked or "(the working tree)", "sha": self.sha, "label": self.label,
+                "subject": self.subject, **({"uncommitted_changes": True} if self.dirty else {})}
+
+
+def repository_of(folder: Path) -> Path:
+    """The top of the git repository holding `folder`."""
+    try:
+        return Path(git(folder, "rev-parse", "--show-toplevel"))
+    except (RevisionError, OSError) as exc:
+        raise RevisionError(f"{folder} is not in a git repository: `make versus` compares git revisions") from exc
+
+
+def resolve(repo: Path, asked: str, what: str) -> Revision:
+    """`asked` as a commit of `repo`; "" is the working tree. One that does not exist is a RevisionError."""
+    if not asked:
+        head = git(repo, "rev-parse", "HEAD", check=False)
+        dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=no", check=False))
+        return Revision("", None, f"the working tree (on {head[:7] or '?'})", dirty)
+    sha = git(repo, "rev-parse", "--verify", "--quiet", f"{asked}^{{commit}}", check=False)
+    if not sha:
+        raise RevisionError(f"{what}={asked}: no such git revision in {repo} (`git log --oneline` lists them)")
+    return Revision(asked, sha, git(repo, "log", "-1", "--format=%s", sha))
+
+
+def clear_leftovers() -> None:
+    """Worktrees a killed `make versus` left under .run/versus/, removed (the command holds the harness's lock, so
+    none of them is in use)."""
+    if not WORKTREES.is_dir():
+        return
+    for path in sorted(WORKTREES.iterdir()):
+        if path.is_dir():
+            say(f"removing the worktree a killed `make versus` left: {path}")
+            remove(path)
+
+
+def remove(path: Path) -> None:
+    """The worktree at `path` removed, and its repository told (git worktree prune); never raises."""
+    marker = path / ".git"
+    repo = None
+    if marker.is_file():  # "gitdir: <repo>/.git/worktrees/<name>"
+        gitdir = Path(marker.read_text().split(":", 1)[1].strip())
+        repo = gitdir.parents[2] if gitdir.parent.name == "worktrees" else None
+    shutil.rmtree(path, ignore_errors=True)
+    if repo is not None and repo.is_dir():
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=60)
+
+
+class Worktree:
+    """`revision` of `repo` checked out under .run/versus/ while in use (a context manager); removed on exit."""
+
+    def __init__(self, repo: Path, revision: Revision, name: str):
+        self.repo, self.revision = repo, revision
+        self.path = WORKTREES / f"{name}-{revision.label}"
+
+    def __enter__(self) -> Worktree:
+        WORKTREES.mkdir(parents=True, exist_ok=True)
+        remove(self.path)
+        say(f"checking out {self.revision.label} ({self.revision.subject}) into {self.path}")
+        try:
+            git(self.repo, "worktree", "add", "--detach", "--force", str(self.path), self.revision.sha or "HEAD")
+        except BaseException:
+            remove(self.path)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        remove(self.path)
+
+
+def server_at(folder_in_checkout: Path, name: str, revision: Revision, what: str) -> Server:
+    """The server `name` as the manifests of the checked-out folder describe it."""
+    try:
+        servers = discover(folder_in_checkout)
+    except ManifestError as exc:
+        raise RevisionError(f"{what}={revision.asked}: its manifests cannot be read ({exc})") from None
+    if name not in servers:
+        raise RevisionError(f"{what}={revision.asked}: there is no server {name!r} at {revision.label} "
+                            f"(its servers: {', '.join(servers) or 'none'})")
+    return servers[name]
+
+
+def build(server: Server, label: str, log: Path) -> None:
+    """`server` built with its manifest's build command (a shared one, Maven's `{folders}`, for its folder alone),
+    the output in `log`; BuildFailed with the end of it when a step fails."""
+    for step in build_steps([replace(server, name=label)]):
+        say(f"building {label}: {step.command}  (in {step.cwd})")
+        with log.open("ab") as out:
+            proc = subprocess.Popen(step.command, shell=True, cwd=step.cwd, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                code = proc.wait()
+            except BaseException:  # Ctrl-C: the whole build's process group, not just its shell
+                _stop_group(proc)
+                raise
+        if code != 0:  # the end of its output, then one line saying what failed
+            say("\n".join(f"    {line}" for line in log.read_text(errors="replace").splitlines()[-LOG_LINES:]))
+            raise BuildFailed(f"building {label} failed (exit {code}): `{step.command}` in {step.cwd}; the end of its "
+                              f"output is above, all of it in {log}")
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to the build's process group, then SIGKILL to whatever of it is left after a grace period (the shell
+    may be gone while Maven's JVM or npm's children still run)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=BUILD_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        if sig == signal.SIGTERM:
+            time.sleep(0.2)  # its children's own exit, before the group is killed outright
+    if proc.poll() is None:
+        proc.wait(timeout=BUILD_STOP_GRACE_S)

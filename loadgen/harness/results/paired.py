@@ -1,0 +1,140 @@
+"""Two builds of one server measured in the same rounds (`make versus`): head ÷ base per round, the interval of that
+ratio, and the verdict in words.
+
+Why paired rounds: the machine drifts (a 2-core VM's 1 s figures wander by a third within a minute), and two sittings
+differ more (a whole machine read 0.77× as fast one day as the day before). Measured in the same round, one right
+after the other in an order drawn at random, base and head share the drift, so the ratio of a round carries little of
+it (duet benchmarking, Bulej et al. ICPE 2020; randomized interleaved trials, Abedi & Brecht ICPE 2017).
+
+The interval: the rounds' ratios r_i = head_i / base_i are summarised by their geometric mean, and its confidence
+interval is Student's t interval of the mean of ln r_i, taken back with exp:
+    exp(mean ± t(1 − α/2; n − 1) · sd / √n)
+A ratio is symmetric on the log scale (2× faster and 2× slower are ±ln 2), and the mean of logs of paired ratios is
+the usual paired comparison of a multiplicative change. It needs two rounds or more; the report says how many.
+
+The verdict: where the interval lies wholly above 1 (req/s) the head is faster, wholly below it slower; where it holds
+1, "no difference beyond ±x %", x being the farthest end of the interval from no change: a difference of that size
+is not excluded, a larger one is. The resolution a sitting reached is the interval's half-width (exp of t·sd/√n,
+minus 1), which the rounds continue to narrow until it is below RESOLUTION or the time is spent.
+
+The A/A pass: each build's own rounds split in two (odd rounds against even ones, paired in turn) give the same
+interval for two halves of one build: it should hold 1, and a 95 % interval excludes it for identical builds 5 % of the
+time: the method's own false-positive rate, stated beside its A/A results.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+LEVEL = 0.95
+# per metric: whether a higher value is better, and the words for "the head's is higher" and "lower"
+METRICS = {
+    "rps": (True, "req/s", "faster", "slower"),
+    "p99": (False, "p99", "higher p99", "lower p99"),
+    "cost_us": (False, "CPU µs/req", "costlier", "cheaper"),
+}
+
+
+def t_cdf_two_sided(t: float, df: int) -> float:
+    """P(|T| < t) for Student's t with `df` (≥ 1) degrees of freedom, exact for integer df (the closed forms in
+    Abramowitz & Stegun 26.7.3 and 26.7.4)."""
+    theta = math.atan(abs(t) / math.sqrt(df))
+    c2, s = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2:  # odd: (2/π)(θ + sinθ·cosθ·(1 + 2/3 cos²θ + ... + (2·4…(df−3))/(1·3…(df−2)) cos^(df−3)θ))
+        term, total = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        return 2 / math.pi * (theta + s * math.cos(theta) * total)
+    term, total = 1.0, 1.0  # even: sinθ·(1 + 1/2 cos²θ + (1·3)/(2·4) cos⁴θ + ... )
+    for k in range(1, df // 2):
+        term *= c2 * (2 * k - 1) / (2 * k)
+        total += term
+    return s * total
+
+
+def t_quantile(level: float, df: int) -> float:
+    """The t such that P(|T| < t) = level (two-sided), by bisection on the exact CDF."""
+    low, high = 0.0, 1.0
+    while t_cdf_two_sided(high, df) < level:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if t_cdf_two_sided(mid, df) < level else (low, mid)
+    return (low + high) / 2
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """head ÷ base over `n` paired rounds: the geometric mean `ratio` and its interval [low, high] at `level`."""
+
+    ratio: float
+    low: float
+    high: float
+    n: int
+    level: float = LEVEL
+
+    @property
+    def half_width(self) -> float:
+        """The resolution reached, as a fraction: half the interval's width on the log scale, as a ratio − 1."""
+        return math.sqrt(self.high / self.low) - 1
+
+    def excludes_no_change(self) -> bool:
+        return self.low > 1 or self.high < 1
+
+    def to_dict(self) -> dict[str, float | int | str]:
+        return {"ratio": round(self.ratio, 5), "low": round(self.low, 5), "high": round(self.high, 5), "n": self.n,
+                "level": self.level, "half_width": round(self.half_width, 5), "method": "paired t on ln(head/base)"}
+
+
+
+def ratio_interval(ratios: list[float], level: float = LEVEL) -> RatioInterval | None:
+    """The interval of the geometric mean of `ratios` (see the module's docstring); None with fewer than two."""
+    logs = [math.log(r) for r in ratios if r and r > 0]
+    n = len(logs)
+    if n < 2:
+        return None
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    margin = t_quantile(level, n - 1) * sd / math.sqrt(n)
+    return RatioInterval(math.exp(mean), math.exp(mean - margin), math.exp(mean + margin), n, level)
+
+
+def paired_ratios(base: dict[int, float | None], head: dict[int, float | None]) -> list[float]:
+    """head ÷ base for every round (key) where both have a positive value, in round order."""
+    out = []
+    for n in sorted(base):
+        b, h = base[n], head.get(n)
+        if b and h:
+            out.append(h / b)
+    return out
+
+
+def split_halves(values: dict[int, float | None]) -> list[float]:
+    """The A/A pass of one build: its rounds in order, each even-numbered one ÷ the one before (1st and 2nd, 3rd and
+    4th...): two halves of the same build, paired as closely in time as they were taken."""
+    ordered = [v for n in sorted(values) if (v := values[n])]
+    return [ordered[i + 1] / ordered[i] for i in range(0, len(ordered) - 1, 2)]
+
+
+def _pct(x: float) -> str:
+    return f"{abs(x) * 100:.1f}"
+
+
+def verdict(interval: RatioInterval | None, metric: str = "rps") -> str:
+    """The answer in words: "faster by 4.1 % (2.0–6.3 %, 95 %)", "slower by …", "no difference beyond ±1.8 %"
+    (cost: "cheaper"/"costlier", p99: "lower p99"/"higher p99")."""
+    if interval is None:
+        return "not enough rounds for an interval (two are needed)"
+    _, _, up, down = METRICS[metric]
+    level = f"{interval.level * 100:g} %"
+    if interval.low > 1:  # the head's value is higher
+        return f"{up} by {_pct(interval.ratio - 1)} % ({_pct(interval.low - 1)}–{_pct(interval.high - 1)} %, {level})"
+    if interval.high < 1:
+        return (f"{down} by {_pct(1 - interval.ratio)} % ({_pct(1 - interval.high)}–{_pct(1 - interval.low)} %, "
+                f"{level})")
+    reach = max(interval.high - 1, 1 - interval.low)
+    if reach >= 1:  # an interval from near 0× to 2× and beyond: too few rounds to bound the change at all
+        return (f"not resolved: head ÷ base lies within {interval.low:.2g}×–{interval.high:.3g}× ({level}, "
+                f"{interval.n} rounds)")
+    return f"no difference beyond ±{_pct(reach)} % ({level}, {interval.n} rounds)"
