@@ -1,0 +1,189 @@
+//! Just enough HTTP/1.x for the load tools and the contract check: GET requests, keep-alive (HTTP/1.1 by default,
+//! HTTP/1.0 when asked), pipelining (every complete request in the buffer is answered in order), Content-Length
+//! bodies skipped, anything malformed answered 400 and the connection closed.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+pub struct Answer {
+    status: &'static str,
+    content_type: &'static str,
+    body: String,
+    close: bool,
+    note: Option<String>,
+}
+
+impl Answer {
+    pub fn ok(content_type: &'static str, body: &str) -> Answer {
+        Answer { status: "200 OK", content_type, body: body.to_string(), close: false, note: None }
+    }
+    /// The answer with a `Calibration: <note>` header.
+    pub fn with_note(mut self, note: String) -> Answer {
+        self.note = Some(note);
+        self
+    }
+    pub fn not_found() -> Answer {
+        Answer { status: "404 Not Found", content_type: "text/plain", body: "Not Found".into(), close: false, note: None }
+    }
+    pub fn bad_request(why: String) -> Answer {
+        Answer { status: "400 Bad Request", content_type: "text/plain", body: why, close: true, note: None }
+    }
+}
+
+struct Request {
+    target: String,
+    keep_alive: bool,
+    head_len: usize,
+    body_len: usize,
+}
+
+pub struct Connection {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Connection {
+    pub fn new(stream: TcpStream) -> Connection {
+        Connection { stream, buf: Vec::with_capacity(4096) }
+    }
+
+    /// Answers requests with `handler(target)` until the client closes, asks to close, or sends garbage.
+    pub fn serve(mut self, mut handler: impl FnMut(&str) -> Answer) -> io::Result<()> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let mut out = Vec::new();
+            let mut close = false;
+            // every complete request already read (pipelining), answered in order
+            loop {
+                match parse(&self.buf) {
+                    Parsed::Incomplete => break,
+                    Parsed::Bad(why) => {
+                        write_answer(&mut out, &Answer::bad_request(why), false);
+                        close = true;
+                        break;
+                    }
+                    Parsed::Done(req) => {
+                        if self.buf.len() < req.head_len + req.body_len {
+                            break; // its body is still coming
+                        }
+                        self.buf.drain(..req.head_len + req.body_len);
+                        let answer = handler(&req.target);
+                        let keep = req.keep_alive && !answer.close;
+                        write_answer(&mut out, &answer, keep);
+                        if !keep {
+                            close = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if !out.is_empty() {
+                self.stream.write_all(&out)?;
+            }
+            if close {
+                return Ok(());
+            }
+            let n = self.stream.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+enum Parsed {
+    Incomplete,
+    Bad(String),
+    Done(Request),
+}
+
+fn parse(buf: &[u8]) -> Parsed {
+    let end = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => i + 4,
+        None if buf.len() > MAX_HEAD_BYTES => return Parsed::Bad("request head too long".into()),
+        None => return Parsed::Incomplete,
+    };
+    let head = match std::str::from_utf8(&buf[..end]) {
+        Ok(h) => h,
+        Err(_) => return Parsed::Bad("request head is not text".into()),
+    };
+    let mut lines = head.split("\r\n");
+    let mut parts = lines.next().unwrap_or("").split(' ');
+    let (method, target, version) = (parts.next(), parts.next(), parts.next());
+    let (Some(method), Some(target), Some(version)) = (method, target, version) else {
+        return Parsed::Bad("malformed request line".into());
+    };
+    if method.is_empty() || !target.starts_with('/') || !version.starts_with("HTTP/1.") {
+        return Parsed::Bad("malformed request line".into());
+    }
+    let mut keep_alive = version == "HTTP/1.1";
+    let mut body_len = 0usize;
+    for line in lines.filter(|l| !l.is_empty()) {
+        let Some((name, value)) = line.split_once(':') else {
+            return Parsed::Bad("malformed header".into());
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("connection") {
+            let value = value.to_ascii_lowercase();
+            if value.contains("close") {
+                keep_alive = false;
+            } else if value.contains("keep-alive") {
+                keep_alive = true;
+            }
+        } else if name.eq_ignore_ascii_case("content-length") {
+            match value.parse() {
+                Ok(n) => body_len = n,
+                Err(_) => return Parsed::Bad("bad Content-Length".into()),
+            }
+        }
+    }
+    Parsed::Done(Request { target: target.to_string(), keep_alive, head_len: end, body_len })
+}
+
+fn write_answer(out: &mut Vec<u8>, a: &Answer, keep_alive: bool) {
+    let connection = if keep_alive { "keep-alive" } else { "close" };
+    let _ = write!(
+        out,
+        "HTTP/1.1 {}\r\nServer: calibrated\r\nDate: {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n{}\r\n{}",
+        a.status,
+        http_date(),
+        a.content_type,
+        a.body.len(),
+        connection,
+        a.note.as_ref().map_or(String::new(), |n| format!("Calibration: {n}\r\n")),
+        a.body
+    );
+}
+
+/// Now as an HTTP date (RFC 9110 IMF-fixdate), e.g. "Sun, 06 Nov 1994 08:49:37 GMT".
+fn http_date() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
+    // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[(days % 7) as usize],
+        day,
+        MONTHS[(month - 1) as usize],
+        year,
+        h,
+        m,
+        s
+    )
+}
