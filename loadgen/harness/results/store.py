@@ -173,6 +173,10 @@ class RunStore:
         self.run.overhead = ratios
         self.save()
 
+    def set_calibration(self, loads: list[dict]) -> None:
+        self.run.calibration = loads
+        self.save()
+
 
 def _fsync_folder(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
