@@ -8,6 +8,7 @@ from pathlib import Path
 
 import harness.report.run_conditions as cond
 from harness.basics.stats import INTERVAL_NOTE, fmt_ms, fmt_rate
+from harness.report import calibration_page
 from harness.report.cells import bytes_text, cpu, flag_names, latency, loc_text, rps_text, startup_text
 from harness.report.model import (
     CAPACITY_HEADER,
@@ -290,6 +291,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="muted">{escape(method_note(model))}</p>',
         *([f'<p class="sub">{escape(aa_text(model))}</p>'] if aa_text(model) else []),
         "<h2>At a glance</h2>", _glance(model),
+        calibration_page.html(model.run),
     ]
     missing = cond.not_measured(model.run)
     if missing:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import harness.report.run_conditions as cond
 from harness.basics.stats import INTERVAL_NOTE
+from harness.report import calibration_page
 from harness.report.cells import bytes_text, capacity_text, loc_text, rps_text, startup_text
 from harness.report.model import (
     CAPACITY_HEADER,
@@ -87,6 +88,7 @@ def render(model: Model) -> str:
     if machine:
         lines += [machine, ""]
     lines += ["## At a glance", ""] + glance_lines(model) + [""]
+    lines += calibration_page.markdown(model.run)
     missing = cond.not_measured(model.run)
     if missing:
         lines += ["**Not measured:**", ""] + [f"- {m}" for m in missing] + [""]
