@@ -26,7 +26,7 @@ SERVER_ROUTE = "hello"
 
 
 @dataclass(frozen=True)
-class Load:
+class CalibrationLoad:
     """One load of the plan: its tool, label, the server's settings and the load itself."""
 
     tool: str
@@ -47,7 +47,7 @@ class Load:
 
 @dataclass(frozen=True)
 class Plan:
-    loads: tuple[Load, ...]
+    loads: tuple[CalibrationLoad, ...]
     settings: Settings
 
 
@@ -80,7 +80,7 @@ def read_plan(path: Path | None = None, attempts: int | None = None) -> Plan:
             raise ScenarioError(f"{where}: server = {server!r}: give whole numbers ≥ 0 for some of "
                                 f"{', '.join(sorted(known_names))}")
         label = str(raw.get("label") or f"load{index + 1}")
-        loads.append(Load(raw["tool"], label, ka.ServerSettings(**server),
+        loads.append(CalibrationLoad(raw["tool"], label, ka.ServerSettings(**server),
                           parse_run({"label": label, **(raw.get("run") or {})}, where, 0)))
     if not loads:
         raise ScenarioError(f"{path.name} lists no [[load]]: add one (see the file's header)")
@@ -94,11 +94,11 @@ def scenarios(plan: Plan) -> list[Scenario]:
             for load in plan.loads]
 
 
-def measured(record: Record) -> ka.Measured:
+def measured(record: Record) -> ka.Observed:
     """What `record` (flags evaluated) measured, as the judgement reads it."""
     cost = (record.summary.cost_us or {}).get("median") if record.summary else None
     latency = {name: record.latency_ms.get(name) for name in ka.PERCENTILES}
-    return ka.Measured(record.rps, latency, cost, kinds.LOADGEN_BOUND.name in flags.names(record),
+    return ka.Observed(record.rps, latency, cost, kinds.LOADGEN_BOUND.name in flags.names(record),
                        flags.utilization(record, "server"), flags.utilization(record, "loadgen"))
 
 
@@ -107,7 +107,7 @@ def server_cores(record: Record) -> int:
     return (sample.cores if sample and sample.cores else None) or 1
 
 
-def tool_note(load: Load, record: Record, name: str, known_ms: float | None, k: ka.Known) -> tuple[float | None, str]:
+def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float | None, k: ka.Known) -> tuple[float | None, str]:
     """What `load`'s tool should read for percentile `name` where it cannot be exact (None: the truth), and why."""
     if known_ms is None:
         return None, ""
@@ -128,7 +128,7 @@ def tool_note(load: Load, record: Record, name: str, known_ms: float | None, k: 
     return None, ""
 
 
-def judge(load: Load, record: Record | None) -> dict:
+def judge(load: CalibrationLoad, record: Record | None) -> dict:
     """One load's verdict: its known answers and, figure by figure, what was measured and whether it is within
     tolerance (the miss explained)."""
     entry = {"tool": load.tool, "label": load.label, "scenario": load.scenario, "server_settings": vars(load.server),

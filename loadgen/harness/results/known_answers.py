@@ -142,7 +142,7 @@ class Figure:
 
 
 @dataclass
-class Measured:
+class Observed:
     """What a record measured, as the judgement needs it."""
 
     rps: float | None
@@ -153,7 +153,7 @@ class Measured:
     loadgen_util: float | None = None
 
 
-def judge_rate(k: Known, m: Measured) -> Figure:
+def judge_rate(k: Known, m: Observed) -> Figure:
     if k.rps is None:
         return Figure("req/s", None, m.rps, None, "the tool's own maximum: not known in advance")
     if m.rps is None:
@@ -183,7 +183,7 @@ def judge_latency(name: str, known_ms: float | None, measured_ms: float | None, 
     return Figure(name, round(known_ms, 3), measured_ms, ok, note)
 
 
-def judge_cost(k: Known, m: Measured) -> Figure:
+def judge_cost(k: Known, m: Observed) -> Figure:
     if k.limit != SERVER_LIMIT or not k.cost_us:
         return Figure("CPU µs/req", k.cost_us, m.cost_us, None, "judged only where the server is the limit")
     if m.cost_us is None:
@@ -195,7 +195,7 @@ def judge_cost(k: Known, m: Measured) -> Figure:
     return Figure("CPU µs/req", k.cost_us, m.cost_us, ok, note)
 
 
-def judge_flag(k: Known, m: Measured, flag_name: str) -> Figure:
+def judge_flag(k: Known, m: Observed, flag_name: str) -> Figure:
     expected = k.limit == TOOL_LIMIT
     ok = expected == m.saturated
     shares = f"server at {_pct(m.server_util)} of its cores, the tool at {_pct(m.loadgen_util)} of what it can use"
