@@ -1,9 +1,7 @@
 //! Just enough HTTP/1.x for the load tools and the contract check: GET requests, keep-alive (HTTP/1.1 by default,
-//! HTTP/1.0 when asked), pipelining (every complete request in the buffer is answered in order), Content-Length
-//! bodies skipped, anything malformed answered 400 and the connection closed.
+//! HTTP/1.0 when asked), Content-Length bodies skipped, anything malformed answered 400 and the connection closed.
 
-use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -20,6 +18,11 @@ impl Answer {
     pub fn ok(content_type: &'static str, body: &str) -> Answer {
         Answer { status: "200 OK", content_type, body: body.to_string(), close: false, note: None }
     }
+    /// Whether the connection is closed after it (a bad request).
+    pub fn closes(&self) -> bool {
+        self.close
+    }
+
     /// The answer with a `Calibration: <note>` header.
     pub fn with_note(mut self, note: String) -> Answer {
         self.note = Some(note);
@@ -33,75 +36,20 @@ impl Answer {
     }
 }
 
-struct Request {
-    target: String,
-    keep_alive: bool,
-    head_len: usize,
-    body_len: usize,
+pub struct Request {
+    pub target: String,
+    pub keep_alive: bool,
+    pub head_len: usize,
+    pub body_len: usize,
 }
 
-pub struct Connection {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Connection {
-    pub fn new(stream: TcpStream) -> Connection {
-        Connection { stream, buf: Vec::with_capacity(4096) }
-    }
-
-    /// Answers requests with `handler(target)` until the client closes, asks to close, or sends garbage.
-    pub fn serve(mut self, mut handler: impl FnMut(&str) -> Answer) -> io::Result<()> {
-        let mut chunk = [0u8; 4096];
-        loop {
-            let mut out = Vec::new();
-            let mut close = false;
-            // every complete request already read (pipelining), answered in order
-            loop {
-                match parse(&self.buf) {
-                    Parsed::Incomplete => break,
-                    Parsed::Bad(why) => {
-                        write_answer(&mut out, &Answer::bad_request(why), false);
-                        close = true;
-                        break;
-                    }
-                    Parsed::Done(req) => {
-                        if self.buf.len() < req.head_len + req.body_len {
-                            break; // its body is still coming
-                        }
-                        self.buf.drain(..req.head_len + req.body_len);
-                        let answer = handler(&req.target);
-                        let keep = req.keep_alive && !answer.close;
-                        write_answer(&mut out, &answer, keep);
-                        if !keep {
-                            close = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            if !out.is_empty() {
-                self.stream.write_all(&out)?;
-            }
-            if close {
-                return Ok(());
-            }
-            let n = self.stream.read(&mut chunk)?;
-            if n == 0 {
-                return Ok(());
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-enum Parsed {
+pub enum Parsed {
     Incomplete,
     Bad(String),
     Done(Request),
 }
 
-fn parse(buf: &[u8]) -> Parsed {
+pub fn parse(buf: &[u8]) -> Parsed {
     let end = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
         Some(i) => i + 4,
         None if buf.len() > MAX_HEAD_BYTES => return Parsed::Bad("request head too long".into()),
@@ -144,7 +92,7 @@ fn parse(buf: &[u8]) -> Parsed {
     Parsed::Done(Request { target: target.to_string(), keep_alive, head_len: end, body_len })
 }
 
-fn write_answer(out: &mut Vec<u8>, a: &Answer, keep_alive: bool) {
+pub fn write_answer(out: &mut Vec<u8>, a: &Answer, keep_alive: bool) {
     let connection = if keep_alive { "keep-alive" } else { "close" };
     let _ = write!(
         out,
@@ -159,9 +107,23 @@ fn write_answer(out: &mut Vec<u8>, a: &Answer, keep_alive: bool) {
     );
 }
 
-/// Now as an HTTP date (RFC 9110 IMF-fixdate), e.g. "Sun, 06 Nov 1994 08:49:37 GMT".
+thread_local! {
+    static DATE: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+}
+
+/// Now as an HTTP date (RFC 9110 IMF-fixdate), e.g. "Sun, 06 Nov 1994 08:49:37 GMT", formatted once a second.
 fn http_date() -> String {
     let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    DATE.with(|cached| {
+        let mut cached = cached.borrow_mut();
+        if cached.0 != secs {
+            *cached = (secs, format_date(secs));
+        }
+        cached.1.clone()
+    })
+}
+
+fn format_date(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
     // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)

@@ -10,25 +10,25 @@
 //! Each setting comes from the request's query (/hello?service_us=5000&every=20&delay_us=20000) or else from the
 //! environment at start (CAL_SERVICE_US, CAL_EVERY, CAL_DELAY_US, CAL_BURN_US, CAL_CAP).
 //!
-//! Design: a thread per connection (blocking I/O), so a sleeping request holds only its own connection, as the
-//! arithmetic of a closed loop assumes; each thread's timer slack is set to 1 ns so sleeps end when asked, not up to
-//! 50 µs later. GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the
-//! default action). Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a
+//! Design: one epoll event loop per core (SERVER_CORES, event_loop.rs), so that its own cost per request is small
+//! (a tool-bound calibration needs the tool to cost more per request than the server); a waiting request parks its
+//! connection on a nanosecond timer and holds only that connection, as the arithmetic of a closed loop assumes.
+//! GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the default action). Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a
 //! client can tell the delayed requests from the others.
 
+mod event_loop;
 mod http;
+mod sys;
 
 use std::env;
-use std::io;
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 const DEFAULT_PORT: u16 = 8089;
-const THREAD_STACK_BYTES: usize = 128 * 1024;
 
 /// What one request is asked to do; the defaults come from the environment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -88,26 +88,23 @@ impl Shared {
         Shared { requests: AtomicU64::new(0), next_slot: Mutex::new(None) }
     }
 
-    /// Does what `s` asks of one request read at `start`; returns its number and whether it was one of the delayed
-    /// ones.
-    pub fn serve(&self, s: &Settings, start: Instant) -> (u64, bool) {
-        if s.cap > 0 {
-            let spacing = Duration::from_nanos(1_000_000_000 / s.cap);
-            let slot = {
-                let mut next = self.next_slot.lock().unwrap_or_else(|e| e.into_inner());
-                let now = Instant::now();
-                let slot = next.map_or(now, |n| n.max(now));
-                *next = Some(slot + spacing);
-                slot
-            };
-            sleep_until(slot);
-        }
-        burn_cpu(Duration::from_micros(s.burn_us));
+    /// The next free slot under a cap of `cap` requests per second (all connections together), taken.
+    pub fn take_slot(&self, cap: u64) -> Instant {
+        let spacing = Duration::from_nanos(1_000_000_000 / cap);
+        let mut next = self.next_slot.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let slot = next.map_or(now, |n| n.max(now));
+        *next = Some(slot + spacing);
+        slot
+    }
+
+    /// The request's number, whether it is one of the 1 in `every` delayed, and how long after it was read it is
+    /// answered (its service time, plus the delay when delayed).
+    pub fn count(&self, s: &Settings) -> (u64, bool, Duration) {
         let number = self.requests.fetch_add(1, Ordering::Relaxed);
         let delayed = s.every > 0 && number % s.every == s.every - 1;
         let hold = s.service_us + if delayed { s.delay_us } else { 0 };
-        sleep_until(start + Duration::from_micros(hold));
-        (number, delayed)
+        (number, delayed, Duration::from_micros(hold))
     }
 }
 
@@ -117,72 +114,18 @@ impl Default for Shared {
     }
 }
 
-fn sleep_until(deadline: Instant) {
-    let now = Instant::now();
-    if deadline > now {
-        thread::sleep(deadline - now);
-    }
-}
-
-#[repr(C)]
-struct Timespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
-
-extern "C" {
-    fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
-    fn prctl(option: i32, arg2: u64, arg3: u64, arg4: u64, arg5: u64) -> i32;
-}
-
-const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-const PR_SET_TIMERSLACK: i32 = 29;
-
-/// This thread's CPU time (user + system), from the kernel's per-thread clock.
-pub fn thread_cpu_time() -> Duration {
-    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec into memory we own; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
-    unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// Spins until this thread has used `amount` more CPU time: exact in CPU, whatever else runs on the core.
 pub fn burn_cpu(amount: Duration) {
     if amount.is_zero() {
         return;
     }
-    let until = thread_cpu_time() + amount;
+    let until = sys::thread_cpu_time() + amount;
     let mut x: u64 = 1;
-    while thread_cpu_time() < until {
+    while sys::thread_cpu_time() < until {
         for _ in 0..64 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
     }
-}
-
-fn precise_sleeps() {
-    // SAFETY: prctl(PR_SET_TIMERSLACK) changes only this thread's timer slack.
-    unsafe { prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0) };
-}
-
-fn serve_connection(stream: TcpStream, defaults: Settings, shared: &Shared) {
-    precise_sleeps();
-    let _ = stream.set_nodelay(true);
-    let _ = http::Connection::new(stream).serve(|target| {
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        match path {
-            "/id" => http::Answer::ok("text/plain", "calibrated"),
-            "/hello" => match defaults.with_query(query) {
-                Ok(settings) => {
-                    let (number, delayed) = shared.serve(&settings, Instant::now());
-                    http::Answer::ok("text/plain; charset=utf-8", "Hello World")
-                        .with_note(format!("request={number}; delayed={}", u8::from(delayed)))
-                }
-                Err(why) => http::Answer::bad_request(why),
-            },
-            _ => http::Answer::not_found(),
-        }
-    });
 }
 
 fn run() -> Result<(), String> {
@@ -198,23 +141,25 @@ fn run() -> Result<(), String> {
         .and_then(|mut a| a.next())
         .ok_or_else(|| format!("cannot resolve HOST {host:?}"))?;
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| format!("cannot make the listener non-blocking: {e}"))?;
+    let cores = match env::var("SERVER_CORES") {
+        Ok(c) if !c.is_empty() => c.parse().map_err(|_| format!("SERVER_CORES={c:?} is not a number"))?,
+        _ => thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let listener = Arc::new(listener);
     let shared: &'static Shared = Box::leak(Box::new(Shared::new()));
-    println!("calibrated listening on http://{addr} (defaults {defaults:?})");
-    for stream in listener.incoming() {
-        match stream {
-            Ok(stream) => {
-                let spawned = thread::Builder::new()
-                    .stack_size(THREAD_STACK_BYTES)
-                    .spawn(move || serve_connection(stream, defaults, shared));
-                if let Err(e) = spawned {
-                    eprintln!("calibrated: cannot start a connection's thread: {e}");
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                eprintln!("calibrated: accept: {e}");
-                thread::sleep(Duration::from_millis(1)); // out of descriptors: let connections close
-            }
+    println!("calibrated listening on http://{addr}, {cores} event loop(s) (defaults {defaults:?})");
+    let loops: Vec<_> = (0..cores.max(1))
+        .map(|_| {
+            let listener = Arc::clone(&listener);
+            thread::spawn(move || event_loop::run(listener, defaults, shared))
+        })
+        .collect();
+    for handle in loops {
+        match handle.join() {
+            Ok(Err(e)) => return Err(format!("an event loop failed: {e}")),
+            Err(_) => return Err("an event loop panicked".into()),
+            Ok(Ok(())) => {}
         }
     }
     Ok(())
