@@ -164,6 +164,9 @@ def judge_rate(k: Known, m: Observed) -> Figure:
     if not ok and k.limit == PACE_LIMIT and off < 0 and k.connections:
         extra = k.connections * (1e6 / m.rps - 1e6 / k.rps)  # a connection's time per request beyond the known cycle
         note += f": each request took {extra:.0f} µs more than its sleeps (round trip, the tool's own work, scheduling)"
+    elif not ok and k.limit == CAP_LIMIT and off < 0:
+        note += (": slots that passed with no request waiting are lost (the cap keeps no credit), so every stall of "
+                 "the machine or the tool costs rate")
     elif not ok and k.limit == SERVER_LIMIT and off < 0:
         note += ": the server spends more than its burn per request (its own HTTP work)"
         if m.server_util is not None and m.server_util < BUSY:
