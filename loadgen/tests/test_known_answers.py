@@ -139,3 +139,26 @@ def test_a_recorded_load_is_judged_figure_by_figure_and_kept_out_of_the_ranking(
     run.calibration = verdicts
     assert calibration_page.counts(run) == (4, 0)
     assert model.build(run).scenarios == []  # never ranked: its records are on the calibration page only
+
+
+def test_wrk_s_own_correction_is_printed_beside_the_truth_where_it_moves_a_percentile():
+    settings = ka.ServerSettings(service_us=10000, every=100, delay_us=30000)
+    load = calibration.CalibrationLoad("wrk", "paced", settings,
+                                       calibration.parse_run({"concurrency": 16, "duration_s": 3}, "test", 0))
+    k = ka.known(settings, 16, 1)
+    record = recorded("calibrated", load.scenario, 16 / 0.0103, 0.1, 4660)
+    # 1 in 100 held 40 ms, one connection's interval 10.3 ms: wrk adds 29.7 and 19.4 ms samples for each, so 3 of
+    # 102 samples lie above 10 ms and its p99 is the second of them, where the truth's p99 is 10 ms
+    expected, note = calibration.tool_note(load, record, "p99", ka.percentile(k.latencies, 99), k)
+    assert ka.percentile(k.latencies, 99) == 10.0
+    assert expected == pytest.approx(29.7)
+    assert "it should read 29.700 ms, +19.700 ms from the truth" in note
+    assert calibration.tool_note(load, record, "p50", 10.0, k) == (None, "")
+
+
+def test_httperf_s_connection_ramp_is_said_with_its_share_of_the_rate():
+    load = calibration.CalibrationLoad("httperf", "paced", PACED, calibration.parse_run(
+        {"concurrency": 16, "rate": 1000, "duration_s": 3}, "test", 0))
+    record = recorded("calibrated", load.scenario, 1380.0, 0.2, 4140)  # 3.0 s
+    assert calibration.rate_note(load, record) == ("httperf opens its 16 connections at 1000/s: 16 ms below full "
+                                                   "concurrency, about -0.3% on its rate")

@@ -6,6 +6,7 @@ limit. The plan is data: loadgen/calibrate.toml. The run's results.json keeps th
 report shows it (harness/report/calibration_page.py)."""
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,20 @@ def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float 
     return None, ""
 
 
+def rate_note(load: CalibrationLoad, record: Record) -> str:
+    """Where `load`'s tool measures its rate other than over the load as asked, and by how much."""
+    asked = load.run.load.get("duration_s")
+    if load.tool in ("wrk", "oha") and asked and asked != int(asked):
+        return f"{load.tool} takes whole seconds: it ran {math.ceil(asked)} s for the {asked:g} s asked"
+    connections, opened = load.run.load.get("concurrency"), load.run.load.get("rate")
+    took = record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None)
+    if load.tool == "httperf" and connections and opened and took:
+        ramp = connections / opened  # its connections open one by one at `rate` per second: half of them, on average
+        return (f"httperf opens its {connections} connections at {opened:g}/s: {ramp * 1000:.0f} ms below full "
+                f"concurrency, about {-ramp / 2 / took:+.1%} on its rate")
+    return ""
+
+
 def judge(load: CalibrationLoad, record: Record | None) -> dict:
     """One load's verdict: its known answers and, figure by figure, what was measured and whether it is within
     tolerance (the miss explained)."""
@@ -139,7 +154,10 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
     offered = load.run.load.get("rate") if load.open_loop else None
     k = ka.known(load.server, load.run.load.get("concurrency") or 0, cores, offered)
     m = measured(record)
-    figures = [ka.judge_rate(k, m)]
+    rate = ka.judge_rate(k, m)
+    extra = rate_note(load, record)
+    rate.note = "; ".join(n for n in (rate.note, extra) if n)
+    figures = [rate]
     for name in ka.PERCENTILES:
         known_ms = ka.percentile(k.latencies, float(name[1:])) if k.latencies else None
         _, note = tool_note(load, record, name, known_ms, k)
