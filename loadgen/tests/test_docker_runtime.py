@@ -94,7 +94,7 @@ def test_families_and_image_names():
     servers = discover()
     assert {n: images.family(s) for n, s in servers.items()} == {
         "akka": "jvm", "finagle": "jvm", "nginx": "nginx", "node": "node", "express": "node", "pekko": "jvm",
-        "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm"}
+        "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm", "calibrated": "native"}
     assert images.server_image(servers["rust"]) == "bench/server-rust:latest"
     assert images.app_dir(servers["express"]) == "/srv/node"
     assert images.static_mounts(servers["nginx"]) == ["static"]
