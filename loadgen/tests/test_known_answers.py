@@ -162,3 +162,11 @@ def test_httperf_s_connection_ramp_is_said_with_its_share_of_the_rate():
     record = recorded("calibrated", load.scenario, 1380.0, 0.2, 4140)  # 3.0 s
     assert calibration.rate_note(load, record) == ("httperf opens its 16 connections at 1000/s: 16 ms below full "
                                                    "concurrency, about -0.3% on its rate")
+
+
+def test_gatling_s_whole_second_span_is_said_with_both_readings():
+    load = next(load for load in calibration.read_plan().loads if load.tool == "gatling")
+    record = recorded("calibrated", load.scenario, 198.0, 0.2, 1000)
+    # 5 s of users, the last answered up to 40 ms later: 5.04 s, read as 5 or 6 whole seconds
+    assert calibration.rate_note(load, record) == ("Gatling divides its count by its run's span in whole seconds: "
+                                                   "5.04 s reads as 5 or 6 s, +0.0% or -16.7% on its rate")

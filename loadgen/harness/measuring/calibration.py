@@ -134,6 +134,11 @@ def rate_note(load: CalibrationLoad, record: Record) -> str:
     asked = load.run.load.get("duration_s")
     if load.tool in ("wrk", "oha") and asked and asked != int(asked):
         return f"{load.tool} takes whole seconds: it ran {math.ceil(asked)} s for the {asked:g} s asked"
+    if load.tool == "gatling" and asked:
+        span = asked + (load.server.service_us + load.server.delay_us) / 1e6  # the last users' answers come after
+        low, high = math.floor(span), math.ceil(span)
+        return (f"Gatling divides its count by its run's span in whole seconds: {span:.2f} s reads as {low} or "
+                f"{high} s, {asked / low - 1:+.1%} or {asked / high - 1:+.1%} on its rate")
     connections, opened = load.run.load.get("concurrency"), load.run.load.get("rate")
     took = record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None)
     if load.tool == "httperf" and connections and opened and took:
