@@ -114,14 +114,20 @@ def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float 
         return None, ""
     if load.tool == "ab" and name == "p99.9":
         return None, "ab's percentile file (-e) has whole percents only"
+    if load.tool == "ab" and all(float(record.latency_ms.get(p) or 0.5).is_integer() for p in ("p50", "p99")):
+        return round(known_ms), "ab's figures are its table's whole ms (±0.5 ms)"
     if load.tool == "wrk" and k.limit == ka.PACE_LIMIT and record.rps and load.run.load.get("concurrency"):
         interval = load.run.load["concurrency"] * 1000 / record.rps
-        pct = float(name[1:])
-        wrk_reads = ka.percentile(ka.wrk_corrected(k.latencies, interval), pct)
+        corrected = ka.wrk_corrected(k.latencies, interval)
+        wrk_reads = ka.percentile(corrected, float(name[1:]))
         if wrk_reads is not None and abs(wrk_reads - known_ms) > 1e-9:
             return wrk_reads, (f"wrk adds a sample every {interval:.2f} ms a slow answer held its connection "
                                f"(coordinated omission): it should read {wrk_reads:.3f} ms, "
                                f"{wrk_reads - known_ms:+.3f} ms from the truth")
+        added = len(corrected) - len(k.latencies)
+        if added:
+            return None, (f"wrk's correction of coordinated omission adds {added} sample(s) per delayed answer here "
+                          f"(every {interval:.2f} ms it held its connection): not enough to move {name}")
     if load.tool == "httperf":
         return None, "httperf gives no percentiles"
     if load.tool == "gatling":

@@ -182,7 +182,7 @@ def judge_latency(name: str, known_ms: float | None, measured_ms: float | None, 
         return Figure(name, round(known_ms, 3), None, None, tool_note or "the tool does not give it")
     off = measured_ms - known_ms
     ok = abs(off) <= max(LATENCY_TOLERANCE * known_ms, LATENCY_FLOOR_MS)
-    note = "" if ok else f"{off:+.3f} ms ({off / known_ms:+.1%})" + (f"; {tool_note}" if tool_note else "")
+    note = "; ".join(n for n in ("" if ok else f"{off:+.3f} ms ({off / known_ms:+.1%})", tool_note) if n)
     return Figure(name, round(known_ms, 3), measured_ms, ok, note)
 
 
