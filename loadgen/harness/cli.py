@@ -210,10 +210,11 @@ def cmd_calibrate(args, config: Configuration, session: Session, servers: dict[s
     options = RunOptions(config.profile, plan.settings, " ".join(sys.argv[1:]))
     store = open_run(args.run_id and claim_run_id(args.run_id) or new_run_id("calibrate"), session.runtime,
                      session.plan, options, {"calibrated_server": server.name})
+    ok = False
     try:
         ok = run_campaign(session, store, [server], picked, plan.settings)
+    finally:  # what was measured is judged and kept, also on Ctrl-C
         store.set_calibration(calibration.judge_run(store.run, plan, server.name))
-    finally:
         finish_run(store, session.runtime)
     _, missed = calibration.print_verdicts(store.run.calibration or [])
     return 0 if ok and not missed else 1
