@@ -139,6 +139,7 @@ def test_a_recorded_load_is_judged_figure_by_figure_and_kept_out_of_the_ranking(
     run.calibration = verdicts
     assert calibration_page.counts(run) == (4, 0)
     assert model.build(run).scenarios == []  # never ranked: its records are on the calibration page only
+    assert not run.records[0].ranked
 
 
 def test_wrk_s_own_correction_is_printed_beside_the_truth_where_it_moves_a_percentile():

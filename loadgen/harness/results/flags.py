@@ -278,10 +278,11 @@ def evaluate(run: Run) -> None:
     """Set every record's summary (computed where missing, completed with the intervals an older summary lacks),
     flags and ranked."""
     upstream_rates = _upstream_rates(run)
+    calibrated = run.with_role("calibrated")  # judged against known answers (make calibrate), never ranked
     for record in run.records:
         record.summary = record.fresh_summary()
         record.flags = flags_for(record, upstream_rates, run.verification)
-        record.ranked = ranking.takes_part(record)
+        record.ranked = ranking.takes_part(record) and record.server not in calibrated
 
 
 def evaluate_and_save(store) -> None:

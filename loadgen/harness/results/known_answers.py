@@ -103,8 +103,9 @@ def known(s: ServerSettings, concurrency: int, server_cores: int, offered_rps: f
         return Known(SERVER_LIMIT, bound, (), s.burn_us, "CPU-bound with sleeps or a cap as well: no latency known")
     if bound == cpu_bound:
         share_ms = concurrency * s.burn_us / server_cores / 1000
+        spread = f" (their connections spread evenly over its {server_cores} loops)" if server_cores > 1 else ""
         return Known(SERVER_LIMIT, bound, ((share_ms, 1.0),), s.burn_us,
-                     f"{concurrency} requests share {server_cores} core(s), {s.burn_us} µs of CPU each")
+                     f"{concurrency} requests share {server_cores} core(s), {s.burn_us} µs of CPU each{spread}")
     if bound == cap:
         return Known(CAP_LIMIT, bound, ((concurrency * 1000 / s.cap, 1.0),), None,
                      f"the cap: {concurrency} connections wait their turn at {s.cap}/s")
