@@ -94,7 +94,13 @@ impl Conn {
         if settings.cap > 0 {
             let slot = shared.take_slot(settings.cap);
             if slot > Instant::now() {
-                self.pending = Some(Pending { settings, start, keep, stage: Stage::Slot, until: slot });
+                self.pending = Some(Pending {
+                    settings,
+                    start,
+                    keep,
+                    stage: Stage::Slot,
+                    until: slot,
+                });
                 return;
             }
         }
@@ -106,7 +112,13 @@ impl Conn {
         let (number, delayed, hold) = shared.count(&settings);
         let until = start + hold;
         if until > Instant::now() {
-            self.pending = Some(Pending { settings, start, keep, stage: Stage::Hold { number, delayed }, until });
+            self.pending = Some(Pending {
+                settings,
+                start,
+                keep,
+                stage: Stage::Hold { number, delayed },
+                until,
+            });
         } else {
             self.answer_hello(number, delayed, keep);
         }
@@ -182,16 +194,29 @@ impl Loop {
                 self.free.push(id);
                 continue;
             }
-            let conn = Conn { stream, buf: Vec::new(), out: Vec::new(), pending: None, close_after: false, watching_out: false };
+            let conn = Conn {
+                stream,
+                buf: Vec::new(),
+                out: Vec::new(),
+                pending: None,
+                close_after: false,
+                watching_out: false,
+            };
             self.conns[id] = Some(conn);
         }
     }
 
     /// Serves connection `id` after an event or its timer (`readable`: read first); closes it when done or failed.
     fn serve(&mut self, id: usize, readable: bool) {
-        let Some(conn) = self.conns.get_mut(id).and_then(|c| c.as_mut()) else { return };
+        let Some(conn) = self.conns.get_mut(id).and_then(|c| c.as_mut()) else {
+            return;
+        };
         let alive = !readable || conn.read_in();
-        let wake = if alive { conn.drive(&self.defaults, self.shared) } else { None };
+        let wake = if alive {
+            conn.drive(&self.defaults, self.shared)
+        } else {
+            None
+        };
         let flushed = alive && conn.flush();
         let done = !flushed || (conn.close_after && conn.out.is_empty() && conn.pending.is_none());
         if done {
@@ -214,7 +239,14 @@ impl Loop {
 pub fn run(listener: Arc<TcpListener>, defaults: Settings, shared: &'static Shared) -> io::Result<()> {
     sys::precise_timers();
     let timer = Timer::new()?;
-    let mut lp = Loop { epoll: Epoll::new()?, conns: Vec::new(), free: Vec::new(), timers: BinaryHeap::new(), defaults, shared };
+    let mut lp = Loop {
+        epoll: Epoll::new()?,
+        conns: Vec::new(),
+        free: Vec::new(),
+        timers: BinaryHeap::new(),
+        defaults,
+        shared,
+    };
     lp.epoll.add(listener.as_raw_fd(), EPOLLIN | EPOLLEXCLUSIVE, LISTENER)?;
     lp.epoll.add(timer.0, EPOLLIN, TIMER)?;
     let mut events = vec![EpollEvent { events: 0, data: 0 }; 256];

@@ -16,7 +16,13 @@ pub struct Answer {
 
 impl Answer {
     pub fn ok(content_type: &'static str, body: &str) -> Answer {
-        Answer { status: "200 OK", content_type, body: body.to_string(), close: false, note: None }
+        Answer {
+            status: "200 OK",
+            content_type,
+            body: body.to_string(),
+            close: false,
+            note: None,
+        }
     }
     /// Whether the connection is closed after it (a bad request).
     pub fn closes(&self) -> bool {
@@ -29,10 +35,22 @@ impl Answer {
         self
     }
     pub fn not_found() -> Answer {
-        Answer { status: "404 Not Found", content_type: "text/plain", body: "Not Found".into(), close: false, note: None }
+        Answer {
+            status: "404 Not Found",
+            content_type: "text/plain",
+            body: "Not Found".into(),
+            close: false,
+            note: None,
+        }
     }
     pub fn bad_request(why: String) -> Answer {
-        Answer { status: "400 Bad Request", content_type: "text/plain", body: why, close: true, note: None }
+        Answer {
+            status: "400 Bad Request",
+            content_type: "text/plain",
+            body: why,
+            close: true,
+            note: None,
+        }
     }
 }
 
@@ -89,7 +107,12 @@ pub fn parse(buf: &[u8]) -> Parsed {
             }
         }
     }
-    Parsed::Done(Request { target: target.to_string(), keep_alive, head_len: end, body_len })
+    Parsed::Done(Request {
+        target: target.to_string(),
+        keep_alive,
+        head_len: end,
+        body_len,
+    })
 }
 
 pub fn write_answer(out: &mut Vec<u8>, a: &Answer, keep_alive: bool) {
@@ -137,7 +160,9 @@ fn format_date(secs: u64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
     const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     format!(
         "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
         WEEKDAYS[(days % 7) as usize],

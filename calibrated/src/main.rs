@@ -7,14 +7,16 @@
 //!   does not shorten it,
 //! - sleeping until `service_us` µs after the request was read (plus `delay_us` for 1 request in `every`, counted
 //!   over all connections: requests number 0, 1, 2, ...; every one whose number is `every - 1` modulo `every`).
+//!
 //! Each setting comes from the request's query (/hello?service_us=5000&every=20&delay_us=20000) or else from the
 //! environment at start (CAL_SERVICE_US, CAL_EVERY, CAL_DELAY_US, CAL_BURN_US, CAL_CAP).
 //!
 //! Design: one epoll event loop per core (SERVER_CORES, event_loop.rs), so that its own cost per request is small
 //! (a tool-bound calibration needs the tool to cost more per request than the server); a waiting request parks its
 //! connection on a nanosecond timer and holds only that connection, as the arithmetic of a closed loop assumes.
-//! GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the default action). Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a
-//! client can tell the delayed requests from the others.
+//! GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the default action).
+//! Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a client can tell the
+//! delayed requests from the others.
 
 mod event_loop;
 mod http;
@@ -56,7 +58,9 @@ impl Settings {
     pub fn with_query(mut self, query: &str) -> Result<Settings, String> {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let number: u64 = value.parse().map_err(|_| format!("{name}={value:?} is not a whole number"))?;
+            let number: u64 = value
+                .parse()
+                .map_err(|_| format!("{name}={value:?} is not a whole number"))?;
             match name {
                 "service_us" => self.service_us = number,
                 "every" => self.every = number,
@@ -85,7 +89,10 @@ pub struct Shared {
 
 impl Shared {
     pub fn new() -> Shared {
-        Shared { requests: AtomicU64::new(0), next_slot: Mutex::new(None) }
+        Shared {
+            requests: AtomicU64::new(0),
+            next_slot: Mutex::new(None),
+        }
     }
 
     /// The next free slot under a cap of `cap` requests per second (all connections together), taken.
@@ -141,7 +148,9 @@ fn run() -> Result<(), String> {
         .and_then(|mut a| a.next())
         .ok_or_else(|| format!("cannot resolve HOST {host:?}"))?;
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    listener.set_nonblocking(true).map_err(|e| format!("cannot make the listener non-blocking: {e}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("cannot make the listener non-blocking: {e}"))?;
     let cores = match env::var("SERVER_CORES") {
         Ok(c) if !c.is_empty() => c.parse().map_err(|_| format!("SERVER_CORES={c:?} is not a number"))?,
         _ => thread::available_parallelism().map_or(1, |n| n.get()),

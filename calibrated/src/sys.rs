@@ -80,7 +80,11 @@ impl Epoll {
         let n = unsafe { epoll_wait(self.0, events.as_mut_ptr(), events.len() as i32, -1) };
         if n < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(0)
+            } else {
+                Err(e)
+            };
         }
         Ok(n as usize)
     }
@@ -100,7 +104,10 @@ impl Timer {
         let after = after.max(Duration::from_nanos(1));
         let spec = Itimerspec {
             interval: Timespec { tv_sec: 0, tv_nsec: 0 },
-            value: Timespec { tv_sec: after.as_secs() as i64, tv_nsec: after.subsec_nanos() as i64 },
+            value: Timespec {
+                tv_sec: after.as_secs() as i64,
+                tv_nsec: after.subsec_nanos() as i64,
+            },
         };
         // SAFETY: `spec` lives for the call; the old value is not asked for
         unsafe { timerfd_settime(self.0, 0, &spec, std::ptr::null_mut()) };
