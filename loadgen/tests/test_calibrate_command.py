@@ -2,8 +2,10 @@
 judged against its known answers, kept in results.json and shown in the report; nothing left running. No figure is
 asserted to pass (that is the machine's speed): the known values are exact and every figure is judged."""
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from harness.runtime.local import port_owner
@@ -26,7 +28,7 @@ run = { concurrency = 4, duration_s = 1 }
 def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
     plan = tmp_path / "calibrate.toml"
     plan.write_text(PLAN)
-    run_id = f"test-calibrate-{tmp_path.name}"
+    run_id = f"test-calibrate-{os.getpid()}-{time.time_ns()}"
     code = ("import sys; from pathlib import Path; from harness.measuring import calibration; "
             f"calibration.PLAN_FILE = Path({str(plan)!r}); from harness.cli import main; sys.exit(main(sys.argv[1:]))")
     argv = [sys.executable, "-c", code, "--runtime", "local", "--ports", f"calibrated={PORT}", "--run-id", run_id,
