@@ -178,3 +178,15 @@ def test_gatling_s_whole_second_span_is_said_with_both_readings():
     # 5 s of users, the last answered up to 40 ms later: 5.04 s, read as 5 or 6 whole seconds
     assert calibration.rate_note(load, record) == ("Gatling divides its count by its run's span in whole seconds: "
                                                    "5.04 s reads as 5 or 6 s, +0.0% or -16.7% on its rate")
+
+
+def test_a_latency_miss_says_what_the_figures_show_about_it():
+    burn = ka.known(ka.ServerSettings(burn_us=2000), concurrency=8, server_cores=1)
+    starved = ka.Observed(rps=250, server_util=0.5, loadgen_util=0.1)
+    assert ka.latency_context(burn, starved, 16.0) == ("at the 50% of its cores the server had, the known latency is "
+                                                       "32.0 ms")
+    paced = ka.known(PACED, concurrency=16, server_cores=1)
+    busy_tool = ka.Observed(rps=900, saturated=True, server_util=0.05, loadgen_util=1.1)
+    assert ka.latency_context(paced, busy_tool, 10.0) == ("the tool was saturated (110% of its CPU): its own queueing "
+                                                          "is in these latencies")
+    assert ka.latency_context(paced, ka.Observed(rps=1391, server_util=0.05, loadgen_util=0.1), 10.0) == ""

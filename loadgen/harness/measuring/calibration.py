@@ -172,7 +172,10 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
     for name in ka.PERCENTILES:
         known_ms = ka.percentile(k.latencies, float(name[1:])) if k.latencies else None
         _, note = tool_note(load, record, name, known_ms, k)
-        figures.append(ka.judge_latency(name, known_ms, m.latency_ms.get(name), note))
+        figure = ka.judge_latency(name, known_ms, m.latency_ms.get(name), note)
+        if figure.ok is False:
+            figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms)) if n)
+        figures.append(figure)
     figures += [ka.judge_cost(k, m), ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)]
     return {**entry, "server_cores": cores, "limit": k.limit, "why": k.why, "figures": [f.to_dict() for f in figures],
             "failed": None}

@@ -187,6 +187,16 @@ def judge_latency(name: str, known_ms: float | None, measured_ms: float | None, 
     return Figure(name, round(known_ms, 3), measured_ms, ok, note)
 
 
+def latency_context(k: Known, m: Observed, known_ms: float | None) -> str:
+    """Why a latency may miss that the figures themselves show: a saturated tool queues its own requests; a server
+    given less than its cores takes proportionally longer per request."""
+    if m.saturated and k.limit != TOOL_LIMIT:
+        return f"the tool was saturated ({_pct(m.loadgen_util)} of its CPU): its own queueing is in these latencies"
+    if k.limit == SERVER_LIMIT and known_ms and m.server_util and m.server_util < BUSY:
+        return f"at the {_pct(m.server_util)} of its cores the server had, the known latency is {known_ms / m.server_util:.1f} ms"
+    return ""
+
+
 def judge_cost(k: Known, m: Observed) -> Figure:
     if k.limit != SERVER_LIMIT or not k.cost_us:
         return Figure("CPU µs/req", k.cost_us, m.cost_us, None, "judged only where the server is the limit")
