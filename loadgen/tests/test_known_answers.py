@@ -95,6 +95,8 @@ def test_the_saturation_flag_must_fire_when_and_only_when_the_tool_is_the_limit(
     assert ka.judge_flag(cheap, ka.Observed(1e4, saturated=True, server_util=0.4, loadgen_util=0.98), name).ok is True
     quiet = ka.judge_flag(cheap, ka.Observed(1e4, saturated=False, server_util=0.2, loadgen_util=0.2), name)
     assert quiet.ok is False and "neither side kept its cores busy" in quiet.note
+    both = ka.judge_flag(cheap, ka.Observed(1e4, cost_us=14.0, server_util=0.95, loadgen_util=0.97), name)
+    assert both.ok is False and "at 14 µs of CPU per request it costs about what this tool does" in both.note
     assert ka.judge_flag(burn, ka.Observed(500, saturated=True, server_util=0.5, loadgen_util=0.95), name).ok is False
     assert ka.judge_flag(burn, ka.Observed(500, saturated=False, server_util=1.0, loadgen_util=0.1), name).ok is True
 

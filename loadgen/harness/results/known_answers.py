@@ -217,7 +217,10 @@ def judge_flag(k: Known, m: Observed, flag_name: str) -> Figure:
         return Figure(flag_name, expected, m.saturated, ok, shares)
     note = (f"{flag_name} {'did not fire' if expected else 'fired'} although the "
             f"{'tool' if expected else k.limit} was the limit by construction: {shares}")
-    if expected and all(u is not None and u < BUSY for u in (m.server_util, m.loadgen_util)):
+    if expected and m.server_util is not None and m.server_util >= BUSY:
+        note += (f"; the server reached its cores too: at {m.cost_us or 0:.0f} µs of CPU per request it costs about "
+                 "what this tool does, so which side limits is not settled by construction")
+    elif expected and all(u is not None and u < BUSY for u in (m.server_util, m.loadgen_util)):
         note += ("; neither side kept its cores busy, so other processes took them (the machine is not quiet) or the "
                  "tool waits on something else than its CPU")
     return Figure(flag_name, expected, m.saturated, ok, note)
