@@ -138,7 +138,7 @@ class Figure:
     ok: bool | None
     note: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"figure": self.name, "known": self.known, "measured": self.measured, "ok": self.ok, "note": self.note}
 
 
@@ -147,7 +147,7 @@ class Observed:
     """What a record measured, as the judgement needs it."""
 
     rps: float | None
-    latency_ms: dict = field(default_factory=dict)  # p50, p99 and where the tool gives it p99.9
+    latency_ms: dict[str, float | None] = field(default_factory=dict)  # p50, p99 and where the tool gives it p99.9
     cost_us: float | None = None
     saturated: bool = False
     server_util: float | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from harness.basics import stats
 from harness.tools.output import Errors
@@ -321,7 +322,7 @@ class Run:
     records: list[Record]
     overhead: dict | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
     # calibration runs (make calibrate): each load's known and measured figures (harness.measuring.calibration)
-    calibration: list[dict] | None = None
+    calibration: list[dict[str, Any]] | None = None
     schema: int = SCHEMA  # the schema the file was written in
 
     @classmethod

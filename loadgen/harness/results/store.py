@@ -13,6 +13,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.basics.paths import REPO, RESULTS
 from harness.results.records import Record, Run, Verification
@@ -173,7 +174,7 @@ class RunStore:
         self.run.overhead = ratios
         self.save()
 
-    def set_calibration(self, loads: list[dict]) -> None:
+    def set_calibration(self, loads: list[dict[str, Any]]) -> None:
         self.run.calibration = loads
         self.save()
 
