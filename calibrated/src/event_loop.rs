@@ -175,35 +175,34 @@ struct Loop {
 }
 
 impl Loop {
+    /// Takes one waiting connection, not all of them: the listener stays readable while more wait, so the other
+    /// loops (woken one per connection by EPOLLEXCLUSIVE) get their share and connections spread over the cores.
     fn accept(&mut self, listener: &TcpListener) {
-        loop {
-            let stream = match listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return, // WouldBlock: another loop took it; EMFILE: it waits in the backlog
-            };
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
-            let _ = stream.set_nodelay(true);
-            let id = self.free.pop().unwrap_or_else(|| {
-                self.conns.push(None);
-                self.conns.len() - 1
-            });
-            if self.epoll.add(stream.as_raw_fd(), EPOLLIN, id as u64).is_err() {
-                self.free.push(id);
-                continue;
-            }
-            let conn = Conn {
-                stream,
-                buf: Vec::new(),
-                out: Vec::new(),
-                pending: None,
-                close_after: false,
-                watching_out: false,
-            };
-            self.conns[id] = Some(conn);
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(_) => return, // WouldBlock: another loop took it; EINTR: it is still readable; EMFILE: it waits
+        };
+        if stream.set_nonblocking(true).is_err() {
+            return;
         }
+        let _ = stream.set_nodelay(true);
+        let id = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        if self.epoll.add(stream.as_raw_fd(), EPOLLIN, id as u64).is_err() {
+            self.free.push(id);
+            return;
+        }
+        let conn = Conn {
+            stream,
+            buf: Vec::new(),
+            out: Vec::new(),
+            pending: None,
+            close_after: false,
+            watching_out: false,
+        };
+        self.conns[id] = Some(conn);
     }
 
     /// Serves connection `id` after an event or its timer (`readable`: read first); closes it when done or failed.
