@@ -119,6 +119,14 @@ setup-oha: setup
 setup-gatling:
 	bash loadgen/gatling/build.sh
 
+# Every load tool (ab, wrk, httperf, oha, h2load, Gatling) against the calibrated server (calibrated/), whose answers are
+# known by construction: known against measured req/s, p50, p99, p99.9, CPU µs per request and the loadgen-saturated
+# flag, each within its tolerance or the miss explained (plan: loadgen/calibrate.toml). TOOLS="ab wrk" for some of
+# them; REPEAT=3 for more attempts per load. Builds the calibrated server first; never part of `make bench`.
+.PHONY: calibrate
+calibrate: setup
+	$(HARNESS) --servers calibrated --build calibrate $(call quote,$(TOOLS))
+
 # Where a JVM server's CPU goes on connection-per-request load (async-profiler): SERVER=akka; KEEPALIVE=1 for keep-alive (wrk)
 .PHONY: profile
 profile: build

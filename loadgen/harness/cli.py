@@ -23,11 +23,13 @@ from harness.config.manifest import (
     Server,
     at_port,
     build_steps,
+    by_default,
     discover,
     select,
     twin,
+    with_role,
 )
-from harness.measuring import overhead, planning, steadiness, versus
+from harness.measuring import calibration, overhead, planning, steadiness, versus
 from harness.measuring.campaign import OrderError, run_campaign, verify
 from harness.measuring.checkout import BuildFailed, RevisionError
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
@@ -70,11 +72,11 @@ def hosts_runtime(args, config: Configuration) -> HostsRuntime | None:
 
 
 def targets(session: Session, requested: list[str], servers: dict[str, Server]) -> list[Server]:
-    """Named servers; else the ones that are up; else all of them."""
+    """Named servers; else the ones that are up; else all of them (the calibrated one only when named)."""
     if requested:
         return select(servers, requested)
     up = session.running()
-    return [servers[n] for n in servers if n in up] or list(servers.values())
+    return [s for s in by_default(servers) if s.name in up] or by_default(servers)
 
 
 def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, ports: dict[str, int],
@@ -111,7 +113,7 @@ def cmd_plan(args, config: Configuration, servers: dict[str, Server]) -> int:
         machine = planning.Machine(cpu_plan_of(config, available), available, bool(config.assume_cpus))
     picked = scenario_data.select(scenario_data.load(config.profile), names(args.scenarios))
     settings = scenario_data.settings(config.profile, config.repeat)
-    chosen = select(servers, list(config.servers)) if config.servers else list(servers.values())
+    chosen = select(servers, list(config.servers)) if config.servers else by_default(servers)
     twin_name = config.twin if not args.scenarios else ""
     if twin_name and any(s.name == twin_name for s in chosen):
         chosen = with_twin(servers, chosen, twin_name, config.ports, announce=False)
@@ -173,6 +175,36 @@ def cmd_measure(args, config: Configuration, session: Session, chosen: list[Serv
     return 0 if ok else 1
 
 
+def cmd_calibrate(args, config: Configuration, session: Session, servers: dict[str, Server]) -> int:
+    """`make calibrate`: the calibration plan's loads on the calibrated server, judged against their known answers."""
+    found = with_role(servers, "calibrated")
+    if not found:
+        raise ManifestError("no server has the role 'calibrated' (calibrated/manifest.toml): restore it with "
+                            "`git checkout calibrated`")
+    plan = calibration.read_plan(attempts=config.repeat)
+    wanted = names(args.tools)
+    unknown = sorted(set(wanted) - {load.tool for load in plan.loads})
+    if unknown:
+        raise scenario_data.ScenarioError(f"no calibration load for {', '.join(unknown)}; the plan has "
+                                          f"{', '.join(dict.fromkeys(load.tool for load in plan.loads))}")
+    plan = replace(plan, loads=tuple(load for load in plan.loads if not wanted or load.tool in wanted))
+    picked = calibration.scenarios(plan)
+    session.runtime.check_tools(tools_needed(picked))
+    server = found[0]
+    session.check_ports([server])
+    options = RunOptions(config.profile, plan.settings, " ".join(sys.argv[1:]))
+    store = open_run(args.run_id and claim_run_id(args.run_id) or new_run_id("calibrate"), session.runtime,
+                     session.plan, options, {"calibrated_server": server.name})
+    ok = False
+    try:
+        ok = run_campaign(session, store, [server], picked, plan.settings)
+    finally:  # what was measured is judged and kept, also on Ctrl-C
+        store.set_calibration(calibration.judge_run(store.run, plan, server.name))
+        finish_run(store, session.runtime)
+    _, missed = calibration.print_verdicts(store.run.calibration or [])
+    return 0 if ok and not missed else 1
+
+
 def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
     scenario = scenario_data.load(config.profile)[overhead.SCENARIO]
     settings = scenario_data.settings(config.profile, config.repeat)
@@ -212,7 +244,7 @@ def _number(name: str, text: str, default: float, low: float, high: float) -> fl
 
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
 # beside a run would take its CPUs and rewrite the jars its JVMs have open
-EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus"}
+EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "calibrate"}
 # the commands that run in a session (build returns before one is opened)
 COMMANDS = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
 
@@ -246,6 +278,9 @@ def parser() -> argparse.ArgumentParser:
     comparison = sub.add_parser("compare", help="change in req/s and p99 between two runs, against their spread")
     comparison.add_argument("a")
     comparison.add_argument("b")
+    sub.add_parser("calibrate", help="every load tool against the calibrated server: known against measured "
+                                     "(loadgen/calibrate.toml)").add_argument(
+        "tools", nargs="?", default="", help='only these tools, e.g. "ab wrk" (default: every tool of the plan)')
     sub.add_parser("list", help="servers and scenarios")
     sub.add_parser("plan", help="the CPU plan, every load's tool processes and commands, and the estimated time, "
                                 "without starting anything (ASSUME_CPUS=N: a machine of N CPUs; FORMAT=json)"
@@ -337,7 +372,10 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
             if built:
                 return built
         requested = list(config.servers)
-        chosen = select(servers, requested) if args.command == "up" else targets(session, requested, servers)
+        if args.command == "calibrate":
+            return cmd_calibrate(args, config, session, servers)
+        chosen = ((select(servers, requested) if requested else by_default(servers)) if args.command == "up"
+                  else targets(session, requested, servers))
         if twin_name and any(s.name == twin_name for s in chosen):
             chosen = with_twin(servers, chosen, twin_name, config.ports)
         if args.command in ("up", "ping", "run", "bench"):

@@ -96,7 +96,7 @@ def test_families_and_image_names():
     servers = discover()
     assert {n: images.family(s) for n, s in servers.items()} == {
         "akka": "jvm", "finagle": "jvm", "nginx": "nginx", "node": "node", "express": "node", "pekko": "jvm",
-        "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm"}
+        "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm", "calibrated": "native"}
     assert images.server_image(servers["rust"]) == "bench/server-rust:latest"
     # an A/A twin runs its server's image (the same bytes) and its server's compose service, on its own port
     double = twin(servers["nginx"], {8000, 9000})

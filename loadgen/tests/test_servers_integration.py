@@ -38,7 +38,7 @@ def test_server_meets_the_contract(session, name):
     try:
         report = contract.verify(name, running.host, running.port, SERVERS[name].routes, UPSTREAM_DOC)
         assert report.ok, "\n".join(report.failures)
-        assert report.checks > 40
+        assert report.checks > (20 if SERVERS[name].has_role("calibrated") else 40)  # calibrated: /id and /hello only
     finally:
         session.release(name)
 

@@ -25,6 +25,8 @@ ROLES = {
                 "it runs on the upstream CPUs and never sleeps while others are measured",
     "ceiling": "answers from static files with no framework: the ceiling the others are read against, never ranked "
                "among them",
+    "calibrated": "answers known by construction (calibrated/): measured by `make calibrate` only, never chosen by "
+                  "default, never ranked",
 }
 
 
@@ -272,6 +274,11 @@ def _check_ports_unique(servers: list[Server]) -> None:
 
 def with_role(servers: dict[str, Server], role: str) -> list[Server]:
     return [s for s in servers.values() if s.has_role(role)]
+
+
+def by_default(servers: dict[str, Server]) -> list[Server]:
+    """The servers a command takes when none are named: all but the calibrated one (measured by `make calibrate`)."""
+    return [s for s in servers.values() if not s.has_role("calibrated")]
 
 
 def upstream_of(servers: dict[str, Server]) -> Server | None:

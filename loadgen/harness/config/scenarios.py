@@ -137,6 +137,12 @@ def _run(raw: dict, where: str, index: int) -> LoadRun:
     return LoadRun(label=label, load=load, rate_share=float(share) if share is not None else None)
 
 
+def parse_run(raw: dict, where: str, index: int) -> LoadRun:
+    """One load as scenarios.toml writes it (its load fields, a label), checked; for other plans of loads
+    (calibrate.toml)."""
+    return _run(raw, where, index)
+
+
 def _warmup_load(raw, where: str) -> WarmupLoad | None:
     if raw is None:
         return None

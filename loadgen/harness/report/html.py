@@ -8,6 +8,7 @@ from pathlib import Path
 
 import harness.report.run_conditions as cond
 from harness.basics.formats import fmt_ms, fmt_rate
+from harness.report import calibration_page
 from harness.report.cells import (
     INTERVAL_NOTE,
     bytes_text,
@@ -308,6 +309,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         *(['<p class="sub"><a href="versus.html">make versus: head ÷ base, its rounds and the two builds\' '
            'footprints</a></p>'] if c.get("versus") else []),
         "<h2>At a glance</h2>", _glance(model),
+        calibration_page.html(model.run),
     ]
     missing = cond.not_measured(model.run)
     if missing:

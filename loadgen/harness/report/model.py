@@ -162,8 +162,9 @@ def rps_of(r: Record) -> float:
 def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     """Groups, ranks and colours; `run` must have been through flags.evaluate."""
     ceilings = run.with_role("ceiling")
+    calibrated = run.with_role("calibrated")  # its records are judged against known answers (calibration_page.py)
     scenarios: dict[str, dict[str, list[Record]]] = {}
-    for r in run.records:
+    for r in (r for r in run.records if r.server not in calibrated):
         scenarios.setdefault(r.scenario, {}).setdefault(r.label, []).append(r)
     out = []
     for name, runs in scenarios.items():

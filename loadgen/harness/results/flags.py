@@ -305,10 +305,11 @@ def evaluate(run: Run) -> None:
     """Set every record's flags and ranked; its summary stays the one computed when it was made, completed only where an
     older harness wrote none or one without intervals (harness.results.summary.completed)."""
     upstream_rates = _upstream_rates(run)
+    calibrated = run.with_role("calibrated")  # judged against known answers (make calibrate), never ranked
     for record in run.records:
         record.summary = summaries.completed(record)
         record.flags = flags_for(record, upstream_rates, run.verification)
-        record.ranked = ranking.takes_part(record)
+        record.ranked = ranking.takes_part(record) and record.server not in calibrated
 
 
 def evaluate_and_save(store: RunStore) -> None:

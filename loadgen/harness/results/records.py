@@ -328,6 +328,7 @@ class Run:
     servers: dict[str, dict[str, Any]]
     records: list[Record]
     overhead: dict[str, Any] | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
+    calibration: list[dict[str, Any]] | None = None  # make calibrate: known and measured (harness.measuring.calibration)
     schema: int = SCHEMA  # the schema the file was written in
 
     @classmethod
@@ -346,7 +347,7 @@ class Run:
                 name: _read(Verification.from_dict, v, f"verification {name!r}", source) for name, v in verification.items()},
             servers=d.get("servers") or {},
             records=[_read(Record.from_dict, r, f"record {i}", source) for i, r in enumerate(d.get("records") or [], 1)],
-            overhead=d.get("overhead"), schema=schema)
+            overhead=d.get("overhead"), calibration=d.get("calibration"), schema=schema)
 
     def with_role(self, role: str) -> set[str]:
         """The servers of this run with `role` (manifest.ROLES), as recorded when each was started; a run whose
@@ -369,6 +370,8 @@ class Run:
         }
         if self.overhead is not None:
             out["overhead"] = self.overhead
+        if self.calibration is not None:
+            out["calibration"] = self.calibration
         return out
 
 

@@ -170,6 +170,10 @@ class RunStore:
         self.run.overhead = ratios
         self.save()
 
+    def set_calibration(self, loads: list[dict[str, Any]]) -> None:
+        self.run.calibration = loads
+        self.save()
+
 
 def _fsync_folder(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)

@@ -1,0 +1,274 @@
+//! One event loop per server core (epoll, level-triggered), all accepting from one listening socket (EPOLLEXCLUSIVE
+//! wakes one loop per connection). A request that must wait (its slot under the cap, its service time, its delay)
+//! parks its connection on a timer (timerfd: nanoseconds, where epoll_wait's own timeout has milliseconds) and the
+//! loop serves the others meanwhile; a CPU burn runs on the loop, so c connections on N loops take c·B/N each.
+//! A connection's requests are answered in order, one at a time (pipelined ones wait in its buffer).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::http::{self, Answer, Parsed};
+use crate::sys::{self, Epoll, EpollEvent, Timer, EPOLLEXCLUSIVE, EPOLLIN, EPOLLOUT};
+use crate::{Settings, Shared};
+
+const LISTENER: u64 = u64::MAX;
+const TIMER: u64 = u64::MAX - 1;
+const READ_CHUNK: usize = 16 * 1024;
+
+enum Stage {
+    Slot,
+    Hold { number: u64, delayed: bool },
+}
+
+struct Pending {
+    settings: Settings,
+    start: Instant,
+    keep: bool,
+    stage: Stage,
+    until: Instant,
+}
+
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    pending: Option<Pending>,
+    close_after: bool,
+    watching_out: bool,
+}
+
+impl Conn {
+    fn answer(&mut self, answer: &Answer, keep: bool) {
+        let keep = keep && !answer.closes();
+        http::write_answer(&mut self.out, answer, keep);
+        if !keep {
+            self.close_after = true;
+        }
+    }
+
+    /// Serves what the buffer holds until a request must wait (returns when it may go on) or nothing is left.
+    fn drive(&mut self, defaults: &Settings, shared: &Shared) -> Option<Instant> {
+        loop {
+            if let Some(p) = &self.pending {
+                if Instant::now() < p.until {
+                    return Some(p.until);
+                }
+                let p = self.pending.take().expect("checked above");
+                match p.stage {
+                    Stage::Slot => self.after_slot(p.settings, p.start, p.keep, shared),
+                    Stage::Hold { number, delayed } => self.answer_hello(number, delayed, p.keep),
+                }
+                continue;
+            }
+            if self.close_after {
+                return None;
+            }
+            let req = match http::parse(&self.buf) {
+                Parsed::Incomplete => return None,
+                Parsed::Bad(why) => {
+                    self.answer(&Answer::bad_request(why), false);
+                    return None;
+                }
+                Parsed::Done(req) if self.buf.len() < req.head_len + req.body_len => return None, // body to come
+                Parsed::Done(req) => req,
+            };
+            self.buf.drain(..req.head_len + req.body_len);
+            let (path, query) = req.target.split_once('?').unwrap_or((&req.target, ""));
+            match path {
+                "/id" => self.answer(&Answer::ok("text/plain", "calibrated"), req.keep_alive),
+                "/hello" => match defaults.with_query(query) {
+                    Ok(settings) => self.begin(settings, Instant::now(), req.keep_alive, shared),
+                    Err(why) => self.answer(&Answer::bad_request(why), false),
+                },
+                _ => self.answer(&Answer::not_found(), req.keep_alive),
+            }
+        }
+    }
+
+    fn begin(&mut self, settings: Settings, start: Instant, keep: bool, shared: &Shared) {
+        if settings.cap > 0 {
+            let slot = shared.take_slot(settings.cap);
+            if slot > Instant::now() {
+                self.pending = Some(Pending {
+                    settings,
+                    start,
+                    keep,
+                    stage: Stage::Slot,
+                    until: slot,
+                });
+                return;
+            }
+        }
+        self.after_slot(settings, start, keep, shared);
+    }
+
+    fn after_slot(&mut self, settings: Settings, start: Instant, keep: bool, shared: &Shared) {
+        crate::burn_cpu(std::time::Duration::from_micros(settings.burn_us));
+        let (number, delayed, hold) = shared.count(&settings);
+        let until = start + hold;
+        if until > Instant::now() {
+            self.pending = Some(Pending {
+                settings,
+                start,
+                keep,
+                stage: Stage::Hold { number, delayed },
+                until,
+            });
+        } else {
+            self.answer_hello(number, delayed, keep);
+        }
+    }
+
+    fn answer_hello(&mut self, number: u64, delayed: bool, keep: bool) {
+        let answer = Answer::ok("text/plain; charset=utf-8", "Hello World")
+            .with_note(format!("request={number}; delayed={}", u8::from(delayed)));
+        self.answer(&answer, keep);
+    }
+
+    /// Reads what has arrived; false when the peer closed or the connection failed.
+    fn read_in(&mut self) -> bool {
+        let mut chunk = [0u8; READ_CHUNK];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    if n < chunk.len() {
+                        return true; // drained (level-triggered epoll says so again if more comes): no EAGAIN read
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Writes what it can; false when the connection failed.
+    fn flush(&mut self) -> bool {
+        while !self.out.is_empty() {
+            match self.stream.write(&self.out) {
+                Ok(n) => {
+                    self.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+}
+
+struct Loop {
+    epoll: Epoll,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    defaults: Settings,
+    shared: &'static Shared,
+}
+
+impl Loop {
+    /// Takes one waiting connection, not all of them: the listener stays readable while more wait, so the other
+    /// loops (woken one per connection by EPOLLEXCLUSIVE) get their share and connections spread over the cores.
+    fn accept(&mut self, listener: &TcpListener) {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(_) => return, // WouldBlock: another loop took it; EINTR: it is still readable; EMFILE: it waits
+        };
+        if stream.set_nonblocking(true).is_err() {
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let id = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        if self.epoll.add(stream.as_raw_fd(), EPOLLIN, id as u64).is_err() {
+            self.free.push(id);
+            return;
+        }
+        let conn = Conn {
+            stream,
+            buf: Vec::new(),
+            out: Vec::new(),
+            pending: None,
+            close_after: false,
+            watching_out: false,
+        };
+        self.conns[id] = Some(conn);
+    }
+
+    /// Serves connection `id` after an event or its timer (`readable`: read first); closes it when done or failed.
+    fn serve(&mut self, id: usize, readable: bool) {
+        let Some(conn) = self.conns.get_mut(id).and_then(|c| c.as_mut()) else {
+            return;
+        };
+        let alive = !readable || conn.read_in();
+        let wake = if alive {
+            conn.drive(&self.defaults, self.shared)
+        } else {
+            None
+        };
+        let flushed = alive && conn.flush();
+        let done = !flushed || (conn.close_after && conn.out.is_empty() && conn.pending.is_none());
+        if done {
+            self.conns[id] = None; // closing the socket takes it out of the epoll set
+            self.free.push(id);
+            return;
+        }
+        let want_out = !conn.out.is_empty();
+        if want_out != conn.watching_out {
+            let events = if want_out { EPOLLIN | EPOLLOUT } else { EPOLLIN };
+            let _ = self.epoll.modify(conn.stream.as_raw_fd(), events, id as u64);
+            conn.watching_out = want_out;
+        }
+        if let Some(at) = wake {
+            self.timers.push(Reverse((at, id)));
+        }
+    }
+}
+
+pub fn run(listener: Arc<TcpListener>, defaults: Settings, shared: &'static Shared) -> io::Result<()> {
+    sys::precise_timers();
+    let timer = Timer::new()?;
+    let mut lp = Loop {
+        epoll: Epoll::new()?,
+        conns: Vec::new(),
+        free: Vec::new(),
+        timers: BinaryHeap::new(),
+        defaults,
+        shared,
+    };
+    lp.epoll.add(listener.as_raw_fd(), EPOLLIN | EPOLLEXCLUSIVE, LISTENER)?;
+    lp.epoll.add(timer.0, EPOLLIN, TIMER)?;
+    let mut events = vec![EpollEvent { events: 0, data: 0 }; 256];
+    loop {
+        let n = lp.epoll.wait(&mut events)?;
+        for event in &events[..n] {
+            let (data, flags) = (event.data, event.events);
+            match data {
+                LISTENER => lp.accept(&listener),
+                TIMER => timer.clear(),
+                id => lp.serve(id as usize, flags & EPOLLIN != 0 || flags & EPOLLOUT == 0),
+            }
+        }
+        let now = Instant::now();
+        while let Some(&Reverse((at, id))) = lp.timers.peek() {
+            if at > now {
+                break;
+            }
+            lp.timers.pop();
+            lp.serve(id, false);
+        }
+        if let Some(&Reverse((at, _))) = lp.timers.peek() {
+            timer.set(at.saturating_duration_since(Instant::now()));
+        }
+    }
+}

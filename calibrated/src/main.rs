@@ -1,0 +1,185 @@
+//! The calibrated server: answers whose timing and cost are known by construction, so that every load tool's
+//! figures can be checked against a truth (README.md, "Calibration").
+//!
+//! GET /hello answers "Hello World" after, in this order:
+//! - waiting for its slot under the rate cap (`cap` requests per second for all connections together; 0: none),
+//! - burning `burn_us` µs of CPU, measured on the thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID), so preemption
+//!   does not shorten it,
+//! - sleeping until `service_us` µs after the request was read (plus `delay_us` for 1 request in `every`, counted
+//!   over all connections: requests number 0, 1, 2, ...; every one whose number is `every - 1` modulo `every`).
+//!
+//! Each setting comes from the request's query (/hello?service_us=5000&every=20&delay_us=20000) or else from the
+//! environment at start (CAL_SERVICE_US, CAL_EVERY, CAL_DELAY_US, CAL_BURN_US, CAL_CAP).
+//!
+//! Design: one epoll event loop per core (SERVER_CORES, event_loop.rs), so that its own cost per request is small
+//! (a tool-bound calibration needs the tool to cost more per request than the server); a waiting request parks its
+//! connection on a nanosecond timer and holds only that connection, as the arithmetic of a closed loop assumes.
+//! GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the default action).
+//! Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a client can tell the
+//! delayed requests from the others.
+
+mod event_loop;
+mod http;
+mod sys;
+
+use std::env;
+use std::net::{TcpListener, ToSocketAddrs};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const DEFAULT_PORT: u16 = 8089;
+
+/// What one request is asked to do; the defaults come from the environment.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Settings {
+    pub service_us: u64,
+    pub every: u64,
+    pub delay_us: u64,
+    pub burn_us: u64,
+    pub cap: u64,
+}
+
+impl Settings {
+    fn from_env() -> Result<Settings, String> {
+        Ok(Settings {
+            service_us: env_u64("CAL_SERVICE_US")?,
+            every: env_u64("CAL_EVERY")?,
+            delay_us: env_u64("CAL_DELAY_US")?,
+            burn_us: env_u64("CAL_BURN_US")?,
+            cap: env_u64("CAL_CAP")?,
+        })
+    }
+
+    /// These settings with the query's own (`a=1&b=2`); an unknown name or a value that is not a whole number is an
+    /// error (answered 400).
+    pub fn with_query(mut self, query: &str) -> Result<Settings, String> {
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let number: u64 = value
+                .parse()
+                .map_err(|_| format!("{name}={value:?} is not a whole number"))?;
+            match name {
+                "service_us" => self.service_us = number,
+                "every" => self.every = number,
+                "delay_us" => self.delay_us = number,
+                "burn_us" => self.burn_us = number,
+                "cap" => self.cap = number,
+                _ => return Err(format!("unknown setting {name:?}")),
+            }
+        }
+        Ok(self)
+    }
+}
+
+fn env_u64(name: &str) -> Result<u64, String> {
+    match env::var(name) {
+        Ok(v) if !v.is_empty() => v.parse().map_err(|_| format!("{name}={v:?} is not a whole number")),
+        _ => Ok(0),
+    }
+}
+
+/// Shared by every connection: the request counter (1 in k) and the rate cap's next free slot.
+pub struct Shared {
+    requests: AtomicU64,
+    next_slot: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    pub fn new() -> Shared {
+        Shared {
+            requests: AtomicU64::new(0),
+            next_slot: Mutex::new(None),
+        }
+    }
+
+    /// The next free slot under a cap of `cap` requests per second (all connections together), taken.
+    pub fn take_slot(&self, cap: u64) -> Instant {
+        let spacing = Duration::from_nanos(1_000_000_000 / cap);
+        let mut next = self.next_slot.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let slot = next.map_or(now, |n| n.max(now));
+        *next = Some(slot + spacing);
+        slot
+    }
+
+    /// The request's number, whether it is one of the 1 in `every` delayed, and how long after it was read it is
+    /// answered (its service time, plus the delay when delayed).
+    pub fn count(&self, s: &Settings) -> (u64, bool, Duration) {
+        let number = self.requests.fetch_add(1, Ordering::Relaxed);
+        let delayed = s.every > 0 && number % s.every == s.every - 1;
+        let hold = s.service_us + if delayed { s.delay_us } else { 0 };
+        (number, delayed, Duration::from_micros(hold))
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared::new()
+    }
+}
+
+/// Spins until this thread has used `amount` more CPU time: exact in CPU, whatever else runs on the core.
+pub fn burn_cpu(amount: Duration) {
+    if amount.is_zero() {
+        return;
+    }
+    let until = sys::thread_cpu_time() + amount;
+    let mut x: u64 = 1;
+    while sys::thread_cpu_time() < until {
+        for _ in 0..64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let host = env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
+    let port: u16 = match env::var("PORT") {
+        Ok(p) if !p.is_empty() => p.parse().map_err(|_| format!("PORT={p:?} is not a port"))?,
+        _ => DEFAULT_PORT,
+    };
+    let defaults = Settings::from_env()?;
+    let addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("cannot resolve HOST {host:?}"))?;
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("cannot make the listener non-blocking: {e}"))?;
+    let cores = match env::var("SERVER_CORES") {
+        Ok(c) if !c.is_empty() => c.parse().map_err(|_| format!("SERVER_CORES={c:?} is not a number"))?,
+        _ => thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let listener = Arc::new(listener);
+    let shared: &'static Shared = Box::leak(Box::new(Shared::new()));
+    println!("calibrated listening on http://{addr}, {cores} event loop(s) (defaults {defaults:?})");
+    let loops: Vec<_> = (0..cores.max(1))
+        .map(|_| {
+            let listener = Arc::clone(&listener);
+            thread::spawn(move || event_loop::run(listener, defaults, shared))
+        })
+        .collect();
+    for handle in loops {
+        match handle.join() {
+            Ok(Err(e)) => return Err(format!("an event loop failed: {e}")),
+            Err(_) => return Err("an event loop panicked".into()),
+            Ok(Ok(())) => {}
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("calibrated: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

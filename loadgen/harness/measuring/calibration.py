@@ -1,0 +1,221 @@
+"""`make calibrate`: every load tool against the calibrated server (calibrated/, the server with the role "calibrated"),
+each load's answers known in advance from the server's settings (harness/results/known_answers.py), measured like any
+run (a campaign: contract check, warm-up, attempts, CPU sampling, flags) and judged figure by figure: req/s, p50, p99,
+p99.9, the server's CPU µs per request, and whether `loadgen-saturated` fired when, and only when, the tool was the
+limit. The plan is data: loadgen/calibrate.toml. The run's results.json keeps the judgement under "calibration"; the
+report shows it (harness/report/calibration_page.py)."""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from harness.basics.messages import console, say
+from harness.config.scenarios import LoadRun, Scenario, ScenarioError, Settings, WarmupRule, parse_run
+from harness.results import flag_kinds as kinds
+from harness.results import flags
+from harness.results import known_answers as ka
+from harness.results.records import Record, Run
+from harness.tools import TOOLS
+
+PLAN_FILE = Path(__file__).resolve().parents[2] / "calibrate.toml"
+SCENARIO_PREFIX = "calibrate-"
+SERVER_ROUTE = "hello"
+
+
+@dataclass(frozen=True)
+class CalibrationLoad:
+    """One load of the plan: its tool, label, the server's settings and the load itself."""
+
+    tool: str
+    label: str
+    server: ka.ServerSettings
+    run: LoadRun
+
+    @property
+    def scenario(self) -> str:
+        return f"{SCENARIO_PREFIX}{self.tool}-{self.label}"
+
+    @property
+    def open_loop(self) -> bool:
+        """Sent on a schedule rather than when answers come back: Gatling always, oha when given a rate (httperf's
+        rate is one of new connections, each of them a closed loop)."""
+        return self.tool in ka.OPEN_LOOP_TOOLS or (self.tool == "oha" and bool(self.run.load.get("rate")))
+
+
+@dataclass(frozen=True)
+class Plan:
+    loads: tuple[CalibrationLoad, ...]
+    settings: Settings
+
+
+def read_plan(path: Path | None = None, attempts: int | None = None) -> Plan:
+    """The calibration plan from `path` (default: PLAN_FILE); a bad entry is one ScenarioError naming it."""
+    path = path or PLAN_FILE
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ScenarioError(f"{path}: {exc}; fix it (git diff {path.name} shows what changed)") from None
+    table = data.get("settings") or {}
+    warmup = table.get("warmup") or {"duration_s": 1, "runs": 2}
+    count = attempts or table.get("attempts", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ScenarioError(f"{path.name} [settings] attempts = {count!r}: give a positive integer")
+    runs = max(2, int(warmup.get("runs", 2)))
+    # the server has no JIT to warm: a fixed number of runs, whatever their trend (tolerance 100 %)
+    settings = Settings(repeat=count, warmup=WarmupRule(duration_s=float(warmup.get("duration_s", 1)), tolerance=1.0,
+                                                        max_runs=runs, window=runs, max_s=60.0), forced=True)
+    loads = []
+    for index, raw in enumerate(data.get("load") or []):
+        where = f"{path.name} [[load]] {index + 1}"
+        if not isinstance(raw, dict) or raw.get("tool") not in TOOLS:
+            raise ScenarioError(f"{where}: tool {raw.get('tool') if isinstance(raw, dict) else raw!r} is not one of "
+                                f"{', '.join(TOOLS)}")
+        server = raw.get("server") or {}
+        known_names = set(ka.ServerSettings.__dataclass_fields__)
+        if not isinstance(server, dict) or set(server) - known_names or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in server.values()):
+            raise ScenarioError(f"{where}: server = {server!r}: give whole numbers ≥ 0 for some of "
+                                f"{', '.join(sorted(known_names))}")
+        label = str(raw.get("label") or f"load{index + 1}")
+        loads.append(CalibrationLoad(raw["tool"], label, ka.ServerSettings(**server),
+                          parse_run({"label": label, **(raw.get("run") or {})}, where, 0)))
+    if not loads:
+        raise ScenarioError(f"{path.name} lists no [[load]]: add one (see the file's header)")
+    return Plan(tuple(loads), settings)
+
+
+def scenarios(plan: Plan) -> list[Scenario]:
+    """Each load as a scenario of its own on the calibrated server's /hello, its settings in the query."""
+    return [Scenario(load.scenario, f"calibration: {load.tool} {load.label}", load.tool,
+                     ((SERVER_ROUTE, "/hello" + load.server.query()),), (load.run,), None, in_bench=False)
+            for load in plan.loads]
+
+
+def measured(record: Record) -> ka.Observed:
+    """What `record` (flags evaluated) measured, as the judgement reads it."""
+    cost = (record.summary.cost_us or {}).get("median") if record.summary else None
+    latency = {name: record.latency_ms.get(name) for name in ka.PERCENTILES}
+    return ka.Observed(record.rps, latency, cost, kinds.LOADGEN_BOUND.name in flags.names(record),
+                       flags.utilization(record, "server"), flags.utilization(record, "loadgen"))
+
+
+def server_cores(record: Record) -> int:
+    sample = next((a.samples.get("server") for a in record.attempts if a.samples.get("server")), None)
+    return (sample.cores if sample and sample.cores else None) or 1
+
+
+def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float | None, k: ka.Known) -> tuple[float | None, str]:
+    """What `load`'s tool should read for percentile `name` where it cannot be exact (None: the truth), and why."""
+    if known_ms is None:
+        return None, ""
+    if load.tool == "ab" and name == "p99.9":
+        return None, "ab's percentile file (-e) has whole percents only"
+    if load.tool == "ab" and all(float(record.latency_ms.get(p) or 0.5).is_integer() for p in ("p50", "p99")):
+        return round(known_ms), "ab's figures are its table's whole ms (±0.5 ms)"
+    if load.tool == "wrk" and k.limit == ka.PACE_LIMIT and record.rps and load.run.load.get("concurrency"):
+        interval = load.run.load["concurrency"] * 1000 / record.rps
+        corrected = ka.wrk_corrected(k.latencies, interval)
+        wrk_reads = ka.percentile(corrected, float(name[1:]))
+        if wrk_reads is not None and abs(wrk_reads - known_ms) > 1e-9:
+            return wrk_reads, (f"wrk adds a sample every {interval:.2f} ms a slow answer held its connection "
+                               f"(coordinated omission): it should read {wrk_reads:.3f} ms, "
+                               f"{wrk_reads - known_ms:+.3f} ms from the truth")
+        added = len(corrected) - len(k.latencies)
+        if added:
+            return None, (f"wrk's correction of coordinated omission adds {added} sample(s) per delayed answer here "
+                          f"(every {interval:.2f} ms it held its connection): not enough to move {name}")
+    if load.tool == "httperf":
+        return None, "httperf gives no percentiles"
+    if load.tool == "gatling":
+        return None, "Gatling's percentiles are whole ms, and each user opens its own connection"
+    return None, ""
+
+
+def rate_note(load: CalibrationLoad, record: Record) -> str:
+    """Where `load`'s tool measures its rate other than over the load as asked, and by how much."""
+    asked = load.run.load.get("duration_s")
+    if load.tool in ("wrk", "oha") and asked and asked != int(asked):
+        return f"{load.tool} takes whole seconds: it ran {math.ceil(asked)} s for the {asked:g} s asked"
+    if load.tool == "gatling" and asked:
+        span = asked + (load.server.service_us + load.server.delay_us) / 1e6  # the last users' answers come after
+        low, high = math.floor(span), math.ceil(span)
+        return (f"Gatling divides its count by its run's span in whole seconds: {span:.2f} s reads as {low} or "
+                f"{high} s, {asked / low - 1:+.1%} or {asked / high - 1:+.1%} on its rate")
+    connections, opened = load.run.load.get("concurrency"), load.run.load.get("rate")
+    took = record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None)
+    if load.tool == "httperf" and connections and opened and took:
+        ramp = connections / opened  # its connections open one by one at `rate` per second: half of them, on average
+        return (f"httperf opens its {connections} connections at {opened:g}/s: {ramp * 1000:.0f} ms below full "
+                f"concurrency, about {-ramp / 2 / took:+.1%} on its rate")
+    return ""
+
+
+def judge(load: CalibrationLoad, record: Record | None) -> dict:
+    """One load's verdict: its known answers and, figure by figure, what was measured and whether it is within
+    tolerance (the miss explained)."""
+    entry = {"tool": load.tool, "label": load.label, "scenario": load.scenario, "server_settings": vars(load.server),
+             "load": load.run.load}
+    if record is None or record.rps is None:
+        return {**entry, "figures": [], "failed": (record.failed if record else None) or "not measured"}
+    cores = server_cores(record)
+    offered = load.run.load.get("rate") if load.open_loop else None
+    k = ka.known(load.server, load.run.load.get("concurrency") or 0, cores, offered)
+    m = measured(record)
+    rate = ka.judge_rate(k, m)
+    extra = rate_note(load, record)
+    rate.note = "; ".join(n for n in (rate.note, extra) if n)
+    figures = [rate]
+    for name in ka.PERCENTILES:
+        known_ms = ka.percentile(k.latencies, float(name[1:])) if k.latencies else None
+        _, note = tool_note(load, record, name, known_ms, k)
+        figure = ka.judge_latency(name, known_ms, m.latency_ms.get(name), note)
+        if figure.ok is False:
+            figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms)) if n)
+        figures.append(figure)
+    figures += [ka.judge_cost(k, m), ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)]
+    return {**entry, "server_cores": cores, "limit": k.limit, "why": k.why, "figures": [f.to_dict() for f in figures],
+            "failed": None}
+
+
+def judge_run(run: Run, plan: Plan, server: str) -> list[dict]:
+    """Every load of `plan` judged from `run`'s records of `server` (flags evaluated first)."""
+    flags.evaluate(run)
+    by_scenario = {r.scenario: r for r in run.records if r.server == server}
+    return [judge(load, by_scenario.get(load.scenario)) for load in plan.loads]
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 100 else f"{value:,.0f}"
+
+
+def print_verdicts(loads: list[dict]) -> tuple[int, int]:
+    """The known-against-measured table; returns (passed, missed)."""
+    table = Table(title="make calibrate: known against measured (pass: within tolerance; n/a: not given or not judged)")
+    for column in ("tool", "load", "limit", "figure", "known", "measured", "verdict", "why"):
+        table.add_column(column, justify="right" if column in ("known", "measured") else "left", overflow="fold")
+    passed = missed = 0
+    for entry in loads:
+        if entry.get("failed"):
+            table.add_row(entry["tool"], entry["label"], "", "", "", "", "[red]failed[/]", entry["failed"])
+            missed += 1
+            continue
+        for i, f in enumerate(entry["figures"]):
+            verdict = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[dim]n/a[/]"}[f["ok"]]
+            passed += f["ok"] is True
+            missed += f["ok"] is False
+            first = i == 0
+            table.add_row(entry["tool"] if first else "", entry["label"] if first else "",
+                          entry["limit"] if first else "", f["figure"], _cell(f["known"]), _cell(f["measured"]),
+                          verdict, f["note"])
+        table.add_section()
+    console.print(table)
+    say(f"calibration: {passed} figure(s) within tolerance, {missed} missed (each miss explained above)")
+    return passed, missed

@@ -1,0 +1,194 @@
+"""The calibration's arithmetic (harness/results/known_answers.py): what a load against the calibrated server must
+measure, the judgement of what a tool measured, and the plan (loadgen/calibrate.toml) as the harness reads it."""
+import pytest
+
+from harness.config.scenarios import ScenarioError
+from harness.measuring import calibration
+from harness.report import calibration_page, model
+from harness.results import flag_kinds as kinds
+from harness.results import known_answers as ka
+from harness.results.records import Record, Run
+
+PACED = ka.ServerSettings(service_us=10000, every=20, delay_us=30000)
+
+
+def test_a_paced_closed_loop_runs_at_c_over_the_mean_cycle_with_a_two_point_latency():
+    k = ka.known(PACED, concurrency=16, server_cores=1)
+    assert k.limit == ka.PACE_LIMIT
+    assert k.rps == pytest.approx(16 / 0.0115)  # 16 connections, 10 ms + 30 ms / 20 each
+    assert k.latencies == ((10.0, 0.95), (40.0, 0.05))
+    assert ka.percentile(k.latencies, 50) == 10.0
+    assert ka.percentile(k.latencies, 95) == 10.0  # exactly 95 % answer in 10 ms
+    assert ka.percentile(k.latencies, 95.1) == 40.0
+    assert ka.percentile(k.latencies, 99) == 40.0
+    assert ka.percentile(k.latencies, 99.9) == 40.0
+
+
+def test_a_rare_delay_moves_p99_9_but_not_p99():
+    k = ka.known(ka.ServerSettings(service_us=2000, every=500, delay_us=8000), concurrency=4, server_cores=1)
+    assert ka.percentile(k.latencies, 99) == 2.0
+    assert ka.percentile(k.latencies, 99.9) == 10.0
+    assert k.rps == pytest.approx(4 / 0.002016)
+
+
+def test_a_cpu_burn_makes_the_server_the_limit_at_its_cores_over_the_burn():
+    k = ka.known(ka.ServerSettings(burn_us=2000), concurrency=8, server_cores=2)
+    assert (k.limit, k.rps, k.cost_us) == (ka.SERVER_LIMIT, 1000.0, 2000)
+    assert k.latencies == ((8.0, 1.0),)  # 8 requests share 2 cores, 2 ms of CPU each: 8 ms
+
+
+def test_the_cap_sets_the_rate_and_every_request_waits_its_turn():
+    k = ka.known(ka.ServerSettings(cap=1000), concurrency=8, server_cores=1)
+    assert (k.limit, k.rps, k.latencies) == (ka.CAP_LIMIT, 1000, ((8.0, 1.0),))
+
+
+def test_nothing_asked_of_the_server_leaves_the_tool_as_the_limit():
+    k = ka.known(ka.ServerSettings(), concurrency=32, server_cores=1)
+    assert (k.limit, k.rps, k.latencies) == (ka.TOOL_LIMIT, None, ())
+
+
+def test_an_open_loop_under_every_bound_runs_at_its_offered_rate():
+    k = ka.known(PACED, concurrency=32, server_cores=1, offered_rps=500)
+    assert (k.limit, k.rps) == (ka.PACE_LIMIT, 500)
+    assert ka.percentile(k.latencies, 99) == 40.0
+    beyond = ka.known(ka.ServerSettings(cap=400), concurrency=32, server_cores=1, offered_rps=500)
+    assert (beyond.limit, beyond.rps) == (ka.CAP_LIMIT, 400)
+
+
+def test_wrk_back_fills_a_slow_answer_every_expected_interval():
+    # wrk's stats_correct: a 40 ms sample with an 11.5 ms interval gains 28.5 and 17 ms (5.5 is not above 11.5)
+    corrected = ka.wrk_corrected(((10.0, 0.95), (40.0, 0.05)), 11.5)
+    assert sorted(corrected) == [(10.0, 0.95), (17.0, 0.05), (28.5, 0.05), (40.0, 0.05)]
+    assert ka.percentile(corrected, 90) == 17.0  # the truth's p90 is 10 ms
+    assert ka.percentile(((10.0, 0.95), (40.0, 0.05)), 90) == 10.0
+
+
+def test_req_s_passes_within_2_percent_and_a_miss_says_how_much_time_each_request_lost():
+    k = ka.known(PACED, concurrency=16, server_cores=1)
+    assert ka.judge_rate(k, ka.Observed(rps=k.rps * 0.981)).ok is True
+    miss = ka.judge_rate(k, ka.Observed(rps=k.rps * 0.97))
+    assert miss.ok is False
+    # 16 connections at 97 %: 16 / (0.97 · 16 / 11.5 ms) − 11.5 ms = 356 µs more per request
+    assert miss.note.startswith("-3.0%: each request took 356 µs more than its sleeps")
+
+
+def test_percentiles_pass_within_5_percent_or_0_2_ms_whichever_is_wider():
+    assert ka.judge_latency("p50", 10.0, 10.49).ok is True
+    assert ka.judge_latency("p50", 10.0, 10.51).ok is False
+    assert ka.judge_latency("p50", 2.0, 2.19).ok is True  # 5 % of 2 ms is 0.1 ms: the 0.2 ms floor applies
+    assert ka.judge_latency("p50", 2.0, 2.21).ok is False
+    assert ka.judge_latency("p99", 40.0, None, "httperf gives no percentiles").ok is None
+
+
+def test_cpu_per_request_is_judged_only_where_the_server_is_the_limit():
+    burn = ka.known(ka.ServerSettings(burn_us=2000), concurrency=8, server_cores=1)
+    assert ka.judge_cost(burn, ka.Observed(rps=500, cost_us=2190)).ok is True
+    assert ka.judge_cost(burn, ka.Observed(rps=500, cost_us=2210)).ok is False
+    paced = ka.known(PACED, concurrency=16, server_cores=1)
+    assert ka.judge_cost(paced, ka.Observed(rps=1391, cost_us=80)).ok is None
+
+
+def test_the_saturation_flag_must_fire_when_and_only_when_the_tool_is_the_limit():
+    cheap = ka.known(ka.ServerSettings(), concurrency=32, server_cores=1)
+    burn = ka.known(ka.ServerSettings(burn_us=2000), concurrency=8, server_cores=1)
+    name = kinds.LOADGEN_BOUND.name
+    assert ka.judge_flag(cheap, ka.Observed(1e4, saturated=True, server_util=0.4, loadgen_util=0.98), name).ok is True
+    quiet = ka.judge_flag(cheap, ka.Observed(1e4, saturated=False, server_util=0.2, loadgen_util=0.2), name)
+    assert quiet.ok is False and "neither side kept its cores busy" in quiet.note
+    both = ka.judge_flag(cheap, ka.Observed(1e4, cost_us=14.0, server_util=0.95, loadgen_util=0.97), name)
+    assert both.ok is False and "at 14 µs of CPU per request it costs about what this tool does" in both.note
+    assert ka.judge_flag(burn, ka.Observed(500, saturated=True, server_util=0.5, loadgen_util=0.95), name).ok is False
+    assert ka.judge_flag(burn, ka.Observed(500, saturated=False, server_util=1.0, loadgen_util=0.1), name).ok is True
+
+
+def test_the_project_plan_gives_every_tool_a_load_with_its_settings_in_the_query():
+    plan = calibration.read_plan()
+    assert {load.tool for load in plan.loads} == {"ab", "wrk", "httperf", "oha", "h2load", "gatling"}
+    scenarios = {s.name: s for s in calibration.scenarios(plan)}
+    assert scenarios["calibrate-wrk-paced"].targets == (("hello", "/hello?service_us=10000&every=20&delay_us=30000"),)
+    assert scenarios["calibrate-ab-cheap"].targets == (("hello", "/hello"),)
+    assert not any(s.in_bench for s in scenarios.values())
+    assert [load.open_loop for load in plan.loads if load.tool == "oha"] == [False, True, False, False]
+
+
+def test_a_plan_with_an_unknown_server_setting_is_one_error_naming_it(tmp_path):
+    path = tmp_path / "calibrate.toml"
+    path.write_text('[[load]]\ntool = "wrk"\nserver = { sleep_us = 5 }\nrun = { concurrency = 1, duration_s = 1 }\n')
+    with pytest.raises(ScenarioError, match=r"\[\[load\]\] 1: server = \{'sleep_us': 5\}"):
+        calibration.read_plan(path)
+
+
+def recorded(server: str, scenario: str, rps: float, cost_cpu_s: float, requests: int) -> Record:
+    attempt = {"attempt": 1, "requests": requests, "good_requests": requests, "rps": rps, "duration_s": requests / rps,
+               "latency_ms": {"p50": 10.3, "p99": 40.4}, "tool_processes": 1,
+               "samples": {"server": {"cores": 1, "cpu_s": cost_cpu_s}, "loadgen": {"cores": 1, "cpu_s": 0.1}}}
+    return Record.from_dict({"server": server, "scenario": scenario, "run": "paced", "tool": "wrk", "rps": rps,
+                             "latency_ms": attempt["latency_ms"], "requests": requests, "attempts": [attempt]})
+
+
+def test_a_recorded_load_is_judged_figure_by_figure_and_kept_out_of_the_ranking():
+    plan = calibration.read_plan()
+    wrk = next(load for load in plan.loads if load.scenario == "calibrate-wrk-paced")
+    run = Run("r", {}, {}, {"calibrated": {"roles": ["calibrated"]}},
+              [recorded("calibrated", wrk.scenario, 1380.0, 0.2, 4140)])
+    verdicts = calibration.judge_run(run, calibration.Plan((wrk,), plan.settings), "calibrated")
+    figures = {f["figure"]: f for f in verdicts[0]["figures"]}
+    assert figures["req/s"]["known"] == pytest.approx(1391.3) and figures["req/s"]["ok"] is True
+    assert (figures["p50"]["known"], figures["p50"]["ok"]) == (10.0, True)
+    assert (figures["p99"]["known"], figures["p99"]["ok"]) == (40.0, True)
+    assert (figures["p99.9"]["measured"], figures["p99.9"]["ok"]) == (None, None)
+    assert figures[kinds.LOADGEN_BOUND.name]["ok"] is True
+    run.calibration = verdicts
+    assert calibration_page.counts(run) == (4, 0)
+    assert model.build(run).scenarios == []  # never ranked: its records are on the calibration page only
+    assert not run.records[0].ranked
+
+
+def test_wrk_s_own_correction_is_printed_beside_the_truth_where_it_moves_a_percentile():
+    settings = ka.ServerSettings(service_us=10000, every=100, delay_us=30000)
+    load = calibration.CalibrationLoad("wrk", "paced", settings,
+                                       calibration.parse_run({"concurrency": 16, "duration_s": 3}, "test", 0))
+    k = ka.known(settings, 16, 1)
+    record = recorded("calibrated", load.scenario, 16 / 0.0103, 0.1, 4660)
+    # 1 in 100 held 40 ms, one connection's interval 10.3 ms: wrk adds 29.7 and 19.4 ms samples for each, so 3 of
+    # 102 samples lie above 10 ms and its p99 is the second of them, where the truth's p99 is 10 ms
+    expected, note = calibration.tool_note(load, record, "p99", ka.percentile(k.latencies, 99), k)
+    assert ka.percentile(k.latencies, 99) == 10.0
+    assert expected == pytest.approx(29.7)
+    assert "it should read 29.700 ms, +19.700 ms from the truth" in note
+    assert calibration.tool_note(load, record, "p50", 10.0, k) == (
+        None, "wrk's correction of coordinated omission adds 2 sample(s) per delayed answer here (every 10.30 ms it "
+              "held its connection): not enough to move p50")
+    ab = calibration.CalibrationLoad("ab", "paced", settings, load.run)
+    assert calibration.tool_note(ab, record, "p50", 10.0, k) == (None, "")  # p50 10.3, p99 40.4: µs from its -e file
+    whole = recorded("calibrated", load.scenario, 1380.0, 0.1, 4140)
+    whole.latency_ms = {"p50": 10.0, "p99": 40.0}
+    assert calibration.tool_note(ab, whole, "p50", 10.2, k) == (10, "ab's figures are its table's whole ms (±0.5 ms)")
+
+
+def test_httperf_s_connection_ramp_is_said_with_its_share_of_the_rate():
+    load = calibration.CalibrationLoad("httperf", "paced", PACED, calibration.parse_run(
+        {"concurrency": 16, "rate": 1000, "duration_s": 3}, "test", 0))
+    record = recorded("calibrated", load.scenario, 1380.0, 0.2, 4140)  # 3.0 s
+    assert calibration.rate_note(load, record) == ("httperf opens its 16 connections at 1000/s: 16 ms below full "
+                                                   "concurrency, about -0.3% on its rate")
+
+
+def test_gatling_s_whole_second_span_is_said_with_both_readings():
+    load = next(load for load in calibration.read_plan().loads if load.tool == "gatling")
+    record = recorded("calibrated", load.scenario, 198.0, 0.2, 1000)
+    # 5 s of users, the last answered up to 40 ms later: 5.04 s, read as 5 or 6 whole seconds
+    assert calibration.rate_note(load, record) == ("Gatling divides its count by its run's span in whole seconds: "
+                                                   "5.04 s reads as 5 or 6 s, +0.0% or -16.7% on its rate")
+
+
+def test_a_latency_miss_says_what_the_figures_show_about_it():
+    burn = ka.known(ka.ServerSettings(burn_us=2000), concurrency=8, server_cores=1)
+    starved = ka.Observed(rps=250, server_util=0.5, loadgen_util=0.1)
+    assert ka.latency_context(burn, starved, 16.0) == ("at the 50% of its cores the server had, the known latency is "
+                                                       "32.0 ms")
+    paced = ka.known(PACED, concurrency=16, server_cores=1)
+    busy_tool = ka.Observed(rps=900, saturated=True, server_util=0.05, loadgen_util=1.1)
+    assert ka.latency_context(paced, busy_tool, 10.0) == ("the tool was saturated (110% of its CPU): its own queueing "
+                                                          "is in these latencies")
+    assert ka.latency_context(paced, ka.Observed(rps=1391, server_util=0.05, loadgen_util=0.1), 10.0) == ""
