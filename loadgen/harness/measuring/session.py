@@ -39,9 +39,16 @@ class Session:
                 continue  # the other runtime's servers, or leftovers: not ours to use here, nor to forget
             if self.runtime.alive(entry):
                 up[name] = entry
-            else:
+            else:  # its remains go with its listing: an exited container, a dead leader's workers
+                self._clear_remains(entry)
                 self.state.drop(name)
         return up
+
+    def _clear_remains(self, entry: RunningServer) -> None:
+        try:
+            self.runtime.stop(entry)
+        except RuntimeFailure as exc:
+            warn(f"{entry.name} died and what it left could not be removed: {exc}")
 
     def port(self, server: Server) -> int:
         return self.ports.get(server.name, server.port)
