@@ -165,7 +165,7 @@ def test_bad_configuration_stops_before_anything_starts(case, tmp_path, monkeypa
     ('artifacts = "target"', r"'artifacts' must be a list of strings \(paths in the server's folder\), not 'target'"),
     ("startup_timeout_s = -1", r"'startup_timeout_s' must be a positive number of seconds, not -1"),
     ("env = { JAVA_OPTS = 1 }", r"'env' must be a table of strings \(NAME = \"value\"\), not \{'JAVA_OPTS': 1\}"),
-    ('roles = "ceiling"', r"'roles' must be a list of \['ceiling', 'upstream'\], not 'ceiling'"),
+    ('roles = "ceiling"', r"'roles' must be a list of \['calibrated', 'ceiling', 'upstream'\], not 'ceiling'"),
     ("prot = 8080", r"unknown key\(s\) 'prot'; a \[\[server\]\] has name, port, routes, run"),
 ])
 def test_every_manifest_field_is_checked_for_its_type(line, message, tmp_path):
