@@ -44,6 +44,15 @@ def fmt_ms(value: float | None) -> str:
     return f"{value:.3f}"
 
 
+def fmt_figure(value: float | bool | None) -> str:
+    """A known or measured figure of a calibration: 'n/a', 'yes'/'no' for a flag, three decimals under 100."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 100 else f"{value:,.0f}"
+
+
 def interval_text(s: dict[str, Any] | None, fmt: Callable[[float | None], str] | None = None) -> str:
     """'35,266 – 40,867 (75 %)' for a harness.basics.stats.describe result; '-' without an interval, the point with one
     attempt."""

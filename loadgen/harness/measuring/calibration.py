@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from harness.basics.formats import fmt_figure
 from harness.basics.messages import console, say
 from harness.config.scenarios import LoadRun, Scenario, ScenarioError, Settings, WarmupRule, parse_run
 from harness.results import flag_kinds as kinds
@@ -188,14 +189,6 @@ def judge_run(run: Run, plan: Plan, server: str) -> list[dict]:
     return [judge(load, by_scenario.get(load.scenario)) for load in plan.loads]
 
 
-def _cell(value) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 100 else f"{value:,.0f}"
-
-
 def print_verdicts(loads: list[dict]) -> tuple[int, int]:
     """The known-against-measured table; returns (passed, missed)."""
     table = Table(title="make calibrate: known against measured (pass: within tolerance; n/a: not given or not judged)")
@@ -213,7 +206,7 @@ def print_verdicts(loads: list[dict]) -> tuple[int, int]:
             missed += f["ok"] is False
             first = i == 0
             table.add_row(entry["tool"] if first else "", entry["label"] if first else "",
-                          entry["limit"] if first else "", f["figure"], _cell(f["known"]), _cell(f["measured"]),
+                          entry["limit"] if first else "", f["figure"], fmt_figure(f["known"]), fmt_figure(f["measured"]),
                           verdict, f["note"])
         table.add_section()
     console.print(table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
+from harness.basics.formats import fmt_figure
 from harness.results.records import Run
 
 HEADER = ["tool", "load", "limit", "figure", "known", "measured", "verdict", "why"]
@@ -12,14 +13,6 @@ INTRO = ("Every load tool against the calibrated server (calibrated/), whose ans
          "within 2 %, p50 to p99.9 within 5 % or 0.2 ms, CPU µs per request within 10 % of the burn where the server is "
          "the limit, and loadgen-saturated fired when, and only when, the tool was the limit.")
 VERDICTS = {True: "pass", False: "miss", None: "n/a"}
-
-
-def _number(value) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 100 else f"{value:,.0f}"
 
 
 def rows(run: Run) -> list[list[str]]:
@@ -32,8 +25,8 @@ def rows(run: Run) -> list[list[str]]:
             out.append([entry["tool"], load, "", "", "", "", "failed", entry["failed"]])
             continue
         for f in entry.get("figures") or []:
-            out.append([entry["tool"], load, entry.get("limit", ""), f["figure"], _number(f["known"]),
-                        _number(f["measured"]), VERDICTS[f["ok"]], f.get("note") or ""])
+            out.append([entry["tool"], load, entry.get("limit", ""), f["figure"], fmt_figure(f["known"]),
+                        fmt_figure(f["measured"]), VERDICTS[f["ok"]], f.get("note") or ""])
     return out
 
 
