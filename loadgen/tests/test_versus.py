@@ -53,6 +53,24 @@ def test_the_interval_is_the_t_interval_of_the_mean_log_ratio():
     assert paired.ratio_interval([1.1]) is None
 
 
+def test_with_several_starts_the_interval_is_taken_over_the_starts_means():
+    starts = [[1.10, 1.12, 1.08], [0.95, 0.97], [1.02, 1.00, 1.01, 1.03]]
+    means = [sum(math.log(r) for r in s) / len(s) for s in starts]
+    mean = sum(means) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in means) / 2)
+    got = paired.grouped_interval(starts)
+    assert (got.n, got.starts) == (9, 3)
+    assert got.ratio == pytest.approx(math.exp(mean))
+    assert got.low == pytest.approx(math.exp(mean - 4.30265 * sd / math.sqrt(3)), rel=1e-5)
+    assert got.high == pytest.approx(math.exp(mean + 4.30265 * sd / math.sqrt(3)), rel=1e-5)
+    # the rounds alone (one pair of processes each start) would claim far less: 9 rounds' t interval is narrower
+    assert paired.ratio_interval([r for s in starts for r in s]).half_width < got.half_width / 2
+    assert paired.grouped_interval([[], [1.04, 1.06, 1.05, 1.03]]) == paired.ratio_interval([1.04, 1.06, 1.05, 1.03])
+    assert paired.grouped_interval([[1.1], []]) is None
+    assert paired.verdict(got).endswith("(95 %, 9 rounds in 3 starts)")
+    assert paired.verdict(paired.grouped_interval([[1.0, 1.01, 0.99]])).endswith("(95 %, 3 rounds, one start)")
+
+
 def test_ratios_pair_rounds_and_skip_a_round_one_side_lacks():
     base = {1: 100.0, 2: 200.0, 3: None, 4: 50.0}
     head = {1: 110.0, 2: 180.0, 3: 90.0}
@@ -66,11 +84,11 @@ def test_the_verdict_in_words():
     slower = paired.RatioInterval(0.90, 0.85, 0.95, 8)
     assert paired.verdict(slower) == "slower by 10.0 % (5.0–15.0 %, 95 %)"
     same = paired.RatioInterval(1.002, 0.985, 1.018, 30)
-    assert paired.verdict(same) == "no difference beyond ±1.8 % (95 %, 30 rounds)"
+    assert paired.verdict(same) == "no difference beyond ±1.8 % (95 %, 30 rounds, one start)"
     assert paired.verdict(slower, "cost_us") == "cheaper by 10.0 % (5.0–15.0 %, 95 %)"
     assert paired.verdict(faster, "p99") == "higher p99 by 4.1 % (2.0–6.3 %, 95 %)"
     assert paired.verdict(paired.RatioInterval(1.0, 0.3, 3.2, 2)) == \
-        "not resolved: head ÷ base lies within 0.3×–3.2× (95 %, 2 rounds)"
+        "not resolved: head ÷ base lies within 0.3×–3.2× (95 %, 2 rounds, one start)"
     assert paired.verdict(None).startswith("not enough rounds")
     assert not same.excludes_no_change() and slower.excludes_no_change() and faster.excludes_no_change()
 
@@ -117,10 +135,11 @@ def clone(tmp_path_factory) -> Path:
     return path
 
 
-def harness(clone: Path, *args: str, **popen):
+def harness(clone: Path, *args: str, launch: list[str] | None = None, **popen):
+    """The harness's `versus` on node's hello; `launch`: its command line up to the command (default `-m harness`)."""
     env = {**os.environ, "RUNTIME": "local", SERVERS_DIR_VAR: str(clone),
            "PORTS": " ".join(f"{k}={v}" for k, v in PORTS.items())}
-    argv = [sys.executable, "-m", "harness", "versus", "--server", "node", "--scenarios", "hello", *args]
+    argv = [*(launch or [sys.executable, "-m", "harness"]), "versus", "--server", "node", "--scenarios", "hello", *args]
     if popen:
         return subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, **popen)
@@ -138,9 +157,9 @@ def assert_nothing_left(clone: Path) -> None:
     assert not strays
 
 
-def test_two_revisions_compared_in_rounds_of_random_order(clone):
-    before = set(RESULTS.glob("*-versus-node"))
-    done = harness(clone, "--base", "HEAD~1", "--budget-s", "20", "--seed", "7")
+def test_two_revisions_compared_in_rounds_of_random_order(clone, short_bench):
+    before = set(RESULTS.glob("*-versus-node"))  # short_bench: warm-ups of 3 runs, attempts of 1 s: several starts
+    done = harness(clone, "--base", "HEAD~1", "--budget-s", "45", "--seed", "7", launch=short_bench())
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     (run_dir,) = set(RESULTS.glob("*-versus-node")) - before
@@ -151,6 +170,12 @@ def test_two_revisions_compared_in_rounds_of_random_order(clone):
     assert (base["name"], head["name"]) == (f"node@{base['sha'][:7]}", "node@worktree")
     (result,) = versus["results"]
     assert result["rounds"] >= 2 and len(result["order"]) == result["rounds"]
+    # in starts: both builds started afresh for each (a process keeps its own speed), the rounds numbered across them
+    starts = result["starts"]
+    assert len(starts) >= 2 and [n for s in starts for n in s] == list(range(1, result["rounds"] + 1))
+    for name in ("node@worktree", f"node@{git(clone, 'rev-parse', '--short=7', 'HEAD~1')}"):
+        assert done.stdout.count(f"starting {name} on port") == len(starts), done.stdout
+    assert result["metrics"]["rps"]["interval"]["starts"] == len(starts)
     assert all(sorted(order) == ["base", "head"] for order in result["order"])
     assert versus["seed"] == 7
     rps = result["metrics"]["rps"]

@@ -3,13 +3,15 @@
 BASE (and HEAD, default the working tree) is checked out into a worktree of its own and built with its manifest's
 build command (checkout.py); the two builds run as two servers, `node@<base>` and `node@<head>` (the A/A twin's
 mechanism: one server under another name and port, answering /id as itself), on the same CPUs, one at a time (the
-other asleep, as in interleaved rounds). Each scenario's run: both warmed to steady state (warmup.py), then rounds of
-one attempt each, their order drawn at random every round (the executor's attempts, attempts.Bench), until head ÷ base
-for req/s is known to within RESOLUTION or the run's share of BUDGET_S is spent (results/paired.py: the interval and
-the verdict). The records are kept like any run's, the comparison in the run's conditions (`versus`), and the report
+other asleep, as in interleaved rounds). Each scenario's run is measured in starts: both builds started afresh (a
+process keeps a speed of its own for its life, results/paired.py says why), warmed to steady state (warmup.py), then a
+block of rounds of one attempt each, their order drawn at random every round (the executor's attempts,
+attempts.Bench); starts follow until head ÷ base for req/s is known to within RESOLUTION or the run's share of
+BUDGET_S is spent (results/paired.py: the interval over the starts and the verdict). The records are kept like any run's, the comparison in the run's conditions (`versus`), and the report
 gives it a page of its own (report/versus_page.py)."""
 from __future__ import annotations
 
+import math
 import random
 import time
 from contextlib import ExitStack
@@ -34,8 +36,11 @@ from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Warmup
 from harness.results.store import RunStore, new_run_id
 from harness.runtime import Runtime
+from harness.runtime.protocol import RuntimeFailure
 
-MIN_ROUNDS = 4  # before the resolution may end the rounds (an interval needs two; four make the A/A pass's two pairs)
+MIN_STARTS = 3  # before the resolution may end a run: an interval over starts needs two, and two give t = 12.7
+MIN_ROUNDS_PER_START = 3
+MAX_ROUNDS_PER_START = 12  # a JVM's long warm-up makes long starts, but never fewer than one start per ~25 rounds
 DEFAULT_RESOLUTION = 0.03
 DEFAULT_BUDGET_PER_RUN_S = 120.0  # without BUDGET_S: this much per scenario run (SCENARIOS=hello: 2 minutes)
 
@@ -61,6 +66,37 @@ class Side:
     target: Target | None = None
     attempts: list[Attempt] = field(default_factory=list)
     warmup: Warmup | None = None
+
+
+@dataclass
+class Pair:
+    """The two builds' processes in one sitting, and how to start them afresh (a start of the rounds)."""
+
+    bench: Bench
+    turns: Turns
+    targets: list[Target]  # the list the bench reads the sleepers' pids from
+    sides: tuple[Side, Side]
+
+    def restart(self, rng: random.Random, jobs: dict[str, Job]) -> bool:
+        """Both builds stopped and started again, in a random order, as new processes that must be warmed again;
+        False when one could not start (recorded as its death)."""
+        session, bench = self.bench.session, self.bench
+        self.turns.wake_all()
+        for side in rng.sample(list(self.sides), 2):
+            session.stop(side.server.name)
+            try:
+                running = session.ensure(side.server)
+            except RuntimeFailure as exc:
+                bench.dead[side.server.name] = f"it did not start again: {exc}"
+                warn(f"{side.server.name} did not start again: {exc}")
+                return False
+            side.target = Target(side.server, running)
+            jobs[side.role] = replace(jobs[side.role], target=side.target)
+            bench.history.last_load.pop(side.server.name, None)
+            bench.history.warmed = {key for key in bench.history.warmed if key[0] != side.server.name}
+        self.targets[:] = [side.target for side in self.sides if side.target]
+        self.turns.targets = [t for t in self.targets if not session.is_upstream(t.name)]
+        return True
 
 
 def prepare(options: VersusOptions, servers: dict[str, Server], stack: ExitStack) -> tuple[Side, Side]:
@@ -136,15 +172,16 @@ class Sitting:
             side.target = start_and_verify(self.session, self.store, side.server)
         if not base.target or not head.target:
             return False
-        turns = Turns(self.session, [base.target, head.target])
-        bench = Bench(self.session, self.store, turn=turns, idle_pids=_idle_pids(self.session, [base.target,
-                                                                                               head.target]))
+        targets = [base.target, head.target]  # updated in place at every start: the sleepers' pids are read from it
+        turns = Turns(self.session, targets)
+        bench = Bench(self.session, self.store, turn=turns, idle_pids=_idle_pids(self.session, targets))
         runs = [(s, r) for s in scenarios for r in s.runs]
         ends_at = time.monotonic() + (self.options.budget_s or DEFAULT_BUDGET_PER_RUN_S * len(runs))
         try:
             for index, (scenario, run) in enumerate(runs):
                 share = (ends_at - time.monotonic()) / (len(runs) - index)
-                self.compare_run(bench, (base, head), scenario, run, time.monotonic() + share)
+                pair = Pair(bench, turns, targets, (base, head))
+                self.compare_run(pair, scenario, run, time.monotonic() + share)
                 if bench.dead:
                     return False
         finally:
@@ -153,56 +190,88 @@ class Sitting:
                 record_memory_after(self.session, self.store, side.server)
         return True
 
-    def compare_run(self, bench: Bench, sides: tuple[Side, Side], scenario: Scenario, run: LoadRun,
-                    deadline: float) -> None:
-        """One run of a scenario: both warmed, then rounds in a random order until the req/s ratio's interval is
-        narrower than the resolution (after MIN_ROUNDS) or `deadline` would be passed by another round."""
+    def compare_run(self, pair: Pair, scenario: Scenario, run: LoadRun, deadline: float) -> None:
+        """One run of a scenario, in starts: both builds started afresh (but for the first start, which takes the
+        processes up already), warmed, then a block of rounds in a random order; until the req/s ratio's interval over
+        the starts is narrower than the resolution (after MIN_STARTS) or `deadline` would be passed."""
+        bench, sides = pair.bench, pair.sides
         jobs = {side.role: Job(side.target, side.server, scenario, run) for side in sides}
         for side in sides:
             side.attempts = []
-            step = warmup_step(jobs[side.role], bench.history)
-            if step is None:  # the run follows one of the same connection pattern: its warm-up holds
-                continue
-            if step.after is not None:
-                say(f"  {side.server.name} {jobs[side.role].label}: no warm-up, the same load as {step.after} just before")
-                side.warmup = Warmup(tool=scenario.tool, runs=[], steady=True, tolerance=None, max_runs=None,
-                                     rate=step.rate, after=step.after)
-            else:
-                side.warmup = bench.warm_up(step, self.settings.warmup)
-        orders, stop, n = [], "", 0
+        orders: list[list[str]] = []
+        starts: list[list[int]] = []
+        block, stop, n, comparison = MIN_ROUNDS_PER_START, "", 0, compare([], [], [])
         while not stop:
-            n += 1
-            started = time.monotonic()
-            order = self.rng.sample(list(sides), 2)
-            orders.append([side.role for side in order])
-            for position, side in enumerate(order, 1):
-                rate = side.attempts[-1].rps if side.attempts and side.attempts[-1].rps else (
-                    side.warmup.rate if side.warmup else None)
-                side.attempts.append(bench.attempt(jobs[side.role], n, 2, rate, (position, 2)))
-                self.keep(bench, jobs[side.role], side)
-            comparison = compare(sides[0].attempts, sides[1].attempts)
-            stop = self.stop_reason(comparison, n, deadline, time.monotonic() - started, bench)
-            say(f"  round {n}: {progress_line(comparison)}" + (f"; {stop}" if stop else ""))
+            began = time.monotonic()
+            if starts and not pair.restart(self.rng, jobs):
+                stop = "a server died"
+                break
+            self.warm_up(pair, jobs)
+            setup_s, round_s = time.monotonic() - began, 0.0
+            rounds: list[int] = []
+            starts.append(rounds)
+            while len(rounds) < block and not stop:
+                n += 1
+                started = time.monotonic()
+                order = self.rng.sample(list(sides), 2)
+                orders.append([side.role for side in order])
+                for position, side in enumerate(order, 1):
+                    rate = side.attempts[-1].rps if side.attempts and side.attempts[-1].rps else (
+                        side.warmup.rate if side.warmup else None)
+                    side.attempts.append(bench.attempt(jobs[side.role], n, 2, rate, (position, 2)))
+                    self.keep(bench, jobs[side.role], side)
+                rounds.append(n)
+                round_s = time.monotonic() - started
+                comparison = compare(sides[0].attempts, sides[1].attempts, starts)
+                stop = self.stop_reason(comparison, starts, len(rounds) == block, deadline, round_s, bench)
+                say(f"  start {len(starts)} round {n}: {progress_line(comparison)}" + (f"; {stop}" if stop else ""))
+            # a start costs its set-up (a restart and two warm-ups) and its rounds: as many rounds as the set-up takes
+            # seconds, so that at least half of a start's time is measuring
+            block = max(MIN_ROUNDS_PER_START, min(MAX_ROUNDS_PER_START, math.ceil(setup_s / max(round_s, 0.1))))
+            if not stop and time.monotonic() + setup_s + MIN_ROUNDS_PER_START * round_s > deadline:
+                stop = self.budget_spent(comparison, starts)
         for side in sides:
             bench.history.loaded(jobs[side.role], side.attempts[-1].rps if side.attempts else None)
         bench.evaluate()
-        self.results.append({"scenario": scenario.name, "run": run.label, "rounds": n, "order": orders,
-                             "stopped": stop, **comparison})
+        self.results.append({"scenario": scenario.name, "run": run.label, "rounds": n, "starts": starts,
+                             "order": orders, "stopped": stop, **compare(sides[0].attempts, sides[1].attempts, starts)})
         self.store.update_conditions(versus={**self.store.run.conditions["versus"], "results": self.results})
 
-    def stop_reason(self, comparison: dict, n: int, deadline: float, round_s: float, bench: Bench) -> str:
+    def warm_up(self, pair: Pair, jobs: dict[str, Job]) -> None:
+        """Both builds warmed to steady state, in a random order, before a start's rounds."""
+        for side in self.rng.sample(list(pair.sides), 2):
+            job = jobs[side.role]
+            step = warmup_step(job, pair.bench.history)
+            if step is None:  # the run follows one of the same connection pattern: its warm-up holds
+                continue
+            if step.after is not None:
+                say(f"  {side.server.name} {job.label}: no warm-up, the same load as {step.after} just before")
+                side.warmup = Warmup(tool=job.scenario.tool, runs=[], steady=True, tolerance=None, max_runs=None,
+                                     rate=step.rate, after=step.after)
+            else:
+                side.warmup = pair.bench.warm_up(step, self.settings.warmup)
+
+    def stop_reason(self, comparison: dict, starts: list[list[int]], start_done: bool, deadline: float,
+                    round_s: float, bench: Bench) -> str:
         if bench.dead:
             return "a server died"
         rps = comparison["metrics"]["rps"]["interval"]
         width = rps["half_width"] if rps else None
-        if n >= MIN_ROUNDS and width is not None and width < self.options.resolution:
-            return f"resolution reached: ±{width * 100:.1f} % < ±{self.options.resolution * 100:g} % after {n} rounds"
-        if n >= 2 and time.monotonic() + round_s > deadline:  # two rounds at least: an interval, however wide
-            reached = "no interval yet" if width is None else \
-                f"±{width * 100:.1f} %" if width < 1 else "an interval wider than ±100 %"
-            return (f"budget spent: {reached} after {n} rounds (the goal was ±{self.options.resolution * 100:g} %; "
-                    "a larger BUDGET_S narrows it)")
+        if start_done and len(starts) >= MIN_STARTS and width is not None and width < self.options.resolution:
+            return (f"resolution reached: ±{width * 100:.1f} % < ±{self.options.resolution * 100:g} % after "
+                    f"{sum(map(len, starts))} rounds in {len(starts)} starts")
+        if sum(map(len, starts)) >= 2 and time.monotonic() + round_s > deadline:  # an interval, however wide
+            return self.budget_spent(comparison, starts)
         return ""
+
+    def budget_spent(self, comparison: dict, starts: list[list[int]]) -> str:
+        rps = comparison["metrics"]["rps"]["interval"]
+        width = rps["half_width"] if rps else None
+        reached = "no interval yet" if width is None else \
+            f"±{width * 100:.1f} %" if width < 1 else "an interval wider than ±100 %"
+        few = "; one start: how two processes of a build differ is not in the interval" if len(starts) < 2 else ""
+        return (f"budget spent: {reached} after {sum(map(len, starts))} rounds in {len(starts)} starts (the goal was "
+                f"±{self.options.resolution * 100:g} %; a larger BUDGET_S narrows it{few})")
 
     def keep(self, bench: Bench, job: Job, side: Side) -> None:
         of = Measured(job.name, job.scenario.path_for(job.server), bench.runtime_name)
@@ -227,19 +296,21 @@ def per_round(attempts: list[Attempt], metric: str) -> dict[int, float | None]:
     return out
 
 
-def compare(base: list[Attempt], head: list[Attempt]) -> dict:
-    """Per metric: head ÷ base per round, its interval and verdict, and the A/A pass of each build's own rounds."""
+def compare(base: list[Attempt], head: list[Attempt], starts: list[list[int]]) -> dict:
+    """Per metric: head ÷ base per round, its interval by starts (each start's rounds in `starts`) and verdict, and
+    the A/A pass of each build's own rounds."""
     metrics: dict[str, Any] = {}
     aa: dict[str, Any] = {}
     for metric in paired.METRICS:
         b, h = per_round(base, metric), per_round(head, metric)
-        interval = paired.ratio_interval(paired.paired_ratios(b, h))
+        by_start = [paired.paired_ratios({n: b[n] for n in rounds if n in b}, h) for rounds in starts]
+        interval = paired.grouped_interval(by_start)
         metrics[metric] = {"base": [b.get(n) for n in sorted(b)], "head": [h.get(n) for n in sorted(h)],
                            "ratios": [round(r, 5) for r in paired.paired_ratios(b, h)],
                            "interval": interval.to_dict() if interval else None,
                            "verdict": paired.verdict(interval, metric)}
         for role, values in (("base", b), ("head", h)):
-            own = paired.ratio_interval(paired.split_halves(values))
+            own = paired.grouped_interval([paired.split_halves(values, rounds) for rounds in starts])
             aa.setdefault(role, {})[metric] = {"interval": own.to_dict() if own else None,
                                                "excludes_no_change": own.excludes_no_change() if own else None}
     return {"metrics": metrics, "aa": aa}
@@ -258,13 +329,17 @@ def start_note(options: VersusOptions, base: Side, head: Side, scenarios: list[S
     """The run's `versus` conditions before any round: what is compared, and how."""
     budget = options.budget_s or DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in scenarios)
     return {"server": options.server, "resolution": options.resolution, "budget_s": budget,
-            "seed": options.seed, "min_rounds": MIN_ROUNDS, "level": paired.LEVEL,
+            "seed": options.seed, "min_starts": MIN_STARTS, "rounds_per_start": [MIN_ROUNDS_PER_START,
+                                                                                  MAX_ROUNDS_PER_START],
+            "level": paired.LEVEL,
             "builds": {side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
                        for side in (base, head)},
             "scenarios": [s.name for s in scenarios], "results": [],
-            "method": ("paired rounds: one attempt of each build per round, the order drawn at random each round; "
-                       "head ÷ base per round, the geometric mean and its Student t interval on the log scale; "
-                       "the A/A pass splits each build's own rounds into odd and even halves")}
+            "method": ("paired rounds in starts: both builds started afresh for each start and warmed, then rounds of one "
+                       "attempt of each build, the order drawn at random each round, as many rounds per start as its "
+                       "set-up took seconds (3 to 12); head ÷ base per round, each start's geometric mean, and the "
+                       "Student t interval of those on the log scale (over the rounds while there is one start); the "
+                       "A/A pass splits each build's own rounds of a start into odd and even halves")}
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ def aa_line(run: Run) -> str:
 def result_rows(run: Run) -> list[list[str]]:
     rows = []
     for r in run.conditions["versus"]["results"]:
-        row = [f"{r['scenario']} {r['run']}", str(r["rounds"])]
+        starts = r.get("starts")  # an older run's rounds were of one start
+        row = [f"{r['scenario']} {r['run']}", f"{r['rounds']} in {len(starts)} starts" if starts else str(r["rounds"])]
         for metric in METRIC_TITLES:
             m = r["metrics"][metric]
             row.append(f"{interval_text(m['interval'])}: {m['verdict']}")

@@ -6,19 +6,29 @@ differ more (a whole machine read 0.77× as fast one day as the day before). Mea
 after the other in an order drawn at random, base and head share the drift, so the ratio of a round carries little of
 it (duet benchmarking, Bulej et al. ICPE 2020; randomized interleaved trials, Abedi & Brecht ICPE 2017).
 
-The interval: the rounds' ratios r_i = head_i / base_i are summarised by their geometric mean, and its confidence
-interval is Student's t interval of the mean of ln r_i, taken back with exp:
-    exp(mean ± t(1 − α/2; n − 1) · sd / √n)
-A ratio is symmetric on the log scale (2× faster and 2× slower are ±ln 2), and the mean of logs of paired ratios is
-the usual paired comparison of a multiplicative change. It needs two rounds or more; the report says how many.
+Starts: a process keeps its own speed for its whole life (where its JIT compiled, how its heap and its code landed in
+memory: Georges et al. OOPSLA 2007, Mytkowicz et al. ASPLOS 2009), so rounds of one pair of processes share a
+difference that no count of rounds averages out: two node processes of one build read 14 % apart over 62 rounds
+(batch means put that run's standard error at twice the rounds' own). A sitting therefore starts both builds afresh
+several times, and the rounds of each start are one group (Kalibera & Jones, ISMM 2013: repeat at the level whose
+variation matters).
+
+The interval: the rounds' ratios r_i = head_i / base_i are summarised by their geometric mean. With two starts or
+more, each start's mean of ln r_i is one observation, and the interval is Student's t interval of their mean, taken
+back with exp:
+    exp(mean ± t(1 − α/2; s − 1) · sd / √s)      (s starts)
+so that a process's own difference counts as much as it varies from start to start. With a single start, the same
+interval over its rounds (n rounds, n − 1 degrees of freedom) is all there is, and it is labelled so: it leaves out
+how two processes of one build differ. A ratio is symmetric on the log scale (2× faster and 2× slower are ±ln 2), and
+the mean of logs of paired ratios is the usual paired comparison of a multiplicative change.
 
 The verdict: where the interval lies wholly above 1 (req/s) the head is faster, wholly below it slower; where it holds
 1, "no difference beyond ±x %", x being the farthest end of the interval from no change: a difference of that size
 is not excluded, a larger one is. The resolution a sitting reached is the interval's half-width (exp of t·sd/√n,
 minus 1), which the rounds continue to narrow until it is below RESOLUTION or the time is spent.
 
-The A/A pass: each build's own rounds split in two (odd rounds against even ones, paired in turn) give the same
-interval for two halves of one build: it should hold 1, and a 95 % interval excludes it for identical builds 5 % of the
+The A/A pass: each build's own rounds split in two (odd rounds against even ones of the same start, paired in turn)
+give the same interval, by starts, for two halves of one build: it should hold 1, and a 95 % interval excludes it for identical builds 5 % of the
 time: the method's own false-positive rate, stated beside its A/A results.
 """
 from __future__ import annotations
@@ -71,8 +81,9 @@ class RatioInterval:
     ratio: float
     low: float
     high: float
-    n: int
+    n: int  # rounds
     level: float = LEVEL
+    starts: int = 1  # the groups the interval is taken over (1: over the rounds of one start)
 
     @property
     def half_width(self) -> float:
@@ -83,8 +94,15 @@ class RatioInterval:
         return self.low > 1 or self.high < 1
 
     def to_dict(self) -> dict[str, float | int | str]:
+        method = (f"t over the {self.starts} starts' mean ln(head/base)" if self.starts > 1 else
+                  "paired t on ln(head/base) over the rounds of one start (how two processes differ is left out)")
         return {"ratio": round(self.ratio, 5), "low": round(self.low, 5), "high": round(self.high, 5), "n": self.n,
-                "level": self.level, "half_width": round(self.half_width, 5), "method": "paired t on ln(head/base)"}
+                "starts": self.starts, "level": self.level, "half_width": round(self.half_width, 5),
+                "method": method}
+
+    def extent(self) -> str:
+        """How much the interval rests on: "30 rounds in 6 starts", or "8 rounds, one start"."""
+        return f"{self.n} rounds in {self.starts} starts" if self.starts > 1 else f"{self.n} rounds, one start"
 
 
 
@@ -100,6 +118,22 @@ def ratio_interval(ratios: list[float], level: float = LEVEL) -> RatioInterval |
     return RatioInterval(math.exp(mean), math.exp(mean - margin), math.exp(mean + margin), n, level)
 
 
+def grouped_interval(groups: list[list[float]], level: float = LEVEL) -> RatioInterval | None:
+    """The interval by starts (see the module's docstring): `groups` holds each start's ratios; starts without one
+    are left out. Over the rounds of the one start there is when only one has ratios; None without two ratios."""
+    logs = [[math.log(r) for r in group if r and r > 0] for group in groups]
+    logs = [group for group in logs if group]
+    rounds = sum(len(group) for group in logs)
+    if len(logs) < 2:
+        return ratio_interval([math.exp(x) for group in logs for x in group], level)
+    means = [sum(group) / len(group) for group in logs]
+    s = len(means)
+    mean = sum(means) / s
+    sd = math.sqrt(sum((x - mean) ** 2 for x in means) / (s - 1))
+    margin = t_quantile(level, s - 1) * sd / math.sqrt(s)
+    return RatioInterval(math.exp(mean), math.exp(mean - margin), math.exp(mean + margin), rounds, level, s)
+
+
 def paired_ratios(base: dict[int, float | None], head: dict[int, float | None]) -> list[float]:
     """head ÷ base for every round (key) where both have a positive value, in round order."""
     out = []
@@ -110,10 +144,11 @@ def paired_ratios(base: dict[int, float | None], head: dict[int, float | None]) 
     return out
 
 
-def split_halves(values: dict[int, float | None]) -> list[float]:
-    """The A/A pass of one build: its rounds in order, each even-numbered one ÷ the one before (1st and 2nd, 3rd and
-    4th...): two halves of the same build, paired as closely in time as they were taken."""
-    ordered = [v for n in sorted(values) if (v := values[n])]
+def split_halves(values: dict[int, float | None], rounds: list[int] | None = None) -> list[float]:
+    """The A/A pass of one build: its rounds in order (those of `rounds`, one start's, where given), each
+    even-numbered one ÷ the one before (1st and 2nd, 3rd and 4th...): two halves of the same build, paired as closely
+    in time as they were taken."""
+    ordered = [v for n in sorted(values) if (rounds is None or n in rounds) and (v := values[n])]
     return [ordered[i + 1] / ordered[i] for i in range(0, len(ordered) - 1, 2)]
 
 
@@ -136,5 +171,5 @@ def verdict(interval: RatioInterval | None, metric: str = "rps") -> str:
     reach = max(interval.high - 1, 1 - interval.low)
     if reach >= 1:  # an interval from near 0× to 2× and beyond: too few rounds to bound the change at all
         return (f"not resolved: head ÷ base lies within {interval.low:.2g}×–{interval.high:.3g}× ({level}, "
-                f"{interval.n} rounds)")
-    return f"no difference beyond ±{_pct(reach)} % ({level}, {interval.n} rounds)"
+                f"{interval.extent()})")
+    return f"no difference beyond ±{_pct(reach)} % ({level}, {interval.extent()})"
