@@ -1,5 +1,8 @@
-//! One event loop per server core (epoll, level-triggered), all accepting from one listening socket (EPOLLEXCLUSIVE
-//! wakes one loop per connection). A request that must wait (its slot under the cap, its service time, its delay)
+//! One event loop per server core (epoll), all accepting from one listening socket (EPOLLEXCLUSIVE wakes one loop per
+//! connection). Connections are edge-triggered so that requests are served in the order they arrived: epoll's ready
+//! list holds an edge-triggered connection from its arrival on, while a level-triggered one is put back at the list's
+//! place of the previous wait, ahead of connections whose requests came earlier (with 8 connections burning 2 ms each,
+//! answers took 7 burns or 14, never the 8 of first come, first served). A request that must wait (its slot under the cap, its service time, its delay)
 //! parks its connection on a timer (timerfd: nanoseconds, where epoll_wait's own timeout has milliseconds) and the
 //! loop serves the others meanwhile; a CPU burn runs on the loop, so c connections on N loops take c·B/N each.
 //! A connection's requests are answered in order, one at a time (pipelined ones wait in its buffer).
@@ -13,7 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::http::{self, Answer, Parsed};
-use crate::sys::{self, Epoll, EpollEvent, Timer, EPOLLEXCLUSIVE, EPOLLIN, EPOLLOUT};
+use crate::sys::{self, Epoll, EpollEvent, Timer, EPOLLET, EPOLLEXCLUSIVE, EPOLLIN, EPOLLOUT};
 use crate::{Settings, Shared};
 
 const LISTENER: u64 = u64::MAX;
@@ -139,7 +142,7 @@ impl Conn {
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
                     if n < chunk.len() {
-                        return true; // drained (level-triggered epoll says so again if more comes): no EAGAIN read
+                        return true; // drained: more data is a new edge, so no EAGAIN read is needed
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
@@ -190,7 +193,7 @@ impl Loop {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        if self.epoll.add(stream.as_raw_fd(), EPOLLIN, id as u64).is_err() {
+        if self.epoll.add(stream.as_raw_fd(), EPOLLIN | EPOLLET, id as u64).is_err() {
             self.free.push(id);
             return;
         }
@@ -225,7 +228,7 @@ impl Loop {
         }
         let want_out = !conn.out.is_empty();
         if want_out != conn.watching_out {
-            let events = if want_out { EPOLLIN | EPOLLOUT } else { EPOLLIN };
+            let events = if want_out { EPOLLIN | EPOLLOUT | EPOLLET } else { EPOLLIN | EPOLLET };
             let _ = self.epoll.modify(conn.stream.as_raw_fd(), events, id as u64);
             conn.watching_out = want_out;
         }

@@ -37,6 +37,7 @@ extern "C" {
 pub const EPOLLIN: u32 = 0x001;
 pub const EPOLLOUT: u32 = 0x004;
 pub const EPOLLEXCLUSIVE: u32 = 1 << 28;
+pub const EPOLLET: u32 = 1 << 31;
 const EPOLL_CTL_ADD: i32 = 1;
 const EPOLL_CTL_MOD: i32 = 3;
 const CLOCK_MONOTONIC: i32 = 1;

@@ -2,6 +2,9 @@
 lower bounds by construction (a request is never answered before its service time, a delayed one before its delay,
 the CPU it burns is at least what was asked): these tests check them and the exact 1-in-k pattern, and no speed.
 Builds the server when `make build` has not (cargo, offline, a few seconds)."""
+import re
+import selectors
+import socket
 import subprocess
 import time
 
@@ -112,3 +115,35 @@ def test_a_bad_setting_is_answered_400_and_the_server_keeps_serving(server):
     with Connection(running.host, running.port) as conn:
         conn.send(request_bytes("/id"))
         assert conn.read_response().text == "calibrated"
+
+
+def test_a_closed_loop_is_served_first_come_first_served(server):
+    """The closed loop's arithmetic (c connections burning B each: every answer takes c·B) holds only if the server
+    answers requests in the order they arrived. Four connections, each asking again the moment its answer is in:
+    first come, first served turns them in a fixed rotation, so each connection's requests are numbered 4 apart.
+    (Level-triggered epoll broke the rotation: a connection kept its place in the ready list from the wait before,
+    ahead of requests that had come earlier, and answers took 7 burns or 14 where 8 were due, wrk at 8 connections.)"""
+    _, running = server
+    ask = request_bytes("/hello?burn_us=5000")
+    conns = [socket.create_connection((running.host, running.port)) for _ in range(4)]
+    numbers: dict[int, list[int]] = {i: [] for i in range(4)}
+    buffers = {i: b"" for i in range(4)}
+    with selectors.DefaultSelector() as sel:
+        for i, conn in enumerate(conns):
+            sel.register(conn, selectors.EVENT_READ, i)
+            conn.sendall(ask)
+        deadline = time.monotonic() + 30
+        while sum(map(len, numbers.values())) < 60 and time.monotonic() < deadline:
+            for key, _ in sel.select(timeout=1):
+                i = key.data
+                buffers[i] += conns[i].recv(65536)
+                head, sep, body = buffers[i].partition(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1)) if sep else -1
+                if sep and len(body) >= length:
+                    numbers[i].append(int(re.search(rb"(?i)calibration: *request=(\d+)", head).group(1)))
+                    buffers[i] = body[length:]
+                    conns[i].sendall(ask)
+    for conn in conns:
+        conn.close()
+    steps = {i: [b - a for a, b in zip(n[1:], n[2:])] for i, n in numbers.items()}  # after the first lap
+    assert all(step == [4] * len(step) for step in steps.values()), numbers
