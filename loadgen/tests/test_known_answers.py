@@ -105,7 +105,7 @@ def test_the_project_plan_gives_every_tool_a_load_with_its_settings_in_the_query
     plan = calibration.read_plan()
     assert {load.tool for load in plan.loads} == {"ab", "wrk", "httperf", "oha", "h2load", "gatling"}
     scenarios = {s.name: s for s in calibration.scenarios(plan)}
-    assert scenarios["calibrate-wrk-paced"].targets == (("hello", "/hello?service_us=10000&every=20&delay_us=30000"),)
+    assert scenarios["calibrate-wrk-paced"].targets == (("hello", "/hello?service_us=40000&every=20&delay_us=40000"),)
     assert scenarios["calibrate-ab-cheap"].targets == (("hello", "/hello"),)
     assert not any(s.in_bench for s in scenarios.values())
     assert [load.open_loop for load in plan.loads if load.tool == "oha"] == [False, True, False, False]
@@ -120,7 +120,7 @@ def test_a_plan_with_an_unknown_server_setting_is_one_error_naming_it(tmp_path):
 
 def recorded(server: str, scenario: str, rps: float, cost_cpu_s: float, requests: int) -> Record:
     attempt = {"attempt": 1, "requests": requests, "good_requests": requests, "rps": rps, "duration_s": requests / rps,
-               "latency_ms": {"p50": 10.3, "p99": 40.4}, "tool_processes": 1,
+               "latency_ms": {"p50": 40.3, "p99": 80.4}, "tool_processes": 1,
                "samples": {"server": {"cores": 1, "cpu_s": cost_cpu_s}, "loadgen": {"cores": 1, "cpu_s": 0.1}}}
     return Record.from_dict({"server": server, "scenario": scenario, "run": "paced", "tool": "wrk", "rps": rps,
                              "latency_ms": attempt["latency_ms"], "requests": requests, "attempts": [attempt]})
@@ -130,12 +130,12 @@ def test_a_recorded_load_is_judged_figure_by_figure_and_kept_out_of_the_ranking(
     plan = calibration.read_plan()
     wrk = next(load for load in plan.loads if load.scenario == "calibrate-wrk-paced")
     run = Run("r", {}, {}, {"calibrated": {"roles": ["calibrated"]}},
-              [recorded("calibrated", wrk.scenario, 1380.0, 0.2, 4140)])
+              [recorded("calibrated", wrk.scenario, 755.0, 0.2, 2265)])
     verdicts = calibration.judge_run(run, calibration.Plan((wrk,), plan.settings), "calibrated")
     figures = {f["figure"]: f for f in verdicts[0]["figures"]}
-    assert figures["req/s"]["known"] == pytest.approx(1391.3) and figures["req/s"]["ok"] is True
-    assert (figures["p50"]["known"], figures["p50"]["ok"]) == (10.0, True)
-    assert (figures["p99"]["known"], figures["p99"]["ok"]) == (40.0, True)
+    assert figures["req/s"]["known"] == pytest.approx(761.9) and figures["req/s"]["ok"] is True
+    assert (figures["p50"]["known"], figures["p50"]["ok"]) == (40.0, True)
+    assert (figures["p99"]["known"], figures["p99"]["ok"]) == (80.0, True)
     assert (figures["p99.9"]["measured"], figures["p99.9"]["ok"]) == (None, None)
     assert figures[kinds.LOADGEN_BOUND.name]["ok"] is True
     run.calibration = verdicts
@@ -192,3 +192,9 @@ def test_a_latency_miss_says_what_the_figures_show_about_it():
     assert ka.latency_context(paced, busy_tool, 10.0) == ("the tool was saturated (110% of its CPU): its own queueing "
                                                           "is in these latencies")
     assert ka.latency_context(paced, ka.Observed(rps=1391, server_util=0.05, loadgen_util=0.1), 10.0) == ""
+    waited = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=12.5)
+    assert ka.latency_context(burn, waited, 16.0) == (
+        "the server's threads waited 12.5 ms in all for a CPU while runnable (other work on its cores, /proc "
+        "schedstat): each wait holds every request in flight that much longer")
+    alone = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=0.0)
+    assert ka.latency_context(burn, alone, 16.0) == "the server never waited for its CPU: not the machine's other work"

@@ -2,9 +2,12 @@
 whether a server grows during a long run."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+
+import pytest
 
 from harness.basics.sampling import ProcessSampler
 
@@ -35,3 +38,25 @@ def test_memory_timeline_shows_a_growing_process():
     assert timeline[-1][1] - timeline[0][1] > 60  # ~120 MB added over 3 s
     assert result["peak_rss_mb"] >= timeline[-1][1]
     assert result["cpu_s"] > 1.0  # busy between allocations
+
+
+SPIN = "import time\nend = time.time() + 3\nwhile time.time() < end:\n    pass\n"
+
+
+def test_a_process_sharing_its_cpu_shows_the_time_it_waited_for_it():
+    """Two spinning processes on one CPU: each runs about half the time and waits for the CPU the other half (its
+    threads' run delay, which says how much other work on a server's cores held its requests)."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    procs = [subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", SPIN]) for _ in range(2)]
+    try:
+        time.sleep(0.3)
+        sampler = ProcessSampler(lambda: [procs[0].pid], cores=1).start()
+        time.sleep(1.5)
+        result = sampler.stop()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert result["run_delay_s"] is not None
+    assert 0.3 < result["run_delay_s"] < 1.5  # about 0.75 s of the 1.5 s
+    assert result["run_delay_s"] + result["cpu_s"] == pytest.approx(1.5, abs=0.3)  # runnable all along

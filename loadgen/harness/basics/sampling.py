@@ -1,6 +1,8 @@
-"""CPU and memory of a set of processes while a load runs (psutil), sampled in a background thread."""
+"""CPU, memory and CPU waits of a set of processes while a load runs (psutil, /proc), sampled in a background
+thread."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -14,15 +16,36 @@ INTERVAL_S = 0.25
 TIMELINE_S = 1.0  # resident memory is also kept once a second, so a long run shows whether it grows
 
 
+def run_delay_s(pid: int) -> float | None:
+    """Seconds the threads of `pid` have spent runnable but waiting for a CPU (the second field of each thread's
+    /proc/<pid>/task/<tid>/schedstat): time others took on its cores. None where the kernel keeps no schedstat."""
+    total, found = 0, False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+                found = True
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9 if found else None
+
+
 class ProcessSampler:
     """Sums CPU seconds used between start() and stop() by the processes `pids()` names (processes may come and go),
-    tracks the peak of their summed resident memory, and keeps that memory once a second (`timeline`)."""
+    and the seconds their threads waited for a CPU while runnable (`run_delay`: what other work on their cores cost
+    them), tracks the peak of their summed resident memory, and keeps that memory once a second (`timeline`)."""
 
     def __init__(self, pids: Callable[[], list[int]], cores: int):
         self.pids, self.cores = pids, cores
         self._procs: dict[int, psutil.Process] = {}
         self._base: dict[int, float] = {}
         self._last: dict[int, float] = {}
+        self._delay_base: dict[int, float] = {}
+        self._delay_last: dict[int, float] = {}
         self.peak_rss = 0
         self.timeline: list[tuple[float, int]] = []  # (seconds since start, summed RSS in bytes)
         self._stop = threading.Event()
@@ -42,10 +65,16 @@ class ProcessSampler:
                     rss += proc.memory_info().rss
             except psutil.Error:
                 continue
+            delay = run_delay_s(pid)
             if pid not in self._base:
                 # a process already running when sampling began counts from then; a new one from its birth
-                self._base[pid] = used if first or (kernel_start(pid) or 0) < self._started else 0.0
+                earlier = first or (kernel_start(pid) or 0) < self._started
+                self._base[pid] = used if earlier else 0.0
+                if delay is not None:
+                    self._delay_base[pid] = delay if earlier else 0.0
             self._last[pid] = used
+            if delay is not None and pid in self._delay_base:
+                self._delay_last[pid] = delay
         self.peak_rss = max(self.peak_rss, rss)
         elapsed = time.monotonic() - self._t0
         if not self.timeline or elapsed - self.timeline[-1][0] >= TIMELINE_S:
@@ -79,14 +108,24 @@ class ProcessSampler:
         """CPU seconds each process used while sampled."""
         return {pid: self._last[pid] - self._base[pid] for pid in self._last}
 
+    def run_delay(self) -> float | None:
+        """Seconds the processes' threads waited for a CPU while sampled (None: no schedstat here)."""
+        if not self._delay_last:
+            return None
+        return sum(self._delay_last[pid] - self._delay_base[pid] for pid in self._delay_last)
+
     def result(self, cpu_s: float | None = None) -> dict[str, Any]:
-        return usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline)
+        return usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline,
+                     self.run_delay())
 
 
-def usage(cores: int, cpu_s: float, wall_s: float, peak_bytes: int, timeline: list[tuple[float, int]]) -> dict[str, Any]:
+def usage(cores: int, cpu_s: float, wall_s: float, peak_bytes: int, timeline: list[tuple[float, int]],
+          run_delay: float | None = None) -> dict[str, Any]:
     """What every sampler reports (ProcessSampler here, EngineStatsSampler from a Docker engine's counters): CPU
-    seconds, their share of `cores` over `wall_s`, peak memory and memory once a second, in MB."""
+    seconds, their share of `cores` over `wall_s`, peak memory and memory once a second, in MB, and where it is known
+    the seconds the threads waited for a CPU while runnable."""
     return {
+        "run_delay_s": None if run_delay is None else round(run_delay, 4),
         "cores": cores,
         "cpu_s": round(cpu_s, 3),
         "cpu_util": round(cpu_s / (wall_s * cores), 3) if wall_s else None,

@@ -100,8 +100,11 @@ def measured(record: Record) -> ka.Observed:
     """What `record` (flags evaluated) measured, as the judgement reads it."""
     cost = (record.summary.cost_us or {}).get("median") if record.summary else None
     latency = {name: record.latency_ms.get(name) for name in ka.PERCENTILES}
+    waits = [s.run_delay_s for a in record.attempts if a.measured and (s := a.samples.get("server"))
+             and s.run_delay_s is not None]
     return ka.Observed(record.rps, latency, cost, kinds.LOADGEN_BOUND.name in flags.names(record),
-                       flags.utilization(record, "server"), flags.utilization(record, "loadgen"))
+                       flags.utilization(record, "server"), flags.utilization(record, "loadgen"),
+                       round(sum(waits) * 1000, 2) if waits else None)
 
 
 def server_cores(record: Record) -> int:
@@ -177,7 +180,11 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
         if figure.ok is False:
             figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms)) if n)
         figures.append(figure)
-    figures += [ka.judge_cost(k, m), ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)]
+    flag = ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)
+    if load.tool == "httperf" and flag.ok is False and m.saturated:
+        flag.note += (f"; httperf keeps its CPU busy whatever its rate (here {ka.fmt_share(m.loadgen_util)} with the "
+                      f"server at {ka.fmt_share(m.server_util)}): its CPU share cannot tell when it is the limit")
+    figures += [ka.judge_cost(k, m), flag]
     return {**entry, "server_cores": cores, "limit": k.limit, "why": k.why, "figures": [f.to_dict() for f in figures],
             "failed": None}
 

@@ -152,6 +152,7 @@ class Observed:
     saturated: bool = False
     server_util: float | None = None
     loadgen_util: float | None = None
+    server_wait_ms: float | None = None  # its threads' time runnable but waiting for a CPU, over the attempts
 
 
 def judge_rate(k: Known, m: Observed) -> Figure:
@@ -171,7 +172,7 @@ def judge_rate(k: Known, m: Observed) -> Figure:
     elif not ok and k.limit == SERVER_LIMIT and off < 0:
         note += ": the server spends more than its burn per request (its own HTTP work)"
         if m.server_util is not None and m.server_util < BUSY:
-            note = (f"{off:+.1%}: the server had {_pct(m.server_util)} of its cores, not all of them (other processes "
+            note = (f"{off:+.1%}: the server had {fmt_share(m.server_util)} of its cores, not all of them (other processes "
                     f"took the rest): at that share the known rate is {k.rps * m.server_util:,.0f} req/s")
     return Figure("req/s", round(k.rps, 1), m.rps, ok, note)
 
@@ -191,10 +192,21 @@ def latency_context(k: Known, m: Observed, known_ms: float | None) -> str:
     """Why a latency may miss that the figures themselves show: a saturated tool queues its own requests; a server
     given less than its cores takes proportionally longer per request."""
     if m.saturated and k.limit != TOOL_LIMIT:
-        return f"the tool was saturated ({_pct(m.loadgen_util)} of its CPU): its own queueing is in these latencies"
+        return f"the tool was saturated ({fmt_share(m.loadgen_util)} of its CPU): its own queueing is in these latencies"
     if k.limit == SERVER_LIMIT and known_ms and m.server_util and m.server_util < BUSY:
-        return f"at the {_pct(m.server_util)} of its cores the server had, the known latency is {known_ms / m.server_util:.1f} ms"
-    return ""
+        return f"at the {fmt_share(m.server_util)} of its cores the server had, the known latency is {known_ms / m.server_util:.1f} ms"
+    return cpu_wait_context(m)
+
+
+def cpu_wait_context(m: Observed) -> str:
+    """The server's threads' waits for a CPU (others' work on its cores): a wait of t ms holds every request in
+    flight t ms longer, so a tail above the known one by about that much is the machine's, not the tool's."""
+    if m.server_wait_ms is None:
+        return ""
+    if m.server_wait_ms < 0.1:
+        return "the server never waited for its CPU: not the machine's other work"
+    return (f"the server's threads waited {m.server_wait_ms:.1f} ms in all for a CPU while runnable (other work on its "
+            "cores, /proc schedstat): each wait holds every request in flight that much longer")
 
 
 def judge_cost(k: Known, m: Observed) -> Figure:
@@ -212,7 +224,7 @@ def judge_cost(k: Known, m: Observed) -> Figure:
 def judge_flag(k: Known, m: Observed, flag_name: str) -> Figure:
     expected = k.limit == TOOL_LIMIT
     ok = expected == m.saturated
-    shares = f"server at {_pct(m.server_util)} of its cores, the tool at {_pct(m.loadgen_util)} of what it can use"
+    shares = f"server at {fmt_share(m.server_util)} of its cores, the tool at {fmt_share(m.loadgen_util)} of what it can use"
     if ok:
         return Figure(flag_name, expected, m.saturated, ok, shares)
     note = (f"{flag_name} {'did not fire' if expected else 'fired'} although the "
@@ -226,5 +238,7 @@ def judge_flag(k: Known, m: Observed, flag_name: str) -> Figure:
     return Figure(flag_name, expected, m.saturated, ok, note)
 
 
-def _pct(value: float | None) -> str:
+def fmt_share(value: float | None) -> str:
+    """A share of a side's cores in words: "93%", "?" when not sampled."""
     return "?" if value is None else f"{value:.0%}"
+

@@ -48,12 +48,10 @@ class Sample(FlatFields):
     cpu_util: float | None = None
     peak_rss_mb: float | None = None
     rss_mb_timeline: list[list[float]] | None = None  # [seconds since the attempt began, RSS MB], once a second
+    run_delay_s: float | None = None  # its threads' time runnable but waiting for a CPU (others' work on its cores)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.rss_mb_timeline is None:  # files of harnesses before the timeline stay as they were
-            del out["rss_mb_timeline"]
-        return out
+    def to_dict(self) -> dict[str, Any]:  # unset, the fields older harnesses lacked stay out: their files as they were
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in ("rss_mb_timeline", "run_delay_s")}
 
 
 @dataclass
