@@ -63,13 +63,12 @@ def test_wrk_back_fills_a_slow_answer_every_expected_interval():
     assert ka.percentile(((10.0, 0.95), (40.0, 0.05)), 90) == 10.0
 
 
-def test_req_s_passes_within_2_percent_and_a_miss_says_how_much_time_each_request_lost():
+def test_req_s_passes_within_2_percent_and_a_miss_says_how_much_of_the_load_s_time_it_lost():
     k = ka.known(PACED, concurrency=16, server_cores=1)
     assert ka.judge_rate(k, ka.Observed(rps=k.rps * 0.981)).ok is True
-    miss = ka.judge_rate(k, ka.Observed(rps=k.rps * 0.97))
+    miss = ka.judge_rate(k, ka.Observed(rps=k.rps * 0.97, duration_s=3.0))
     assert miss.ok is False
-    # 16 connections at 97 %: 16 / (0.97 · 16 / 11.5 ms) − 11.5 ms = 356 µs more per request
-    assert miss.note.startswith("-3.0%: each request took 356 µs more than its sleeps")
+    assert miss.note.startswith("-3.0%: as if 90 ms of the 3.0 s carried no requests")  # 3 % of 3 s
 
 
 def test_percentiles_pass_within_5_percent_or_0_2_ms_whichever_is_wider():
@@ -195,6 +194,8 @@ def test_a_latency_miss_says_what_the_figures_show_about_it():
     waited = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=12.5)
     assert ka.latency_context(burn, waited, 16.0) == (
         "the server's threads waited 12.5 ms in all for a CPU while runnable (other work on its cores, /proc "
-        "schedstat): each wait holds every request in flight that much longer")
+        "schedstat): each wait holds every request in flight that much longer; what it does not cover is elsewhere (the "
+        "hypervisor's steal, the tool's side)")
     alone = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=0.0)
-    assert ka.latency_context(burn, alone, 16.0) == "the server never waited for its CPU: not the machine's other work"
+    assert ka.latency_context(burn, alone, 16.0) == ("the server never waited for its CPU on this machine's scheduler: "
+                                                     "the tail is elsewhere (the hypervisor's steal, the tool's side)")

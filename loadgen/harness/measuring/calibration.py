@@ -104,7 +104,8 @@ def measured(record: Record) -> ka.Observed:
              and s.run_delay_s is not None]
     return ka.Observed(record.rps, latency, cost, kinds.LOADGEN_BOUND.name in flags.names(record),
                        flags.utilization(record, "server"), flags.utilization(record, "loadgen"),
-                       round(sum(waits) * 1000, 2) if waits else None)
+                       round(sum(waits) * 1000, 2) if waits else None,
+                       record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None))
 
 
 def server_cores(record: Record) -> int:
