@@ -101,6 +101,17 @@ def test_spray_and_socko_versions_have_their_scala_version_resolved():
     assert resolve_properties("scala ${no.such.property}", servers["spray"].folder) == "scala ${no.such.property}"
 
 
+@pytest.mark.parametrize("name", ["akka", "pekko", "finagle", "play", "spray", "socko"])
+def test_every_jvm_server_s_version_names_its_scala_version(name):
+    """Its manifest's version command, run in its folder as the Servers table runs it: no empty or unresolved
+    property (finagle and play printed "scala " where the property is the parent pom's)."""
+    server = discover(REPO)[name]
+    printed = subprocess.run(["bash", "-c", server.version], cwd=server.folder, capture_output=True, text=True,
+                             timeout=60).stdout
+    resolved = resolve_properties(printed, server.folder)
+    assert "${" not in resolved and re.search(r"scala 2\.1[13]\.\d+", resolved), resolved
+
+
 # -- real builds of a temporary clone ----------------------------------------------------------------------------------
 
 # a few tens of µs of computation per /hello, kept (the sink) so that the JIT cannot drop it
