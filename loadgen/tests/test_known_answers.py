@@ -191,11 +191,12 @@ def test_a_latency_miss_says_what_the_figures_show_about_it():
     assert ka.latency_context(paced, busy_tool, 10.0) == ("the tool was saturated (110% of its CPU): its own queueing "
                                                           "is in these latencies")
     assert ka.latency_context(paced, ka.Observed(rps=1391, server_util=0.05, loadgen_util=0.1), 10.0) == ""
-    waited = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=12.5)
+    waited = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=12.5, server_steal_ms=20)
     assert ka.latency_context(burn, waited, 16.0) == (
         "the server's threads waited 12.5 ms in all for a CPU while runnable (other work on its cores, /proc "
-        "schedstat): each wait holds every request in flight that much longer; what it does not cover is elsewhere (the "
-        "hypervisor's steal, the tool's side)")
-    alone = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=0.0)
-    assert ka.latency_context(burn, alone, 16.0) == ("the server never waited for its CPU on this machine's scheduler: "
-                                                     "the tail is elsewhere (the hypervisor's steal, the tool's side)")
+        "schedstat), and the hypervisor stole 20 ms of its CPUs (/proc/stat, 10 ms ticks): each wait holds every "
+        "request in flight that much longer")
+    alone = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=0.0, server_steal_ms=0)
+    assert ka.latency_context(burn, alone, 16.0) == (
+        "the server never waited for its CPU (run delay 0, and the hypervisor stole 0 ms of its CPUs (/proc/stat, "
+        "10 ms ticks)): the tail is on the tool's side or below what the machine shows")

@@ -50,7 +50,7 @@ def test_a_process_sharing_its_cpu_shows_the_time_it_waited_for_it():
     procs = [subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", SPIN]) for _ in range(2)]
     try:
         time.sleep(0.3)
-        sampler = ProcessSampler(lambda: [procs[0].pid], cores=1).start()
+        sampler = ProcessSampler(lambda: [procs[0].pid], cores=1, cpus=[cpu]).start()
         time.sleep(1.5)
         result = sampler.stop()
     finally:
@@ -60,3 +60,5 @@ def test_a_process_sharing_its_cpu_shows_the_time_it_waited_for_it():
     assert result["run_delay_s"] is not None
     assert 0.3 < result["run_delay_s"] < 1.5  # about 0.75 s of the 1.5 s
     assert result["run_delay_s"] + result["cpu_s"] == pytest.approx(1.5, abs=0.3)  # runnable all along
+    assert 0 <= result["steal_s"] < 1.5  # the hypervisor's share of that CPU meanwhile: whatever the host did
+    assert ProcessSampler(lambda: [], cores=1).start().stop().get("steal_s") is None  # no CPUs named: not read

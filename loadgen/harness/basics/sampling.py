@@ -34,13 +34,30 @@ def run_delay_s(pid: int) -> float | None:
     return total / 1e9 if found else None
 
 
+def steal_s(cpus: list[int]) -> float | None:
+    """Seconds the hypervisor ran something else while these CPUs had work (the steal column of /proc/stat, in clock
+    ticks): time a virtual machine's processes lose that no scheduler of its own can see. None where not readable."""
+    wanted, total = {f"cpu{c}" for c in cpus}, 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0] in wanted and len(fields) > 8:
+                    total += int(fields[8])
+    except (OSError, ValueError):
+        return None
+    return total / CLOCK_TICKS
+
+
 class ProcessSampler:
     """Sums CPU seconds used between start() and stop() by the processes `pids()` names (processes may come and go),
     and the seconds their threads waited for a CPU while runnable (`run_delay`: what other work on their cores cost
     them), tracks the peak of their summed resident memory, and keeps that memory once a second (`timeline`)."""
 
-    def __init__(self, pids: Callable[[], list[int]], cores: int):
-        self.pids, self.cores = pids, cores
+    def __init__(self, pids: Callable[[], list[int]], cores: int, cpus: list[int] | None = None):
+        self.pids, self.cores, self.cpus = pids, cores, cpus  # cpus: whose hypervisor steal is read (None: none)
+        self._steal_at_start: float | None = None
+        self.steal: float | None = None
         self._procs: dict[int, psutil.Process] = {}
         self._base: dict[int, float] = {}
         self._last: dict[int, float] = {}
@@ -87,6 +104,7 @@ class ProcessSampler:
     def start(self) -> ProcessSampler:
         self._started = int(time.clock_gettime(time.CLOCK_BOOTTIME) * CLOCK_TICKS)
         self._t0 = time.monotonic()
+        self._steal_at_start = steal_s(self.cpus) if self.cpus else None
         self._sample(first=True)
         self._thread.start()
         return self
@@ -96,6 +114,8 @@ class ProcessSampler:
         self._stop.set()
         self._thread.join()
         self.wall_s = time.monotonic() - self._t0
+        end = steal_s(self.cpus) if self.cpus and self._steal_at_start is not None else None
+        self.steal = None if end is None or self._steal_at_start is None else end - self._steal_at_start
         return self.result()
 
     def cancel(self) -> None:
@@ -115,8 +135,11 @@ class ProcessSampler:
         return sum(self._delay_last[pid] - self._delay_base[pid] for pid in self._delay_last)
 
     def result(self, cpu_s: float | None = None) -> dict[str, Any]:
-        return usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline,
-                     self.run_delay())
+        out = usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline,
+                    self.run_delay())
+        if self.steal is not None:
+            out["steal_s"] = round(self.steal, 3)
+        return out
 
 
 def usage(cores: int, cpu_s: float, wall_s: float, peak_bytes: int, timeline: list[tuple[float, int]],

@@ -100,11 +100,12 @@ def measured(record: Record) -> ka.Observed:
     """What `record` (flags evaluated) measured, as the judgement reads it."""
     cost = (record.summary.cost_us or {}).get("median") if record.summary else None
     latency = {name: record.latency_ms.get(name) for name in ka.PERCENTILES}
-    waits = [s.run_delay_s for a in record.attempts if a.measured and (s := a.samples.get("server"))
-             and s.run_delay_s is not None]
+    samples = [s for a in record.attempts if a.measured and (s := a.samples.get("server"))]
+    waits = [s.run_delay_s for s in samples if s.run_delay_s is not None]
+    steals = [s.steal_s for s in samples if s.steal_s is not None]
     return ka.Observed(record.rps, latency, cost, kinds.LOADGEN_BOUND.name in flags.names(record),
                        flags.utilization(record, "server"), flags.utilization(record, "loadgen"),
-                       round(sum(waits) * 1000, 2) if waits else None,
+                       round(sum(waits) * 1000, 2) if waits else None, round(sum(steals) * 1000) if steals else None,
                        record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None))
 
 

@@ -153,6 +153,7 @@ class Observed:
     server_util: float | None = None
     loadgen_util: float | None = None
     server_wait_ms: float | None = None  # its threads' time runnable but waiting for a CPU, over the attempts
+    server_steal_ms: float | None = None  # the hypervisor's steal on its CPUs over the attempts (10 ms ticks)
     duration_s: float | None = None  # of the load the rate was counted over
 
 
@@ -204,16 +205,18 @@ def latency_context(k: Known, m: Observed, known_ms: float | None) -> str:
 
 
 def cpu_wait_context(m: Observed) -> str:
-    """The server's threads' waits for a CPU (others' work on its cores): a wait of t ms holds every request in
-    flight t ms longer, so a tail above the known one by about that much is the machine's, not the tool's."""
+    """The server's waits for a CPU: its threads' run delay (others' work on its cores) and the hypervisor's steal
+    (another guest's work on the host's cores). A wait of t ms holds every request in flight t ms longer, so a tail
+    above the known one by about that much is the machine's, not the tool's."""
     if m.server_wait_ms is None:
         return ""
-    if m.server_wait_ms < 0.1:
-        return ("the server never waited for its CPU on this machine's scheduler: the tail is elsewhere (the "
-                "hypervisor's steal, the tool's side)")
+    steal = "" if m.server_steal_ms is None else (
+        f", and the hypervisor stole {m.server_steal_ms:.0f} ms of its CPUs (/proc/stat, 10 ms ticks)")
+    if m.server_wait_ms < 0.1 and not m.server_steal_ms:
+        return (f"the server never waited for its CPU (run delay 0{steal}): the tail is on the tool's side or below "
+                "what the machine shows")
     return (f"the server's threads waited {m.server_wait_ms:.1f} ms in all for a CPU while runnable (other work on its "
-            "cores, /proc schedstat): each wait holds every request in flight that much longer; what it does not "
-            "cover is elsewhere (the hypervisor's steal, the tool's side)")
+            f"cores, /proc schedstat){steal}: each wait holds every request in flight that much longer")
 
 
 def judge_cost(k: Known, m: Observed) -> Figure:

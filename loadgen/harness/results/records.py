@@ -49,9 +49,11 @@ class Sample(FlatFields):
     peak_rss_mb: float | None = None
     rss_mb_timeline: list[list[float]] | None = None  # [seconds since the attempt began, RSS MB], once a second
     run_delay_s: float | None = None  # its threads' time runnable but waiting for a CPU (others' work on its cores)
+    steal_s: float | None = None  # the hypervisor's steal on its CPUs meanwhile (ticks of 10 ms)
 
     def to_dict(self) -> dict[str, Any]:  # unset, the fields older harnesses lacked stay out: their files as they were
-        return {k: v for k, v in asdict(self).items() if v is not None or k not in ("rss_mb_timeline", "run_delay_s")}
+        newer = ("rss_mb_timeline", "run_delay_s", "steal_s")
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in newer}
 
 
 @dataclass

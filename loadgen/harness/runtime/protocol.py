@@ -140,7 +140,7 @@ class OnThisMachine:
         return "127.0.0.1"
 
     def sampler(self, running: RunningServer, cores: int) -> ProcessSampler:
-        return ProcessSampler(lambda: self.pids(running), cores)
+        return ProcessSampler(lambda: self.pids(running), cores, list(running.cpus))
 
     def tool_sampler(self, tree, cpus: list[int]) -> ProcessSampler:
         return ProcessSampler(tree, len(cpus))
