@@ -19,7 +19,7 @@ from harness.measuring.attempts import Target
 from harness.measuring.campaign import OrderError, choose_order
 from harness.measuring.clock import Clock, estimate
 from harness.measuring.runner import Outcome
-from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, History, Job, WarmupStep, warmed_runs
+from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, History, Job, WarmupStep
 from harness.results.records import Attempt, WarmupRun
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer
@@ -460,13 +460,3 @@ def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_conne
     estimate(plain, [rust], [BACKEND], SETTINGS)
     estimate(jvm, [akka], [BACKEND], SETTINGS)
     assert jvm.total - plain.total == pytest.approx(akka.warmup_connections / JIT_WARMUP_RPS)
-
-
-def test_a_run_at_four_times_the_concurrency_of_the_last_warm_up_is_warmed_again():
-    """Issue 32's low first attempts were wrk's: weather at 256 connections rode on its warm-up at 1, and a JVM's first
-    attempt there read half its later ones (akka 5,021 then 9,848). Such a run gets a warm-up of its own."""
-    quick = scenarios.load("quick")
-    assert [r.label for r in warmed_runs(quick["weather"])] == ["c1", "c256"]
-    assert [r.label for r in warmed_runs(quick["backend"])] == ["close", "keepalive"]  # a new pattern, as before
-    seed = scenarios.load("seed")
-    assert [r.label for r in warmed_runs(seed["weather"])] == ["c1-t1", "c4-t4", "c16-t8", "c64-t8", "c256-t32"]

@@ -117,21 +117,14 @@ def first_connections(server: Server, scenario: Scenario, run: LoadRun) -> int:
     return server.warmup_connections if scenario.warmup_tool == "ab" and not own.load.get("keepalive") else 0
 
 
-CONCURRENCY_STEP = 4  # a run at this many times the concurrency of the last warm-up's is warmed again
-
-
 def warmed_runs(scenario: Scenario) -> list[LoadRun]:
-    """The runs a warm-up precedes: the first, each that changes the connection pattern (backend: close, then
-    keep-alive), and each whose concurrency is CONCURRENCY_STEP times the last warmed one's or more: weather at 256
-    connections after its warm-up at 1 read half its later speed in its first attempt (akka 5,021 then 9,848; play
-    3,934 then 9,502), the server's pool to the upstream and its paths at that concurrency warming meanwhile."""
-    out: list[LoadRun] = []
-    last, level = None, 0
+    """The runs a warm-up precedes: the first, and each that changes the connection pattern (backend: close, then
+    keep-alive)."""
+    out, last = [], None
     for run in scenario.runs:
-        connections = int(run.load.get("concurrency") or 1)
-        if pattern(scenario, run) != last or connections >= CONCURRENCY_STEP * level:
+        if pattern(scenario, run) != last:
             out.append(run)
-            last, level = pattern(scenario, run), connections
+            last = pattern(scenario, run)
     return out
 
 
