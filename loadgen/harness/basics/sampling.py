@@ -71,7 +71,12 @@ class ProcessSampler:
         self._t0 = 0.0
         self.wall_s = 0.0
 
-    def _sample(self, first: bool = False) -> None:
+    def _counted_from_start(self, pid: int, first: bool) -> bool:
+        """A process already running when sampling began counts from then (its counters at first sight are its
+        base); a new one from its birth (base 0)."""
+        return first or (kernel_start(pid) or 0) < self._started
+
+    def _sample(self, first: bool = False, final: bool = False) -> None:
         rss = 0
         for pid in self.pids():
             try:
@@ -82,15 +87,15 @@ class ProcessSampler:
                     rss += proc.memory_info().rss
             except psutil.Error:
                 continue
-            delay = run_delay_s(pid)
             if pid not in self._base:
-                # a process already running when sampling began counts from then; a new one from its birth
-                earlier = first or (kernel_start(pid) or 0) < self._started
-                self._base[pid] = used if earlier else 0.0
-                if delay is not None:
-                    self._delay_base[pid] = delay if earlier else 0.0
+                self._base[pid] = used if self._counted_from_start(pid, first) else 0.0
             self._last[pid] = used
-            if delay is not None and pid in self._delay_base:
+            # run delay is cumulative per thread and each read walks every thread of the process: read at the ends
+            # only, not four times a second beside the load
+            delay = run_delay_s(pid) if first or final else None
+            if delay is not None:
+                if pid not in self._delay_base:
+                    self._delay_base[pid] = delay if self._counted_from_start(pid, first) else 0.0
                 self._delay_last[pid] = delay
         self.peak_rss = max(self.peak_rss, rss)
         elapsed = time.monotonic() - self._t0
@@ -110,12 +115,13 @@ class ProcessSampler:
         return self
 
     def stop(self) -> dict[str, Any]:
-        self._sample()
+        self._sample(final=True)
         self._stop.set()
         self._thread.join()
         self.wall_s = time.monotonic() - self._t0
-        end = steal_s(self.cpus) if self.cpus and self._steal_at_start is not None else None
-        self.steal = None if end is None or self._steal_at_start is None else end - self._steal_at_start
+        start = self._steal_at_start
+        end = steal_s(self.cpus) if self.cpus and start is not None else None
+        self.steal = None if start is None or end is None else end - start
         return self.result()
 
     def cancel(self) -> None:

@@ -53,8 +53,13 @@ class Turns:
 
     def __init__(self, session: Session, targets: list[Target]):
         self.session = session
-        self.targets = [t for t in targets if not session.is_upstream(t.name)]  # it serves the others' weather
+        self.targets: list[Target] = []
+        self.retarget(targets)
         self.asleep: set[str] = set()
+
+    def retarget(self, targets: list[Target]) -> None:
+        """The servers that take turns, as now running (make versus starts its builds afresh)."""
+        self.targets = [t for t in targets if not self.session.is_upstream(t.name)]  # it serves the others' weather
 
     def __call__(self, name: str) -> None:
         for t in self.targets:

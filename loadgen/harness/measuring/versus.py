@@ -95,7 +95,7 @@ class Pair:
             bench.history.last_load.pop(side.server.name, None)
             bench.history.warmed = {key for key in bench.history.warmed if key[0] != side.server.name}
         self.targets[:] = [side.target for side in self.sides if side.target]
-        self.turns.targets = [t for t in self.targets if not session.is_upstream(t.name)]
+        self.turns.retarget(self.targets)
         return True
 
 
@@ -175,12 +175,12 @@ class Sitting:
         targets = [base.target, head.target]  # updated in place at every start: the sleepers' pids are read from it
         turns = Turns(self.session, targets)
         bench = Bench(self.session, self.store, turn=turns, idle_pids=_idle_pids(self.session, targets))
+        pair = Pair(bench, turns, targets, (base, head))
         runs = [(s, r) for s in scenarios for r in s.runs]
         ends_at = time.monotonic() + (self.options.budget_s or DEFAULT_BUDGET_PER_RUN_S * len(runs))
         try:
             for index, (scenario, run) in enumerate(runs):
                 share = (ends_at - time.monotonic()) / (len(runs) - index)
-                pair = Pair(bench, turns, targets, (base, head))
                 self.compare_run(pair, scenario, run, time.monotonic() + share)
                 if bench.dead:
                     return False
@@ -234,7 +234,7 @@ class Sitting:
             bench.history.loaded(jobs[side.role], side.attempts[-1].rps if side.attempts else None)
         bench.evaluate()
         self.results.append({"scenario": scenario.name, "run": run.label, "rounds": n, "starts": starts,
-                             "order": orders, "stopped": stop, **compare(sides[0].attempts, sides[1].attempts, starts)})
+                             "order": orders, "stopped": stop, **comparison})
         self.store.update_conditions(versus={**self.store.run.conditions["versus"], "results": self.results})
 
     def warm_up(self, pair: Pair, jobs: dict[str, Job]) -> None:

@@ -105,17 +105,19 @@ class RatioInterval:
         return f"{self.n} rounds in {self.starts} starts" if self.starts > 1 else f"{self.n} rounds, one start"
 
 
+def _t_interval(logs: list[float], level: float) -> tuple[float, float, float]:
+    """exp of the mean of `logs` (two or more) and of its Student t interval's ends."""
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    margin = t_quantile(level, n - 1) * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - margin), math.exp(mean + margin)
+
 
 def ratio_interval(ratios: list[float], level: float = LEVEL) -> RatioInterval | None:
     """The interval of the geometric mean of `ratios` (see the module's docstring); None with fewer than two."""
     logs = [math.log(r) for r in ratios if r and r > 0]
-    n = len(logs)
-    if n < 2:
-        return None
-    mean = sum(logs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    margin = t_quantile(level, n - 1) * sd / math.sqrt(n)
-    return RatioInterval(math.exp(mean), math.exp(mean - margin), math.exp(mean + margin), n, level)
+    return RatioInterval(*_t_interval(logs, level), len(logs), level) if len(logs) >= 2 else None
 
 
 def grouped_interval(groups: list[list[float]], level: float = LEVEL) -> RatioInterval | None:
@@ -125,13 +127,10 @@ def grouped_interval(groups: list[list[float]], level: float = LEVEL) -> RatioIn
     logs = [group for group in logs if group]
     rounds = sum(len(group) for group in logs)
     if len(logs) < 2:
-        return ratio_interval([math.exp(x) for group in logs for x in group], level)
+        flat = [x for group in logs for x in group]
+        return RatioInterval(*_t_interval(flat, level), rounds, level) if rounds >= 2 else None
     means = [sum(group) / len(group) for group in logs]
-    s = len(means)
-    mean = sum(means) / s
-    sd = math.sqrt(sum((x - mean) ** 2 for x in means) / (s - 1))
-    margin = t_quantile(level, s - 1) * sd / math.sqrt(s)
-    return RatioInterval(math.exp(mean), math.exp(mean - margin), math.exp(mean + margin), rounds, level, s)
+    return RatioInterval(*_t_interval(means, level), rounds, level, len(means))
 
 
 def paired_ratios(base: dict[int, float | None], head: dict[int, float | None]) -> list[float]:
