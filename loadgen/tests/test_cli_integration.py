@@ -30,6 +30,20 @@ def test_a_busy_port_is_reported_with_its_owner():
             LocalRuntime().start(SERVERS["rust"], [0], port, {})
 
 
+def test_a_port_held_by_a_client_connection_says_so_and_names_the_ephemeral_range():
+    """A port the kernel lent to an outgoing connection cannot be bound either: said as such, not 'another process'."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        with socket.create_connection(listener.getsockname()) as client:
+            accepted, _ = listener.accept()
+            with accepted:
+                port = client.getsockname()[1]
+                with pytest.raises(RuntimeFailure, match=rf"port {port} is in use by pid {os.getpid()} \(.*\), as the "
+                                   r"local end of a connection \(the kernel's ephemeral ports \d+-\d+"):
+                    LocalRuntime().start(SERVERS["rust"], [0], port, {})
+
+
 def harness(*args, **env):
     ports = " ".join(f"{n}={p}" for n, p in PORTS.items())
     return [sys.executable, "-m", "harness", "--ports", ports, *args], {**os.environ, "RUNTIME": "local", "REPEAT": "1", **env}

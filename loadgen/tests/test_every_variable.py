@@ -20,7 +20,7 @@ from harness.results.store import RESULTS
 from harness.runtime import State
 
 LOADGEN = REPO / "loadgen"
-PORTS = "rust=43786 nginx=43787"  # nobody else's: a regression would start rust there
+PORTS = "rust=19786 nginx=19787"  # nobody else's: a regression would start rust there
 BASE = {"RUNTIME": "local", "SERVERS": "rust", "PORTS": PORTS}
 COMMAND = ["run", "hello"]
 DEFAULT_SERVER_CPU = str(min(os.sched_getaffinity(0)))  # where the CPU plan puts the server on this machine
@@ -33,7 +33,7 @@ BAD: dict[str, list[tuple[str, dict[str, str]]]] = {
     "PROFILE": [(BLANK, {}), ("fast", {}), ("1", {})],
     "RUNTIME": [(BLANK, {}), ("podman", {}), ("0", {})],
     "PORTS": [(BLANK, {}), ("garbage", {}), ("rust=", {}), ("rust=abc", {}), ("rust=-1", {}), ("rust=0", {}),
-              ("rust=70000", {}), ("nosuch=43788", {}), ("rust=65000", {}), ("rust=43786 rust=43789", {})],
+              ("rust=70000", {}), ("nosuch=19788", {}), ("rust=65000", {}), ("rust=19786 rust=19789", {})],
     "REPEAT": [(BLANK, {}), ("abc", {}), ("-1", {}), ("0", {}), ("1.5", {}), ("99999999999", {})],
     "ORDER": [(BLANK, {}), ("random", {}), ("1", {})],
     "ROUNDS": [(BLANK, {}), ("abc", {}), ("-1", {}), ("0", {})],
@@ -66,7 +66,7 @@ def clean_environment(**values: str) -> dict[str, str]:
 
 
 def listening() -> list[int]:
-    return [port for port in (43786, 43787, 44786, 44787) if port_owner("127.0.0.1", port)]
+    return [port for port in (19786, 19787, 20786, 20787) if port_owner("127.0.0.1", port)]
 
 
 def results_folders() -> set[str]:
@@ -120,7 +120,7 @@ def test_under_hosts_a_server_gets_its_bench_mem_limit(monkeypatch):
     monkeypatch.setattr(runtime, "docker", lambda place, *args, **kw: ran.append(args), raising=False)
     monkeypatch.setattr(runtime, "_static_volumes", lambda server, place: [], raising=False)
     runtime._start_server(servers["rust"], Place(("--host", "ssh://x"), "server", "ssh://x", "10.0.0.1"), [0, 1],
-                          43786, {})
+                          19786, {})
     options = list(ran[0])
     assert options[options.index("--memory") + 1] == "512m", options
 

@@ -28,7 +28,7 @@ from harness.runtime.state import Starter
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
-PORTS = {"slowpoke": 42101, "probe": 42102, "stubborn": 42103}
+PORTS = {"slowpoke": 19101, "probe": 19102, "stubborn": 19103}
 ROUTES = '["id", "hello", "backend", "tweets", "factorial", "fibonacci"]'
 SCENARIOS = """
 [settings.quick]
@@ -163,7 +163,7 @@ def test_a_bench_killed_while_a_server_starts_leaves_it_listed_and_the_next_comm
     after = run(servers_dir, *then)
     said = " ".join(after.stdout.split())
     assert after.returncode == 0 and "Traceback" not in after.stderr, said
-    assert f"found what pid {proc.pid} (" in said and "slowpoke (local, port 42101)" in said, said
+    assert f"found what pid {proc.pid} (" in said and "slowpoke (local, port 19101)" in said, said
     assert "stopping slowpoke" in said
     if then[-1] == "ping":
         assert "probe: contract OK" in said
@@ -202,26 +202,26 @@ def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_st
     folder = jvm_server(tmp_path)
     if not folder:
         pytest.skip("spray is not built (make build)")
-    if State().load() or port_owner("127.0.0.1", 42083):
-        pytest.skip("servers are listed in .run/state.json, or port 42083 is held")
+    if State().load() or port_owner("127.0.0.1", 19083):
+        pytest.skip("servers are listed in .run/state.json, or port 19083 is held")
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
     env = harness_env(folder.parent)
-    argv = harness_argv("--ports", "spray=42083", "--servers", "spray", "bench", scenario_file=tmp_path / "scenarios.toml")
+    argv = harness_argv("--ports", "spray=19083", "--servers", "spray", "bench", scenario_file=tmp_path / "scenarios.toml")
     proc = subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
         assert wait_until(lambda: jvms(folder) or proc.poll() is not None, 120, interval_s=0.02), "spray never started"
-        answering = port_owner("127.0.0.1", 42083)
+        answering = port_owner("127.0.0.1", 19083)
         proc.kill()  # SIGKILL while the JVM starts
         ended(proc)
         assert not answering, "spray already listened: not during its start"
         assert jvms(folder), "the JVM did not outlive the harness: nothing to test"
         assert "spray" in State().load(), "the starting JVM is not listed in .run/state.json"
-        down = subprocess.run(harness_argv("--ports", "spray=42083", "down"), cwd=LOADGEN, env=env,
+        down = subprocess.run(harness_argv("--ports", "spray=19083", "down"), cwd=LOADGEN, env=env,
                               capture_output=True, text=True, timeout=120)
         said = " ".join(down.stdout.split())
         assert down.returncode == 0 and f"found what pid {proc.pid} (" in said and "stopping spray" in said, said
-        assert not jvms(folder) and port_owner("127.0.0.1", 42083) is None and not State().load()
+        assert not jvms(folder) and port_owner("127.0.0.1", 19083) is None and not State().load()
     finally:
         for jvm in jvms(folder):
             jvm.kill()

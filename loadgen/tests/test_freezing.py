@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="drops from root to no
 def _server_process() -> tuple[subprocess.Popen, RunningServer]:
     proc = subprocess.Popen(["sleep", "60"])
     created = psutil.Process(proc.pid).create_time()
-    return proc, RunningServer(name="nginx", host="127.0.0.1", port=44220, cpus=[0], pid=proc.pid, log="",
+    return proc, RunningServer(name="nginx", host="127.0.0.1", port=19220, cpus=[0], pid=proc.pid, log="",
                                started_at=created, startup_s=0.0, runtime="docker", container="bench-nginx",
                                pid_created=created)
 

@@ -114,7 +114,7 @@ def _other_user_path(kind: str, predictable: Path, tmp_path: Path) -> Path:
 
 
 @as_root
-@pytest.mark.parametrize("kind,port", [("directory", 44180), ("symlink", 44181)])
+@pytest.mark.parametrize("kind,port", [("directory", 19180), ("symlink", 19181)])
 def test_nginx_static_copy_never_uses_a_path_another_user_made(tmp_path, kind, port):
     predictable = Path(f"/tmp/bench-nginx-static-{port}")
     _remove(predictable)
@@ -142,7 +142,7 @@ def test_nginx_static_copy_never_uses_a_path_another_user_made(tmp_path, kind, p
 
 @as_root
 def test_nginx_static_copy_left_by_a_killed_run_is_removed_at_the_next_start(tmp_path):
-    port = 44182
+    port = 19182
     proc, run_dir = _start_nginx(tmp_path, port)
     first = _served_root(run_dir)
     _stop(proc, signal.SIGKILL)  # no trap runs: the copy stays until the next start
@@ -299,7 +299,7 @@ def test_nginx_removes_no_folder_but_its_own_copy_whatever_run_dir_names(tmp_pat
     run_dir.mkdir()
     (run_dir / "static-copy").write_text(named.format(victim=victim.name if ".." in named else victim) + "\n")
     try:
-        proc, _ = _start_nginx(tmp_path, 44183)
+        proc, _ = _start_nginx(tmp_path, 19183)
         _stop(proc)
         assert (victim / "keep").exists(), f"run.sh removed {victim}"
     finally:

@@ -1,6 +1,6 @@
 """Servers `make up` left running are reused by later commands only when they run as this run's plan says: on its CPUs,
 its ports, from the artifacts as they are now (issue 34). One that differs is restarted, with one line saying why,
-and stays up afterwards as `make up` left it. Real nginx processes under the local runtime, on ports 44210-44211."""
+and stays up afterwards as `make up` left it. Real nginx processes under the local runtime, on ports 19210-19211."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +19,7 @@ from harness.runtime.local import LocalRuntime
 
 PLAN_A = CpuPlan(server=(0,), loadgen=(1,), upstream=(1,))
 PLAN_B = CpuPlan(server=(1,), loadgen=(0,), upstream=(0,))  # nginx is the upstream: CPU 1, then CPU 0
-PORTS = {"nginx": 44210}
+PORTS = {"nginx": 19210}
 
 pytestmark = pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="needs CPUs 0 and 1")
 
@@ -84,27 +84,27 @@ def test_a_server_left_up_before_a_rebuild_is_restarted_on_the_new_artifacts(ngi
 
 def test_a_server_left_up_on_another_port_is_restarted_on_this_runs(nginx, capsys):
     first = make_up(nginx, PLAN_A)
-    second = later_command(nginx, PLAN_A, {"nginx": 44211})
-    assert second.port == 44211
-    assert_restarted(first, second, capsys, "port 44210")
+    second = later_command(nginx, PLAN_A, {"nginx": 19211})
+    assert second.port == 19211
+    assert_restarted(first, second, capsys, "port 19210")
 
 
 def test_a_server_left_up_with_another_upstream_is_restarted_with_this_runs(nginx, capsys):
-    """A server that fetches /weather from the upstream, left up with the upstream on 44210; a run that moves the
-    upstream to 44211 restarts both (nginx, which ignores UPSTREAM_URL, stands in for such a server)."""
+    """A server that fetches /weather from the upstream, left up with the upstream on 19210; a run that moves the
+    upstream to 19211 restarts both (nginx, which ignores UPSTREAM_URL, stands in for such a server)."""
     fetcher = dataclasses.replace(nginx, name="fetcher", roles=(), routes=(*nginx.routes, "weather"), h2c_port=None,
                                   twin_of="nginx")  # it answers /id as nginx
     servers = {"nginx": nginx, "fetcher": fetcher}
-    before, after = {"nginx": 44210, "fetcher": 44212}, {"nginx": 44211, "fetcher": 44212}
+    before, after = {"nginx": 19210, "fetcher": 19212}, {"nginx": 19211, "fetcher": 19212}
     with Session(LocalRuntime(), PLAN_A, servers, before, keep=True) as up:
         first = up.ensure(fetcher)
-    assert first.upstream_url == "http://127.0.0.1:44210/weather.json"
+    assert first.upstream_url == "http://127.0.0.1:19210/weather.json"
     try:
         with Session(LocalRuntime(), PLAN_A, servers, after) as run:
             second = run.ensure(fetcher)
-        assert second.pid != first.pid and second.upstream_url == "http://127.0.0.1:44211/weather.json"
+        assert second.pid != first.pid and second.upstream_url == "http://127.0.0.1:19211/weather.json"
         lines = [line for line in capsys.readouterr().out.splitlines() if "restarting" in line]
-        assert any(line.startswith("fetcher is up fetching its upstream from http://127.0.0.1:44210")
+        assert any(line.startswith("fetcher is up fetching its upstream from http://127.0.0.1:19210")
                    for line in lines), lines
     finally:
         with Session(LocalRuntime(), PLAN_A, servers, after) as down:

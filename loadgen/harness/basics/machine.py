@@ -23,7 +23,9 @@ def nofile_limit() -> int:
 
 
 def port_owner(host: str, port: int) -> str | None:
-    """Who listens on host:port ('pid 123 (nginx)'), or None when the port is free."""
+    """Who listens on host:port ('pid 123 (nginx)'), or None when the port is free. A port can also be held by a
+    client socket's local end: the kernel hands out its ephemeral range (ip_local_port_range) to outgoing
+    connections, and a server cannot bind a port one of them holds; said as such, with the range to stay out of."""
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -31,13 +33,33 @@ def port_owner(host: str, port: int) -> str | None:
             return None
         except OSError:
             pass
-    for conn in psutil.net_connections("tcp"):
+    connections = psutil.net_connections("tcp")
+    for conn in connections:
         if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
-            try:
-                return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
-            except psutil.Error:
-                return f"pid {conn.pid}"
+            return _named(conn.pid)
+    client = next((c for c in connections if c.status != psutil.CONN_LISTEN and c.laddr and c.laddr.port == port), None)
+    if client is not None:
+        low, high = ephemeral_ports()
+        holder = _named(client.pid) if client.pid else "a process"
+        return (f"{holder}, as the local end of a connection (the kernel's ephemeral ports {low}-{high} are lent to "
+                f"outgoing connections: choose a port outside them)")
     return "another process"
+
+
+def _named(pid: int) -> str:
+    try:
+        return f"pid {pid} ({psutil.Process(pid).name()})"
+    except psutil.Error:
+        return f"pid {pid}"
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel draws outgoing connections' local ports from (Linux's default when unreadable)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def pinned(argv: list[str], cpus: Iterable[int]) -> list[str]:
