@@ -27,7 +27,7 @@ from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, WarmupRule
 from harness.measuring import warmup as warming
 from harness.measuring.runner import Beside, Naming, Outcome, measure
-from harness.measuring.schedule import History, Job, Reprime, WarmupStep
+from harness.measuring.schedule import History, Job, WarmupStep
 from harness.measuring.session import Session
 from harness.results import capacity, flags
 from harness.results import records as results
@@ -83,9 +83,6 @@ class Bench:
     # -- the executor (rounds.Executor) --------------------------------------------------------------------------------
     def warm_up(self, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
         return warming.warm_up(self, step, rule)
-
-    def reprime(self, step: Reprime, rule: WarmupRule, rate: float | None) -> results.WarmupRun:
-        return warming.reprime(self, step, rule, rate)
 
     def attempt(self, job: Job, n: int, repeat: int, warm_rate: float | None,
                 position: tuple[int, int] | None) -> Attempt:

@@ -150,11 +150,11 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                  "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
                  "is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
     clock = Clock()
-    counts = estimate(clock, wanted, scenarios, settings, interleaved=mode == "interleaved")
+    counts = estimate(clock, wanted, scenarios, settings)
     say(f"order: {mode} ({why})")
     if scenarios:
         say(f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
-            f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups, {counts['reprimes']} re-primes)")
+            f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups)")
     store.update_conditions(order=order_condition, estimated_s=round(clock.total))
     groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
     all_ok = True

@@ -14,7 +14,6 @@ from harness.measuring.schedule import (
     History,
     Job,
     attempt_seconds,
-    reprime_step,
     warmup_step,
 )
 
@@ -57,12 +56,10 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{math.ceil(seconds):.0f} s"
 
 
-def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings,
-             interleaved: bool = False) -> dict:
-    """Plans every server start, warm-up, re-prime and attempt on `clock`, as the plan (schedule.py) has them
-    (`interleaved`: the servers share each scenario's rounds); returns the counts for the announcement."""
-    counts = {"servers": 0, "records": 0, "attempts": 0, "warmups": 0, "reprimes": 0}
-    sharing = {s.name: [server.name for server in servers if s.path_for(server)] for s in scenarios}
+def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings) -> dict:
+    """Plans every server start, warm-up and attempt on `clock`, as the plan (schedule.py) has them; returns the
+    counts for the announcement."""
+    counts = {"servers": 0, "records": 0, "attempts": 0, "warmups": 0}
     for server in servers:
         applicable = [s for s in scenarios if s.path_for(server)]
         if not applicable:
@@ -78,12 +75,6 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
                 if step is not None and step.after is None:
                     counts["warmups"] += 1
                     clock.plan(step.seconds(settings))
-                members = sharing[scenario.name]
-                place = (members.index(server.name), len(members)) if interleaved else (0, 1)
-                reprime = reprime_step(job, step, place)
-                if reprime is not None:
-                    counts["reprimes"] += 1
-                    clock.plan(reprime.seconds(settings))
                 history.loaded(job, None)
                 counts["records"] += 1
                 counts["attempts"] += repeat

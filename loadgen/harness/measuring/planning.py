@@ -39,8 +39,7 @@ def run_plan(machine: Machine, servers: list[Server], scenarios: list[Scenario],
         if taking_part:
             loads.extend(_loads(machine, scenario, taking_part, ports))
     clock = Clock()
-    # as `make bench` orders them where they fit up at once (ORDER=auto): in interleaved rounds, so re-primed
-    counts = estimate(clock, servers, scenarios, settings, interleaved=True)
+    counts = estimate(clock, servers, scenarios, settings)
     probe_s = 2 * settings.steadiness["seconds"] if settings.steadiness else 0.0
     return {
         "machine": {"cpus": len(machine.available), "assumed": machine.assumed,
@@ -100,7 +99,7 @@ def as_text(plan: dict) -> str:
             lines.append(f"  ({load['sized_when_run']})")
     est = plan["estimate"]
     lines.append(f"estimated time: about {minutes(est['seconds'])} ({est['servers']} servers, {est['records']} records "
-                 f"of {est['attempts']} attempts, {est['warmups']} warm-ups, {est['reprimes']} re-primes"
+                 f"of {est['attempts']} attempts, {est['warmups']} warm-ups"
                  + (f", steadiness probes {est['steadiness_probe_s']:g} s" if est["steadiness_probe_s"] else "")
                  + "; builds not counted)")
     return "\n".join(lines)

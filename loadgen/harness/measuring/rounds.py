@@ -1,6 +1,5 @@
 """One scenario measured on the servers of a campaign, as its plan says (schedule.py): warm-ups, then rounds of one
-attempt per server (the first server of a round rotating; each server's first attempt right after its re-prime where
-it slept since its warm-up), each attempt kept before the next one starts; records whose attempts still
+attempt per server (the first server of a round rotating), each attempt kept before the next one starts; records whose attempts still
 climb or fall measured again within the run's budget; the flags evaluated.
 
 What a warm-up, an attempt and a record's keeping do is an `Executor`'s (attempts.Bench runs the tools; the tests give
@@ -10,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from harness.basics.messages import say
@@ -20,18 +19,16 @@ from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
     History,
     Job,
-    Reprime,
     WarmupStep,
     attempt_seconds,
     remeasure_seconds,
-    reprime_step,
     turns,
     warmup_step,
 )
 from harness.results import flags
 from harness.results import records as results
 from harness.results.aggregate import Measured, aggregate
-from harness.results.records import Attempt, Record, Warmup, WarmupRun
+from harness.results.records import Attempt, Record, Warmup
 
 
 class Executor(Protocol):
@@ -43,9 +40,6 @@ class Executor(Protocol):
     round_no: int | None  # in a run of rounds (overhead): this campaign's round, carried by its records
 
     def warm_up(self, step: WarmupStep, rule) -> Warmup: ...
-
-    def reprime(self, step: Reprime, rule, rate: float | None) -> WarmupRun:
-        """One run of the warm-up's load (sized from `rate`, the warm-up's) right before the job's first attempt."""
 
     def attempt(self, job: Job, n: int, repeat: int, warm_rate: float | None,
                 position: tuple[int, int] | None) -> Attempt: ...
@@ -88,15 +82,11 @@ class Rounds:
             jobs = [Job(t, t.server, scenario, run) for t in members if t.name not in self.executor.dead]
             if not jobs:
                 return
-            reprimes: dict[str, Reprime] = {}
-            for index, job in enumerate(jobs):  # warmed in the order of the first round (schedule.turns)
+            for job in jobs:  # warmed in the order of the first round (schedule.turns)
                 step = warmup_step(job, self.executor.history)
                 if step is not None:
                     warmups[job.name] = self.warm(step)
-                reprime = reprime_step(job, step, (index, len(jobs)))
-                if reprime is not None:
-                    reprimes[job.name] = reprime
-            attempts = self.rounds(jobs, warmups, scenario.repeat(self.settings), reprimes)
+            attempts = self.rounds(jobs, warmups, scenario.repeat(self.settings))
             for job in jobs:
                 measured = [a for a in attempts[job.name] if a.measured]
                 self.executor.history.loaded(job, measured[-1].rps if measured else warmups[job.name].rate)
@@ -114,23 +104,18 @@ class Rounds:
         self.clock.advance(step.seconds(self.settings))
         return warmup
 
-    def rounds(self, jobs: list[Job], warmups: dict[str, Warmup], repeat: int,
-               reprimes: dict[str, Reprime]) -> dict[str, list[Attempt]]:
-        """The rounds of one run, each job's first attempt right after its re-prime where the plan has one; every
-        attempt is kept the moment it ends, before the next one starts, whatever the round (an interrupt loses none):
+    def rounds(self, jobs: list[Job], warmups: dict[str, Warmup], repeat: int) -> dict[str, list[Attempt]]:
+        """The rounds of one run; every attempt is kept the moment it ends, before the next one starts, whatever the round (an interrupt loses none):
         the record marked incomplete until its last, complete with it; then what climbed or fell is measured again
         where time allows."""
         by_name = {job.name: job for job in jobs}
         attempts: dict[str, list[Attempt]] = {job.name: [] for job in jobs}
-        warmups = dict(warmups)  # this run's: a re-prime is its record's, not the next run's
         for n in range(1, repeat + 1):
             alive = [job.name for job in jobs if job.name not in self.executor.dead]
             if not alive:
                 break
             for name, position in turns(alive, n):
                 job = by_name[name]
-                if n == 1 and name in reprimes:
-                    warmups[name] = self.reprime(reprimes[name], warmups[name])
                 attempts[name].append(self.executor.attempt(job, n, repeat, warmups[name].rate, position))
                 self.clock.advance(attempt_seconds(job.run) + ATTEMPT_OVERHEAD_S)
                 self.keep(job, attempts[name], warmups[name], repeat, complete=n == repeat)
@@ -143,12 +128,6 @@ class Rounds:
                 if again:
                     self.keep(job, attempts[job.name], warmups[job.name], repeat, again, complete=True)
         return attempts
-
-    def reprime(self, step: Reprime, warmup: Warmup) -> Warmup:
-        """The re-prime run, kept with the record's warm-up (`reprime`); the warm-up's rate still sizes the attempts."""
-        done = self.executor.reprime(step, self.settings.warmup, warmup.rate)
-        self.clock.advance(step.seconds(self.settings))
-        return replace(warmup, reprime=done)
 
     def keep(self, job: Job, attempts: list[Attempt], warmup: Warmup, repeat: int, remeasured: dict | None = None,
              complete: bool = False) -> None:

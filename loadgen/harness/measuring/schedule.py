@@ -1,6 +1,5 @@
 """The plan of a run: which warm-ups (a full one, a JIT's first climb, or none because the same load came just
-before), which re-primes (one more warm-up run right before a server's first attempt where it slept since its
-warm-up), which attempts in what order, and how long each usually takes. Decided here once: the clock adds the plan up
+before), which attempts in what order, and how long each usually takes. Decided here once: the clock adds the plan up
 before the run (clock.estimate), the rounds carry it out (rounds.py), and neither decides anything of its own.
 
 Why a warm-up matches the scenario's own tool and connection pattern: a server warmed with keep-alive requests has not
@@ -58,30 +57,6 @@ class WarmupStep:
         if self.after is not None:
             return 0.0
         return warmup_seconds(self.job.scenario, settings) + self.connections / JIT_WARMUP_RPS
-
-
-@dataclass(frozen=True)
-class Reprime:
-    """One more run of the warm-up's load right before a job's first attempt, where the server slept (interleaved
-    rounds: stopped while the others were warmed, which takes minutes for the JVMs' first climbs): the first attempt
-    after such a sleep read low (rust tweets 106,380 → 150,931 → 152,089; finagle tweets 63,597 → 80,317) and was
-    flagged warming, with no time left to measure it again."""
-
-    job: Job
-
-    def seconds(self, settings: Settings) -> float:
-        return warmup_run_seconds(self.job.scenario, settings) + ATTEMPT_OVERHEAD_S
-
-
-def reprime_step(job: Job, warmup: WarmupStep | None, place: tuple[int, int]) -> Reprime | None:
-    """Whether `job`'s first attempt is re-primed: after a full warm-up (`warmup`: a WarmupStep without `after`), where
-    the others were warmed while it slept. `place` = (index, of) of the job among the servers taking the rounds, warmed
-    and then measured first in that order: the last one warmed waits only for the others' first attempts, as every
-    server does between rounds, and is not re-primed (nor a server alone, its warm-up right before its attempts)."""
-    index, of = place
-    if index >= of - 1 or warmup is None or warmup.after is not None:
-        return None
-    return Reprime(job)
 
 
 @dataclass

@@ -1,6 +1,5 @@
 """A warm-up: what makes a server warm before its attempts, carried out (whether one is needed, and of which kind, is
-the plan's: schedule.warmup_step), and the re-prime, one more of its runs right before the first attempt where the
-plan has one (schedule.reprime_step).
+the plan's: schedule.warmup_step).
 
 A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
 `rule.duration_s` (a counting tool's request count from the last run's rate), until the latest `rule.window` runs show
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from harness.basics import httpclient, interrupt, trend
 from harness.basics.messages import say, warn
 from harness.config.scenarios import WarmupRule
-from harness.measuring.schedule import Job, Reprime, WarmupStep
+from harness.measuring.schedule import Job, WarmupStep
 from harness.results import records as results
 from harness.results.records import WarmupRun
 from harness.tools import TOOLS, LoadSpec
@@ -98,22 +97,6 @@ def _load(job: Job, rule: WarmupRule) -> tuple[str, LoadSpec, float]:
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
     return scenario.warmup_tool, base, run_s
-
-
-def reprime(bench: Bench, step: Reprime, rule: WarmupRule, rate: float | None) -> WarmupRun:
-    """One more warm-up run (its load, sized from the warm-up's `rate`) right before the job's first attempt, where
-    the server slept since its warm-up (schedule.Reprime says why)."""
-    job = step.job
-    tool_name, base, run_s = _load(job, rule)
-    outcome = bench.load(cast("Target", job.target), tool_name, TOOLS[tool_name].sized(base, run_s, rate),
-                         f"warmup/{job.name}-{job.scenario.name}-{job.run.label}-reprime",
-                         f"{job.name} {job.scenario.name} re-prime", f"{job.label} re-prime", rate)
-    m = outcome.measurement
-    rps = m.rps if m and not outcome.failure and m.requests else None
-    say(f"  {job.name} {job.label}: re-primed right before its first attempt ({tool_name}: "
-        + (f"{rps:,.0f} req/s)" if rps is not None else f"failed, {outcome.failure})"))
-    return WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=m.duration_s if m else None,
-                     errors=m.errors.total if m else None)
 
 
 def _prime(bench: Bench, target: Target, path: str) -> None:

@@ -161,7 +161,7 @@ class Warmup:
     rate: float | None = None
     after: str | None = None  # no run: the server had just been measured with this same load (e.g. "low-compute c1000")
     window: int | None = None  # the latest runs whose trend decides whether it settled (None in older files: 3)
-    reprime: WarmupRun | None = None  # one more run right before the first attempt, after a sleep (schedule.Reprime)
+    reprime: WarmupRun | None = None  # files of 2026-11-25 only: one more run right before the first attempt
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Warmup:
