@@ -52,6 +52,19 @@ def test_a_load_measured_again_under_the_same_name_keeps_the_first_ones_output(r
     assert f"{second.measurement.requests} requests in" in second.raw[0].read_text()
 
 
+def test_wrk_measures_a_fractional_duration_for_that_long_not_for_its_whole_seconds(responder, tmp_path):
+    """wrk takes whole seconds (-d 2s for 1.5): the runner ends it at 1.5 s with SIGINT, on which wrk reports what it
+    measured over the time it ran; not a stop at a deadline (nothing counted as timeouts)."""
+    spec = LoadSpec(url=f"http://127.0.0.1:{PORT}/hello", concurrency=2, threads=1, duration_s=1.5)
+    outcome = measure(LocalRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "probe-hello-c2-1", "probe hello"),
+                      Beside(responder))
+    assert outcome.failure is None and outcome.stopped is None
+    assert "-d 2s" in " ".join(outcome.commands[0])
+    m = outcome.measurement
+    assert 1.4 <= m.duration_s <= 1.7 and m.requests > 0 and m.errors.total == 0
+    assert m.rps == pytest.approx(m.requests / m.duration_s)
+
+
 def test_the_folders_of_a_split_load_measured_again_are_fresh_too(tmp_path):
     (tmp_path / "ab-1.part2").mkdir()  # one part's folder of an earlier load is enough to move them all
     assert fresh_scratches(tmp_path, "ab-1", 2) == [tmp_path / "ab-1-again.part1", tmp_path / "ab-1-again.part2"]

@@ -144,7 +144,7 @@ def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float 
 def rate_note(load: CalibrationLoad, record: Record) -> str:
     """Where `load`'s tool measures its rate other than over the load as asked, and by how much."""
     asked = load.run.load.get("duration_s")
-    if load.tool in ("wrk", "oha") and asked and asked != int(asked):
+    if load.tool == "oha" and asked and asked != int(asked):  # wrk is ended at the time asked (wrk.stop_after_s)
         return f"{load.tool} takes whole seconds: it ran {math.ceil(asked)} s for the {asked:g} s asked"
     if load.tool == "gatling" and asked:
         span = asked + (load.server.service_us + load.server.delay_us) / 1e6  # the last users' answers come after

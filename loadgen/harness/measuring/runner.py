@@ -297,8 +297,12 @@ def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
 
 def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs: list[Path], label: str,
           status: str, deadline: float) -> bool:
-    """Until every tool process has ended (False), or `deadline` seconds have passed: then they are stopped (True)."""
+    """Until every tool process has ended (False), or `deadline` seconds have passed: then they are stopped (True).
+    A tool that ends at a planned time (its `stop_after_s`, e.g. wrk at 1.5 s) is sent SIGINT then, which ends its run
+    as its own duration would (not a stop: nothing is counted against the server)."""
     started = time.monotonic()
+    planned = getattr(TOOLS[tool_name], "stop_after_s", None)
+    stop_at = planned(spec) if planned else None
     with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), TextColumn(status), console=console, transient=True,
                   disable=not console.is_terminal) as progress:
@@ -310,8 +314,14 @@ def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs
             if elapsed > deadline:
                 _interrupt(procs)
                 return True
+            if stop_at is not None and elapsed >= stop_at:
+                for p in procs:
+                    if p.poll() is None:
+                        p.send_signal(signal.SIGINT)
+                stop_at = None
             interrupt.check()
-            time.sleep(0.05)  # exits are noticed quickly: the samplers stop then
+            # exits are noticed quickly (the samplers stop then), a planned stop on time
+            time.sleep(min(0.05, max(stop_at - elapsed, 0.001)) if stop_at is not None else 0.05)
     return False
 
 

@@ -120,7 +120,9 @@ class RunStore:
         return self.dir / "results.json"
 
     def save(self) -> None:
-        text = json.dumps(self.run.to_dict(), indent=2, ensure_ascii=False)
+        # compact: written after every attempt, and indenting (json's pure-Python path) took 0.14 s of the 0.2 s a save
+        # of a whole bench's 1.9 MB cost, between attempts (jq or `python -m json.tool` shows it indented)
+        text = json.dumps(self.run.to_dict(), ensure_ascii=False, separators=(",", ":"))
         tmp = self.path.with_suffix(".tmp")
         try:
             with tmp.open("w") as out:

@@ -45,6 +45,8 @@ class LoadTool(Protocol):
     # A tool the project builds itself rather than installs (oha, Gatling) also has `provision`: the argv, run from the
     # repository's root, that builds it into the repository (ignored by git) when `binary` is missing, and
     # `provision_note`, what that costs, announced before it runs (preflight.check_tools).
+    # A tool whose duration option cannot say a spec's duration exactly (wrk: whole seconds) also has
+    # `stop_after_s(spec)`: the seconds after its start at which the runner ends it with SIGINT (None: it ends itself).
 
     def completed(self, output_tail: bytes) -> int | None:
         """Requests done so far, read from the end of the tool's running output (progress of a counted load);

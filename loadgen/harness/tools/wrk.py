@@ -40,7 +40,8 @@ class Wrk:
         if not spec.duration_s:
             raise ValueError("wrk needs a duration")
         threads = min(spec.threads or 1, spec.concurrency)  # wrk refuses more threads than connections
-        # wrk takes whole seconds only: "-d 1.5s" prints its usage and measures nothing
+        # wrk takes whole seconds only ("-d 1.5s" prints its usage and measures nothing): a fractional duration runs
+        # with -d rounded up and is ended at its duration (stop_after_s)
         seconds = math.ceil(spec.duration_s)
         argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{seconds}s", "--latency"]
         if spec.timeout_s:
@@ -51,6 +52,13 @@ class Wrk:
 
     def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
         return replace(spec, duration_s=seconds)
+
+    def stop_after_s(self, spec: LoadSpec) -> float | None:
+        """When the runner ends a run whose duration is not whole seconds: wrk takes SIGINT as the end of its run (it
+        stops its threads and reports over the time it ran, duration_us), so 1.5 s is 1.5 s, not -d's 2."""
+        if spec.duration_s and spec.duration_s != math.ceil(spec.duration_s):
+            return spec.duration_s
+        return None
 
     def parse(self, output: str, scratch: Path) -> Measurement:
         line = next((text for text in output.splitlines() if text.startswith("WRK_JSON ")), None)
