@@ -19,7 +19,7 @@ from harness.measuring.attempts import Target
 from harness.measuring.campaign import OrderError, choose_order
 from harness.measuring.clock import Clock, estimate
 from harness.measuring.runner import Outcome
-from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, History, Job, WarmupStep
+from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, WARMUP_RUNS_EXPECTED, History, Job, WarmupStep
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer
@@ -118,7 +118,7 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
     counts = estimate(clock, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS)
     # per server: backend close and keep-alive (each warmed: the pattern changes), hello
     assert counts == {"servers": 2, "records": 6, "attempts": 18, "warmups": 6}
-    per_server = START_S + 3 * 3.5 * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
+    per_server = START_S + 3 * WARMUP_RUNS_EXPECTED * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
     assert clock.total == pytest.approx(2 * per_server)
     assert clock.status().startswith("run 0%, ~")
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
 
-# For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here
-START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 3.5
-# what a JVM's first connection-per-request climb adds, as connections a second (measured: akka ~15 s for its 60,000
-# connections beyond the usual warm-up, finagle and socko ~6 s for 130,000 and more)
-JIT_WARMUP_RPS = 8000.0
+# For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here (runs
+# per warm-up, over three benches of 2026-11-25: a mean of 4.3 on a steady machine, 5.6 and 5.4 on unsteady ones)
+START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 4.5
+# what a JVM's first connection-per-request climb adds, as connections a second: the six JVMs' 570,000 connections
+# took 147-206 s in those benches (akka, pekko and play ~1,500 a second; finagle, socko and spray 4,000-9,000)
+JIT_WARMUP_RPS = 3000.0
 ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
 # What sizes a load, not what it is: two runs that differ only in these are the same load.
 SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "timeout_s"})
