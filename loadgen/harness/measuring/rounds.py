@@ -1,6 +1,6 @@
 """One scenario measured on the servers of a campaign, as its plan says (schedule.py): warm-ups, then rounds of one
-attempt per server (the first server of a round rotating), each attempt kept before the next one starts; records whose attempts still
-climb or fall measured again within the run's budget; the flags evaluated.
+attempt per server (the first server of a round rotating), each attempt kept before the next one starts; records
+whose attempts still climb or fall measured again within the run's budget; the flags evaluated.
 
 What a warm-up, an attempt and a record's keeping do is an `Executor`'s (attempts.Bench runs the tools; the tests give
 the rounds a fake one): the rounds decide only the order, as hyperfine's scheduler does with its executor."""
