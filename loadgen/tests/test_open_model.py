@@ -174,6 +174,8 @@ def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed
             time.sleep(0.2)
             os.kill(responder.pid, signal.SIGCONT)
 
+    staller = threading.Thread(target=stall, daemon=True)
+
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -182,7 +184,6 @@ def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed
                 break
             except OSError:
                 time.sleep(0.05)
-        staller = threading.Thread(target=stall, daemon=True)
         staller.start()
         url = f"http://127.0.0.1:{port}/"
         results = {}
@@ -198,6 +199,8 @@ def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed
             results[key] = tool.parse(out.stdout + out.stderr, scratch)
     finally:
         stop.set()
+        if staller.is_alive():  # its last SIGCONT sent before the responder is killed (and its pid reaped)
+            staller.join()
         os.kill(responder.pid, signal.SIGCONT)
         responder.kill()
         responder.wait()
