@@ -105,9 +105,9 @@ class Rounds:
         return warmup
 
     def rounds(self, jobs: list[Job], warmups: dict[str, Warmup], repeat: int) -> dict[str, list[Attempt]]:
-        """The rounds of one run; every attempt is kept the moment it ends, before the next one starts, whatever the round (an interrupt loses none):
-        the record marked incomplete until its last, complete with it; then what climbed or fell is measured again
-        where time allows."""
+        """The rounds of one run; every attempt is kept the moment it ends, before the next one starts, whatever the
+        round (an interrupt loses none): the record marked incomplete until its last, complete with it; then what
+        climbed or fell is measured again where time allows."""
         by_name = {job.name: job for job in jobs}
         attempts: dict[str, list[Attempt]] = {job.name: [] for job in jobs}
         for n in range(1, repeat + 1):

@@ -315,9 +315,7 @@ def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs
                 _interrupt(procs)
                 return True
             if stop_at is not None and elapsed >= stop_at:
-                for p in procs:
-                    if p.poll() is None:
-                        p.send_signal(signal.SIGINT)
+                _sigint(procs)
                 stop_at = None
             interrupt.check()
             # exits are noticed quickly (the samplers stop then), a planned stop on time
@@ -325,11 +323,16 @@ def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs
     return False
 
 
-def _interrupt(procs: list[subprocess.Popen]) -> None:
-    """SIGINT (the tools print what they measured so far), then SIGKILL to those still running."""
+def _sigint(procs: list[subprocess.Popen]) -> None:
+    """SIGINT to the tools still running: ab, wrk and httperf then end and print what they measured so far."""
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
+
+
+def _interrupt(procs: list[subprocess.Popen]) -> None:
+    """SIGINT (the tools print what they measured so far), then SIGKILL to those still running."""
+    _sigint(procs)
     for p in procs:
         try:
             p.wait(INTERRUPT_GRACE_S)
