@@ -140,8 +140,10 @@ def test_the_state_tells_leftovers_from_servers_left_up_on_purpose(tmp_path):
 # -------------------------------------------------------------------------------------------------- integration
 
 def kill_mid_attempt(run_id: str, runtime: str) -> subprocess.Popen:
-    """A `run hello` on rust, killed with SIGKILL while its first attempt's wrk runs; its results.json checked."""
-    proc = start("--servers", "rust", "--run-id", run_id, "run", "hello", runtime=runtime)
+    """A `run hello` on rust, killed with SIGKILL while its first attempt's wrk runs; its results.json checked. The
+    seed profile's 30 s attempt: `down` must find that wrk still running (a quick one, 1.5 s, could end first where a
+    fresh clone's first `down` is slow to start)."""
+    proc = start("--servers", "rust", "--run-id", run_id, "run", "hello", runtime=runtime, PROFILE="seed")
     first_attempt = RESULTS / run_id / "raw" / "rust-hello-c100-1"
     try:
         assert wait_until(lambda: first_attempt.exists() and State().tools(), 600, interval_s=0.05), \
