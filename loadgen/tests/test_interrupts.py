@@ -165,3 +165,65 @@ def test_ctrl_c_during_an_attempt_keeps_the_attempts_already_done(tmp_path, serv
     assert record.incomplete == "2 of 4 attempts: the run ended before the rest"
     assert "incomplete" in [f.name for f in record.flags] and not record.ranked
     assert record.rps == (record.attempts[0].rps + record.attempts[1].rps) / 2  # the median of two: their mean
+
+
+@pytest.fixture
+def signal_handlers():
+    """The harness's own handlers for the test (as the command line installs them), the earlier ones afterwards."""
+    from harness.basics import interrupt
+    saved = {signum: signal.getsignal(signum) for signum in interrupt.SIGNALS}
+    interrupt.reset()
+    interrupt.install()
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+    interrupt.reset()
+
+
+def popen_then_sigint(real_popen):
+    """subprocess.Popen with a Ctrl-C arriving just after its fork, before it returns: the instant CI once hit, when
+    `make versus` printed "building node@..." and the test's SIGINT came while the build's Popen ran."""
+    def popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return proc
+    return popen
+
+
+def test_ctrl_c_during_a_build_s_popen_stops_the_build(tmp_path, monkeypatch, signal_handlers):
+    from harness.config.manifest import discover
+    from harness.measuring import checkout
+    folder = tmp_path / "servers" / "slowbuild"
+    folder.mkdir(parents=True)
+    pid_file = tmp_path / "sleeper.pid"
+    (folder / "manifest.toml").write_text(
+        f'[[server]]\nname = "slowbuild"\nport = 28203\nroutes = {ROUTES}\nrun = ["true"]\n'
+        f'build = "sleep 60 & echo $! > {pid_file}; wait"\n')
+    server = discover(tmp_path / "servers")["slowbuild"]
+    monkeypatch.setattr(checkout.subprocess, "Popen", popen_then_sigint(subprocess.Popen))
+    with pytest.raises(KeyboardInterrupt):
+        checkout.build(server, "slowbuild@test", tmp_path / "build.log")
+    strays = [p for p in psutil.Process().children(recursive=True) if "sleep 60" in " ".join(p.cmdline())]
+    assert not strays, strays
+    if pid_file.exists() and pid_file.read_text().strip():  # the sleep, wherever it went once its shell died
+        assert wait_until(lambda: gone(int(pid_file.read_text())), 5)
+
+
+def gone(pid: int) -> bool:
+    """No such process, or only its zombie (killed, not yet reaped by the process it was orphaned to)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_ctrl_c_during_a_server_s_popen_stops_the_server(tmp_path, monkeypatch, servers_dir, signal_handlers):
+    from harness.config.manifest import discover
+    from harness.runtime import local
+    server = discover(servers_dir)["probe"]
+    runtime = local.LocalRuntime()
+    monkeypatch.setattr(local.subprocess, "Popen", popen_then_sigint(subprocess.Popen))
+    with pytest.raises(KeyboardInterrupt):
+        runtime.start(server, [0], PORTS["probe"], {})
+    assert not [p for p in psutil.Process().children(recursive=True) if str(RESPONDER) in " ".join(p.cmdline())]
+    assert port_owner("127.0.0.1", PORTS["probe"]) is None

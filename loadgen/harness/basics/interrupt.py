@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 _received: str | None = None  # the signal's name, once one came
+_deferring = 0  # inside deferred(): a signal sets the flag only, and the block's end raises
 # SIGHUP: the terminal or the ssh session it ran in went away; the command stops as on Ctrl-C
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -24,7 +27,8 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if _received:  # already stopping: let the clean-up finish
         return
     _received = signal.Signals(signum).name
-    raise KeyboardInterrupt(_received)
+    if not _deferring:
+        raise KeyboardInterrupt(_received)
 
 
 def install() -> None:
@@ -42,6 +46,20 @@ def check() -> None:
     """Raise KeyboardInterrupt when a signal came, whether or not its own exception got through."""
     if _received:
         raise KeyboardInterrupt(_received)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A block a signal cannot cut in two: it raises at the block's end instead. For starting a child and taking
+    hold of it: a KeyboardInterrupt inside subprocess.Popen, after the fork, loses the child (no Popen object comes
+    back to stop it), and one between the Popen and the statement that records it does the same."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    check()
 
 
 def sleep(seconds: float) -> None:

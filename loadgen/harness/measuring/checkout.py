@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.basics import interrupt
 from harness.basics.messages import say
 from harness.basics.paths import STATE_DIR
 from harness.config.manifest import ManifestError, Server, build_steps, discover
@@ -140,12 +141,15 @@ def build(server: Server, label: str, log: Path) -> None:
     for step in build_steps([replace(server, name=label)]):
         say(f"building {label}: {step.command}  (in {step.cwd})")
         with log.open("ab") as out:
-            proc = subprocess.Popen(step.command, shell=True, cwd=step.cwd, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = None
             try:
+                with interrupt.deferred():  # a Ctrl-C during the Popen raises once `proc` holds the build
+                    proc = subprocess.Popen(step.command, shell=True, cwd=step.cwd, stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
                 code = proc.wait()
             except BaseException:  # Ctrl-C: the whole build's process group, not just its shell
-                _stop_group(proc)
+                if proc is not None:
+                    _stop_group(proc)
                 raise
         if code != 0:  # the end of its output, then one line saying what failed
             say("\n".join(f"    {line}" for line in log.read_text(errors="replace").splitlines()[-LOG_LINES:]))

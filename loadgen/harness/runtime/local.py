@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 
+from harness.basics import interrupt
 from harness.basics.machine import (
     kernel_start,
     pinned,
@@ -100,21 +101,24 @@ class LocalRuntime(OnThisMachine):
             raise RuntimeFailure(f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). "
                                 "Did `make build` run?")
         started = time.monotonic()
-        with log.open("wb") as log_file:
-            try:
-                proc = subprocess.Popen(pinned(argv, cpus), cwd=server.folder, env=child_env, stdout=log_file,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-            except OSError as exc:
-                raise RuntimeFailure(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
-        self._children[proc.pid] = proc
+        proc: subprocess.Popen | None = None
         try:
+            with log.open("wb") as log_file, interrupt.deferred():  # a Ctrl-C during the Popen raises with `proc` set
+                try:
+                    proc = subprocess.Popen(pinned(argv, cpus), cwd=server.folder, env=child_env, stdout=log_file,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
+                except OSError as exc:
+                    raise RuntimeFailure(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
+            self._children[proc.pid] = proc
             running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid,
                                     log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name,
                                     pid_created=process_create_time(proc.pid), pid_start=kernel_start(proc.pid),
                                     h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
         except BaseException:  # a Ctrl-C before await_start, which stops it from here on: not yet listed, so now
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            if proc is not None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
             raise
         return await_start(self, server, running, started, listed=listed)
 
