@@ -227,3 +227,27 @@ def test_ctrl_c_during_a_server_s_popen_stops_the_server(tmp_path, monkeypatch, 
         runtime.start(server, [0], PORTS["probe"], {})
     assert not [p for p in psutil.Process().children(recursive=True) if str(RESPONDER) in " ".join(p.cmdline())]
     assert port_owner("127.0.0.1", PORTS["probe"]) is None
+
+
+def test_ctrl_c_during_a_load_tool_s_popen_stops_the_tool(tmp_path, monkeypatch, signal_handlers):
+    from harness.measuring.runner import Beside, Naming, measure
+    from harness.runtime import RunningServer
+    from harness.runtime.local import LocalRuntime
+    from harness.tools import LoadSpec
+    from harness.tools.load_plan import plan_load
+    port = PORTS["probe"]
+    responder = subprocess.Popen([sys.executable, str(RESPONDER), str(port), "probe"])
+    try:
+        assert wait_until(lambda: port_owner("127.0.0.1", port) is not None, 10)
+        server = RunningServer(name="probe", host="127.0.0.1", port=port, cpus=[0], pid=responder.pid, log="",
+                               started_at=0, startup_s=0, runtime="local")
+        spec = LoadSpec(url=f"http://127.0.0.1:{port}/hello", concurrency=2, threads=1, duration_s=30)
+        monkeypatch.setattr(subprocess, "Popen", popen_then_sigint(subprocess.Popen))
+        with pytest.raises(KeyboardInterrupt):
+            measure(LocalRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "probe-hello", "probe"),
+                    Beside(server))
+        monkeypatch.undo()
+        assert not [p for p in psutil.Process().children(recursive=True) if "wrk" in " ".join(p.cmdline())]
+    finally:
+        responder.terminate()
+        responder.wait(5)

@@ -230,7 +230,8 @@ class Load:
             argv = process.argv(tool, scratch)
             self.outcome.commands.append(argv)
             self.outcome.raw.append(scratch / "output.txt")
-            self.tree.procs.append(self.runtime.tool_process(argv, cores, scratch / "output.txt"))
+            with interrupt.deferred():  # a signal during the Popen raises once the tool is in the tree clean_up stops
+                self.tree.procs.append(self.runtime.tool_process(argv, cores, scratch / "output.txt"))
             State().add_tool(self.tree.procs[-1].pid, argv)  # listed while it runs: `make down` stops it if killed
 
     def finish(self) -> None:
