@@ -18,8 +18,15 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness.basics import interrupt
 from harness.basics.machine import port_owner, wait_until
+from harness.config.manifest import discover
+from harness.measuring import checkout
+from harness.measuring.runner import Beside, Naming, measure
 from harness.results import records as results
+from harness.runtime import RunningServer, local
+from harness.tools import LoadSpec
+from harness.tools.load_plan import plan_load
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESULTS = LOADGEN.parent / "results"
@@ -170,7 +177,6 @@ def test_ctrl_c_during_an_attempt_keeps_the_attempts_already_done(tmp_path, serv
 @pytest.fixture
 def signal_handlers():
     """The harness's own handlers for the test (as the command line installs them), the earlier ones afterwards."""
-    from harness.basics import interrupt
     saved = {signum: signal.getsignal(signum) for signum in interrupt.SIGNALS}
     interrupt.reset()
     interrupt.install()
@@ -191,8 +197,6 @@ def popen_then_sigint(real_popen):
 
 
 def test_ctrl_c_during_a_build_s_popen_stops_the_build(tmp_path, monkeypatch, signal_handlers):
-    from harness.config.manifest import discover
-    from harness.measuring import checkout
     folder = tmp_path / "servers" / "slowbuild"
     folder.mkdir(parents=True)
     pid_file = tmp_path / "sleeper.pid"
@@ -218,8 +222,6 @@ def gone(pid: int) -> bool:
 
 
 def test_ctrl_c_during_a_server_s_popen_stops_the_server(tmp_path, monkeypatch, servers_dir, signal_handlers):
-    from harness.config.manifest import discover
-    from harness.runtime import local
     server = discover(servers_dir)["probe"]
     runtime = local.LocalRuntime()
     monkeypatch.setattr(local.subprocess, "Popen", popen_then_sigint(subprocess.Popen))
@@ -230,11 +232,6 @@ def test_ctrl_c_during_a_server_s_popen_stops_the_server(tmp_path, monkeypatch, 
 
 
 def test_ctrl_c_during_a_load_tool_s_popen_stops_the_tool(tmp_path, monkeypatch, signal_handlers):
-    from harness.measuring.runner import Beside, Naming, measure
-    from harness.runtime import RunningServer
-    from harness.runtime.local import LocalRuntime
-    from harness.tools import LoadSpec
-    from harness.tools.load_plan import plan_load
     port = PORTS["probe"]
     responder = subprocess.Popen([sys.executable, str(RESPONDER), str(port), "probe"])
     try:
@@ -244,7 +241,7 @@ def test_ctrl_c_during_a_load_tool_s_popen_stops_the_tool(tmp_path, monkeypatch,
         spec = LoadSpec(url=f"http://127.0.0.1:{port}/hello", concurrency=2, threads=1, duration_s=30)
         monkeypatch.setattr(subprocess, "Popen", popen_then_sigint(subprocess.Popen))
         with pytest.raises(KeyboardInterrupt):
-            measure(LocalRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "probe-hello", "probe"),
+            measure(local.LocalRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "probe-hello", "probe"),
                     Beside(server))
         monkeypatch.undo()
         assert not [p for p in psutil.Process().children(recursive=True) if "wrk" in " ".join(p.cmdline())]
