@@ -39,6 +39,14 @@ def test_ab_is_sized_in_whole_rounds_of_its_concurrency_from_the_warm_up_rate():
         "ab", "-r", "-s", "10000", "-n", "50", "-c", "10", "-e", "/scratch/percentiles.csv", "http://127.0.0.1:1/f"]
 
 
+def test_ab_takes_the_round_count_nearest_the_time_asked_not_the_next_above():
+    spec = LoadSpec(url="http://127.0.0.1:1/f", concurrency=10, duration_s=1.5, timeout_s=10000, continue_on_error=True)
+    assert TOOLS["ab"].sized(spec, 1.5, 28).requests == 40  # 42 requests: 4 rounds (1.43 s), not 5 (1.79 s)
+    assert TOOLS["ab"].sized(spec, 1.5, 9).requests == 10  # 13.5: one round (1.1 s), not two (2.2 s)
+    assert TOOLS["ab"].sized(spec, 1.5, 3).requests == 10  # 4.5 requests: never less than one round
+    assert TOOLS["ab"].sized(spec, 1.5, 10).requests == 20  # 15: half a round up
+
+
 def test_ab_without_a_rate_runs_for_its_time_limit_with_n_after_t():
     spec = LoadSpec(url="http://127.0.0.1:1/f", concurrency=1000, duration_s=1.5)
     argv = TOOLS["ab"].command(TOOLS["ab"].sized(spec, 1.5, None), SCRATCH)
@@ -373,8 +381,9 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
         result = warming.warm_up(bench, step, WarmupRule(duration_s=1, tolerance=0.2, max_runs=6))
     finally:
         server.shutdown()
-    # the latest three runs with a rate settle it (12, 14, 13: no trend beyond 20 %)
-    assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 20), (None, 20)]
+    # the latest three runs with a rate settle it (12, 14, 13: no trend beyond 20 %); 12 and 14 req/s for 1 s are
+    # nearest one round of 10
+    assert [(s.duration_s, s.requests) for s in specs] == [(1, None), (2, None), (4, None), (None, 10), (None, 10)]
     assert result.rate == 13.0 and result.steady and result.window == 3  # kept: the unsettled flag judges by it
     assert order[:2] == ["wake rust", "primer"] and order.count("primer") == 10
 
