@@ -47,6 +47,19 @@ def test_every_file_is_written(report):
     assert not (run / "charts" / "tweets-c100-latency.png").exists()  # httperf gives no percentiles
 
 
+def test_charts_drawn_by_several_processes_are_those_one_draws(tmp_path, data, monkeypatch):
+    from harness.report import charts
+
+    m = model.build(data)
+    monkeypatch.setattr(charts.os, "sched_getaffinity", lambda pid: {0})
+    alone = charts.write(m, tmp_path / "one")
+    monkeypatch.setattr(charts.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    shared = charts.write(m, tmp_path / "three")
+    assert list(shared) == list(alone) and len(alone) > 3
+    for key, path in alone.items():
+        assert shared[key].parent == tmp_path / "three" and shared[key].read_bytes() == path.read_bytes(), key
+
+
 def test_html_is_self_contained(report):
     run, _ = report
     html = (run / "report.html").read_text()
