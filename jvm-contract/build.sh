@@ -6,19 +6,24 @@
 # each server even when nothing changed: 24 s of every warm `make bench` on 2 cores. `touch pom.xml` forces a build.
 set -eu
 folders=$(echo "$1" | tr ',' ' ')
-stale=""
+missing="" oldest=""
 for folder in $folders; do
   jar="$folder/target/$folder-server.jar"
   if [ ! -f "$jar" ]; then
-    stale="$stale $folder (no $jar)"
-  elif newer=$(find pom.xml jvm-contract $folders -name target -prune -o -type f -newer "$jar" -print | head -1) \
-       && [ -n "$newer" ]; then
-    stale="$stale $folder ($newer is newer than its jar)"
+    missing="$missing $jar"
+  elif [ -z "$oldest" ] || [ "$jar" -ot "$oldest" ]; then
+    oldest=$jar
   fi
 done
-if [ -z "$stale" ]; then
-  echo "up to date: every jar is newer than its sources ($1); Maven not run (touch pom.xml to force a build)"
-  exit 0
+if [ -n "$missing" ]; then
+  echo "Maven runs: no$missing"
+else
+  # one walk of the sources: a file newer than the oldest jar is newer than some jar
+  newer=$(find pom.xml jvm-contract $folders -name target -prune -o -type f -newer "$oldest" -print | head -1)
+  if [ -z "$newer" ]; then
+    echo "up to date: every jar is newer than its sources ($1); Maven not run (touch pom.xml to force a build)"
+    exit 0
+  fi
+  echo "Maven runs: $newer is newer than $oldest"
 fi
-echo "Maven runs for:$stale"
 exec mvn -B -q -f pom.xml -pl "$1" -am package -DskipTests

@@ -59,3 +59,10 @@ def test_a_missing_jar_runs_maven(reactor):
     (reactor / "finagle" / "target" / "finagle-server.jar").unlink()
     out, calls = build(reactor)
     assert len(calls) == 1 and "no finagle/target/finagle-server.jar" in out
+
+
+def test_a_source_newer_than_one_jar_only_runs_maven(reactor):
+    os.utime(reactor / "akka" / "target" / "akka-server.jar", (OLD + 10, OLD + 10))  # built before the edit below
+    os.utime(reactor / "finagle" / "src" / "Server.scala", (OLD + 50, OLD + 50))  # older than finagle's jar only
+    out, calls = build(reactor)
+    assert len(calls) == 1 and "finagle/src/Server.scala is newer than akka/target/akka-server.jar" in out
