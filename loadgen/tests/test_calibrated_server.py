@@ -16,6 +16,8 @@ from harness.basics.httpclient import Connection, request_bytes
 from harness.config.manifest import by_default, discover
 from harness.measuring import verification as contract
 from harness.runtime.local import LocalRuntime, port_owner
+from harness.tools import LoadSpec
+from harness.tools.ab import PER_REQUEST, SLOWEST, ApacheBench
 
 SERVERS = discover()
 SERVER = SERVERS["calibrated"]
@@ -162,3 +164,27 @@ def answer_of(conn: socket.socket) -> bytes:
         chunk = conn.recv(65536)
         assert chunk, "the connection closed before its answer was whole"
         data += chunk
+
+
+def test_ab_s_p99_9_is_the_known_tail_to_the_ms_from_its_per_request_file(server, tmp_path):
+    """ab -g against a tail known by construction: 1,000 requests one after the other, 1 in 200 held 20 ms, so the
+    5 slowest are the delayed ones: inside ab's top 1 % slice (the 10 above its row 99, which is a request without
+    delay), and p99.9 (rank 999) is one of them: 20 ms, read to the ms from -g. From -e alone it was only known to lie
+    between p99 and the max."""
+    _, running = server
+    ab = ApacheBench()
+    spec = LoadSpec(url=f"http://{running.host}:{running.port}/hello?every=200&delay_us=20000", concurrency=1,
+                    requests=1000, keepalive=True)
+    out = subprocess.run(ab.command(spec, tmp_path), capture_output=True, text=True, timeout=60, check=True).stdout
+    assert len((tmp_path / PER_REQUEST).read_text().splitlines()) == 1001  # ab's header and a line per request
+    m = ab.parse(out, tmp_path)
+    assert m.requests == 1000 and m.distribution.count == 1000
+    assert m.latency_ms["p99"] < 20
+    assert 20 <= m.latency_ms["p99.9"] <= 21.5  # the delay and a request's own time, to -g's whole ms
+    assert m.latency_ms["p99.9"] <= m.latency_ms["max"]
+    # -g's file is cut to the slice it was read for, and reads the same again
+    assert not (tmp_path / PER_REQUEST).exists()
+    kept = (tmp_path / SLOWEST).read_text().splitlines()
+    assert kept[0].startswith("starttime") and len(kept) == 1 + 10
+    assert [int(line.split("\t")[4]) >= 20 for line in kept[1:]] == [False] * 5 + [True] * 5
+    assert ab.parse(out, tmp_path).latency_ms == m.latency_ms

@@ -1,10 +1,11 @@
 """The tool adapters parse real outputs of ab, wrk and httperf (saved under fixtures/, some from the seeds)."""
+import shutil
 from pathlib import Path
 
 import pytest
 
 from harness.tools import LoadSpec, ToolFailed
-from harness.tools.ab import ApacheBench
+from harness.tools.ab import PER_REQUEST, SLOWEST, ApacheBench
 from harness.tools.httperf import Httperf
 from harness.tools.output import Errors, merge
 from harness.tools.wrk import Wrk
@@ -36,8 +37,8 @@ def test_ab_success_with_percentile_csv():
 
 
 def test_ab_distribution_is_its_hundred_slices_at_microseconds():
-    """ab -e's 100 rows make the attempt's histogram: its p50/p90/p99 are the CSV's to the µs; p99.9 lies in the top
-    slice with the max, so neither one process nor a merge of processes claims one."""
+    """ab -e's 100 rows make the attempt's histogram: its p50/p90/p99 are the CSV's to the µs; without its -g file
+    p99.9 lies somewhere in the top slice with the max, so neither one process nor a merge of processes claims one."""
     m = ab("ab_ok")
     d = m.distribution
     assert d.count == 2000
@@ -46,6 +47,36 @@ def test_ab_distribution_is_its_hundred_slices_at_microseconds():
     merged = merge([m, ab("ab_ok")])
     assert merged.distribution.count == 4000 and "p99.9" not in merged.latency_ms
     assert (merged.latency_ms["p50"], merged.latency_ms["p99"], merged.latency_ms["max"]) == (2.946, 5.604, 5.777)
+
+
+def test_ab_p99_9_is_its_top_slice_request_by_request_from_its_per_request_file(tmp_path):
+    """ab -n 3000 -c 50 -e -g against the calibrated server (200 µs burned a request, 1 in 300 held 20 ms more): its
+    top 1 % (the 30 requests from -e's row 99, 11.400 ms, up) are read from -g's whole ms, 11 to 31 ms, so p99.9
+    (rank 2,997) is 31 ms where -e alone put it anywhere from 11.400 to the max, 31.381. The file is then cut to those
+    30 requests, and reads the same again."""
+    folder = tmp_path / "ab"
+    shutil.copytree(FIXTURES / "ab_per_request", folder)
+    output = (folder / "output.txt").read_text()
+    m = ApacheBench().parse(output, folder)
+    assert m.requests == 3000 and m.distribution.count == 3000
+    assert (m.latency_ms["p50"], m.latency_ms["p99"], m.latency_ms["max"]) == (11.284, 11.4, 31.381)
+    assert m.latency_ms["p99.9"] == 31.0
+    assert m.distribution.percentile_ms(99.5) == 12.0  # rank 2,985: the 15th of the slice, -g's 12 ms
+    assert not (folder / PER_REQUEST).exists()
+    kept = (folder / SLOWEST).read_text().splitlines()
+    assert kept[0].startswith("starttime") and len(kept) == 1 + 30
+    assert sorted(int(line.split("\t")[4]) for line in kept[1:]) == [11] * 8 + [12] * 8 + [13] * 4 + [31] * 10
+    assert ApacheBench().parse(output, folder).latency_ms == m.latency_ms
+
+
+def test_ab_parts_merge_their_p99_9_only_where_every_part_has_one(tmp_path):
+    parts = []
+    for n in (1, 2):
+        shutil.copytree(FIXTURES / "ab_per_request", tmp_path / str(n))
+        parts.append(ApacheBench().parse((tmp_path / str(n) / "output.txt").read_text(), tmp_path / str(n)))
+    merged = merge(parts)
+    assert merged.distribution.count == 6000 and merged.latency_ms["p99.9"] == 31.0
+    assert "p99.9" not in merge([parts[0], ab("ab_ok")]).latency_ms  # ab_ok has no -g file: its top slice is unknown
 
 
 def test_ab_percentiles_past_the_end_of_a_small_run_are_its_slowest_request():

@@ -11,7 +11,7 @@ numpy over the histogram's counts (the library's own reader walks its 311,296 bu
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
@@ -47,18 +47,24 @@ class Distribution:
         return cls(histogram)
 
     @classmethod
-    def from_levels(cls, levels: Iterable[tuple[float, int]], requests: int) -> Distribution | None:
+    def from_levels(cls, levels: Iterable[tuple[float, int]], requests: int,
+                    slowest_us: Sequence[int] = ()) -> Distribution | None:
         """From a tool's quantile function: (percent, µs) levels in rising order, the last one 100 (the max), over
         `requests` requests. The requests up to each level's rank not yet counted are put at that level's latency,
-        so percentiles at the levels are the tool's own and between two levels an upper bound. None without levels or
-        requests."""
+        so percentiles at the levels are the tool's own and between two levels an upper bound. `slowest_us`: the
+        slowest requests' own latencies where the tool gives them (ab's -g), each counted at its value in place of
+        what the levels say of the last len(slowest_us) ranks. None without levels or requests."""
         counts: dict[int, int] = {}
         counted = 0
+        below = requests - len(slowest_us)
         for pct, us in levels:
-            upto = requests if pct >= 100 else int(requests * pct / 100 + 0.5)  # the rank percentile_ms reads
+            upto = min(requests if pct >= 100 else int(requests * pct / 100 + 0.5), below)  # the rank percentile_ms reads
             if upto > counted:
                 counts[int(us)] = counts.get(int(us), 0) + upto - counted
                 counted = upto
+        for us in slowest_us:
+            counts[int(us)] = counts.get(int(us), 0) + 1
+            counted += 1
         return cls.from_counts(counts) if counted else None
 
     @classmethod

@@ -119,7 +119,7 @@ def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float 
     if known_ms is None:
         return None, ""
     if load.tool == "ab" and name == "p99.9":
-        return None, "ab's percentile file (-e) has whole percents only"
+        return None, "ab's p99.9 is from its per-request file (-g), whose times are whole ms (±0.5 ms)"
     if load.tool == "ab" and all(float(record.latency_ms.get(p) or 0.5).is_integer() for p in ("p50", "p99")):
         return round(known_ms), "ab's figures are its table's whole ms (±0.5 ms)"
     if load.tool == "wrk" and k.limit == ka.PACE_LIMIT and record.rps and load.run.load.get("concurrency"):

@@ -1,14 +1,16 @@
 """ApacheBench (ab): HTTP/1.0, one request per connection unless -k; prints a text summary.
 
-Its distribution: ab has two per-run outputs. -g writes every request, but its times are rounded to whole ms
-(ap_round_ms), coarser than the whole distribution of a server answering in under a millisecond; -e writes the time
-under which 1 … 100 % of the requests were served at 1 µs (its sorted per-request times read at 100 ranks). The
-harness reads -e: the attempt's histogram is 100 equal slices, each slice's requests at its upper latency, so p50, p90
-and p99 are ab's own to the µs, and a percentile inside a slice (p99.9 lies in the top one, with the max) is not known:
-ab's records give no p99.9."""
+Its distribution: ab has two per-run outputs, and the harness reads both. -e writes the time under which 1 … 100 % of
+the requests were served at 1 µs (its sorted per-request times read at 100 ranks); -g writes every request, its times
+rounded to whole ms (ap_round_ms). The attempt's histogram is -e's 99 lower slices, each slice's requests at its upper
+latency, so p50, p90 and p99 are ab's own to the µs; and the top slice request by request from -g, each held within
+what -e says of that slice (p99 at least, the max at most) and the slowest at -e's max: so p99.9 is ab's to the
+nearest ms (±0.5 ms), where -e alone knows only that it lies between p99 and the max. -g's file is cut to that top
+slice once read (`slowest.tsv`): the whole of it, a line per request, would be most of a run's disk."""
 from __future__ import annotations
 
 import csv
+import heapq
 import math
 import re
 from dataclasses import replace
@@ -22,6 +24,8 @@ FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epo
 # With -t, ab still sizes its per-request statistics array by -n (40 bytes a request): this caps a timed run.
 TIMED_MAX_REQUESTS = 2_000_000
 PROGRESS = re.compile(rb"Completed (\d+) requests")
+PER_REQUEST = "requests.tsv"  # -g: a line per request, ttime (whole ms) in its fifth column
+SLOWEST = "slowest.tsv"  # what the harness keeps of it: the slowest 1 % (the top slice of -e)
 
 
 def _int(pattern: str, text: str, default: int = 0) -> int:
@@ -67,7 +71,7 @@ class ApacheBench:
             argv += ["-n", str(spec.requests), "-c", str(min(spec.concurrency, spec.requests))]
         else:  # -t must come before -n: -t alone caps the run at 50,000 requests
             argv += ["-t", f"{math.ceil(spec.duration_s)}", "-n", str(TIMED_MAX_REQUESTS), "-c", str(spec.concurrency)]
-        argv += ["-e", str(scratch / "percentiles.csv"), spec.url]
+        argv += ["-e", str(scratch / "percentiles.csv"), "-g", str(scratch / PER_REQUEST), spec.url]
         return argv
 
     def parse(self, output: str, scratch: Path) -> Measurement:
@@ -96,10 +100,14 @@ class ApacheBench:
         by_pct = dict(quantiles)
         if all(p in by_pct for p in (50.0, 90.0, 99.0, 100.0)):  # -e's microseconds, not the table's whole ms
             latency = {"p50": by_pct[50.0], "p90": by_pct[90.0], "p99": by_pct[99.0], "max": by_pct[100.0]}
-        distribution = Distribution.from_levels(((p, round(ms * 1000)) for p, ms in quantiles), done)
+        levels = [(p, round(ms * 1000)) for p, ms in quantiles]
+        slowest = _top_slice(scratch, done, levels)
+        distribution = Distribution.from_levels(levels, done, slowest or ())
         if distribution:  # read off it, as after a merge of processes (the same above 32 ms, where it keeps 4 digits)
             sliced = distribution.latency_ms()
-            latency.update({k: sliced[k] for k in ("p50", "p90", "p99", "max")})
+            # without -g's requests p99.9 is somewhere in the top slice: not known
+            known = ("p50", "p90", "p99", "max") + (("p99.9",) if slowest is not None else ())
+            latency.update({k: sliced[k] for k in known})
         mean = re.search(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$", output, re.MULTILINE)
         if mean:
             latency["mean"] = float(mean.group(1))
@@ -126,6 +134,47 @@ def _read_percentiles(path: Path, done: int) -> list[tuple[float, float]]:
     slowest = dict(rows).get(100.0)
     return [(p, slowest if 0 < p < 100 and done and int(0.5 + done * p / 100) >= done and slowest is not None else ms)
             for p, ms in rows]
+
+
+def _top_slice(scratch: Path, done: int, levels: list[tuple[float, int]]) -> list[int] | None:
+    """The latencies (µs) of ab's top 1 % of requests (the ranks Distribution.from_levels puts above row 99), slowest
+    last, from -g's whole ms: each held within -e's row 99 and 100 (the max), and the first and the slowest at those
+    rows' µs (ab reads row 99 at its sorted times' index `done - top`: the slice's first). [] where the slice is empty
+    (a small run: -e's rows say it all); None where it is not known request by request (no -g file, or one with
+    fewer requests)."""
+    by_pct = dict(levels)
+    if not done or 99.0 not in by_pct or 100.0 not in by_pct:
+        return None
+    top = done - int(done * 99 / 100 + 0.5)  # as ab and Distribution.from_levels count the ranks
+    if top == 0:
+        return []
+    times_ms = _slowest_ms(scratch, top)
+    if len(times_ms) < top:
+        return None
+    low, high = by_pct[99.0], by_pct[100.0]
+    held = [min(max(round(ms * 1000), low), high) for ms in times_ms]
+    held[0], held[-1] = low, high
+    return held
+
+
+def _slowest_ms(scratch: Path, top: int) -> list[float]:
+    """The `top` slowest requests' ttime (ms, rising) from -g's file, which is then cut to them (`SLOWEST`)."""
+    whole, kept = scratch / PER_REQUEST, scratch / SLOWEST
+    source = whole if whole.exists() else kept
+    if not source.exists():
+        return []
+    lines = source.read_bytes().splitlines()
+    header = lines[0] if lines and lines[0].startswith(b"starttime") else b""
+    timed = []
+    for line in lines[1:] if header else lines:
+        fields = line.split(b"\t")
+        if len(fields) >= 6 and fields[4].strip().isdigit():
+            timed.append((int(fields[4]), line))
+    slowest = sorted(heapq.nlargest(top, timed, key=lambda t: t[0]), key=lambda t: t[0])
+    if source is whole:
+        kept.write_bytes(b"".join(line + b"\n" for line in [header, *(row for _, row in slowest)] if line))
+        whole.unlink()
+    return [float(ms) for ms, _ in slowest]
 
 
 TOOL = ApacheBench()  # what the registry (tools/__init__.py) finds

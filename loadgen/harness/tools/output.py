@@ -47,7 +47,7 @@ class Measurement:
     quantiles: list[tuple[float, float]] = field(default_factory=list)
     # what only some tools measure, kept as they say it: oha's offered rate and p99.9, Gatling's distribution
     details: dict = field(default_factory=dict)
-    # every request's latency, where the tool gives per-request data (h2load's log, wrk's histogram, ab's -e slices)
+    # every request's latency, where the tool gives per-request data (h2load's log, wrk's histogram, ab's -e slices and -g)
     distribution: Distribution | None = None
 
     @property
@@ -111,8 +111,8 @@ def merge(parts: list[Measurement]) -> Measurement:
     distributions = [p.distribution for p in parts if p.distribution is not None]
     whole = Distribution.merged(distributions) if len(distributions) == len(parts) else None
     latency = whole.latency_ms() if whole else _pooled_latency(parts, requests)
-    # a figure every part lacks stays unknown: ab's slices hold no p99.9 (its top slice is its max)
-    latency = {k: v for k, v in latency.items() if any(p.latency_ms.get(k) is not None for p in parts)}
+    # a figure a part lacks stays unknown: an ab part without its -g file holds no p99.9 (its top slice is its max)
+    latency = {k: v for k, v in latency.items() if all(p.latency_ms.get(k) is not None for p in parts)}
     return Measurement(
         requests=requests,
         errors=errors,
