@@ -36,7 +36,8 @@ def test_ab_is_sized_in_whole_rounds_of_its_concurrency_from_the_warm_up_rate():
     sized = TOOLS["ab"].sized(spec, 2, 23.4)  # 46.8 requests in 2 s -> 5 rounds of 10
     assert (sized.requests, sized.duration_s, sized.sized_from_rps) == (50, None, 23.4)
     assert TOOLS["ab"].command(sized, SCRATCH) == [
-        "ab", "-r", "-s", "10000", "-n", "50", "-c", "10", "-e", "/scratch/percentiles.csv", "http://127.0.0.1:1/f"]
+        "ab", "-r", "-s", "10000", "-n", "50", "-c", "10", "-e", "/scratch/percentiles.csv", "-g", "/scratch/requests.tsv",
+        "http://127.0.0.1:1/f"]
 
 
 def test_ab_takes_the_round_count_nearest_the_time_asked_not_the_next_above():
