@@ -180,7 +180,9 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
         _, note = tool_note(load, record, name, known_ms, k)
         figure = ka.judge_latency(name, known_ms, m.latency_ms.get(name), note)
         if figure.ok is False:
-            figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms)) if n)
+            measured_ms = m.latency_ms.get(name)
+            miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
+            figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms, miss)) if n)
         figures.append(figure)
     flag = ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)
     if load.tool == "httperf" and flag.ok is False and m.saturated:

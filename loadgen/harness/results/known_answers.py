@@ -194,20 +194,22 @@ def judge_latency(name: str, known_ms: float | None, measured_ms: float | None, 
     return Figure(name, round(known_ms, 3), measured_ms, ok, note)
 
 
-def latency_context(k: Known, m: Observed, known_ms: float | None) -> str:
+def latency_context(k: Known, m: Observed, known_ms: float | None, miss_ms: float | None = None) -> str:
     """Why a latency may miss that the figures themselves show: a saturated tool queues its own requests; a server
-    given less than its cores takes proportionally longer per request."""
+    given less than its cores takes proportionally longer per request; `miss_ms` (measured − known) beside the
+    server's waits for a CPU."""
     if m.saturated and k.limit != TOOL_LIMIT:
         return f"the tool was saturated ({fmt_share(m.loadgen_util)} of its CPU): its own queueing is in these latencies"
     if k.limit == SERVER_LIMIT and known_ms and m.server_util and m.server_util < BUSY:
         return f"at the {fmt_share(m.server_util)} of its cores the server had, the known latency is {known_ms / m.server_util:.1f} ms"
-    return cpu_wait_context(m)
+    return cpu_wait_context(m, miss_ms)
 
 
-def cpu_wait_context(m: Observed) -> str:
+def cpu_wait_context(m: Observed, miss_ms: float | None = None) -> str:
     """The server's waits for a CPU: its threads' run delay (others' work on its cores) and the hypervisor's steal
     (another guest's work on the host's cores). A wait of t ms holds every request in flight t ms longer, so a tail
-    above the known one by about that much is the machine's, not the tool's."""
+    above the known one by about that much is the machine's, not the tool's; waits that add up to less than one
+    request's miss cannot be its cause."""
     if m.server_wait_ms is None:
         return ""
     steal = "" if m.server_steal_ms is None else (
@@ -215,8 +217,13 @@ def cpu_wait_context(m: Observed) -> str:
     if m.server_wait_ms < 0.1 and not m.server_steal_ms:
         return (f"the server never waited for its CPU (run delay 0{steal}): the tail is on the tool's side or below "
                 "what the machine shows")
-    return (f"the server's threads waited {m.server_wait_ms:.1f} ms in all for a CPU while runnable (other work on its "
-            f"cores, /proc schedstat){steal}: each wait holds every request in flight that much longer")
+    waited = (f"the server's threads waited {m.server_wait_ms:.1f} ms in all for a CPU while runnable (other work on its "
+              f"cores, /proc schedstat){steal}")
+    if miss_ms is not None and m.server_wait_ms + (m.server_steal_ms or 0) < abs(miss_ms):
+        return (f"{waited}: less in all than this one figure's {miss_ms:+.3f} ms, so not its cause; the rest is "
+                "elsewhere: the tool's side, the server's order of service, or a stall of the whole virtual machine "
+                "shorter than steal's 10 ms ticks")
+    return f"{waited}: each wait holds every request in flight that much longer"
 
 
 def judge_cost(k: Known, m: Observed) -> Figure:
