@@ -6,7 +6,8 @@ rounded to whole ms (ap_round_ms). The attempt's histogram is -e's 99 lower slic
 latency, so p50, p90 and p99 are ab's own to the µs; and the top slice request by request from -g, each held within
 what -e says of that slice (p99 at least, the max at most) and the slowest at -e's max: so p99.9 is ab's to the
 nearest ms (±0.5 ms), where -e alone knows only that it lies between p99 and the max. -g's file is cut to that top
-slice once read (`slowest.tsv`): the whole of it, a line per request, would be most of a run's disk."""
+slice once read (`slowest.tsv`): the whole of it, a line per request, would be most of a run's disk (a run too small
+to have a top slice, high-compute's few dozen requests, keeps it whole)."""
 from __future__ import annotations
 
 import csv
