@@ -15,11 +15,18 @@ from harness.config.manifest import discover
 from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
 from harness.measuring import campaign, rounds
 from harness.measuring import warmup as warming
-from harness.measuring.attempts import Target
 from harness.measuring.campaign import OrderError, choose_order
 from harness.measuring.clock import Clock, estimate
 from harness.measuring.runner import Outcome
-from harness.measuring.schedule import JIT_WARMUP_RPS, START_S, WARMUP_RUNS_EXPECTED, History, Job, WarmupStep
+from harness.measuring.schedule import (
+    JIT_WARMUP_RPS,
+    START_S,
+    WARMUP_RUNS_EXPECTED,
+    History,
+    Job,
+    Target,
+    WarmupStep,
+)
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer

@@ -23,11 +23,10 @@ from typing import cast
 from harness.basics import interrupt
 from harness.basics.machine import timestamp
 from harness.basics.messages import fail, say
-from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, WarmupRule
 from harness.measuring import warmup as warming
 from harness.measuring.runner import Beside, Naming, Outcome, measure
-from harness.measuring.schedule import History, Job, WarmupStep
+from harness.measuring.schedule import History, Job, Target, WarmupStep
 from harness.measuring.session import Session
 from harness.results import capacity, flags
 from harness.results import records as results
@@ -41,18 +40,6 @@ from harness.tools.output import Errors
 
 LOG_LINES = 20  # of a dead server's log, kept and shown
 AFTER_DEATH = "its remaining scenarios were skipped (a server that died is not restarted)"
-
-
-@dataclass
-class Target:
-    """A server that is up and has passed the contract: what a measurement needs of it."""
-
-    server: Server
-    running: RunningServer
-
-    @property
-    def name(self) -> str:
-        return self.server.name
 
 
 @dataclass

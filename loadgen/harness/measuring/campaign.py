@@ -26,11 +26,11 @@ from harness.config.scenarios import Scenario, Settings
 from harness.measuring import inventory
 from harness.measuring import verification as contract
 from harness.measuring import verification_h2c as contract_h2
-from harness.measuring.attempts import Bench, Target
+from harness.measuring.attempts import Bench
 from harness.measuring.clock import Clock, estimate, minutes
 from harness.measuring.contract_table import Report
 from harness.measuring.rounds import Allowance, measure_in_rounds
-from harness.measuring.schedule import START_S
+from harness.measuring.schedule import START_S, Target
 from harness.measuring.session import Session
 from harness.results.records import Verification
 from harness.results.store import RunStore

@@ -65,7 +65,7 @@ class Allowance:
 def measure_in_rounds(executor: Executor, clock: Clock, members: list, scenario: Scenario, settings: Settings,
                       allowance: Allowance | None = None) -> None:
     """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back). A server that
-    dies gets the record of what it did, and no further round, run or warm-up. `members`: attempts.Target."""
+    dies gets the record of what it did, and no further round, run or warm-up. `members`: schedule.Target."""
     Rounds(executor, clock, settings, allowance or Allowance()).scenario(members, scenario)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
+from harness.runtime import RunningServer
 
 # For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here (runs
 # per warm-up, over three benches of 2026-11-25: a mean of 4.3 on a steady machine, 5.6 and 5.4 on unsteady ones)
@@ -23,10 +24,23 @@ ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before a
 SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "timeout_s"})
 
 
+@dataclass
+class Target:
+    """A server that is up and has passed the contract: what a measurement needs of it."""
+
+    server: Server
+    running: RunningServer
+
+    @property
+    def name(self) -> str:
+        return self.server.name
+
+
 @dataclass(frozen=True)
 class Job:
     """One server under one run of a scenario: what a warm-up, an attempt and a record are of. `target` is whatever
-    stands for the server while it runs (attempts.Target; the estimate needs only its `server`)."""
+    stands for the server while it runs (a Target; the estimate, which starts nothing, gives None and reads only
+    `server`)."""
 
     target: object
     server: Server

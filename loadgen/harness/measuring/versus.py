@@ -25,11 +25,11 @@ from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server, servers_dir
 from harness.config.scenarios import LoadRun, Scenario, Settings
 from harness.measuring import checkout
-from harness.measuring.attempts import Bench, Target
+from harness.measuring.attempts import Bench
 from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, start_and_verify
 from harness.measuring.checkout import Revision, RevisionError, Worktree
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
-from harness.measuring.schedule import Job, warmup_step
+from harness.measuring.schedule import Job, Target, warmup_step
 from harness.measuring.session import Session
 from harness.results import paired
 from harness.results.aggregate import Measured, aggregate

@@ -14,23 +14,37 @@ take longer than a second on one core, and ab -t drops the requests still under 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, cast
+from pathlib import Path
+from typing import Protocol, cast
 
 from harness.basics import httpclient, interrupt, trend
 from harness.basics.messages import say, warn
 from harness.config.scenarios import WarmupRule
-from harness.measuring.schedule import Job, WarmupStep
+from harness.measuring.runner import Outcome
+from harness.measuring.schedule import Job, Target, WarmupStep
 from harness.results import records as results
 from harness.results.records import WarmupRun
 from harness.tools import TOOLS, LoadSpec
 
-if TYPE_CHECKING:  # annotations only: attempts.py imports this module
-    from harness.measuring.attempts import Bench, Target
-
 WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
 PRIMER_REQUESTS = 10
 MAX_UNSIZED_S = 8.0  # the longest a warm-up run without a known rate grows to
+
+
+class Loader(Protocol):
+    """What a warm-up needs of the campaign's executor (attempts.Bench): a load run and recorded, the turn that wakes
+    the server measured, the servers that died, and where the tools' outputs go."""
+
+    dead: dict[str, str]
+    turn: Callable[[str], None] | None
+
+    @property
+    def raw(self) -> Path: ...
+
+    def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str, what: str,
+             expected_rps: float | None) -> Outcome: ...
 
 
 @dataclass
@@ -58,10 +72,10 @@ class Progress:
         self.steady = all(latest) and trend.settled([r for r in latest if r is not None], self.window, tolerance)
 
 
-def warm_up(bench: Bench, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
-    """`step`'s warm-up (see the module's docstring) on `bench` (attempts.Bench: its `load`, `turn`, `dead`, `raw`)."""
+def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
+    """`step`'s warm-up (see the module's docstring), its loads run by `bench`."""
     job = step.job
-    scenario, target = job.scenario, cast("Target", job.target)
+    scenario, target = job.scenario, cast(Target, job.target)
     _prime(bench, target, scenario.path_for(job.server) or "")  # a job has a path
     tool_name, base, run_s = _load(job, rule)
     window = max(2, rule.window, scenario.warmup.min_runs if scenario.warmup else 2)
@@ -91,7 +105,7 @@ def warm_up(bench: Bench, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
 
 def _load(job: Job, rule: WarmupRule) -> tuple[str, LoadSpec, float]:
     """A warm-up run's tool, load and length: the scenario's own warm-up load where it names one, else its run's."""
-    scenario, target = job.scenario, cast("Target", job.target)
+    scenario, target = job.scenario, cast(Target, job.target)
     own = scenario.warmup.run if scenario.warmup else job.run
     base = own.spec(target.running.url(scenario.protocol_of(own)) + (scenario.path_for(job.server) or ""))
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
@@ -99,7 +113,7 @@ def _load(job: Job, rule: WarmupRule) -> tuple[str, LoadSpec, float]:
     return scenario.warmup_tool, base, run_s
 
 
-def _prime(bench: Bench, target: Target, path: str) -> None:
+def _prime(bench: Loader, target: Target, path: str) -> None:
     """A few sequential requests first; in interleaved rounds the server may be asleep (SIGSTOP): it is woken first,
     or the primer would wait out its timeout."""
     if bench.turn:
