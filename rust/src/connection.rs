@@ -4,11 +4,12 @@
 //! responses leave in a single write. Keep-alive: HTTP/1.1 unless `Connection: close`; HTTP/1.0 only
 //! with `Connection: keep-alive`, which the response then echoes.
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::date;
+use crate::response::{Response, Status, TEXT};
 use crate::routes::{self, App};
 
 /// More headers than any benchmark client sends; more is answered with 400.
@@ -18,42 +19,6 @@ const MAX_BUFFERED_REQUEST: usize = 64 * 1024;
 const READ_CHUNK: usize = 8 * 1024;
 /// The Server header of every response, HTTP/1.x here and HTTP/2 in h2c.rs.
 pub const SERVER: &str = "rust-tokio";
-
-pub enum Status {
-    Ok,
-    BadRequest,
-    NotFound,
-    InternalServerError,
-    BadGateway,
-}
-
-impl Status {
-    fn line(&self) -> &'static [u8] {
-        match self {
-            Status::Ok => b"200 OK",
-            Status::BadRequest => b"400 Bad Request",
-            Status::NotFound => b"404 Not Found",
-            Status::InternalServerError => b"500 Internal Server Error",
-            Status::BadGateway => b"502 Bad Gateway",
-        }
-    }
-}
-
-pub struct Response {
-    pub status: Status,
-    pub content_type: &'static str,
-    pub body: Bytes,
-}
-
-impl Response {
-    pub fn new(status: Status, content_type: &'static str, body: impl Into<Bytes>) -> Response {
-        Response {
-            status,
-            content_type,
-            body: body.into(),
-        }
-    }
-}
 
 /// What the response says about the connection.
 #[derive(Clone, Copy, PartialEq)]
@@ -123,7 +88,7 @@ async fn answer_buffered_requests(input: &mut BytesMut, output: &mut Vec<u8>, ap
 
 /// 400 for a request we cannot frame or parse; the connection is closed since its byte stream is lost.
 fn refuse(output: &mut Vec<u8>) -> bool {
-    let response = Response::new(Status::BadRequest, "text/plain", "Bad Request");
+    let response = Response::new(Status::BadRequest, TEXT, "Bad Request");
     write_response(output, &response, Persistence::Close);
     false
 }

@@ -17,7 +17,8 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 
-use crate::connection::{self, Response, Status};
+use crate::connection;
+use crate::response::{Response, Status};
 use crate::routes::{self, App};
 
 /// Serves one HTTP/2 connection. Its streams are tasks on this event loop's current-thread runtime (TokioExecutor

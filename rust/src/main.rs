@@ -15,6 +15,7 @@
 mod connection;
 mod date;
 mod h2c;
+mod response;
 mod routes;
 mod weather;
 

@@ -6,13 +6,8 @@ use std::sync::Arc;
 use num_bigint::BigUint;
 use serde::Serialize;
 
-use crate::connection::{Response, Status};
+use crate::response::{Response, Status, HTML_UTF8, JSON, TEXT, TEXT_UTF8};
 use crate::weather::Upstream;
-
-const TEXT: &str = "text/plain";
-const TEXT_UTF8: &str = "text/plain; charset=utf-8";
-const HTML_UTF8: &str = "text/html; charset=utf-8";
-pub const JSON: &str = "application/json";
 
 const MAX_FACTORIAL: u32 = 5000;
 const MAX_FIBONACCI: u32 = 45;

@@ -10,8 +10,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::{Deserialize, Serialize};
 
-use crate::connection::{Response, Status};
-use crate::routes::JSON;
+use crate::response::{Response, Status, JSON};
 
 /// A stuck upstream becomes a 502 instead of a request that never ends.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
