@@ -178,9 +178,9 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
     for name in ka.PERCENTILES:
         known_ms = ka.percentile(k.latencies, float(name[1:])) if k.latencies else None
         _, note = tool_note(load, record, name, known_ms, k)
-        figure = ka.judge_latency(name, known_ms, m.latency_ms.get(name), note)
+        measured_ms = m.latency_ms.get(name)
+        figure = ka.judge_latency(name, known_ms, measured_ms, note)
         if figure.ok is False:
-            measured_ms = m.latency_ms.get(name)
             miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
             figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms, miss)) if n)
         figures.append(figure)
