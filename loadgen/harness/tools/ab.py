@@ -25,6 +25,7 @@ FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epo
 # With -t, ab still sizes its per-request statistics array by -n (40 bytes a request): this caps a timed run.
 TIMED_MAX_REQUESTS = 2_000_000
 PROGRESS = re.compile(rb"Completed (\d+) requests")
+PERCENTILES = "percentiles.csv"  # -e: the time under which 0 … 100 % of requests were served
 PER_REQUEST = "requests.tsv"  # -g: a line per request, ttime (whole ms) in its fifth column
 SLOWEST = "slowest.tsv"  # what the harness keeps of it: the slowest 1 % (the top slice of -e)
 
@@ -72,7 +73,7 @@ class ApacheBench:
             argv += ["-n", str(spec.requests), "-c", str(min(spec.concurrency, spec.requests))]
         else:  # -t must come before -n: -t alone caps the run at 50,000 requests
             argv += ["-t", f"{math.ceil(spec.duration_s)}", "-n", str(TIMED_MAX_REQUESTS), "-c", str(spec.concurrency)]
-        argv += ["-e", str(scratch / "percentiles.csv"), "-g", str(scratch / PER_REQUEST), spec.url]
+        argv += ["-e", str(scratch / PERCENTILES), "-g", str(scratch / PER_REQUEST), spec.url]
         return argv
 
     def parse(self, output: str, scratch: Path) -> Measurement:
@@ -97,7 +98,7 @@ class ApacheBench:
         table = {int(p): float(ms) for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", output, re.MULTILINE)}
         latency = {"p50": table.get(50), "p90": table.get(90), "p99": table.get(99), "max": table.get(100)}
         done = _int(r"^Complete requests:\s+(\d+)", output)
-        quantiles = _read_percentiles(scratch / "percentiles.csv", done)
+        quantiles = _read_percentiles(scratch / PERCENTILES, done)
         by_pct = dict(quantiles)
         if all(p in by_pct for p in (50.0, 90.0, 99.0, 100.0)):  # -e's microseconds, not the table's whole ms
             latency = {"p50": by_pct[50.0], "p90": by_pct[90.0], "p99": by_pct[99.0], "max": by_pct[100.0]}
