@@ -20,6 +20,7 @@ def test_a_real_probe_on_two_pinned_cpus_reports_each_cpus_variation_and_their_c
     result = steadiness.probe({"server": cpus[0], "loadgen": cpus[-1]}, seconds=2, window_s=0.5)
     assert result["windows"] >= 3
     assert set(result["cv"]) == {"server", "loadgen"} and all(0 <= c < 1 for c in result["cv"].values())
+    assert set(result["rate"]) == {"server", "loadgen"} and all(r > 1000 for r in result["rate"].values())  # loops/s
     text = steadiness_text(result)
     assert text.startswith("CPU speed varied ") and f"(server CPU {cpus[0]})" in text and "between 0.5 s windows over 2 s" in text
 

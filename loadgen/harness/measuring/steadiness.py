@@ -66,7 +66,7 @@ def windows(rates: list[float], per_window: int) -> list[float]:
 
 def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
     """{"seconds", "window_s", "cpus", "cv": {role: CV between windows}, "correlation": of the roles' window rates
-    (None with one role)}. `cpus`: role -> the CPU its busy loop is pinned to."""
+    (None with one role), "rate": {role: loops per second, the median window}}. `cpus`: role -> the CPU its busy loop is pinned to."""
     procs = {}
     try:
         for role, cpu in cpus.items():
@@ -90,8 +90,11 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
         n = min(len(a), len(b))
         if n >= 3 and len(set(a[:n])) > 1 and len(set(b[:n])) > 1:
             correlation = round(statistics.correlation(a[:n], b[:n]), 2)
+    # the absolute speed too (loops per second, the median window): `make history` puts it on the timeline and
+    # divides every figure by it, so that a day when the whole machine is slower reads as the machine's day
+    rate = {role: round(statistics.median(s)) if s else None for role, s in series.items()}
     return {"seconds": seconds, "window_s": window_s, "cpus": cpus, "windows": min(len(s) for s in series.values()),
-            "cv": {role: stats.cv(s) for role, s in series.items()}, "correlation": correlation}
+            "cv": {role: stats.cv(s) for role, s in series.items()}, "correlation": correlation, "rate": rate}
 
 
 def probe_and_record(store: RunStore, plan: CpuPlan, settings: Settings, when: str) -> None:
