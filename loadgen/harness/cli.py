@@ -7,6 +7,7 @@ import subprocess
 import sys
 from contextlib import nullcontext
 from dataclasses import replace
+from pathlib import Path
 
 from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan, CpuPlanError
@@ -29,6 +30,7 @@ from harness.config.manifest import (
     twin,
     with_role,
 )
+from harness.history import history_command
 from harness.measuring import calibration, overhead, planning, steadiness, versus
 from harness.measuring.campaign import OrderError, run_campaign, verify
 from harness.measuring.checkout import BuildFailed, RevisionError
@@ -47,6 +49,12 @@ from harness.tools.availability import PreflightError
 
 def names(text: str | None) -> list[str]:
     return [n for n in (text or "").replace(",", " ").split() if n]
+
+
+def server_folder(servers: dict[str, Server], name: str) -> Path | None:
+    """The folder of a server's code (an A/A twin's is its original's), for the commits that touched it."""
+    server = servers.get(name) or servers.get(name.removesuffix("-twin"))
+    return server.folder if server else None
 
 
 def cmd_build(args, config: Configuration, servers: list[Server], runtime=None) -> int:
@@ -278,6 +286,11 @@ def parser() -> argparse.ArgumentParser:
     comparison = sub.add_parser("compare", help="change in req/s and p99 between two runs, against their spread")
     comparison.add_argument("a")
     comparison.add_argument("b")
+    history = sub.add_parser("history", help="every run on one timeline, its changes found (E-divisive means) and "
+                                              "explained: results/history/index.html (reads results only)")
+    history.add_argument("--runs", default="", help=f'run folders, glob patterns from the repository root (default "{history_command.DEFAULT_RUNS}")')
+    history.add_argument("--scenarios", default="", help='e.g. "hello backend" (default: every one)')
+    history.add_argument("--since", default="", help="the first date or run id, e.g. 2026-11-24")
     sub.add_parser("calibrate", help="every load tool against the calibrated server: known against measured "
                                      "(loadgen/calibrate.toml)").add_argument(
         "tools", nargs="?", default="", help='only these tools, e.g. "ab wrk" (default: every tool of the plan)')
@@ -346,6 +359,9 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
         return command.cmd_report(args.run)
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
+    if args.command == "history":  # reads results only: no lock, nothing started
+        return history_command.cmd_history(args.runs, args.scenarios, args.since, list(config.servers), config.format,
+                                           lambda name: server_folder(servers, name))
     if args.command == "plan":
         return cmd_plan(args, config, servers)
     if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open

@@ -1,0 +1,129 @@
+"""The changes in every series of the timeline (E-divisive means, harness.history.edivisive, on the log of each
+figure: a change is a ratio whatever the level), their size and confidence, and their cause: a change that most
+servers show at the same run (or that the machine's own probe shows) is the machine's; one a server shows alone is
+that server's, with the commits between the two runs that touched its folder beside it."""
+from __future__ import annotations
+
+import math
+import statistics
+import subprocess
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.basics.paths import REPO
+from harness.history import edivisive
+from harness.history.timeline import ADJUSTED, MACHINE, Series, what_changed
+
+SHARED_SHARE = 0.5  # more than this share of the servers measured across a run changing there at once: the machine's
+
+
+@dataclass
+class Change:
+    server: str
+    scenario: str
+    run: str
+    metric: str
+    at: str  # the run id of the first run after the change
+    before: float  # the median of the runs between the previous change (or the start) and this one
+    after: float  # the median of the runs from this change to the next (or the end)
+    change_percent: float
+    confidence: float  # 1 - the permutation test's p-value
+    cause: str = "server"  # server or machine
+    previous: str = ""  # the run id of the last run before the change
+    commit_range: tuple[str, str] = ("?", "?")  # the commits of the runs before and after the change
+    conditions: str = ""
+    commits: list[str] = field(default_factory=list)  # git log --oneline previous..at -- <server folder>
+    conditions_changed: list[str] = field(default_factory=list)  # what else differs between the two runs
+
+    def to_dict(self) -> dict[str, object]:
+        return {"server": self.server, "scenario": self.scenario, "run": self.run, "metric": self.metric,
+                "at": self.at, "before": round(self.before, 4), "after": round(self.after, 4),
+                "change_percent": round(self.change_percent, 2), "confidence": round(self.confidence, 4),
+                "cause": self.cause, "previous": self.previous, "conditions": self.conditions,
+                "commit_range": "..".join(self.commit_range),
+                "commits": self.commits, "conditions_changed": self.conditions_changed}
+
+
+def series_changes(series: Series) -> list[Change]:
+    """The change points of one series (none while it is too short for the test to reach its level)."""
+    values = [math.log(p.value) for p in series.points]
+    seed = zlib.crc32("|".join(series.key).encode())  # the same series, the same permutations, the same answer
+    found = sorted(edivisive.change_points(values, seed), key=lambda c: c.index)
+    cuts = [0, *(c.index for c in found), len(values)]
+    out = []
+    for k, cp in enumerate(found):
+        before = statistics.median(p.value for p in series.points[cuts[k]:cp.index])
+        after = statistics.median(p.value for p in series.points[cp.index:cuts[k + 2]])
+        last, first = series.points[cp.index - 1], series.points[cp.index]
+        out.append(Change(series.server, series.scenario, series.run, series.metric, first.run.run_id, before,
+                          after, (after / before - 1) * 100, 1 - cp.p_value, previous=last.run.run_id,
+                          commit_range=(last.run.commit, first.run.commit),
+                          conditions=series.conditions,
+                          conditions_changed=what_changed(last.run, first.run, last.version, first.version)))
+    return out
+
+
+def minimum_runs() -> int:
+    """The fewest runs in which a change can be significant at all: both sides at least MIN_SEGMENT long, and few
+    enough orderings that p can reach the level (a split of n into a and n - a has C(n, a) of them)."""
+    n = 2 * edivisive.MIN_SEGMENT
+    while 2 / math.comb(n, n // 2) > edivisive.SIGNIFICANCE:
+        n += 1
+    return n
+
+
+def attribute(changes: list[Change], series: list[Series]) -> None:
+    """Each change's cause: `machine` where the probe changed at that run, or where more than SHARED_SHARE of the
+    servers measured on both sides of that run (and at least two) show a change of the same metric there."""
+    probe_at = {c.at for c in changes if c.server == MACHINE}
+    covering: dict[tuple[str, str], set[str]] = {}
+    for s in series:
+        for later in s.points[1:]:  # measured on both sides of that run
+            covering.setdefault((later.run.run_id, s.metric), set()).add(s.server)
+    changed: dict[tuple[str, str], set[str]] = {}
+    for c in changes:
+        changed.setdefault((c.at, c.metric), set()).add(c.server)
+    for c in changes:
+        servers = covering.get((c.at, c.metric), set()) - {MACHINE}
+        shared = changed[(c.at, c.metric)] - {MACHINE}
+        if c.server == MACHINE or c.at in probe_at or (
+                len(shared) >= 2 and len(shared) > SHARED_SHARE * len(servers)):
+            c.cause = "machine"
+
+
+def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) -> list[Change]:
+    """Every series' changes, attributed, newest first; a server's own with the commits that touched its folder."""
+    changes = [c for s in series if len(s.points) >= 2 * edivisive.MIN_SEGMENT for c in series_changes(s)]
+    attribute(changes, series)
+    commits = Commits()
+    for c in changes:
+        folder = folder_of(c.server) if c.cause == "server" else None
+        if folder is not None:
+            c.commits = commits.between(*c.commit_range, folder)
+    order = {p.run.run_id: p.run.started_at or p.run.run_id for s in series for p in s.points}
+    return sorted(changes, key=lambda c: (str(order.get(c.at, c.at)), c.server, c.scenario, c.run, c.metric),
+                  reverse=True)
+
+
+class Commits:
+    """`git log --oneline A..B -- <folder>`, each asked once."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, str, Path], list[str]] = {}
+
+    def between(self, a: str, b: str, folder: Path) -> list[str]:
+        if a == b or "?" in (a, b):
+            return []
+        key = (a, b, folder)
+        if key not in self.known:
+            proc = subprocess.run(["git", "-C", str(REPO), "log", "--oneline", f"{a}..{b}", "--", str(folder)],
+                                  capture_output=True, text=True, check=False)
+            self.known[key] = (proc.stdout.splitlines() if proc.returncode == 0 else
+                               [f"(git log {a}..{b} failed: {proc.stderr.strip().splitlines()[-1:] or ['?']})"])
+        return self.known[key]
+
+
+def base_metric(metric: str) -> str:
+    return metric.removesuffix(ADJUSTED)

@@ -1,0 +1,87 @@
+"""The history page: results/history/index.html (self-contained: the charts inlined as PNG) and index.md beside it, a
+chart per scenario with its change points marked and annotated, the table of changes newest first (cause, commits,
+what else changed), the paired `make versus` answers, and the notes (too few runs, series split by conditions)."""
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+
+from harness.history.changes import Change
+from harness.history.timeline import MACHINE, PairedPoint, Series
+
+CHANGE_HEADER = ["at (first run after)", "server", "scenario", "run", "metric", "before", "after", "change",
+                 "confidence", "cause", "commits in the server's folder / what else changed"]
+PAIRED_HEADER = ["run", "server", "scenario", "run label", "metric", "head ÷ base", "interval", "verdict",
+                 "base → head"]
+
+
+def change_rows(changes: list[Change]) -> list[list[str]]:
+    return [[c.at, c.server, c.scenario, c.run, c.metric, f"{c.before:,.4g}", f"{c.after:,.4g}",
+             f"{c.change_percent:+.1f} %", f"{c.confidence:.1%}", c.cause,
+             "; ".join(c.commits or c.conditions_changed) or "-"] for c in changes]
+
+
+def paired_rows(paired: list[PairedPoint]) -> list[list[str]]:
+    return [[p.run.run_id, p.server, p.scenario, p.label, p.metric, f"{p.ratio:.3f}", f"{p.low:.3f}–{p.high:.3f}",
+             p.verdict, f"{p.base} → {p.head}"] for p in paired]
+
+
+def _order(series: list[Series]) -> dict[str, int]:
+    """Run id -> position on the time axis, oldest first."""
+    runs = {p.run.run_id: p.run.started_at for s in series for p in s.points}
+    return {run: i for i, run in enumerate(sorted(runs, key=lambda r: (str(runs[r] or ""), r)))}
+
+
+def charts(series: list[Series], changes: list[Change]) -> dict[str, bytes]:
+    """Scenario (and `machine`) -> PNG."""
+    from harness.history import history_charts  # matplotlib, loaded only when the page is drawn
+
+    order = _order(series)
+    groups: dict[str, list[Series]] = {}
+    for s in series:
+        groups.setdefault("machine speed" if s.server == MACHINE else s.scenario, []).append(s)
+    return {name: history_charts.scenario_chart(name, group, changes, order) for name, group in sorted(groups.items())}
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
+         "font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}img{max-width:100%}")
+
+
+def write(series: list[Series], changes: list[Change], paired: list[PairedPoint], notes: list[str],
+          folder: Path) -> list[Path]:
+    """index.html and index.md in `folder`; returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    runs = _order(series)
+    intro = (f"{len(runs)} runs ({', '.join(runs)}); {len(changes)} changes found by E-divisive means with a "
+             "permutation test (Matteson & James 2014; 5 %, 199 permutations) on the log of each figure; cause "
+             "`machine`: most servers (or the machine's own probe) changed at that run, `server`: that server alone.")
+    drawn = charts(series, changes)
+    html = [f"<!doctype html><meta charset='utf-8'><title>History</title><style>{STYLE}</style><h1>History</h1>",
+            f"<p>{escape(intro)}</p>", "<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>",
+            "<h2>Changes, newest first</h2>", _table(CHANGE_HEADER, change_rows(changes))]
+    if paired:
+        html += ["<h2>make versus: paired answers</h2>", _table(PAIRED_HEADER, paired_rows(paired))]
+    for name, png in drawn.items():
+        html.append(f"<h2>{escape(name)}</h2><img alt='{escape(name)}' "
+                    f"src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
+    md = ["# History", "", intro, "", *(f"- {n}" for n in notes), "", "## Changes, newest first", "",
+          _markdown_table(CHANGE_HEADER, change_rows(changes)), ""]
+    if paired:
+        md += ["## make versus: paired answers", "", _markdown_table(PAIRED_HEADER, paired_rows(paired)), ""]
+    md += ["Charts per scenario: index.html."]
+    (folder / "index.html").write_text("\n".join(html))
+    (folder / "index.md").write_text("\n".join(md) + "\n")
+    return [folder / "index.html", folder / "index.md"]

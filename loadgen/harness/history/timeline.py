@@ -1,0 +1,264 @@
+"""Run folders read into one timeline: per (server, scenario, run label, metric) the median of each run with its
+interval and flags, the run's commit, runtime and machine; the machine's own speed (the steadiness probe's loops per
+second) as a series of its own, and each figure divided by it. Reads results.json files only: starts nothing.
+
+A series never joins runs whose conditions differ in what moves every figure (runtime, CPU plan, machine, profile):
+those are series of their own, with `conditions` naming the difference. What may change inside a series (commit,
+kernel, tool versions, the server's version, attempts per record) is named at the run where it changed.
+"""
+from __future__ import annotations
+
+import glob
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.basics.paths import REPO
+from harness.results import records
+from harness.results.flag_kinds import LOADGEN_BOUND
+from harness.results.records import Record, ResultsError, Run
+
+METRICS = ("rps", "p99", "cost_us")
+FASTER_IS_HIGHER = {"rps"}  # rates: divided by the machine's relative speed; times (p99, CPU µs/req) multiplied by it
+ADJUSTED = "_adjusted"  # a metric's name with this suffix: the figure divided by the machine's speed
+MACHINE = "machine"  # the server name of the probe's series
+PROBE_METRIC = "loops_per_s"
+ROLES = ("server", "loadgen")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run folder says about how its numbers were taken."""
+
+    run_id: str
+    started_at: datetime | None
+    commit: str
+    runtime: str
+    conditions_key: str  # runtime, CPU plan, machine, profile: runs that differ here are never one series
+    details: dict[str, str]  # what may change within a series, named where it does
+    rate: dict[str, float]  # role -> loops per second of the pinned busy loop (before and after the run, averaged)
+    versus: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Point:
+    run: RunInfo
+    value: float
+    low: float | None
+    high: float | None
+    level: float | None
+    flags: tuple[str, ...] = ()
+    version: str | None = None  # the server's, as recorded at its start
+    speed: float | None = None  # the machine's speed relative to the timeline's reference (1: as usual)
+
+
+@dataclass
+class Series:
+    server: str
+    scenario: str
+    run: str
+    metric: str
+    conditions: str
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return self.server, self.scenario, self.run, self.metric, self.conditions
+
+
+@dataclass(frozen=True)
+class PairedPoint:
+    """A `make versus` answer on the timeline: head ÷ base with its interval, at the run that measured it."""
+
+    run: RunInfo
+    server: str
+    scenario: str
+    label: str
+    metric: str
+    ratio: float
+    low: float
+    high: float
+    verdict: str
+    base: str
+    head: str
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What `make history` was asked for: folders (glob patterns), servers, scenarios, the first date."""
+
+    patterns: list[str]
+    servers: frozenset[str] = frozenset()
+    scenarios: frozenset[str] = frozenset()
+    since: str = ""
+
+
+def run_folders(patterns: list[str]) -> list[Path]:
+    """Every folder with a results.json that the patterns name (relative to the repository's root), once each."""
+    found: dict[Path, None] = {}
+    for pattern in patterns:
+        base = pattern if Path(pattern).is_absolute() else str(REPO / pattern)
+        for name in sorted(glob.glob(base)):
+            folder = Path(name)
+            if folder.name != "latest" and (folder / "results.json").is_file():
+                found.setdefault(folder.resolve(), None)
+    return list(found)
+
+
+def _started(conditions: dict[str, Any], run_id: str) -> datetime | None:
+    for text, form in ((conditions.get("started_at"), "%Y-%m-%dT%H:%M:%S%z"), (run_id[:15], "%Y%m%d-%H%M%S")):
+        try:
+            return datetime.strptime(str(text), form).replace(tzinfo=None)
+        except ValueError:
+            continue
+    return None
+
+
+def _rate(conditions: dict[str, Any]) -> dict[str, float]:
+    """Role -> loops per second, the probes before and after the run averaged; {} for runs before it was kept."""
+    probes = [p for p in (conditions.get("steadiness") or {}).values() if isinstance(p, dict)]
+    out = {}
+    for role in ROLES:
+        rates = [float(p["rate"][role]) for p in probes if (p.get("rate") or {}).get(role)]
+        if rates:
+            out[role] = statistics.fmean(rates)
+    return out
+
+
+def run_info(run: Run) -> RunInfo:
+    c = run.conditions
+    machine = c.get("machine") or {}
+    cpus = c.get("cpus") or {}
+    plan = " ".join(f"{role} {','.join(map(str, cores))}" for role, cores in sorted(cpus.items()))
+    key = (f"{c.get('runtime', 'unknown runtime')} · CPUs {plan or '?'} · {machine.get('hostname', '?')} "
+           f"({machine.get('cpu_model', '?')}, {machine.get('logical_cpus', '?')} CPUs) · {c.get('profile', '?')}")
+    details = {"kernel": str(machine.get("kernel", "?")), "attempts": str(c.get("repeat", "?")),
+               "schema": str(run.schema), **{f"tool {t}": str(v) for t, v in (c.get("tools") or {}).items()}}
+    return RunInfo(run.run_id, _started(c, run.run_id), str(c.get("git_commit", "?")).removesuffix("-dirty"),
+                   str(c.get("runtime", "?")), key, details, _rate(c), c.get("versus"))
+
+
+def read_runs(selection: Selection) -> list[tuple[RunInfo, Run]]:
+    """The runs selected, oldest first; a folder whose results.json cannot be read is skipped (ResultsError)."""
+    runs = []
+    for folder in run_folders(selection.patterns):
+        try:
+            run = records.load(folder / "results.json")
+        except ResultsError:
+            continue
+        info = run_info(run)
+        when = info.started_at.isoformat() if info.started_at else info.run_id
+        if selection.since and when < _since(selection.since):
+            continue
+        runs.append((info, run))
+    return sorted(runs, key=lambda r: (r[0].started_at or datetime.min, r[0].run_id))
+
+
+def _since(text: str) -> str:
+    """SINCE as an ISO time's prefix: 2026-11-24, 20261124 or 20261124-0726 (a run id's start)."""
+    digits = text.replace("-", "").replace("T", "").replace(":", "")
+    if digits[:8].isdigit():
+        iso = f"{digits[0:4]}-{digits[4:6]}-{digits[6:8]}"
+        rest = digits[8:14]
+        return iso + ("T" + ":".join(rest[i:i + 2] for i in range(0, len(rest), 2)) if rest else "")
+    return text
+
+
+def _point(info: RunInfo, run: Run, record: Record, metric: str) -> Point | None:
+    described = getattr(record.summary, metric, None) if record.summary else None
+    if not described or not described.get("median") or described["median"] <= 0:
+        return None
+    ci = described.get("ci") or {}
+    server = run.servers.get(record.server) or {}
+    return Point(info, float(described["median"]), ci.get("low"), ci.get("high"), ci.get("level"),
+                 tuple(f.name for f in record.flags), server.get("version"))
+
+
+def _wanted(record: Record, selection: Selection) -> bool:
+    return ((not selection.servers or record.server in selection.servers)
+            and (not selection.scenarios or record.scenario in selection.scenarios) and not record.failed)
+
+
+def build_series(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[Series]:
+    """Raw series of every metric, then the machine's probe series, then each metric divided by the machine's
+    speed where every point of its series has it."""
+    series: dict[tuple[str, str, str, str, str], Series] = {}
+    for info, run in runs:
+        if info.versus:  # paired rounds of two builds: answers of their own (paired_points), not points of a series
+            continue
+        for record in run.records:
+            if not _wanted(record, selection):
+                continue
+            for metric in METRICS:
+                point = _point(info, run, record, metric)
+                if point:
+                    key = (record.server, record.scenario, record.label, metric, info.conditions_key)
+                    series.setdefault(key, Series(*key)).points.append(point)
+    raw = list(series.values())
+    machine = probe_series([info for info, _ in runs])
+    return raw + machine + adjusted_series(raw, machine)
+
+
+def probe_series(infos: list[RunInfo]) -> list[Series]:
+    """The pinned busy loop's loops per second, one series per role and conditions."""
+    out: dict[tuple[str, str], Series] = {}
+    for info in infos:
+        for role, rate in info.rate.items():
+            s = out.setdefault((role, info.conditions_key),
+                               Series(MACHINE, "probe", f"{role} CPU", PROBE_METRIC, info.conditions_key))
+            s.points.append(Point(info, rate, None, None, None))
+    return list(out.values())
+
+
+def adjusted_series(raw: list[Series], machine: list[Series]) -> list[Series]:
+    """Each series whose every point has the probe's rate, divided by the machine's relative speed: the rate of its
+    role (the load generator's for a loadgen-saturated req/s) over the series' conditions' median rate."""
+    reference = {(s.run, s.conditions): statistics.median(p.value for p in s.points) for s in machine}
+    out = []
+    for s in raw:
+        points = []
+        for p in s.points:
+            role = "loadgen" if s.metric == "rps" and LOADGEN_BOUND.name in p.flags else "server"
+            ref = reference.get((f"{role} CPU", s.conditions))
+            rate = p.run.rate.get(role)
+            if not ref or not rate:
+                break
+            speed = rate / ref
+            scale = 1 / speed if s.metric in FASTER_IS_HIGHER else speed
+            points.append(Point(p.run, p.value * scale, p.low * scale if p.low is not None else None,
+                                p.high * scale if p.high is not None else None, p.level, p.flags, p.version, speed))
+        else:
+            out.append(Series(s.server, s.scenario, s.run, s.metric + ADJUSTED, s.conditions, points))
+    return out
+
+
+def paired_points(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[PairedPoint]:
+    """Every `make versus` answer of the runs: per scenario run and metric, head ÷ base with its interval."""
+    out = []
+    for info, _ in runs:
+        v = info.versus or {}
+        server, builds = str(v.get("server", "?")), v.get("builds") or {}
+        if selection.servers and server not in selection.servers:
+            continue
+        for result in v.get("results") or []:
+            if selection.scenarios and result.get("scenario") not in selection.scenarios:
+                continue
+            for metric, answer in (result.get("metrics") or {}).items():
+                iv = answer.get("interval")
+                if iv:
+                    out.append(PairedPoint(info, server, result["scenario"], result["run"], metric, iv["ratio"],
+                                           iv["low"], iv["high"], str(answer.get("verdict", "")),
+                                           str((builds.get("base") or {}).get("label", "?")),
+                                           str((builds.get("head") or {}).get("label", "?"))))
+    return out
+
+
+def what_changed(before: RunInfo, after: RunInfo, version_before: str | None, version_after: str | None) -> list[str]:
+    """What differs between two runs of one series beside the numbers: the server's version, kernel, tools, ..."""
+    changed = [f"{name}: {before.details.get(name, '-')} → {value}" for name, value in after.details.items()
+               if before.details.get(name) != value]
+    if version_before != version_after:
+        changed.insert(0, f"server version: {version_before or '-'} → {version_after or '-'}")
+    return changed
