@@ -1,0 +1,141 @@
+"""make history (harness/history/): synthetic run folders on one timeline; a server's own 8 % drop found and called the
+server's, a machine-wide 0.77× day called the machine's (and gone from the machine-speed-adjusted series), no change
+found where there is none at about the method's stated rate, conditions that differ never joined, make versus answers
+as paired ratios, the JSON for scripts, and the time 200 runs take."""
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.basics.paths import REPO
+from harness.history import edivisive, history_command
+from harness.history.timeline import Selection
+
+QUIET_RUN = REPO.parent / "shared" / "runs" / "20261123-224346-bench" / "results.json"
+SERVERS = ["akka", "finagle", "node", "pekko", "play", "rust", "socko", "spray", "nginx", "express"]
+
+
+def recorded_noise() -> float:
+    """The spread of one run's median req/s on this machine: the quiet recorded run's median coefficient of variation
+    between attempts (5.4 %), over the square root of its attempts, times the median's 1.2533 (normal data)."""
+    cv, attempts = 0.054, 3
+    if QUIET_RUN.is_file():
+        run = json.loads(QUIET_RUN.read_text())
+        cvs = [r["summary"]["rps"]["cv"] for r in run["records"] if (r.get("summary") or {}).get("rps", {}).get("cv")]
+        cv, attempts = statistics.median(cvs), run["conditions"]["repeat"]
+    return cv * 1.2533 / attempts ** 0.5
+
+
+def described(value: float) -> dict:
+    return {"median": value, "min": value * 0.97, "max": value * 1.03, "n": 4, "cv": 0.02,
+            "ci": {"low": value * 0.97, "high": value * 1.03, "level": 0.875, "method": "min-max", "k": 1}}
+
+
+def write_run(root: Path, i: int, rates: dict[str, float], speed: float = 1.0, **conditions) -> None:
+    """Run i (a day apart from the first): every server's hello req/s, p99 and CPU µs/req, the probe's rate."""
+    run_id = f"202611{1 + i // 24:02d}-{i % 24:02d}0000-bench"
+    folder = root / run_id
+    folder.mkdir(parents=True)
+    cond = {"started_at": f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+0000", "runtime": "local", "profile": "quick",
+            "cpus": {"server": [0], "loadgen": [1]}, "git_commit": f"c{i:03d}", "repeat": 4,
+            "machine": {"hostname": "vm", "cpu_model": "AMD EPYC", "logical_cpus": 2, "kernel": "6.18"},
+            "steadiness": {"before": {"rate": {"server": 9e6 * speed, "loadgen": 9e6 * speed}}}, **conditions}
+    records = [{"server": s, "scenario": "hello", "run": "c100", "attempts": [],
+                "summary": {"rps": described(r), "p99": described(5e5 / r), "cost_us": described(4e6 / r)}}
+               for s, r in rates.items()]
+    (folder / "results.json").write_text(json.dumps({"schema": 5, "run_id": run_id, "conditions": cond,
+                                                     "servers": {}, "records": records}))
+
+
+def history(root: Path, **selection):
+    return history_command.gather(Selection([str(root / "*")], **selection), lambda name: None)
+
+
+def test_a_servers_8_percent_drop_at_run_12_of_30_is_found_and_called_the_servers(tmp_path):
+    rng, noise = np.random.default_rng(47), recorded_noise()
+    for i in range(30):
+        rates = {s: 10_000 * (k + 1) * np.exp(noise * rng.standard_normal()) for k, s in enumerate(SERVERS[:5])}
+        rates["node"] *= 0.92 if i >= 11 else 1.0  # run 12 (index 11) on
+        write_run(tmp_path, i, rates, speed=np.exp(0.01 * rng.standard_normal()))
+    found = history(tmp_path).changes
+    node = [c for c in found if c.server == "node" and c.metric == "rps"]
+    assert len(node) == 1, found
+    run_of = {f"202611{1 + i // 24:02d}-{i % 24:02d}0000-bench": i for i in range(30)}
+    assert abs(run_of[node[0].at] - 11) <= 1 and -12 < node[0].change_percent < -4 and node[0].cause == "server"
+    assert node[0].confidence >= 0.95
+    others = [c for c in found if c.server != "node" and not c.metric.startswith("cost")
+              and not c.metric.startswith("p99")]
+    assert len(others) <= 2, others  # four flat servers × req/s raw and adjusted: at the 5 % rate, about 0.4 expected
+
+
+def test_a_machine_wide_077_day_is_the_machines_and_leaves_the_adjusted_series(tmp_path):
+    rng, noise = np.random.default_rng(7), recorded_noise()
+    for i in range(30):
+        day = 0.77 if i >= 15 else 1.0
+        rates = {s: 10_000 * (k + 1) * day * np.exp(noise * rng.standard_normal()) for k, s in enumerate(SERVERS)}
+        write_run(tmp_path, i, rates, speed=day * np.exp(0.01 * rng.standard_normal()))
+    found = history(tmp_path).changes
+    raw = [c for c in found if c.metric == "rps"]
+    assert {c.server for c in raw} == set(SERVERS) and all(c.cause == "machine" for c in raw), raw
+    assert [c for c in found if c.server == "machine"], "the probe's own series shows the day"
+    adjusted = [c for c in found if c.metric == "rps_adjusted"]
+    assert len(adjusted) <= 2, adjusted  # divided by the machine's speed, the day is gone (false changes aside)
+
+
+def test_no_change_finds_nothing_but_at_the_methods_stated_rate():
+    """False changes per series over 300 draws of 30 runs: at most the test's level (5 %) plus three standard errors
+    of a count of 300 (a fixed seed: the same draws every time)."""
+    rng, noise, draws = np.random.default_rng(2014), recorded_noise(), 300
+    false = sum(len(edivisive.change_points(list(noise * rng.standard_normal(30)), seed)) for seed in range(draws))
+    bound = edivisive.SIGNIFICANCE * draws + 3 * (draws * edivisive.SIGNIFICANCE * 0.95) ** 0.5
+    assert false <= bound, f"{false} false changes in {draws} series"
+
+
+def test_runs_under_other_conditions_are_never_joined_and_too_few_runs_are_said(tmp_path):
+    write_run(tmp_path, 0, {"node": 1000.0})
+    write_run(tmp_path, 1, {"node": 1100.0}, runtime="docker")
+    h = history(tmp_path)
+    rps = [s for s in h.series if s.server == "node" and s.metric == "rps"]
+    assert len(rps) == 2 and {len(s.points) for s in rps} == {1}
+    assert any("not joined" in n and "docker" in n for n in h.notes)
+    assert any("can find a change only from 8 runs" in n for n in h.notes)
+
+
+def test_the_machine_speed_divides_rates_and_multiplies_times(tmp_path):
+    write_run(tmp_path, 0, {"node": 1000.0}, speed=1.0)
+    write_run(tmp_path, 1, {"node": 800.0}, speed=0.8)
+    by_metric = {s.metric: [round(p.value, 3) for p in s.points] for s in history(tmp_path).series if s.server == "node"}
+    assert by_metric["rps_adjusted"][0] == pytest.approx(by_metric["rps_adjusted"][1], rel=1e-9)
+    assert by_metric["cost_us_adjusted"][0] == pytest.approx(by_metric["cost_us_adjusted"][1], rel=1e-9)
+
+
+def test_versus_runs_are_paired_ratios_and_the_json_has_changes_and_series(tmp_path, capsys, monkeypatch):
+    write_run(tmp_path, 0, {"node": 1000.0})
+    versus = {"server": "node", "builds": {"base": {"label": "abc1234"}, "head": {"label": "def5678"}},
+              "results": [{"scenario": "hello", "run": "c100", "metrics": {"rps": {
+                  "interval": {"ratio": 0.95, "low": 0.92, "high": 0.98}, "verdict": "slower by 5.0 %"}}}]}
+    write_run(tmp_path, 1, {"node": 990.0}, versus=versus)
+    monkeypatch.setattr(history_command, "RESULTS", tmp_path / "out")
+    assert history_command.cmd_history(str(tmp_path / "*"), "", "", [], "json", lambda name: None) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) >= {"changes", "series", "paired"}
+    assert printed["paired"] == [{"server": "node", "scenario": "hello", "run": "c100", "metric": "rps",
+                                  "at": "20261101-010000-bench", "ratio": 0.95, "low": 0.92, "high": 0.98,
+                                  "verdict": "slower by 5.0 %", "base": "abc1234", "head": "def5678"}]
+    node = [s for s in printed["series"] if s["server"] == "node" and s["metric"] == "rps"]
+    assert len(node) == 1 and len(node[0]["points"]) == 1  # the versus run's records are not points of the series
+    assert {"value", "low", "high", "flags", "commit", "runtime", "machine"} <= set(node[0]["points"][0])
+    assert (tmp_path / "out" / "history" / "index.html").is_file()
+
+
+def test_200_runs_are_read_and_searched_well_under_a_second_each(tmp_path):
+    rng = np.random.default_rng(200)
+    for i in range(200):
+        write_run(tmp_path, i, {s: 10_000.0 * np.exp(0.03 * rng.standard_normal()) for s in SERVERS[:4]})
+    began = time.monotonic()
+    h = history(tmp_path)
+    elapsed = time.monotonic() - began
+    assert len(h.runs) == 200 and elapsed < 0.1 * 200, f"{elapsed:.1f} s for 200 runs"
