@@ -20,7 +20,7 @@ SHARED_SHARE = 0.5  # more than this share of the servers measured across a run 
 
 
 @dataclass
-class Change:
+class SeriesChange:
     server: str
     scenario: str
     run: str
@@ -46,7 +46,7 @@ class Change:
                 "commits": self.commits, "conditions_changed": self.conditions_changed}
 
 
-def series_changes(series: Series) -> list[Change]:
+def series_changes(series: Series) -> list[SeriesChange]:
     """The change points of one series (none while it is too short for the test to reach its level)."""
     values = [math.log(p.value) for p in series.points]
     seed = zlib.crc32("|".join(series.key).encode())  # the same series, the same permutations, the same answer
@@ -57,7 +57,7 @@ def series_changes(series: Series) -> list[Change]:
         before = statistics.median(p.value for p in series.points[cuts[k]:cp.index])
         after = statistics.median(p.value for p in series.points[cp.index:cuts[k + 2]])
         last, first = series.points[cp.index - 1], series.points[cp.index]
-        out.append(Change(series.server, series.scenario, series.run, series.metric, first.run.run_id, before,
+        out.append(SeriesChange(series.server, series.scenario, series.run, series.metric, first.run.run_id, before,
                           after, (after / before - 1) * 100, 1 - cp.p_value, previous=last.run.run_id,
                           commit_range=(last.run.commit, first.run.commit),
                           conditions=series.conditions,
@@ -74,7 +74,7 @@ def minimum_runs() -> int:
     return n
 
 
-def attribute(changes: list[Change], series: list[Series]) -> None:
+def attribute(changes: list[SeriesChange], series: list[Series]) -> None:
     """Each change's cause: `machine` where the probe changed at that run, or where more than SHARED_SHARE of the
     servers measured on both sides of that run (and at least two) show a change of the same metric there."""
     probe_at = {c.at for c in changes if c.server == MACHINE}
@@ -93,7 +93,7 @@ def attribute(changes: list[Change], series: list[Series]) -> None:
             c.cause = "machine"
 
 
-def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) -> list[Change]:
+def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) -> list[SeriesChange]:
     """Every series' changes, attributed, newest first; a server's own with the commits that touched its folder."""
     changes = [c for s in series if len(s.points) >= 2 * edivisive.MIN_SEGMENT for c in series_changes(s)]
     attribute(changes, series)

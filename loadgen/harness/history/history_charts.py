@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.history.changes import Change  # noqa: E402
+from harness.history.changes import SeriesChange  # noqa: E402
 from harness.history.timeline import ADJUSTED, MACHINE, Series  # noqa: E402
 
 DPI = 100
@@ -26,27 +26,48 @@ def _png(fig: Any) -> bytes:
     return out.getvalue()
 
 
-def _draw(ax: Any, series: list[Series], changes: list[Change], order: dict[str, int], metric: str) -> None:
-    """Every series of `metric` as a line over the runs' positions, intervals as error bars, changes marked."""
+def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dict[str, int], metric: str) -> None:
+    """Every series of `metric` as a line over the runs' positions, intervals as error bars, changes marked: a
+    server keeps its colour in every panel; a series under other conditions (runtime, CPU plan, machine) is dashed,
+    never joined to the first."""
+    servers = sorted({s.server for s in series})
+    conditions = sorted({s.conditions for s in series})
+    palette = plt.get_cmap("tab20")
     for s in series:
         xs = [order[p.run.run_id] for p in s.points]
         ys = [p.value for p in s.points]
         low = [max(0.0, p.value - p.low) if p.low is not None else 0.0 for p in s.points]
         high = [max(0.0, p.high - p.value) if p.high is not None else 0.0 for p in s.points]
-        label = s.server if s.server != MACHINE else s.run
+        other = conditions.index(s.conditions)
         ax.errorbar(xs, ys, yerr=[low, high], marker="o", markersize=3, linewidth=1, capsize=2,
-                    label=f"{label} {s.run}" if s.server != MACHINE else label)
+                    color=palette(servers.index(s.server) % 20), linestyle="--" if other else "-",
+                    label=(s.run if s.server == MACHINE else f"{s.server} {s.run}") + (f" (conditions {other + 1})"
+                                                                                        if other else ""))
+    machine_days: dict[str, list[SeriesChange]] = {}
     for c in changes:
-        if c.metric == metric and c.at in order:
-            x = order[c.at] - 0.5
-            ax.axvline(x, color="#b91c1c" if c.cause == "server" else "#6b7280", linestyle=":", linewidth=1)
-            ax.annotate(f"{c.server}{' ' + c.run if c.server != MACHINE else ''} {c.change_percent:+.0f} % "
-                        f"({c.cause}; {'..'.join(c.commit_range)})", (x, c.after), fontsize=7, rotation=90,
-                        va="bottom", ha="right", color="#7f1d1d" if c.cause == "server" else "#374151")
+        if c.metric != metric or c.at not in order:
+            continue
+        x = order[c.at] - 0.5
+        if c.cause == "machine":  # one mark and one note for every server that changed with the machine
+            machine_days.setdefault(c.at, []).append(c)
+            continue
+        what = c.commits[0] if c.commits else (c.conditions_changed[0] if c.conditions_changed else "")
+        ax.axvline(x, color="#b91c1c", linestyle=":", linewidth=1)
+        ax.annotate(f"{c.server} {c.run} {c.change_percent:+.0f} % (server; {'..'.join(c.commit_range)}"
+                    f"{'; ' + what[:50] if what else ''})", (x, 0.02), xycoords=("data", "axes fraction"), fontsize=7,
+                    rotation=90, va="bottom", ha="right", color="#7f1d1d")
+    for at, shared in machine_days.items():
+        x, sizes = order[at] - 0.5, [c.change_percent for c in shared]
+        what = next((c.conditions_changed[0] for c in shared if c.conditions_changed), "")
+        ax.axvline(x, color="#374151", linestyle="--", linewidth=1)
+        ax.annotate(f"machine: {len(shared)} series {min(sizes):+.0f}…{max(sizes):+.0f} %{'; ' + what[:50] if what else ''}",
+                    (x, 0.02), xycoords=("data", "axes fraction"), fontsize=7, rotation=90, va="bottom", ha="right",
+                    color="#374151")
+    ax.set_yscale("log")
     ax.set_ylabel(TITLES.get(metric, metric))
 
 
-def scenario_chart(scenario: str, series: list[Series], changes: list[Change], order: dict[str, int]) -> bytes:
+def scenario_chart(scenario: str, series: list[Series], changes: list[SeriesChange], order: dict[str, int]) -> bytes:
     """One scenario: a panel per metric present, the runs along the bottom."""
     metrics = [m for m in TITLES if any(s.metric == m for s in series)]
     fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 2.8 * len(metrics)), sharex=True, squeeze=False)

@@ -18,22 +18,22 @@ DEFAULT_RUNS = "results/* ../shared/runs/*"
 
 
 @dataclass
-class History:
+class Timeline:
     """Everything `make history` found: the runs read, every series, the changes, the paired answers, notes."""
 
     runs: list[str]
     series: list[Series]
-    changes: list[changes.Change]
+    changes: list[changes.SeriesChange]
     paired: list[PairedPoint]
     notes: list[str]
 
 
-def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> History:
+def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> Timeline:
     runs = read_runs(selection)
     series = build_series(runs, selection)
     found = changes.find_changes(series, folder_of)
     notes = _notes(len(runs), series)
-    return History([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes)
+    return Timeline([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes)
 
 
 def _notes(count: int, series: list[Series]) -> list[str]:
@@ -66,7 +66,7 @@ def _point_dict(p: Point) -> dict[str, Any]:
             "server_version": p.version, "machine_speed": p.speed}
 
 
-def as_json(history: History) -> dict[str, Any]:
+def as_json(history: Timeline) -> dict[str, Any]:
     return {
         "runs": history.runs,
         "changes": [c.to_dict() for c in history.changes],
@@ -104,7 +104,7 @@ def cmd_history(runs: str, scenarios: str, since: str, servers: list[str], outpu
         say(f"no run folder with a results.json under {' '.join(selection.patterns)} (RUNS=, relative to the "
             "repository's root)")
         return 2
-    written = history_page.write(history.series, history.changes, history.paired,
+    written = history_page.write(history.runs, (history.series, history.changes, history.paired),
                                  history.notes + adjustment_lines(history.series), RESULTS / "history")
     if output == "json":
         print(json.dumps(as_json(history), ensure_ascii=False))

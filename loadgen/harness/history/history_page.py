@@ -7,7 +7,7 @@ import base64
 from html import escape
 from pathlib import Path
 
-from harness.history.changes import Change
+from harness.history.changes import SeriesChange
 from harness.history.timeline import MACHINE, PairedPoint, Series
 
 CHANGE_HEADER = ["at (first run after)", "server", "scenario", "run", "metric", "before", "after", "change",
@@ -16,7 +16,9 @@ PAIRED_HEADER = ["run", "server", "scenario", "run label", "metric", "head ÷ ba
                  "base → head"]
 
 
-def change_rows(changes: list[Change]) -> list[list[str]]:
+def change_rows(changes: list[SeriesChange]) -> list[list[str]]:
+    if not changes:
+        return [["none found"] + [""] * (len(CHANGE_HEADER) - 1)]
     return [[c.at, c.server, c.scenario, c.run, c.metric, f"{c.before:,.4g}", f"{c.after:,.4g}",
              f"{c.change_percent:+.1f} %", f"{c.confidence:.1%}", c.cause,
              "; ".join(c.commits or c.conditions_changed) or "-"] for c in changes]
@@ -33,7 +35,7 @@ def _order(series: list[Series]) -> dict[str, int]:
     return {run: i for i, run in enumerate(sorted(runs, key=lambda r: (str(runs[r] or ""), r)))}
 
 
-def charts(series: list[Series], changes: list[Change]) -> dict[str, bytes]:
+def charts(series: list[Series], changes: list[SeriesChange]) -> dict[str, bytes]:
     """Scenario (and `machine`) -> PNG."""
     from harness.history import history_charts  # matplotlib, loaded only when the page is drawn
 
@@ -60,11 +62,12 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}tabl
          "font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}img{max-width:100%}")
 
 
-def write(series: list[Series], changes: list[Change], paired: list[PairedPoint], notes: list[str],
+def write(runs: list[str], found: tuple[list[Series], list[SeriesChange], list[PairedPoint]], notes: list[str],
           folder: Path) -> list[Path]:
-    """index.html and index.md in `folder`; returns their paths."""
+    """index.html and index.md in `folder` for the runs read, their (series, changes, paired answers); returns their
+    paths."""
+    series, changes, paired = found
     folder.mkdir(parents=True, exist_ok=True)
-    runs = _order(series)
     intro = (f"{len(runs)} runs ({', '.join(runs)}); {len(changes)} changes found by E-divisive means with a "
              "permutation test (Matteson & James 2014; 5 %, 199 permutations) on the log of each figure; cause "
              "`machine`: most servers (or the machine's own probe) changed at that run, `server`: that server alone.")
