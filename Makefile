@@ -101,6 +101,14 @@ compare: setup
 	@[ -n $(call quote,$(A)) ] && [ -n $(call quote,$(B)) ] || { echo "usage: make compare A=<run-id> B=<run-id> (run ids: ls results/)"; exit 2; }
 	$(HARNESS) compare $(call quote,$(A)) $(call quote,$(B))
 
+# Every run on one timeline (RUNS="results/* ../shared/runs/*" by default; SERVERS=, SCENARIOS=, SINCE=2026-11-24):
+# req/s, p99 and CPU µs/req per server, scenario and run, the machine's own speed and each figure divided by it, the
+# changes found (E-divisive means) and their cause (the machine, or a server with its commits): results/history/
+# index.html and index.md; FORMAT=json prints {changes, series, paired}. Reads results only: starts nothing, no lock.
+.PHONY: history
+history: setup
+	@$(HARNESS) history --runs $(call quote,$(RUNS)) --scenarios $(call quote,$(SCENARIOS)) --since $(call quote,$(SINCE))
+
 # Did my change make it faster? Two builds of one server in one sitting: SERVER=node BASE=<git revision>
 # [HEAD=<rev>, default the working tree] [SCENARIOS="hello backend"] [RESOLUTION=3 (%)] [BUDGET_S=seconds, default 120 per scenario run]; both built in
 # worktrees of their own, measured in rounds of random order, head ÷ base with its interval (README.md, "make versus")

@@ -31,9 +31,8 @@ from harness.config.manifest import (
     with_role,
 )
 from harness.history import history_command
-from harness.measuring import calibration, overhead, planning, steadiness, versus
+from harness.measuring import calibration, overhead, planning, steadiness
 from harness.measuring.campaign import OrderError, run_campaign, verify
-from harness.measuring.checkout import BuildFailed, RevisionError
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.preflight import announce_limits, check_hosts_settings, tools_needed
@@ -45,6 +44,8 @@ from harness.runtime import Runtime, RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.runtime.state import StateFull
 from harness.tools.availability import PreflightError
+from harness.versus import command as versus
+from harness.versus.checkout import BuildFailed, RevisionError
 
 
 def names(text: str | None) -> list[str]:

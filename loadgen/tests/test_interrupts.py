@@ -21,12 +21,12 @@ import pytest
 from harness.basics import interrupt
 from harness.basics.machine import port_owner, wait_until
 from harness.config.manifest import discover
-from harness.measuring import checkout
 from harness.measuring.runner import Beside, Naming, measure
 from harness.results import records as results
 from harness.runtime import RunningServer, local
 from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
+from harness.versus import checkout
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESULTS = LOADGEN.parent / "results"

@@ -48,14 +48,16 @@ def versus_rounds(result: dict, names: tuple[str, str], path: Path) -> Path | No
     if not rps["base"] or not rps["head"]:
         return None
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 4.2), sharex=True, height_ratios=(2, 1))
-    for values, name, color in ((rps["base"], names[0], "#888"), (rps["head"], names[1], "#1f77b4")):
-        top.plot(range(1, len(values) + 1), values, marker="o", ms=3, lw=1, color=color, label=name)
+    for role, name, color in (("base", names[0], "#888"), ("head", names[1], "#1f77b4")):  # by round: a missed one leaves a gap
+        rounds = rps.get(f"{role}_rounds") or range(1, len(rps[role]) + 1)  # older runs: by index
+        top.plot(rounds, rps[role], marker="o", ms=3, lw=1, color=color, label=name)
     top.yaxis.set_major_formatter(RATE_AXIS)
     top.set_ylabel("req/s")
     top.legend(fontsize=8)
     top.set_title(f"{result['scenario']} {result['run']}: the rounds")
     bottom.axhline(1, color="#444", lw=1)
-    bottom.plot(range(1, len(rps["ratios"]) + 1), rps["ratios"], marker="o", ms=3, lw=1, color="#d62728")
+    bottom.plot(rps.get("ratio_rounds") or range(1, len(rps["ratios"]) + 1), rps["ratios"], marker="o", ms=3, lw=1,
+                color="#d62728")
     bottom.set_ylabel("head ÷ base")
     bottom.set_xlabel("round")
     return save(fig, path)

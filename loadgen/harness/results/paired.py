@@ -25,11 +25,12 @@ the mean of logs of paired ratios is the usual paired comparison of a multiplica
 The verdict: where the interval lies wholly above 1 (req/s) the head is faster, wholly below it slower; where it holds
 1, "no difference beyond ±x %", x being the farthest end of the interval from no change: a difference of that size
 is not excluded, a larger one is. The resolution a sitting reached is the interval's half-width (exp of t·sd/√n,
-minus 1), which the rounds continue to narrow until it is below RESOLUTION or the time is spent.
+minus 1): how many starts a sitting takes is the clock's choice (harness/versus/design.py), never the interval's.
 
-The A/A pass: each build's own rounds split in two (odd rounds against even ones of the same start, paired in turn)
-give the same interval, by starts, for two halves of one build: it should hold 1, and a 95 % interval excludes it for identical builds 5 % of the
-time: the method's own false-positive rate, stated beside its A/A results.
+An A/A is a sitting of one build against itself (`make versus BASE=HEAD` on a clean tree): two processes of the same
+code, so that the process-to-process spread is in it; its interval excludes 1 for 5 % of such sittings at most
+(tests/test_versus_design.py simulates the rule; the README gives the sittings measured here). Splitting one build's
+own rounds in two, as an earlier pass did, saw one process only, and is gone.
 """
 from __future__ import annotations
 
@@ -141,14 +142,6 @@ def paired_ratios(base: dict[int, float | None], head: dict[int, float | None]) 
         if b and h:
             out.append(h / b)
     return out
-
-
-def split_halves(values: dict[int, float | None], rounds: list[int] | None = None) -> list[float]:
-    """The A/A pass of one build: its rounds in order (those of `rounds`, one start's, where given), each
-    even-numbered one ÷ the one before (1st and 2nd, 3rd and 4th...): two halves of the same build, paired as closely
-    in time as they were taken."""
-    ordered = [v for n in sorted(values) if (rounds is None or n in rounds) and (v := values[n])]
-    return [ordered[i + 1] / ordered[i] for i in range(0, len(ordered) - 1, 2)]
 
 
 def _pct(x: float) -> str:

@@ -48,12 +48,19 @@ class Revision:
     sha: str | None
     subject: str
     dirty: bool = False  # the working tree differs from its commit
+    on: str | None = None  # the working tree's commit
+
+    def same_as(self, other: Revision) -> bool:
+        """Whether both build the same code: one commit, or the clean working tree and its commit."""
+        mine = self.sha or (None if self.dirty else self.on)
+        theirs = other.sha or (None if other.dirty else other.on)
+        return mine is not None and mine == theirs
 
     @property
     def label(self) -> str:
         return self.sha[:7] if self.sha else "worktree"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"asked": self.asked or "(the working tree)", "sha": self.sha, "label": self.label,
                 "subject": self.subject, **({"uncommitted_changes": True} if self.dirty else {})}
 
@@ -66,39 +73,72 @@ def repository_of(folder: Path) -> Path:
         raise RevisionError(f"{folder} is not in a git repository: `make versus` compares git revisions") from exc
 
 
-def resolve(repo: Path, asked: str, what: str) -> Revision:
-    """`asked` as a commit of `repo`; "" is the working tree. One that does not exist is a RevisionError."""
+def resolve(repo: Path, asked: str, what: str, folder: Path | None = None) -> Revision:
+    """`asked` as a commit of `repo`; "" is the working tree, dirty when `folder` (or the repository) differs from its
+    commit, untracked files that git does not ignore included (a new source file is a change). One that does not
+    exist is a RevisionError."""
     if not asked:
         head = git(repo, "rev-parse", "HEAD", check=False)
-        dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=no", check=False))
-        return Revision("", None, f"the working tree (on {head[:7] or '?'})", dirty)
+        where = ["--", str(folder)] if folder else []
+        dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=normal", *where, check=False))
+        return Revision("", None, f"the working tree (on {head[:7] or '?'})", dirty, head or None)
     sha = git(repo, "rev-parse", "--verify", "--quiet", f"{asked}^{{commit}}", check=False)
     if not sha:
         raise RevisionError(f"{what}={asked}: no such git revision in {repo} (`git log --oneline` lists them)")
     return Revision(asked, sha, git(repo, "log", "-1", "--format=%s", sha))
 
 
-def clear_leftovers() -> None:
-    """Worktrees a killed `make versus` left under .run/versus/, removed (the command holds the harness's lock, so
-    none of them is in use)."""
-    if not WORKTREES.is_dir():
-        return
-    for path in sorted(WORKTREES.iterdir()):
+def clear_leftovers(repo: Path | None = None) -> None:
+    """Worktrees a killed `make versus` left under .run/versus/, removed, and the repositories' entries for them
+    unlocked and pruned (a SIGKILL during `git worktree add` leaves one locked, which neither --force nor prune
+    clears); the command holds the harness's lock, so none of them is in use."""
+    for path in sorted(WORKTREES.iterdir()) if WORKTREES.is_dir() else []:
         if path.is_dir():
             say(f"removing the worktree a killed `make versus` left: {path}")
-            remove(path)
+            remove(path, repo)
+    if repo is not None:  # an entry whose folder never came to be (killed before git made it)
+        _release(repo, WORKTREES)
 
 
-def remove(path: Path) -> None:
-    """The worktree at `path` removed, and its repository told (git worktree prune); never raises."""
+def remove(path: Path, repo: Path | None = None) -> None:
+    """The worktree at `path` removed, and its repository's entry for it unlocked and pruned; never raises (a
+    truncated or unreadable `.git` file is a worktree to delete all the same)."""
+    try:
+        repo = repo or _repository_of_worktree(path)
+        shutil.rmtree(path, ignore_errors=True)
+        if repo is not None and repo.is_dir():
+            _release(repo, path)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        say(f"could not remove the worktree {path} entirely ({exc}); `git worktree prune` in its repository does")
+
+
+def _repository_of_worktree(path: Path) -> Path | None:
+    """The repository a worktree's `.git` file names ("gitdir: <repo>/.git/worktrees/<name>"), or None."""
     marker = path / ".git"
-    repo = None
-    if marker.is_file():  # "gitdir: <repo>/.git/worktrees/<name>"
-        gitdir = Path(marker.read_text().split(":", 1)[1].strip())
-        repo = gitdir.parents[2] if gitdir.parent.name == "worktrees" else None
-    shutil.rmtree(path, ignore_errors=True)
-    if repo is not None and repo.is_dir():
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=60)
+    if not marker.is_file():
+        return None
+    text = marker.read_text(errors="replace")
+    if ":" not in text:
+        return None
+    gitdir = Path(text.split(":", 1)[1].strip())
+    return gitdir.parents[2] if gitdir.parent.name == "worktrees" and len(gitdir.parents) > 2 else None
+
+
+def _release(repo: Path, under: Path) -> None:
+    """Every entry of `repo`'s worktrees at or under `under` (all within .run/versus/) unlocked, then pruned: a lock
+    elsewhere is the user's and stays."""
+    entries = Path(git(repo, "rev-parse", "--git-common-dir", check=False) or repo / ".git")
+    entries = (entries if entries.is_absolute() else repo / entries) / "worktrees"
+    for entry in entries.iterdir() if entries.is_dir() else []:
+        pointer = entry / "gitdir"
+        target = pointer.read_text(errors="replace").strip() if pointer.is_file() else ""
+        folder = Path(target).parent.resolve() if target else None
+        lock = entry / "locked"
+        ours = folder is not None and WORKTREES.resolve() in (folder, *folder.parents)
+        half_made = not target and lock.is_file() and lock.read_text(errors="replace").startswith("initializing")
+        if half_made or (ours and (under == WORKTREES or folder == under.resolve())):
+            lock.unlink(missing_ok=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=60)
 
 
 class Worktree:
@@ -110,17 +150,17 @@ class Worktree:
 
     def __enter__(self) -> Worktree:
         WORKTREES.mkdir(parents=True, exist_ok=True)
-        remove(self.path)
+        remove(self.path, self.repo)
         say(f"checking out {self.revision.label} ({self.revision.subject}) into {self.path}")
         try:
             git(self.repo, "worktree", "add", "--detach", "--force", str(self.path), self.revision.sha or "HEAD")
         except BaseException:
-            remove(self.path)
+            remove(self.path, self.repo)
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
-        remove(self.path)
+    def __exit__(self, *exc: object) -> None:
+        remove(self.path, self.repo)
 
 
 def server_at(folder_in_checkout: Path, name: str, revision: Revision, what: str) -> Server:
@@ -157,7 +197,7 @@ def build(server: Server, label: str, log: Path) -> None:
                               f"output is above, all of it in {log}")
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the build's process group, then SIGKILL to whatever of it is left after a grace period (the shell
     may be gone while Maven's JVM or npm's children still run)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):

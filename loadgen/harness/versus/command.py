@@ -1,0 +1,253 @@
+"""`make versus SERVER=node BASE=<rev>`: did a change make one server faster? Two builds of it, measured in one sitting.
+
+Everything that can be checked is checked before anything is built (a JVM's or a fresh cargo build takes minutes):
+the revisions, what a killed command left (its servers and its worktrees), both sides' manifests, the scenarios
+(both builds must take each, on the same path and protocol), the ports (PORTS of every server respected) and the load
+tools (oha and Gatling built first where missing). Then both are built (checkout.py), run as two servers,
+`node@<base>` and `node@<head>` (the A/A twin's mechanism: one server under another name and port), on the same CPUs,
+one at a time (the other asleep), and compared in starts of rounds (sitting.py). The answer is printed last, each
+verdict with what it rests on (evidence.py); the records are kept like any run's, the comparison in the run's
+conditions (`versus`), and the report gives it a page of its own (report/versus_page.py)."""
+
+from __future__ import annotations
+
+import random
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.basics.cpus import CpuPlan
+from harness.basics.machine import port_owner
+from harness.basics.messages import say, warn
+from harness.config import scenarios as scenario_data
+from harness.config.manifest import Server, servers_dir
+from harness.config.scenarios import Scenario, Settings
+from harness.measuring import steadiness
+from harness.measuring.attempts import Bench
+from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, start_and_verify
+from harness.measuring.lifecycle import RunOptions, finish_run, open_run
+from harness.measuring.preflight import tools_needed
+from harness.measuring.session import Session
+from harness.results import paired
+from harness.results.store import RunStore, new_run_id
+from harness.runtime import Runtime
+from harness.tools.availability import check_tools
+from harness.versus import checkout, design, evidence
+from harness.versus.checkout import RevisionError, Worktree
+from harness.versus.sitting import Pair, Side, Sitting, ratios_by_start
+
+DEFAULT_RESOLUTION = 0.03
+DEFAULT_BUDGET_PER_RUN_S = 120.0  # without BUDGET_S: this much per scenario run (SCENARIOS=hello: 2 minutes)
+
+
+@dataclass(frozen=True)
+class VersusOptions:
+    server: str
+    base: str
+    head: str = ""  # "": the working tree
+    scenarios: tuple[str, ...] = ()  # (): every scenario both builds take part in
+    resolution: float = DEFAULT_RESOLUTION  # the half-width the answer is measured against (never a stopping rule)
+    budget_s: float | None = None  # measuring time (warm-ups and rounds) for all the scenarios together
+    seed: int | None = None  # which build leads the first start (None: drawn)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where and how the sitting runs: the runtime, its CPU plan, the profile and its settings, PORTS, the command."""
+
+    runtime: Runtime
+    plan: CpuPlan
+    profile: str
+    settings: Settings
+    ports: dict[str, int]
+    command: str
+
+
+def checked_out(options: VersusOptions, servers: dict[str, Server], stack: ExitStack) -> tuple[Side, Side]:
+    """Both sides' revisions resolved, checked out (worktrees entered on `stack`, so they are removed however the
+    command ends) and their servers read from their own manifests, named `<server>@<label>`: nothing built yet."""
+    if options.server not in servers:
+        raise RevisionError(f"SERVER={options.server!r}: no such server (known: {', '.join(servers)})")
+    here = servers[options.server]
+    repo = checkout.repository_of(here.folder)
+    revisions = {"base": checkout.resolve(repo, options.base, "BASE", here.folder),
+                 "head": checkout.resolve(repo, options.head, "HEAD", here.folder)}
+    checkout.clear_leftovers(repo)
+    relative = servers_dir().resolve().relative_to(repo.resolve())
+    sides = []
+    for role, revision in revisions.items():
+        server = here
+        if revision.sha is not None:
+            tree = stack.enter_context(Worktree(repo, revision, f"{options.server}-{role}"))
+            server = checkout.server_at(tree.path / relative, options.server, revision, role.upper())
+        sides.append(Side(role, revision, server))
+    labels = [f"{options.server}@{s.revision.label}" for s in sides]
+    if labels[0] == labels[1]:
+        labels = [f"{labels[0]}-base", f"{labels[1]}-head"]
+    for side, label in zip(sides, labels):  # neither upstream nor ceiling
+        side.server = replace(side.server, name=label, twin_of=options.server, roles=())
+    return sides[0], sides[1]
+
+
+def both_take(base: Side, head: Side, profile: str, names: tuple[str, ...]) -> list[Scenario]:
+    """The scenarios both builds take, on the same path and protocol; a scenario asked for that one of them does not
+    take (or takes on another path) is a RevisionError."""
+    picked = scenario_data.select(scenario_data.load(profile), list(names))
+    out, left = [], []
+    for scenario in picked:
+        paths = [scenario.path_for(side.server) for side in (base, head)]
+        if paths[0] and paths[0] == paths[1]:
+            out.append(scenario)
+            continue
+        why = (f"{scenario.name}: base takes it on {paths[0] or 'no path'}, head on {paths[1] or 'no path'}"
+               if any(paths) else f"{scenario.name}: neither build takes part in it")
+        if names:
+            raise RevisionError(f"SCENARIOS={' '.join(names)}: {why} (both builds must measure the same endpoint)")
+        left.append(why)
+    if left:
+        say("left out, not taken alike by both builds: " + "; ".join(left))
+    if not out:
+        raise RevisionError(f"{base.server.twin_of} takes part in none of the scenarios asked for at both revisions")
+    return out
+
+
+def place(base: Side, head: Side, ports: dict[str, int], servers: dict[str, Server]) -> None:
+    """The head on the server's port (or PORTS's), the base on the next port free of every server's (as PORTS
+    places them) and of any listener, their h2c ports moved with them."""
+    name = head.server.twin_of or ""
+    port = ports.get(name, servers[name].port)
+    taken = {p for s in servers.values() if s.name != name for p in _ports(_moved(s, ports.get(s.name, s.port)))}
+    head.server = _moved(head.server, port)
+    shift = 1
+    while True:
+        moved = _moved(base.server, port + shift)
+        if not set(_ports(moved)) & (taken | set(_ports(head.server))) and \
+                not any(port_owner("127.0.0.1", p) for p in _ports(moved)):
+            base.server = moved
+            return
+        shift += 1
+
+
+def _ports(server: Server) -> list[int]:
+    return [p for p in (server.port, server.h2c_port) if p]
+
+
+def _moved(server: Server, port: int) -> Server:
+    h2c = server.h2c_port + port - server.port if server.h2c_port else None
+    return replace(server, port=port, h2c_port=h2c)
+
+
+def build_both(base: Side, head: Side) -> None:
+    log = checkout.WORKTREES / f"{head.server.twin_of}-build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    for side in (base, head):
+        checkout.build(side.server, side.server.name, log)
+
+
+def start_note(options: VersusOptions, base: Side, head: Side, scenarios: list[Scenario], budget: float) -> dict[str, Any]:
+    """The run's `versus` conditions before any round: what is compared, and how."""
+    return {"server": options.server, "resolution": options.resolution, "budget_s": budget, "seed": options.seed,
+            "level": paired.LEVEL, "rounds_per_start": [design.MIN_ROUNDS, design.MAX_ROUNDS],
+            "builds": {side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
+                       for side in (base, head)},
+            "same_build": base.revision.same_as(head.revision),
+            "scenarios": [s.name for s in scenarios], "results": [],
+            "method": ("paired rounds in starts: for each start both builds started afresh and warmed for the run's "
+                       "load, then rounds of one attempt of each build in ABBA order, the leader alternating from "
+                       "start to start; the number of starts set by the budget and the measured cost of a start (the "
+                       "clock, never the figures); head ÷ base per round, each start's geometric mean, and the "
+                       "Student t interval of those on the log scale (over the rounds while there is one start)")}
+
+
+def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int:
+    """The whole command: checked, both builds made, measured and compared, the report written; the worktrees and
+    servers gone however it ends. 0 when every run has a verdict; 1 when a build could not be started, failed the
+    contract or died, or when a run reached no interval or had its verdict withheld."""
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    options = replace(options, seed=seed)
+    with ExitStack() as stack:  # unwound in reverse: the servers stopped, then the worktrees removed
+        base, head = checked_out(options, servers, stack)
+        picked = both_take(base, head, where.profile, options.scenarios)
+        place(base, head, where.ports, servers)
+        pair = {side.server.name: side.server for side in (base, head)}
+        others = {name: s for name, s in servers.items() if name != options.server}  # its folder is the head's
+        session = stack.enter_context(Session(where.runtime, where.plan, {**others, **pair}, where.ports))
+        session.check_ports(list(pair.values()))  # and what a killed command left, stopped
+        check_tools(tools_needed(picked))
+        build_both(base, head)
+        budget = options.budget_s or DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
+        store = open_run(new_run_id(f"versus-{options.server}"), where.runtime, where.plan,
+                         RunOptions(where.profile, where.settings, where.command),
+                         {"versus": start_note(options, base, head, picked, budget)},
+                         how=f"{head.server.name} against {base.server.name}, rounds in ABBA order")
+        try:
+            steadiness.probe_and_record(store, where.plan, where.settings, "before")
+            results = measure(session, store, where.settings, (base, head), picked, budget, seed)
+        finally:
+            finish_run(store, where.runtime)
+        announce(results)
+        return 0 if results and all(r["reached"] for r in results) and len(results) == sum(
+            len(s.runs) for s in picked) else 1
+
+
+def measure(session: Session, store: RunStore, settings: Settings, sides: tuple[Side, Side],
+            scenarios: list[Scenario], budget_s: float, seed: int) -> list[dict[str, Any]]:
+    """Both builds started and verified, then every scenario run compared within its share of `budget_s`."""
+    results: list[dict[str, Any]] = []
+    for side in sides:
+        side.target = start_and_verify(session, store, side.server)
+    if not all(side.target for side in sides):
+        return results
+    targets = [side.target for side in sides if side.target]  # updated in place at every start
+    turns = Turns(session, targets)
+    bench = Bench(session, store, turn=turns, idle_pids=_idle_pids(session, targets))
+    pair = Pair(bench, turns, targets, sides, settings)
+    sitting = Sitting(pair, sides, settings, first=random.Random(seed).choice(["base", "head"]))
+    runs = [(s, r) for s in scenarios for r in s.runs]
+    ends_at = time.monotonic() + budget_s
+    try:
+        for index, (scenario, load_run) in enumerate(runs):
+            share = (ends_at - time.monotonic()) / (len(runs) - index)
+            result = sitting.compare_run(scenario, load_run, share, restart_first=index > 0)
+            results.append(judged(result, store, sides))
+            store.update_conditions(versus={**store.run.conditions["versus"], "results": results})
+            if bench.dead:
+                break
+    finally:
+        turns.wake_all()
+        for side in sides:
+            record_memory_after(session, store, side.server)
+    return results
+
+
+def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) -> dict[str, Any]:
+    """`result` with each metric's verdict line given its evidence (evidence.py), and whether it reached an answer."""
+    records = {r.server: r for r in store.run.records if r.scenario == result["scenario"] and r.run == result["run"]}
+    steady = store.run.conditions.get("steadiness", {}).get("before", {})
+    cv = max((c for c in (steady.get("cv") or {}).values() if c is not None), default=None)
+    rps_by_start = ratios_by_start(sides, result["starts"], "rps")
+    proof = evidence.Evidence(
+        tuple(evidence.side_evidence(s.role, s.server.name, s.attempts, records.get(s.server.name)) for s in sides),  # type: ignore[arg-type]
+        len([s for s in result["starts"] if s]), cv, evidence.rounds_spread(rps_by_start))
+    for metric, figures in result["metrics"].items():
+        interval = paired.grouped_interval(ratios_by_start(sides, result["starts"], metric))
+        figures["verdict"] = evidence.verdict_line(interval, metric, proof)
+    rps = paired.grouped_interval(rps_by_start)
+    return {**result, "reached": evidence.reached(rps, proof), "evidence": {
+        "machine_cv": cv, "rounds_spread": proof.rounds_spread,
+        "sides": {s.role: {"good": s.good, "errors": s.errors, "loadgen_saturated": s.saturated} for s in proof.sides}}}
+
+
+def announce(results: list[dict[str, Any]]) -> None:
+    """The answer, printed last: per scenario and run, the verdict for req/s, p99 and CPU per request."""
+    if not results:
+        warn("nothing was compared")
+    for r in results:
+        say(f"{r['scenario']} {r['run']} ({r['rounds']} rounds in {len(r['starts'])} starts, {r['seconds']:g} s; "
+            f"{r['stopped']}):")
+        for metric, (_, title, _, _) in paired.METRICS.items():
+            say(f"  {title}: {r['metrics'][metric]['verdict']}")
+        if not r["reached"]:
+            warn(f"{r['scenario']} {r['run']}: no answer (see above); exit status 1")

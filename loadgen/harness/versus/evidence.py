@@ -1,0 +1,127 @@
+"""What a sitting's verdict rests on besides its interval, and the verdict line that says it.
+
+An interval of head ÷ base answers "faster?" only when both builds did the work: a head that answers one request in
+ten with a 503 is "faster" at failing; two builds that both wait on a saturated load generator read "no difference"
+because the tool, not the server, set the pace; one start leaves out how two processes of one build differ; rounds
+whose ratios spread far past what the machine's own noise explains were moved by something else. Each of these either
+withholds "faster/slower" or is said in the verdict line itself, not in a footnote.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from harness.results import flag_kinds, paired
+from harness.results.paired import RatioInterval
+from harness.results.records import Attempt, Record
+
+# the machine's own spread (the steadiness probe's CV between windows) past which the verdict says so (as the bench warns)
+UNSTEADY_CV = 0.05
+# a round's head ÷ base shares the machine's drift; each attempt keeps its own noise, so the ratio's spread is about
+# √2 × the machine's CV; past SPREAD_FACTOR times that, something besides the machine moved the rounds
+SPREAD_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class SideEvidence:
+    """One build's part of a scenario run: its failed requests (by cause), whether the load generator was its limit,
+    whether it failed the contract."""
+
+    role: str
+    name: str
+    good: int
+    errors: dict[str, int]
+    saturated: bool = False
+    contract: str | None = None  # why it failed the contract
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    def errors_text(self) -> str:
+        total = self.good + self.failed
+        causes = ", ".join(f"{k} {v:,}" for k, v in self.errors.items() if v)
+        return (f"{self.role} {self.name} answered {self.failed:,} of {total:,} requests with errors "
+                f"({self.failed / total:.1%}: {causes})")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    sides: tuple[SideEvidence, SideEvidence]
+    starts: int
+    machine_cv: float | None = None  # the steadiness probe's worst CV before the sitting
+    rounds_spread: float | None = None  # the sd of ln(head/base) within starts
+
+
+def side_evidence(role: str, name: str, attempts: list[Attempt], record: Record | None,
+                  contract: str | None = None) -> SideEvidence:
+    """A build's evidence from its attempts of a run and its record (flags evaluated)."""
+    good, errors = 0, dict.fromkeys(("connect", "read", "write", "timeout", "non_2xx", "length", "other"), 0)
+    for attempt in attempts:
+        if attempt.measured:
+            good += attempt.good_requests
+            for cause, count in attempt.errors.to_dict().items():
+                if cause in errors:
+                    errors[cause] += count
+    saturated = bool(record and any(f.name == flag_kinds.LOADGEN_BOUND.name for f in record.flags))
+    return SideEvidence(role, name, good, errors, saturated, contract)
+
+
+def rounds_spread(by_start: list[list[float]]) -> float | None:
+    """The standard deviation of ln(head/base) about each start's own mean (the rounds' noise, not the starts')."""
+    deviations = []
+    for ratios in by_start:
+        logs = [math.log(r) for r in ratios if r > 0]
+        if len(logs) >= 2:
+            mean = sum(logs) / len(logs)
+            deviations += [(x - mean) ** 2 for x in logs]
+    dof = sum(len(s) - 1 for s in by_start if len(s) >= 2)
+    return math.sqrt(sum(deviations) / dof) if dof else None
+
+
+def withheld(evidence: Evidence) -> str | None:
+    """Why no build may be called faster or slower, or None."""
+    failing = [s for s in evidence.sides if s.contract]
+    if failing:
+        return "withheld: " + "; ".join(f"{s.role} {s.name} failed the contract ({s.contract})" for s in failing)
+    erring = [s for s in evidence.sides if s.failed]
+    if erring:
+        return ("withheld: " + "; ".join(s.errors_text() for s in erring)
+                + ": a build that answers with errors is not comparable by speed")
+    return None
+
+
+def caveats(evidence: Evidence) -> list[str]:
+    """What the verdict line must say beside its words."""
+    out = []
+    saturated = [s for s in evidence.sides if s.saturated]
+    if saturated:
+        who = " and ".join(f"{s.role} {s.name}" for s in saturated)
+        out.append(f"LOADGEN-SATURATED for {who}: the load generator, not the server, set the pace, so the builds may "
+                   "differ by more than this shows")
+    if evidence.starts < 2:
+        out.append("ONE START: how two processes of one build differ is not in this interval")
+    cv = evidence.machine_cv
+    if cv is not None and cv > UNSTEADY_CV:
+        out.append(f"UNSTEADY MACHINE: its own speed varied {cv:.0%} between windows")
+    spread = evidence.rounds_spread
+    if spread is not None and cv is not None and spread > SPREAD_FACTOR * math.sqrt(2) * max(cv, 0.005):
+        out.append(f"the rounds' ratios spread ±{spread:.1%}, more than the machine's own ±{cv:.1%} explains")
+    return out
+
+
+def verdict_line(interval: RatioInterval | None, metric: str, evidence: Evidence) -> str:
+    """The verdict in words (results/paired.py), withheld or with its caveats (see the module's docstring)."""
+    reason = withheld(evidence)
+    if reason:
+        return reason
+    words = paired.verdict(interval, metric)
+    if interval is None:
+        return words
+    return " — ".join([words, *caveats(evidence)])
+
+
+def reached(interval: RatioInterval | None, evidence: Evidence) -> bool:
+    """Whether the run has an answer at all: an interval, and nothing that withholds it (the exit status)."""
+    return interval is not None and withheld(evidence) is None
