@@ -11,6 +11,10 @@ numpy over the histogram's counts (the library's own reader walks its 311,296 bu
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import struct
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -20,6 +24,12 @@ LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour
 SIGNIFICANT_DIGITS = 4
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)  # the ones a record's latency_ms names ("p50" ... "p99.9")
+# a histogram of this shape holds 311,296 counts; at most 9 bytes each as varints, past a 40-byte header
+MAX_DECODED_BYTES = 40 + 9 * 311_296
+MAX_ENCODED_CHARS = 4 * MAX_DECODED_BYTES  # base64 of zlib of that, with room: a real one is a few KB
+EXTERNAL_HEADER = struct.Struct(">II")  # compression cookie, compressed length
+PAYLOAD_HEADER = struct.Struct(">IIIIQQd")  # cookie, length, offset, digits, lowest, highest, conversion ratio
+COMPRESSION_COOKIE_BASE, ENCODING_COOKIE_BASE = 0x1C849304, 0x1C849303
 
 
 def _empty() -> HdrHistogram:
@@ -69,7 +79,11 @@ class Distribution:
 
     @classmethod
     def decode(cls, encoded: str) -> Distribution:
-        """From `encode`'s text (results.json's `latency_histogram`)."""
+        """From `encode`'s text (results.json's `latency_histogram`); ValueError for text that is not one of this
+        shape (`problem`), before anything is decompressed past its bound or allocated by its header's word."""
+        wrong = problem(encoded)
+        if wrong:
+            raise ValueError(f"latency histogram {wrong}")
         return cls(HdrHistogram.decode(encoded.encode("ascii")))
 
     @classmethod
@@ -151,3 +165,34 @@ class Distribution:
             levels.append(100 * (1 - remaining))
             step += 1
         return [*zip(levels, (us / 1000 for us in self._values_us(levels))), (100.0, self.max_ms())]
+
+
+def problem(encoded: object) -> str | None:
+    """What keeps `encoded` from being a histogram `Distribution.encode` wrote, or None. Checked before the library
+    decodes it: a results file is anyone's, and its header names the counts array the library allocates, its zlib
+    part decompresses without bound."""
+    if not isinstance(encoded, str) or len(encoded) > MAX_ENCODED_CHARS:
+        return f"is not a text of at most {MAX_ENCODED_CHARS:,} characters"
+    try:
+        raw = base64.b64decode(encoded.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        return "is not base64"
+    if len(raw) < EXTERNAL_HEADER.size:
+        return "is too short"
+    cookie, length = EXTERNAL_HEADER.unpack_from(raw)
+    if cookie & ~0xF0 != COMPRESSION_COOKIE_BASE or length != len(raw) - EXTERNAL_HEADER.size:
+        return "has no HdrHistogram V2 header"
+    inflate = zlib.decompressobj()
+    try:
+        payload = inflate.decompress(raw[EXTERNAL_HEADER.size:], MAX_DECODED_BYTES + 1)
+    except zlib.error:
+        return "does not decompress"
+    if len(payload) > MAX_DECODED_BYTES or inflate.unconsumed_tail:
+        return f"decompresses past {MAX_DECODED_BYTES:,} bytes"
+    if len(payload) < PAYLOAD_HEADER.size:
+        return "decompresses to less than its header"
+    cookie, _, offset, digits, lowest, highest, ratio = PAYLOAD_HEADER.unpack_from(payload)
+    if cookie & ~0xF0 != ENCODING_COOKIE_BASE or (digits, lowest, highest, offset, ratio) != (
+            SIGNIFICANT_DIGITS, LOWEST_US, HIGHEST_US, 0, 1.0):
+        return f"is not of this harness's shape ({LOWEST_US} µs to {HIGHEST_US:,} µs, {SIGNIFICANT_DIGITS} digits)"
+    return None

@@ -13,10 +13,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from harness.basics.messages import warn
 from harness.config import scenarios
 from harness.report import csv_export, html, markdown, model, versus_page
-from harness.results import flags
-from harness.results import records as results
+from harness.results import flags, readable
 from harness.results.records import Run
 
 
@@ -32,7 +32,7 @@ def write_report(run_dir: Path) -> list[Path]:
     from harness.report import charts  # matplotlib: loaded only when charts are drawn
 
     run_dir = Path(run_dir)
-    run = results.load(run_dir / "results.json")
+    run = readable.load(run_dir / "results.json")
     flags.evaluate(run)
     m = model.build(run, _descriptions(run))
     chart_dir = run_dir / "charts"
@@ -41,4 +41,21 @@ def write_report(run_dir: Path) -> list[Path]:
     made = charts.write(m, chart_dir)
     written = [html.write(m, made, run_dir / "report.html"), markdown.write(m, run_dir / "summary.md"),
                csv_export.write(m, run_dir / "summary.csv")]
-    return written + list(made.values()) + versus_page.write(run, run_dir)
+    return written + list(made.values()) + _versus_page(run, run_dir)
+
+
+def _versus_page(run: Run, run_dir: Path) -> list[Path]:
+    """versus_page.write where conditions.versus holds what it reads; a partial one (a hand-edited or cut file) or
+    one whose names would leave charts/ skips the page with one line, and the rest of the report stands."""
+    results = (run.conditions.get("versus") or {}).get("results")  # an object or none: results/readable.py
+    if not results:
+        return []
+    names = [str(r.get(k)) for r in results if isinstance(r, dict) for k in ("scenario", "run")]
+    if any(model.slug(n) != n.lower() for n in names):
+        warn(f"{run_dir / 'results.json'}: conditions.versus names a scenario or run that is not a plain name; no versus page")
+        return []
+    try:
+        return versus_page.write(run, run_dir)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
+        warn(f"{run_dir / 'results.json'}: conditions.versus is incomplete ({type(exc).__name__}: {exc}); no versus page")
+        return []

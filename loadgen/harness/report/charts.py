@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 from harness.basics.distribution import Distribution  # noqa: E402
 from harness.basics.formats import fmt_ms, fmt_rate, fmt_us  # noqa: E402
 from harness.report.cells import cost, flag_names, latency, summary
-from harness.report.model import CEILING_COLOR, Group, Model, ScenarioView  # noqa: E402
+from harness.report.model import CEILING_COLOR, Group, Model, ScenarioView, slug  # noqa: E402
 from harness.results import flags as flag_rules  # noqa: E402
 from harness.results import ranking  # noqa: E402
 from harness.results.records import Record  # noqa: E402
@@ -372,17 +372,17 @@ def _jobs(model: Model, folder: Path) -> list[tuple[str, Any, tuple]]:
     jobs: list[tuple[str, Any, tuple]] = []
     for scenario in model.scenarios:
         if not scenario.is_stepped:
-            jobs.append((f"{scenario.name}-cost", cost_bars, (model, scenario, folder / f"{scenario.name}-cost.png")))
+            jobs.append((f"{scenario.name}-cost", cost_bars, (model, scenario, folder / f"{slug(scenario.name)}-cost.png")))
         jobs.append((f"{scenario.name}-spectrum", latency_spectrum,
-                     (model, scenario, folder / f"{scenario.name}-spectrum.png")))
+                     (model, scenario, folder / f"{slug(scenario.name)}-spectrum.png")))
         if scenario.is_stepped:
             jobs.append((f"{scenario.name}-latency-steps", latency_steps,
-                         (model, scenario, folder / f"{scenario.name}-latency-steps.png")))
+                         (model, scenario, folder / f"{slug(scenario.name)}-latency-steps.png")))
             continue
         if scenario.is_matrix:
             for kind, draw in (("rps-matrix", rps_matrix), ("p99-matrix", p99_matrix)):
                 key = f"{scenario.name}-{kind}"
-                jobs.append((key, draw, (model, scenario, folder / f"{key}.png")))
+                jobs.append((key, draw, (model, scenario, folder / f"{slug(scenario.name)}-{kind}.png")))
             continue
         for group in scenario.groups:
             for kind, draw_group in (("rps", rps_bars), ("latency", latency_bars)):

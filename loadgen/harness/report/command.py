@@ -8,7 +8,15 @@ from pathlib import Path
 from harness.basics.messages import fail, say
 from harness.basics.paths import RESULTS
 from harness.report import write_report
-from harness.results.records import ResultsError
+from harness.results.records import DAMAGED, ResultsError
+
+# what a value of an unexpected shape raises deep in the report, past every check of results/readable.py (one field
+# naming another's key, say): still one line naming the file
+UNREPORTABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError)
+
+
+def unreportable(where: object, exc: Exception) -> str:
+    return f"{where}: a value in it cannot be reported ({type(exc).__name__}: {str(exc)[:200]}); {DAMAGED}"
 
 
 class RunNotFound(Exception):
@@ -41,6 +49,9 @@ def cmd_report(run: str = "latest") -> int:
         written = write_report(run_dir)
     except (RunNotFound, ResultsError) as exc:
         fail(str(exc))
+        return 2
+    except UNREPORTABLE as exc:
+        fail(unreportable(run_dir / "results.json", exc))
         return 2
     pngs = [p for p in written if p.suffix == ".png"]
     for path in written:

@@ -129,7 +129,9 @@ class Model:
 
 
 def slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text).strip("-").lower()
+    """`text` as a file name's part: letters, digits, '-' and '_' only, so a record's "../../x" names nothing outside
+    the report's folder, and short enough for any file system."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text).strip("-").lower()[:100]
 
 
 def describe_load(r: Record) -> str:
