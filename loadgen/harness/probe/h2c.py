@@ -1,0 +1,62 @@
+"""The HTTP/2 half of the probe: h2spec (github.com/summerwind/h2spec, the maintained conformance suite for RFC 7540
+and RFC 7541, built from its Go module into .tools/go/bin by `make probe`) against a server's h2c port, its JUnit
+report read into cases like the HTTP/1.1 suite's. Where it is not built, the h2c part says so and is left out."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+from harness.basics.paths import REPO
+
+H2SPEC = REPO / ".tools" / "go" / "bin" / "h2spec"
+SPECS = {"http2": "RFC 7540", "hpack": "RFC 7541", "generic": "RFC 7540"}
+TIMEOUT_S = 180  # the whole run; each of its ~146 cases waits at most 2 s
+
+
+def binary() -> Path | None:
+    found = H2SPEC if H2SPEC.exists() else shutil.which("h2spec")
+    return Path(found) if found else None
+
+
+def run(host: str, port: int, scratch: Path) -> dict[str, Any]:
+    """h2spec against host:port (prior knowledge, no TLS), its report kept in `scratch`; the cases, or why none."""
+    h2spec = binary()
+    if h2spec is None:
+        return {"tool": None, "note": "h2spec is not built (make probe builds it with `go install`); h2c not probed",
+                "cases": []}
+    report = scratch / f"h2spec-{port}.xml"
+    command = [str(h2spec), "-h", host, "-p", str(port), "-o", "2", "-j", str(report)]
+    try:
+        subprocess.run(command, capture_output=True, timeout=TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return {"tool": "h2spec", "note": f"h2spec did not end in {TIMEOUT_S} s", "cases": []}
+    if not report.exists():
+        return {"tool": "h2spec", "note": "h2spec wrote no report", "cases": []}
+    return {"tool": "h2spec", "command": " ".join(command), "report": str(report), "cases": cases(report.read_text())}
+
+
+def cases(junit: str) -> list[dict[str, Any]]:
+    """h2spec's JUnit report as probe cases: a failure or an error fails, a skipped case (its precondition unmet,
+    e.g. a setting the server does not offer) warns."""
+    out = []
+    for suite in ElementTree.fromstring(junit).iter("testsuite"):
+        package = suite.get("package", "")
+        spec, _, section = package.partition("/")
+        for number, case in enumerate(suite.iter("testcase"), 1):
+            failed = case.find("failure") if case.find("failure") is not None else case.find("error")
+            skipped = case.find("skipped") is not None
+            out.append({
+                "id": f"{package}/{number}", "category": f"h2c-{spec}", "level": "MUST",
+                "rfc": f"{SPECS.get(spec, spec)} §{section}" if section else SPECS.get(spec, spec),
+                "what": f"{suite.get('name', '')}: {case.get('classname', '')}".strip(": "),
+                "sent": case.get("classname", ""), "expected": "what h2spec expects",
+                "got": "skipped" if skipped else _text(failed) if failed is not None else "as expected",
+                "verdict": "warn" if skipped else "fail" if failed is not None else "pass"})
+    return out
+
+
+def _text(element: ElementTree.Element) -> str:
+    return " ".join("".join(element.itertext()).split())[:300] or "failed"

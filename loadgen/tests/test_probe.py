@@ -1,0 +1,100 @@
+"""The compliance probe (harness/probe/) tested against a reference (tests/responders/strict_http11.py): right, it
+passes every case, so each case's expected outcome is one a correct server gives; with chosen faults, the probe
+reports failing exactly the cases those faults break, across categories."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.probe import suite, verdicts
+from harness.probe.h2c import cases as h2spec_cases
+from harness.probe.wire import Reply, Timing, parse_responses
+
+sys.path.insert(0, str(Path(__file__).parent / "responders"))
+import strict_http11  # noqa: E402
+
+FAST = Timing(answer_s=1.0, settle_s=0.3)
+# each fault of the reference, and the cases it must make fail (no other case may)
+FAILS = {
+    "host-optional": {"HO-01"},
+    "cl-wins-over-te": {"SM-01", "SM-02", "TE-21"},
+    "lenient-chunk-size": {"TE-07", "TE-08"},
+    "plus-content-length": {"CL-05"},
+    "ignores-connection-close": {"CN-01", "CN-05"},
+    "empty-field-name": {"HD-05"},
+    "http2-as-http11": {"RL-08", "MF-07"},
+}
+
+
+def probed(faults: frozenset[str]) -> list[dict]:
+    server = strict_http11.serve(faults)
+    try:
+        return suite.run("127.0.0.1", server.server_address[1], timing=FAST)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_suite_has_at_least_80_cases_each_with_its_rfc_section_and_level():
+    assert len(suite.CASES) >= 80
+    assert len({c.id for c in suite.CASES}) == len(suite.CASES)
+    for case in suite.CASES:
+        assert case.rfc.startswith("RFC ") and "§" in case.rfc, case.id
+        assert case.level in ("MUST", "SHOULD", "MAY") and case.passes, case.id
+
+
+def test_a_correct_server_passes_every_case():
+    results = probed(frozenset())
+    assert [(c["id"], c["got"]) for c in results if c["verdict"] != "pass"] == []
+
+
+def test_a_server_with_chosen_faults_fails_exactly_those_cases():
+    results = probed(frozenset(FAILS))
+    failed = {c["id"] for c in results if c["verdict"] == "fail"}
+    assert failed == set().union(*FAILS.values())
+    assert len({c["category"] for c in results if c["verdict"] == "fail"}) >= 6
+
+
+@pytest.mark.parametrize("fault", sorted(FAILS))
+def test_each_fault_alone_fails_its_own_cases(fault):
+    failed = {c["id"] for c in probed(frozenset({fault})) if c["verdict"] == "fail"}
+    assert failed == FAILS[fault]
+
+
+@pytest.mark.parametrize("pattern, got, expected", [
+    ("400", "400+close", True), ("400+close", "400+open", False), ("handled", "405+open", True),
+    ("handled", "400+open", False), ("4xx", "431+close", True), ("200 200+close", "200 200+close", True),
+    ("200", "200 404+open", False), ("close", "close", True), ("none", "close", False), ("400", "none", False),
+])
+def test_patterns(pattern, got, expected):
+    assert verdicts.matches(pattern, got) is expected
+
+
+def test_responses_are_read_by_their_framing():
+    two = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\n" \
+          b"Transfer-Encoding: chunked\r\n\r\n2\r\nno\r\n0\r\n\r\n"
+    assert parse_responses(two) == ([200, 404], True, False)
+    assert parse_responses(b"\x00\x00\x00\x00\x00\x04") == ([], True, True)
+    assert Reply((400,), True).describe() == "400+close" and Reply((), False).describe() == "none"
+
+
+def test_counts_and_score():
+    cases = [{"category": "a", "verdict": "pass", "level": "MUST"}, {"category": "a", "verdict": "fail", "level": "MUST"},
+             {"category": "b", "verdict": "warn", "level": "MAY"}]
+    counted = verdicts.counts(cases)
+    assert counted["a"] == {"pass": 1, "warn": 0, "fail": 1, "cases": 2}
+    assert counted["all"]["cases"] == 3
+    assert verdicts.score({"counts": counted}) == pytest.approx(2 / 3)
+
+
+def test_h2spec_reports_become_cases():
+    junit = """<testsuites><testsuite name="6.5. SETTINGS" package="http2/6.5" id="http2/6.5" tests="2" skipped="0"
+    failures="1" errors="0"><testcase package="http2/6.5" classname="Sends a SETTINGS frame with ACK" time="0.1">
+    <failure>Expected: GOAWAY Frame Actual: DATA Frame</failure></testcase><testcase package="http2/6.5"
+    classname="Sends a SETTINGS frame" time="0.1"></testcase></testsuite></testsuites>"""
+    found = h2spec_cases(junit)
+    assert [(c["id"], c["rfc"], c["verdict"]) for c in found] == [("http2/6.5/1", "RFC 7540 §6.5", "fail"),
+                                                                   ("http2/6.5/2", "RFC 7540 §6.5", "pass")]
+    assert "GOAWAY" in found[0]["got"]
