@@ -177,3 +177,25 @@ def test_every_recorded_run_reads(tmp_path):
     (tmp_path / "results.json").write_text("{")
     with pytest.raises(ResultsError, match="not valid JSON"):
         readable.load(tmp_path / "results.json")
+
+
+def test_compare_across_the_schema_that_changed_abs_percentiles_calls_them_not_comparable(tmp_path):
+    """ab's p99 was whole ms before schema 4: the same measurement written by a schema 5 harness with its p99 1.38×
+    (1 ms read 1.38 ms) is not a significant change, and the notes say why; wrk's p99 still compares."""
+    source = json.loads((LOADGEN / "tests" / "fixtures" / "bench_20261123" / "results.json").read_text())
+    newer = copy.deepcopy(source)
+    newer["schema"] = 5
+    for p99 in (r["summary"]["p99"] for r in newer["records"] if r["summary"] and r["summary"]["p99"]):
+        p99.update({k: p99[k] * 1.38 for k in ("median", "min", "max")})
+        if p99["ci"]:
+            p99["ci"].update(low=p99["ci"]["low"] * 1.38, high=p99["ci"]["high"] * 1.38)
+    for name, data in (("a", source), ("b", newer)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(data))
+    _, notes = compare.compare(tmp_path / "a", tmp_path / "b")
+    rows = compare.rows(readable.load(tmp_path / "a" / "results.json"), readable.load(tmp_path / "b" / "results.json"))
+    ab = [r for r in rows if r.a and r.a.tool == "ab" and r.p99 and r.p99.delta]
+    wrk = [r for r in rows if r.a and r.a.tool == "wrk" and r.p99 and r.p99.significant]
+    assert ab and all(not r.p99.comparable and r.p99.significant is None for r in ab)
+    assert wrk  # the same 1.38× on wrk's µs percentiles is a change
+    assert any("schema 3, B schema 5: ab's percentiles were whole ms before schema 4" in n for n in notes)

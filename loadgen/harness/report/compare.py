@@ -20,16 +20,15 @@ from harness.basics import stats
 from harness.basics.formats import fmt_ms, interval_text
 from harness.basics.messages import console, fail, say
 from harness.report.cells import cost_text, rps_text, summary
-from harness.report.command import RunNotFound, resolve
+from harness.report.command import UNREPORTABLE, RunNotFound, resolve, unreportable
 from harness.results import flags as flag_rules
-from harness.results import ranking
-from harness.results import records as results
+from harness.results import ranking, readable
 from harness.results.records import Record, ResultsError, Run
 
 
 def load(run_dir: Path) -> Run:
     """The run, its flags evaluated with today's rules."""
-    run = results.load(run_dir / "results.json")
+    run = readable.load(run_dir / "results.json")
     flag_rules.evaluate(run)
     return run
 
@@ -41,8 +40,9 @@ class Change:
     a: float | None  # medians
     b: float | None
     delta: float | None  # relative change of the medians, (b - a) / a
-    significant: bool | None  # None: cannot tell (a side has a single attempt or is missing)
+    significant: bool | None  # None: cannot tell (a side has a single attempt or is missing, or not comparable)
     reason: str
+    comparable: bool = True  # False: the two runs' schemas give the figure different meanings (MEANING_CHANGES)
 
     @property
     def delta_pct(self) -> float | None:
@@ -61,6 +61,20 @@ def compare_metric(a: dict[str, Any] | None, b: dict[str, Any] | None) -> Change
     apart = not stats.overlap(a, b)
     return Change(a["median"], b["median"], delta, apart,
                   f"intervals {'apart' if apart else 'overlap'}: {interval_text(a)} and {interval_text(b)}")
+
+
+# figures whose meaning a results schema changed: (the schema it changed in, tool, summary metric, how)
+MEANING_CHANGES = ((4, "ab", "p99", "ab's percentiles were whole ms before schema 4, µs since"),)
+
+
+def meaning_changed(a: Run, b: Run, tool: str | None, metric: str) -> str | None:
+    """How `metric` of `tool` means something else in one run than in the other, or None where it does not."""
+    return next((why for since, t, m, why in MEANING_CHANGES
+                 if (t, m) == (tool, metric) and (a.schema < since) != (b.schema < since)), None)
+
+
+def not_comparable(change: Change, why: str) -> Change:
+    return Change(change.a, change.b, change.delta, None, f"not comparable: {why}", comparable=False)
 
 
 @dataclass
@@ -94,6 +108,9 @@ def rows(a: Run, b: Run) -> list[ComparedRow]:
             row.rps = compare_metric(summary(ra).rps, summary(rb).rps)
             row.p99 = compare_metric(summary(ra).p99, summary(rb).p99)
             row.cost = compare_metric(summary(ra).cost_us, summary(rb).cost_us)
+            changed = meaning_changed(a, b, ra.tool, "p99")
+            if changed:
+                row.p99 = not_comparable(row.p99, changed)
             if row.rps.significant and (ranking.is_lower_bound(ra) or ranking.is_lower_bound(rb)):
                 # a lower bound moved: the change is real only where one side lies wholly above the other's bound
                 real = ranking.above_by_rate(rb, ra) or ranking.above_by_rate(ra, rb)
@@ -137,6 +154,8 @@ def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
     if change is None or change.delta is None:
         return "", ""
     pct = f"{change.delta_pct:+.1f}%"
+    if not change.comparable:
+        return f"{pct} n/c", "dim"
     if change.significant is None:
         return f"{pct} ?", "dim"
     if not change.significant:
@@ -185,6 +204,13 @@ def only_in(compared: list[ComparedRow]) -> list[str]:
     return out
 
 
+def schema_notes(a: Run, b: Run, compared: list[ComparedRow]) -> list[str]:
+    """One line per figure the two runs' schemas give different meanings, where the table shows it."""
+    whys = sorted({row.p99.reason for row in compared if row.p99 and not row.p99.comparable})
+    return [f"A is results schema {a.schema}, B schema {b.schema}: {why.removeprefix('not comparable: ')}, so "
+            "their p99 are not comparable (Δ shown 'n/c', never significant)" for why in whys]
+
+
 def geomean_line(compared: list[ComparedRow]) -> str | None:
     """benchstat's summary: the geometric mean of B/A over the pairs that are clean on both sides."""
     ratios = [row.rps.b / row.rps.a for row in compared
@@ -199,7 +225,7 @@ LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; �
           "p99: the median of the attempts' p99); ≥: a lower bound, the load generator or the upstream was the limit. "
           "= : a tie, the two medians' confidence intervals overlap (order-statistic intervals of the median: the "
           "attempts' min–max with 3 attempts, at 75 %), whatever the size of Δ; ? : a side has a single attempt, so "
-          "nothing is known of its uncertainty; a coloured Δ is significant, the intervals are apart (green better, red "
+          "nothing is known of its uncertainty; n/c: not comparable, the runs' schemas measure it differently; a coloured Δ is significant, the intervals are apart (green better, red "
           "worse). ±N% after a figure is its spread (CV). "
           "flags A:name / B:name: that side's number is flagged and should not be trusted as it stands.")
 
@@ -212,7 +238,7 @@ def compare(a_dir: Path, b_dir: Path) -> tuple[Table, list[str]]:
     differences = condition_differences(a, b)
     if differences:
         notes.append("the runs' conditions differ: " + "; ".join(differences))
-    notes += only_in(compared)
+    notes += only_in(compared) + schema_notes(a, b, compared)
     line = geomean_line(compared)
     if line:
         notes.append(line)
@@ -225,10 +251,13 @@ def cmd_compare(run_a: str, run_b: str) -> int:
     try:
         a_dir, b_dir = resolve(run_a), resolve(run_b)
         t, notes = compare(a_dir, b_dir)
+        console.print(t)
     except (RunNotFound, ResultsError, OSError) as exc:
         fail(str(exc))
         return 2
-    console.print(t)
+    except UNREPORTABLE as exc:
+        fail(unreportable(f"{a_dir / 'results.json'} or {b_dir / 'results.json'}", exc))
+        return 2
     for note in notes:
         say(note)
     return 0
