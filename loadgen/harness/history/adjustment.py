@@ -71,3 +71,36 @@ def by_pure_cpu_stand_in(series: list[Series]) -> list[Removed]:
 def overall(removed: list[Removed]) -> float | None:
     raw = sum(r.raw for r in removed)
     return 1 - sum(r.adjusted for r in removed) / raw if raw else None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One server's req/s from one run to the next (the median ratio over its series), beside the machine's."""
+
+    before: str
+    after: str
+    server: str
+    ratio: float
+    machine: float  # the pure-CPU scenario's median ratio over the other servers (the stand-in)
+
+    @property
+    def beyond_machine(self) -> float:
+        return self.ratio / self.machine
+
+
+def day_steps(series: list[Series]) -> list[Step]:
+    """Every consecutive pair of runs that the pure-CPU stand-in covers: what each server's req/s did, and what is
+    left once the machine's part is divided out; a short history's reading where change points cannot be tested."""
+    pure = {s.server: _steps(s) for s in series if s.metric == "rps" and s.scenario == PURE_CPU}
+    ratios: dict[tuple[tuple[str, str], str], list[float]] = {}
+    for s in series:
+        if s.metric == "rps" and s.scenario != PURE_CPU:
+            for step, log_ratio in _steps(s).items():
+                ratios.setdefault((step, s.server), []).append(log_ratio)
+    out = []
+    for (step, server), logs in sorted(ratios.items()):
+        others = [steps[step] for name, steps in pure.items() if name != server and step in steps]
+        if others:
+            out.append(Step(step[0], step[1], server, math.exp(statistics.median(logs)),
+                            math.exp(statistics.median(others))))
+    return out

@@ -7,6 +7,7 @@ import base64
 from html import escape
 from pathlib import Path
 
+from harness.history.adjustment import day_steps
 from harness.history.changes import SeriesChange
 from harness.history.timeline import MACHINE, PairedPoint, Series
 
@@ -27,6 +28,15 @@ def change_rows(changes: list[SeriesChange]) -> list[list[str]]:
 def paired_rows(paired: list[PairedPoint]) -> list[list[str]]:
     return [[p.run.run_id, p.server, p.scenario, p.label, p.metric, f"{p.ratio:.3f}", f"{p.low:.3f}–{p.high:.3f}",
              p.verdict, f"{p.base} → {p.head}"] for p in paired]
+
+
+STEP_HEADER = ["from", "to", "server", "req/s ratio (median of its series)", "machine (pure-CPU stand-in)",
+               "÷ machine"]
+
+
+def step_rows(series: list[Series]) -> list[list[str]]:
+    return [[s.before, s.after, s.server, f"{s.ratio:.2f}×", f"{s.machine:.2f}×", f"{s.beyond_machine:.2f}×"]
+            for s in day_steps(series)]
 
 
 def _order(series: list[Series]) -> dict[str, int]:
@@ -58,6 +68,9 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+STEPS_NOTE = ("Each server's req/s from one run to the next (the median ratio over its scenario runs but the pure-CPU "
+              "one), the machine's part (the other servers' pure-CPU high-compute ratio) and what is left: a short "
+              "history's reading, no test (harness.history.adjustment).")
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
          "font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}img{max-width:100%}")
 
@@ -77,6 +90,9 @@ def write(runs: list[str], found: tuple[list[Series], list[SeriesChange], list[P
             "<h2>Changes, newest first</h2>", _table(CHANGE_HEADER, change_rows(changes))]
     if paired:
         html += ["<h2>make versus: paired answers</h2>", _table(PAIRED_HEADER, paired_rows(paired))]
+    steps = step_rows(series)
+    if steps:
+        html += [f"<h2>Run to run, beside the machine</h2><p>{escape(STEPS_NOTE)}</p>", _table(STEP_HEADER, steps)]
     for name, png in drawn.items():
         html.append(f"<h2>{escape(name)}</h2><img alt='{escape(name)}' "
                     f"src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
@@ -84,6 +100,8 @@ def write(runs: list[str], found: tuple[list[Series], list[SeriesChange], list[P
           _markdown_table(CHANGE_HEADER, change_rows(changes)), ""]
     if paired:
         md += ["## make versus: paired answers", "", _markdown_table(PAIRED_HEADER, paired_rows(paired)), ""]
+    if steps:
+        md += ["## Run to run, beside the machine", "", STEPS_NOTE, "", _markdown_table(STEP_HEADER, steps), ""]
     md += ["Charts per scenario: index.html."]
     (folder / "index.html").write_text("\n".join(html))
     (folder / "index.md").write_text("\n".join(md) + "\n")
