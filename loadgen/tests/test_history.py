@@ -139,3 +139,16 @@ def test_200_runs_are_read_and_searched_well_under_a_second_each(tmp_path):
     h = history(tmp_path)
     elapsed = time.monotonic() - began
     assert len(h.runs) == 200 and elapsed < 0.1 * 200, f"{elapsed:.1f} s for 200 runs"
+
+
+def test_a_servers_change_has_the_commits_that_touched_its_folder_beside_it(tmp_path):
+    """Two commits of this repository: between 9e5aa0e and 7690406, 52e07bc touched node/ (h2c)."""
+    rng = np.random.default_rng(11)
+    for i in range(10):
+        rates = {s: 10_000.0 * np.exp(0.01 * rng.standard_normal()) for s in SERVERS[:4]}
+        rates["node"] *= 0.8 if i >= 5 else 1.0
+        write_run(tmp_path, i, rates, git_commit="9e5aa0e" if i < 5 else "7690406")
+    found = history_command.gather(Selection([str(tmp_path / "*")]), lambda name: REPO / name).changes
+    node = [c for c in found if c.server == "node" and c.metric == "rps"]
+    assert len(node) == 1 and node[0].cause == "server" and node[0].commit_range == ("9e5aa0e", "7690406")
+    assert any(line.startswith("52e07bc") for line in node[0].commits), node[0].commits

@@ -75,8 +75,9 @@ def minimum_runs() -> int:
 
 
 def attribute(changes: list[SeriesChange], series: list[Series]) -> None:
-    """Each change's cause: `machine` where the probe changed at that run, or where more than SHARED_SHARE of the
-    servers measured on both sides of that run (and at least two) show a change of the same metric there."""
+    """Each change's cause: `machine` where the probe changed at that run (a raw figure's change: one that dividing by
+    the probe leaves is not the probe's), or where more than SHARED_SHARE of the servers measured on both sides of
+    that run (and at least two) show a change of the same metric there."""
     probe_at = {c.at for c in changes if c.server == MACHINE}
     covering: dict[tuple[str, str], set[str]] = {}
     for s in series:
@@ -88,7 +89,8 @@ def attribute(changes: list[SeriesChange], series: list[Series]) -> None:
     for c in changes:
         servers = covering.get((c.at, c.metric), set()) - {MACHINE}
         shared = changed[(c.at, c.metric)] - {MACHINE}
-        if c.server == MACHINE or c.at in probe_at or (
+        probe_moved = c.at in probe_at and not c.metric.endswith(ADJUSTED)  # left after dividing: not the probe's
+        if c.server == MACHINE or probe_moved or (
                 len(shared) >= 2 and len(shared) > SHARED_SHARE * len(servers)):
             c.cause = "machine"
 
@@ -124,6 +126,3 @@ class Commits:
                                [f"(git log {a}..{b} failed: {proc.stderr.strip().splitlines()[-1:] or ['?']})"])
         return self.known[key]
 
-
-def base_metric(metric: str) -> str:
-    return metric.removesuffix(ADJUSTED)
