@@ -105,9 +105,11 @@ compare: setup
 # req/s, p99 and CPU µs/req per server, scenario and run, the machine's own speed and each figure divided by it, the
 # changes found (E-divisive means) and their cause (the machine, or a server with its commits): results/history/
 # index.html and index.md; FORMAT=json prints {changes, series, paired}. Reads results only: starts nothing, no lock.
+# SERVERS is passed as --only: any name a run recorded (an A/A twin, a server since removed), not only today's.
 .PHONY: history
 history: setup
-	@$(HARNESS) history --runs $(call quote,$(RUNS)) --scenarios $(call quote,$(SCENARIOS)) --since $(call quote,$(SINCE))
+	@unset SERVERS; $(HARNESS) history --runs $(call quote,$(RUNS)) --scenarios $(call quote,$(SCENARIOS)) --since $(call quote,$(SINCE)) \
+	  --only $(call quote,$(SERVERS))
 
 # Did my change make it faster? Two builds of one server in one sitting: SERVER=node BASE=<git revision>
 # [HEAD=<rev>, default the working tree] [SCENARIOS="hello backend"] [RESOLUTION=3 (%)] [BUDGET_S=seconds, default 120 per scenario run]; both built in

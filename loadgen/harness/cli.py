@@ -292,6 +292,7 @@ def parser() -> argparse.ArgumentParser:
     history.add_argument("--runs", default="", help=f'run folders, glob patterns from the repository root (default "{history_command.DEFAULT_RUNS}")')
     history.add_argument("--scenarios", default="", help='e.g. "hello backend" (default: every one)')
     history.add_argument("--since", default="", help="the first date or run id, e.g. 2026-11-24")
+    history.add_argument("--only", default="", help='servers to show, any name a run recorded (make history\'s SERVERS)')
     sub.add_parser("calibrate", help="every load tool against the calibrated server: known against measured "
                                      "(loadgen/calibrate.toml)").add_argument(
         "tools", nargs="?", default="", help='only these tools, e.g. "ab wrk" (default: every tool of the plan)')
@@ -361,7 +362,7 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
     if args.command == "history":  # reads results only: no lock, nothing started
-        return history_command.cmd_history(args.runs, args.scenarios, args.since, list(config.servers), config.format,
+        return history_command.cmd_history(args.runs, args.scenarios, args.since, names(args.only), config.format,
                                            lambda name: server_folder(servers, name))
     if args.command == "plan":
         return cmd_plan(args, config, servers)
