@@ -152,3 +152,17 @@ def test_a_servers_change_has_the_commits_that_touched_its_folder_beside_it(tmp_
     node = [c for c in found if c.server == "node" and c.metric == "rps"]
     assert len(node) == 1 and node[0].cause == "server" and node[0].commit_range == ("9e5aa0e", "7690406")
     assert any(line.startswith("52e07bc") for line in node[0].commits), node[0].commits
+
+
+def test_a_damaged_run_folder_is_left_out_and_named(tmp_path):
+    write_run(tmp_path, 0, {"node": 1000.0})
+    write_run(tmp_path, 1, {"node": 1000.0})
+    damaged = next(tmp_path.glob("*-010000-bench")) / "results.json"
+    run = json.loads(damaged.read_text())
+    run["records"][0]["summary"]["rps"] = "fast"
+    damaged.write_text(json.dumps(run))
+    (tmp_path / "20261101-020000-bench").mkdir()
+    (tmp_path / "20261101-020000-bench" / "results.json").write_text("{not json")
+    h = history(tmp_path)
+    assert h.runs == ["20261101-000000-bench"]
+    assert sum(n.startswith("left out, unreadable: ") for n in h.notes) == 2

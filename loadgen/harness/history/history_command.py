@@ -29,10 +29,11 @@ class Timeline:
 
 
 def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> Timeline:
-    runs = read_runs(selection)
+    skipped: list[str] = []
+    runs = read_runs(selection, skipped)
     series = build_series(runs, selection)
     found = changes.find_changes(series, folder_of)
-    notes = _notes(len(runs), series)
+    notes = [f"left out, unreadable: {s}" for s in skipped] + _notes(len(runs), series)
     return Timeline([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes)
 
 

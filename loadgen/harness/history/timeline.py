@@ -140,15 +140,21 @@ def run_info(run: Run) -> RunInfo:
                    str(c.get("runtime", "?")), key, details, _rate(c), c.get("versus"))
 
 
-def read_runs(selection: Selection) -> list[tuple[RunInfo, Run]]:
-    """The runs selected, oldest first; a folder whose results.json cannot be read is skipped (ResultsError)."""
+def read_runs(selection: Selection, skipped: list[str] | None = None) -> list[tuple[RunInfo, Run]]:
+    """The runs selected, oldest first. A folder whose results.json cannot be read, or holds what the harness never
+    writes where the timeline looks, is left out and named in `skipped`: one bad file never costs the history."""
     runs = []
     for folder in run_folders(selection.patterns):
         try:
             run = records.load(folder / "results.json")
-        except ResultsError:
+            info = run_info(run)
+            for record in run.records:  # every figure the timeline reads, read once here
+                for metric in METRICS:
+                    _point(info, run, record, metric)
+        except (ResultsError, TypeError, AttributeError, ValueError, KeyError) as exc:
+            if skipped is not None:
+                skipped.append(f"{folder.name}: {str(exc)[:200]}")
             continue
-        info = run_info(run)
         when = info.started_at.isoformat() if info.started_at else info.run_id
         if selection.since and when < _since(selection.since):
             continue
