@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.basics.paths import REPO
-from harness.history import edivisive, history_command
+from harness.history import adjustment, edivisive, history_command
 from harness.history.timeline import Selection
 
 QUIET_RUN = REPO.parent / "shared" / "runs" / "20261123-224346-bench" / "results.json"
@@ -166,3 +166,12 @@ def test_a_damaged_run_folder_is_left_out_and_named(tmp_path):
     h = history(tmp_path)
     assert h.runs == ["20261101-000000-bench"]
     assert sum(n.startswith("left out, unreadable: ") for n in h.notes) == 2
+
+
+@pytest.mark.skipif(not QUIET_RUN.is_file(), reason="the recorded runs (shared/runs) are not beside this checkout")
+def test_the_readmes_adjustment_figure_is_what_the_recorded_runs_give():
+    """README.md, "Every run on one timeline": the pure-CPU stand-in removes 41 % of the recorded runs' day-to-day
+    req/s change; the probe's own rate is in none of them."""
+    h = history_command.gather(Selection([str(QUIET_RUN.parents[1] / "*")]), lambda name: None)
+    assert adjustment.overall(adjustment.by_pure_cpu_stand_in(h.series)) == pytest.approx(0.41, abs=0.005)
+    assert adjustment.by_probe(h.series) == []
