@@ -33,19 +33,21 @@ def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> Tim
     runs = read_runs(selection, skipped)
     series = build_series(runs, selection)
     found = changes.find_changes(series, folder_of)
-    notes = [f"left out, unreadable: {s}" for s in skipped] + _notes(len(runs), series)
+    notes = [f"left out, unreadable: {s}" for s in skipped] + _notes(series)
     return Timeline([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes)
 
 
-def _notes(count: int, series: list[Series]) -> list[str]:
+def _notes(series: list[Series]) -> list[str]:
     """What a reader must know to read the page: too few runs for the test, series split by conditions, runs
     without the probe's rate."""
     notes = []
     least = changes.minimum_runs()
-    if count < least:
-        notes.append(f"{count} runs: E-divisive's permutation test (5 %) can find a change only from {least} runs of one "
-                     f"series on (both sides at least {edivisive.MIN_SEGMENT} runs, and enough orderings for "
-                     "p to reach 5 %); the series are drawn, no change can be significant yet")
+    short = [s for s in series if len(s.points) < least]
+    if short:
+        notes.append(f"{len(short)} of {len(series)} series have fewer than {least} runs, the fewest in which "
+                     f"E-divisive's permutation test (5 %) can find a change (both sides at least "
+                     f"{edivisive.MIN_SEGMENT} runs, and enough orderings for p to reach 5 %): they are drawn, and "
+                     "no change can be significant in them yet")
     split: dict[tuple[str, str, str, str], set[str]] = {}
     for s in series:
         split.setdefault((s.server, s.scenario, s.run, s.metric), set()).add(s.conditions)
