@@ -54,6 +54,20 @@ build: setup
 ping: setup
 	$(HARNESS) ping
 
+# Each server's HTTP compliance (docs/probe.md): 135 raw-socket HTTP/1.1 cases from RFC 9112/9110 and the published
+# request-smuggling vectors, and h2spec on the h2c port of those that speak it; pass, warn or fail per case, in a run
+# folder and its report like every command that measures. `make bench` probes each server once too.
+.PHONY: probe setup-h2spec
+probe: setup setup-h2spec
+	$(HARNESS) probe
+
+# h2spec, the HTTP/2 conformance suite, built from its Go module into .tools/go/bin (once; needs `go`; without it
+# make probe leaves h2c out and says so)
+H2SPEC_VERSION := v2.2.1+incompatible
+setup-h2spec:
+	@[ -x .tools/go/bin/h2spec ] || ! command -v go >/dev/null || { echo "building h2spec $(H2SPEC_VERSION) with go install"; \
+	  GOBIN=$$PWD/.tools/go/bin GOPATH=$$PWD/.tools/go GOFLAGS=-modcacherw go install github.com/summerwind/h2spec/cmd/h2spec@$(H2SPEC_VERSION); }
+
 up: setup
 	$(HARNESS) up
 

@@ -31,7 +31,7 @@ from harness.config.manifest import (
     with_role,
 )
 from harness.history import history_command
-from harness.measuring import calibration, overhead, planning, steadiness
+from harness.measuring import calibration, overhead, planning, probing, steadiness
 from harness.measuring.campaign import OrderError, run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
@@ -168,7 +168,7 @@ def cmd_measure(args, config: Configuration, session: Session, chosen: list[Serv
     notes = announce_limits(picked)
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
     run_id = claim_run_id(args.run_id) if args.run_id else new_run_id(kind)  # its folder, no other run's
-    options = RunOptions(config.profile, settings, " ".join(sys.argv[1:]))
+    options = RunOptions(config.profile, settings, " ".join(sys.argv[1:]), probe=args.command == "bench")
     store = open_run(run_id, session.runtime, session.plan, options,
                      {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
     try:
@@ -251,11 +251,10 @@ def _number(name: str, text: str, default: float, low: float, high: float) -> fl
     return value
 
 
-# the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build
-# beside a run would take its CPUs and rewrite the jars its JVMs have open
-EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "calibrate"}
+# the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build beside a run would take its CPUs and rewrite the jars its JVMs have open
+EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "calibrate", "probe"}
 # the commands that run in a session (build returns before one is opened)
-COMMANDS = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure}
+COMMANDS = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure, "probe": probing.cmd_probe}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -279,6 +278,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="start servers and leave them running")
     sub.add_parser("down", help="stop the servers that are up")
     sub.add_parser("ping", help="verify the contract on every selected server")
+    sub.add_parser("probe", help="each selected server's HTTP/1.1 and h2c compliance, pass, warn or fail per case (docs/probe.md)")
     run = sub.add_parser("run", help="measure some scenarios")
     run.add_argument("scenarios", help='scenario names, e.g. "low-compute"')
     sub.add_parser("bench", help="every scenario on every selected server")
@@ -396,6 +396,6 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
                   else targets(session, requested, servers))
         if twin_name and any(s.name == twin_name for s in chosen):
             chosen = with_twin(servers, chosen, twin_name, config.ports)
-        if args.command in ("up", "ping", "run", "bench"):
+        if args.command in ("up", "ping", "run", "bench", "probe"):
             session.check_ports(chosen)
         return COMMANDS[args.command](args, config, session, chosen)

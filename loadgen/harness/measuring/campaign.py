@@ -23,7 +23,7 @@ from harness.config.environment import ORDERS  # ORDER is checked there, with ev
 from harness.config.manifest import UPSTREAM_COUNT_PATH, Server
 from harness.config.maven import resolve_properties
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring import inventory
+from harness.measuring import inventory, probing
 from harness.measuring import verification as contract
 from harness.measuring import verification_h2c as contract_h2
 from harness.measuring.attempts import Bench
@@ -223,6 +223,8 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
     if not report.ok:
         warn(f"{server.name} is not benchmarked: it fails the contract")
         return None
+    if probing.wanted_in_bench(store, server):  # make bench: its HTTP compliance, once, before it is measured
+        probing.probe(running, store)
     return Target(server, running)
 
 

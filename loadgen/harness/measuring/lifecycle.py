@@ -26,6 +26,7 @@ class RunOptions:
     profile: str
     settings: Settings
     command: str
+    probe: bool = False  # each server's HTTP compliance probed once, at its start (make bench; measuring/probing.py)
 
 
 def open_run(run_id: str, runtime: Runtime, plan: CpuPlan, options: RunOptions, extra_conditions: dict | None = None,
@@ -35,7 +36,8 @@ def open_run(run_id: str, runtime: Runtime, plan: CpuPlan, options: RunOptions, 
     settings = options.settings
     conditions = collect(runtime, options.profile, plan, options.command)
     conditions.update(repeat=settings.repeat, warmup=vars(settings.warmup), **(extra_conditions or {}))
-    store = RunStore(Run(run_id, conditions, verification={}, servers={}, records=[]))
+    store = RunStore(Run(run_id, conditions, verification={}, servers={}, records=[],
+                         compliance={} if options.probe else None))
     say(f"run {run_id}: {plan.describe()}; " + (f"{how}; " if how else "") + f"profile {options.profile}")
     return store
 

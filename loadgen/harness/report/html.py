@@ -8,7 +8,7 @@ from pathlib import Path
 
 import harness.report.run_conditions as cond
 from harness.basics.formats import fmt_ms, fmt_rate
-from harness.report import calibration_page
+from harness.report import calibration_page, compliance
 from harness.report.cells import (
     INTERVAL_NOTE,
     bytes_text,
@@ -286,6 +286,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
              f'<div class="card{" bad" if ranked < len(records) else ""}"><b>{len(records) - ranked}</b>kept out (failures, errors, contract)</div>']
     cards += [f'<div class="card bad"><b>{n}</b>{badge(name)}</div>' for name, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     nav = "".join(f'<a href="#{escape(s.name)}">{escape(s.name)}</a>' for s in model.scenarios)
+    nav += ('<a href="#compliance">compliance</a>' if model.run.compliance else '')
     nav += '<a href="#servers">servers</a><a href="#conditions">conditions</a><a href="#flags">flags</a>'
     subtitle = (f"{escape(str(c.get('profile', '?')))} profile · {escape(str(c.get('runtime', '?')))} runtime · "
                 f"{escape(str(c.get('repeat', '?')))} attempts per measurement · CPUs "
@@ -310,6 +311,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
            'footprints</a></p>'] if c.get("versus") else []),
         "<h2>At a glance</h2>", _glance(model),
         calibration_page.html(model.run),
+        compliance.html(model.run),
     ]
     missing = cond.not_measured(model.run)
     if missing:

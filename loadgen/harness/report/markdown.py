@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.report import calibration_page
+from harness.report import calibration_page, compliance
 from harness.report.cells import (
     INTERVAL_NOTE,
     bytes_text,
@@ -100,6 +100,7 @@ def render(model: Model) -> str:
         lines += [machine, ""]
     lines += ["## At a glance", ""] + glance_lines(model) + [""]
     lines += calibration_page.markdown(model.run)
+    lines += compliance.markdown(model.run)
     missing = cond.not_measured(model.run)
     if missing:
         lines += ["**Not measured:**", ""] + [f"- {m}" for m in missing] + [""]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from harness.basics.formats import fmt_rate
 from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.config.manifest import discover
+from harness.report import compliance
 from harness.report.cells import capacity_text, cost_text, rps_text
 from harness.results import capacity as capacity_rules
 from harness.results import flags as flag_rules
@@ -35,6 +36,7 @@ class Group:
     ranked: list[Standing] = field(default_factory=list)
     flagged: list[Record] = field(default_factory=list)  # kept out of the ranking
     twins: tuple[Record, Record] | None = None  # the A/A control in this group: (the twin's record, its server's)
+    compliance: dict[str, str] = field(default_factory=dict)  # each probed server's score (report/compliance.py)
 
     @property
     def by_cost(self) -> bool:
@@ -169,10 +171,11 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     for r in (r for r in run.records if r.server not in calibrated):
         scenarios.setdefault(r.scenario, {}).setdefault(r.label, []).append(r)
     out = []
+    scores = compliance.scores(run)
     for name, runs in scenarios.items():
         groups = []
         for label, records in runs.items():
-            g = Group(name, label, records)
+            g = Group(name, label, records, compliance=scores)
             g.ceiling = next((r for r in records if r.server in ceilings), None)
             others = [r for r in records if r.server not in ceilings]
             g.ranked = ranking.rank([r for r in others if r.ranked])

@@ -28,7 +28,7 @@ from harness.results.records import Record
 COLUMNS = [("#", "rank"), ("server", "server"), ("req/s", "rps"), ("interval (level)", "interval"), ("CV", "cv"),
            ("µs/req", "cost"), ("µs/req interval", "cost_interval"), ("p50 ms", "p50"), ("p99 ms", "p99"),
            ("p99 CV", "p99_cv"), ("errors", "errors"), ("server CPU", "server_cpu"), ("loadgen CPU", "loadgen_cpu"),
-           ("server RSS", "rss"), ("attempts (req/s)", "attempts"), ("flags", "flags")]
+           ("server RSS", "rss"), ("attempts (req/s)", "attempts"), ("compliance", "compliance"), ("flags", "flags")]
 HEADER = [h for h, _ in COLUMNS]
 KEYS = [k for _, k in COLUMNS]
 BY_COST_NOTE = ("≥: the load generator was the limit; where such intervals overlap, the server CPU per request "
@@ -41,6 +41,7 @@ class Row:
     record: Record
     rank: str  # "1", "1–5" (a range of places), "ceiling", "⚑"
     kind: str  # "ceiling", "ranked" or "flagged"
+    compliance: str = "-"  # the server's probe score (report/compliance.py), "-" where the run did not probe it
 
     @property
     def cells(self) -> dict[str, str]:
@@ -50,14 +51,15 @@ class Row:
                 "cost_interval": cost_interval_text(r), "p50": fmt_ms(latency(r, "p50")),
                 "p99": fmt_ms(latency(r, "p99")), "p99_cv": cv_text(r, "p99"), "errors": errors_text(r),
                 "server_cpu": cpu_text(r, "server"), "loadgen_cpu": cpu_text(r, "loadgen"), "rss": rss_text(r),
-                "attempts": attempts_text(r), "flags": ", ".join(flag_names(r)) or "-"}
+                "attempts": attempts_text(r), "compliance": self.compliance, "flags": ", ".join(flag_names(r)) or "-"}
 
 
 def measurement_rows(group: Group) -> tuple[list[Row], list[Row]]:
     """(the table's rows: the ceiling first, then the ranked records in rank order; the rows kept out)."""
-    shown = [Row(group.ceiling, "ceiling", "ceiling")] if group.ceiling else []
-    shown += [Row(s.record, s.label, "ranked") for s in group.ranked]
-    return shown, [Row(r, "⚑", "flagged") for r in group.flagged]
+    scores = group.compliance
+    shown = [Row(group.ceiling, "ceiling", "ceiling", scores.get(group.ceiling.server, "-"))] if group.ceiling else []
+    shown += [Row(s.record, s.label, "ranked", scores.get(s.record.server, "-")) for s in group.ranked]
+    return shown, [Row(r, "⚑", "flagged", scores.get(r.server, "-")) for r in group.flagged]
 
 
 def flag_reasons(group: Group) -> list[tuple[str, str, str]]:

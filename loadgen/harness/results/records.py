@@ -329,6 +329,8 @@ class Run:
     records: list[Record]
     overhead: dict[str, Any] | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
     calibration: list[dict[str, Any]] | None = None  # make calibrate: known and measured (harness.measuring.calibration)
+    # make probe, make bench: each server's HTTP compliance, {"cases": [...], "counts": {...}} (harness.probe.suite)
+    compliance: dict[str, dict[str, Any]] | None = None
     schema: int = SCHEMA  # the schema the file was written in
 
     @classmethod
@@ -347,7 +349,7 @@ class Run:
                 name: _read(Verification.from_dict, v, f"verification {name!r}", source) for name, v in verification.items()},
             servers=d.get("servers") or {},
             records=[_read(Record.from_dict, r, f"record {i}", source) for i, r in enumerate(d.get("records") or [], 1)],
-            overhead=d.get("overhead"), calibration=d.get("calibration"), schema=schema)
+            overhead=d.get("overhead"), calibration=d.get("calibration"), compliance=d.get("compliance"), schema=schema)
 
     def with_role(self, role: str) -> set[str]:
         """The servers of this run with `role` (manifest.ROLES), as recorded when each was started; a run whose
@@ -372,6 +374,8 @@ class Run:
             out["overhead"] = self.overhead
         if self.calibration is not None:
             out["calibration"] = self.calibration
+        if self.compliance is not None:
+            out["compliance"] = self.compliance
         return out
 
 

@@ -176,6 +176,11 @@ class RunStore:
         self.run.calibration = loads
         self.save()
 
+    def set_compliance(self, name: str, entry: dict[str, Any]) -> None:
+        """`name`'s probe (harness.probe.suite.compliance) kept beside the others'."""
+        self.run.compliance = {**(self.run.compliance or {}), name: entry}
+        self.save()
+
 
 def _fsync_folder(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)

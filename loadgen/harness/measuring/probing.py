@@ -1,0 +1,83 @@
+"""`make probe` (and, once per server, `make bench`): each server's HTTP/1.1 compliance (harness.probe.suite) and,
+where it speaks h2c, h2spec's verdicts (harness.probe.h2c), kept in results.json as `compliance.<server>`."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from harness.basics.messages import fail, say
+from harness.config import scenarios
+from harness.config.environment import Configuration
+from harness.config.manifest import Server
+from harness.measuring.lifecycle import RunOptions, finish_run, open_run
+from harness.measuring.session import Session
+from harness.probe import h2c, suite, verdicts
+from harness.results.store import RunStore, claim_run_id, new_run_id
+from harness.runtime import RunningServer, RuntimeFailure
+
+
+def probe(running: RunningServer, store: RunStore) -> dict[str, Any]:
+    """One server probed over HTTP/1.1 and h2c; its entry saved in the store and summed up on the console."""
+    cases = suite.run(running.host, running.port)
+    h2 = h2c.run(running.host, running.h2c_port, store.raw) if running.h2c_port else None
+    entry = suite.compliance(cases, h2)
+    store.set_compliance(running.name, entry)
+    say(summary(running.name, entry))
+    return entry
+
+
+def summary(name: str, entry: dict[str, Any]) -> str:
+    """A server's probe in a few lines: the counts over all cases, per category, and each MUST it fails."""
+    counts = entry["counts"]
+    lines = [f"{name}: compliance {_counted(counts['all'])}"]
+    lines += [f"  {category:18} {_counted(c)}" for category, c in counts.items() if category != "all"]
+    lines += [f"  fails MUST {c['id']} ({c['rfc']}): {c['what']}; got {c['got']}"
+              for c in verdicts.must_failures(entry)]
+    if (entry.get("h2c") or {}).get("note"):
+        lines.append(f"  h2c: {entry['h2c']['note']}")
+    return "\n".join(lines)
+
+
+def _counted(c: dict[str, int]) -> str:
+    return f"{c['cases']:3} cases: {c['pass']:3} passed, {c['warn']:3} warned, {c['fail']:3} failed"
+
+
+def probe_servers(session: Session, store: RunStore, servers: list[Server]) -> bool:
+    """`make probe`: every server started (or the one up used), probed and released; False when one did not start."""
+    ok = True
+    for server in servers:
+        try:
+            running = session.ensure(server)
+        except RuntimeFailure as exc:
+            fail(str(exc))
+            store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles)})
+            ok = False
+            continue
+        try:
+            store.set_server(server.name, {"started": True, "stack": server.stack, "roles": list(server.roles),
+                                           "port": running.port, "runtime": session.runtime.name})
+            probe(running, store)
+        finally:
+            session.release(server.name)
+    return ok
+
+
+def wanted_in_bench(store: RunStore, server: Server) -> bool:
+    """Whether `make bench` probes `server` now: the run asked for compliance (its entry exists) and this server has
+    not been probed yet (an A/A twin is the same server: not probed twice)."""
+    done = store.run.compliance
+    return done is not None and server.name not in done and not server.twin_of
+
+
+def cmd_probe(args: Any, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    """`make probe`: every chosen server probed, in a run folder of its own (results.json, the report)."""
+    options = RunOptions(config.profile, scenarios.settings(config.profile, config.repeat), " ".join(sys.argv[1:]),
+                         probe=True)
+    run_id = claim_run_id(args.run_id) if args.run_id else new_run_id("probe")
+    store = open_run(run_id, session.runtime, session.plan, options, how="the HTTP compliance probe")
+    ok = False
+    try:
+        ok = probe_servers(session, store, chosen)
+    finally:
+        finish_run(store, session.runtime)
+    return 0 if ok else 1
