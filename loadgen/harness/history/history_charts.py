@@ -30,7 +30,7 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
     """Every series of `metric` as a line over the runs' positions, intervals as error bars, changes marked: a
     server keeps its colour in every panel; a series under other conditions (runtime, CPU plan, machine) is dashed,
     never joined to the first."""
-    servers = sorted({s.server for s in series})
+    servers = sorted({s.run if s.server == MACHINE else s.server for s in series})  # the probe: a colour per role
     conditions = sorted({s.conditions for s in series})
     palette = plt.get_cmap("tab20")
     for s in series:
@@ -40,7 +40,7 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
         high = [max(0.0, p.high - p.value) if p.high is not None else 0.0 for p in s.points]
         other = conditions.index(s.conditions)
         ax.errorbar(xs, ys, yerr=[low, high], marker="o", markersize=3, linewidth=1, capsize=2,
-                    color=palette(servers.index(s.server) % 20), linestyle="--" if other else "-",
+                    color=palette(servers.index(s.run if s.server == MACHINE else s.server) % 20), linestyle="--" if other else "-",
                     label=(s.run if s.server == MACHINE else f"{s.server} {s.run}") + (f" (conditions {other + 1})"
                                                                                         if other else ""))
     machine_days: dict[str, list[SeriesChange]] = {}
