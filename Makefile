@@ -126,8 +126,9 @@ history: setup
 	  --only $(call quote,$(SERVERS))
 
 # Did my change make it faster? Two builds of one server in one sitting: SERVER=node BASE=<git revision>
-# [HEAD=<rev>, default the working tree] [SCENARIOS="hello backend"] [RESOLUTION=3 (%)] [BUDGET_S=seconds, default 120 per scenario run]; both built in
-# worktrees of their own, measured in rounds of random order, head ÷ base with its interval (README.md, "make versus")
+# [HEAD=<rev>, default the working tree] [SCENARIOS="hello backend"] [BUDGET_S=seconds, default 120 per scenario run]
+# [RESOLUTION=3 (%, the goal the answer is set against; it never ends a sitting early)]; everything checkable checked
+# before the builds, both built in worktrees of their own, measured in starts of ABBA rounds (docs/versus.md)
 .PHONY: versus
 versus: setup
 	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(BASE)) ] || { echo "usage: make versus SERVER=<name> BASE=<git revision> [HEAD=<git revision>] [SCENARIOS=\"hello backend\"] [RESOLUTION=3] [BUDGET_S=120 per scenario run]"; exit 2; }

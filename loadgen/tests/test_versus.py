@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,9 +25,9 @@ from harness.basics.machine import port_owner
 from harness.basics.paths import REPO
 from harness.config.manifest import SERVERS_DIR_VAR, discover
 from harness.config.maven import resolve_properties
-from harness.versus.checkout import WORKTREES, Worktree, resolve
 from harness.results import paired
 from harness.results.store import RESULTS
+from harness.versus.checkout import WORKTREES, Worktree, resolve
 
 LOADGEN = REPO / "loadgen"
 PORTS = {"node": 9510, "nginx": 9520}  # this file's range; the base build lands on the next free port (9511)
@@ -257,4 +258,52 @@ def test_ctrl_c_leaves_no_worktree_server_or_build_behind(clone, when):
             proc.wait()
     assert proc.returncode == 130, seen + out
     assert "Traceback" not in seen + out
+    assert_nothing_left(clone)
+
+
+# -- what is checked before anything is built -------------------------------------------------------------------------
+
+# the harness with every build counted (a line in $BUILDS) and, where $MISSING_TOOL names one, that tool not found
+COUNTING_LAUNCH = """
+import os, sys
+from harness.versus import checkout
+from harness.tools import availability
+real_build, real_find = checkout.build, availability.find_binary
+def counted(*args, **kwargs):
+    with open(os.environ["BUILDS"], "a") as out:
+        out.write("build\\n")
+    return real_build(*args, **kwargs)
+checkout.build = counted
+availability.find_binary = lambda tool: None if tool.binary == os.environ.get("MISSING_TOOL") else real_find(tool)
+from harness import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("case", ["unknown scenario", "port in use", "missing tool"])
+def test_bad_input_is_one_line_and_exit_2_before_any_build(clone, tmp_path, monkeypatch, case):
+    builds = tmp_path / "builds"
+    monkeypatch.setenv("BUILDS", str(builds))
+    args = ["--base", "HEAD~1"]
+    if case == "missing tool":
+        monkeypatch.setenv("MISSING_TOOL", "wrk")
+    launch = [sys.executable, "-c", COUNTING_LAUNCH]
+    if case == "unknown scenario":
+        argv = [*launch, "versus", "--server", "node", "--scenarios", "no-such-scenario", *args]
+        env = {**os.environ, "RUNTIME": "local", SERVERS_DIR_VAR: str(clone),
+               "PORTS": " ".join(f"{k}={v}" for k, v in PORTS.items())}
+        done = subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=120)
+    else:
+        with socket.socket() as holder:
+            if case == "port in use":
+                holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                holder.bind(("127.0.0.1", PORTS["node"]))
+                holder.listen()
+            done = harness(clone, *args, launch=launch)
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stdout.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stdout + done.stderr, done.stdout
+    assert {"unknown scenario": "no-such-scenario", "port in use": str(PORTS["node"]),
+            "missing tool": "wrk"}[case] in errors[0]
+    assert not builds.exists(), builds.read_text()  # nothing was built
     assert_nothing_left(clone)

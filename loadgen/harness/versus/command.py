@@ -71,8 +71,7 @@ def checked_out(options: VersusOptions, servers: dict[str, Server], stack: ExitS
         raise RevisionError(f"SERVER={options.server!r}: no such server (known: {', '.join(servers)})")
     here = servers[options.server]
     repo = checkout.repository_of(here.folder)
-    revisions = {"base": checkout.resolve(repo, options.base, "BASE", here.folder),
-                 "head": checkout.resolve(repo, options.head, "HEAD", here.folder)}
+    revisions = {"base": checkout.resolve(repo, options.base, "BASE"), "head": checkout.resolve(repo, options.head, "HEAD")}
     checkout.clear_leftovers(repo)
     relative = servers_dir().resolve().relative_to(repo.resolve())
     sides = []
@@ -236,8 +235,20 @@ def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) ->
         figures["verdict"] = evidence.verdict_line(interval, metric, proof)
     rps = paired.grouped_interval(rps_by_start)
     return {**result, "reached": evidence.reached(rps, proof), "evidence": {
-        "machine_cv": cv, "rounds_spread": proof.rounds_spread,
+        "machine_cv": cv, "rounds_spread": proof.rounds_spread, "starts_spread": evidence.starts_spread(rps_by_start),
         "sides": {s.role: {"good": s.good, "errors": s.errors, "loadgen_saturated": s.saturated} for s in proof.sides}}}
+
+
+def time_text(result: dict[str, Any]) -> str:
+    """A run's seconds by what they went to, and the spreads the interval is made of."""
+    t, spread = result.get("timing") or {}, result.get("evidence") or {}
+    restarts, warmups = sum(t.get("restart_s") or []), sum(t.get("warmup_s") or [])
+    rounds = (t.get("round_s") or 0) * result["rounds"]
+    parts = [f"restarts {restarts:.0f} s", f"warm-ups {warmups:.0f} s", f"rounds {rounds:.0f} s",
+             f"of {result['seconds']:g} s"]
+    sds = [f"{name} ±{value:.1%}" for name, value in (("a round's ratio", spread.get("rounds_spread")),
+                                                      ("a start's mean", spread.get("starts_spread"))) if value]
+    return ", ".join(parts) + (f"; spread: {', '.join(sds)}" if sds else "")
 
 
 def announce(results: list[dict[str, Any]]) -> None:
@@ -247,6 +258,7 @@ def announce(results: list[dict[str, Any]]) -> None:
     for r in results:
         say(f"{r['scenario']} {r['run']} ({r['rounds']} rounds in {len(r['starts'])} starts, {r['seconds']:g} s; "
             f"{r['stopped']}):")
+        say(f"  where the time went: {time_text(r)}")
         for metric, (_, title, _, _) in paired.METRICS.items():
             say(f"  {title}: {r['metrics'][metric]['verdict']}")
         if not r["reached"]:

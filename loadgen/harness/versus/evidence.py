@@ -80,6 +80,16 @@ def rounds_spread(by_start: list[list[float]]) -> float | None:
     return math.sqrt(sum(deviations) / dof) if dof else None
 
 
+def starts_spread(by_start: list[list[float]]) -> float | None:
+    """The standard deviation of the starts' mean ln(head/base): what the interval over starts is made of (the
+    processes' own differences, and the rounds' noise averaged over a start)."""
+    means = [sum(math.log(r) for r in ratios) / len(ratios) for ratios in by_start if ratios]
+    if len(means) < 2:
+        return None
+    grand = sum(means) / len(means)
+    return math.sqrt(sum((m - grand) ** 2 for m in means) / (len(means) - 1))
+
+
 def withheld(evidence: Evidence) -> str | None:
     """Why no build may be called faster or slower, or None."""
     failing = [s for s in evidence.sides if s.contract]

@@ -156,6 +156,7 @@ class Sitting:
         starts: list[list[int]] = []
         orders: list[list[str]] = []
         setups, rounds_s = [], []
+        timing: dict[str, list[float]] = {"restart_s": [], "warmup_s": []}  # per start: where the time goes
         stop = f"the planned starts done ({rounds_per_start} rounds each, the count set by the clock only)"
         while len(starts) < planned:
             k, t0 = len(starts), self.clock()
@@ -163,8 +164,11 @@ class Sitting:
             if (k or restart_first) and not ex.restart(leader):
                 stop = "a server died"
                 break
+            restarted = self.clock()
             self.warm_up(jobs, leader)
             setups.append(self.clock() - t0)
+            timing["restart_s"].append(round(restarted - t0, 2))
+            timing["warmup_s"].append(round(self.clock() - restarted, 2))
             block: list[int] = []
             starts.append(block)
             for j in range(rounds_per_start):
@@ -189,7 +193,9 @@ class Sitting:
         ex.evaluate()
         return {"scenario": scenario.name, "run": run.label, "rounds": len(orders), "starts": starts,
                 "rounds_per_start": rounds_per_start, "order": orders, "stopped": stop,
-                "seconds": round(self.clock() - began, 1), **compare(self.sides, starts)}
+                "seconds": round(self.clock() - began, 1),
+                "timing": {**timing, "round_s": round(sum(rounds_s) / len(rounds_s), 2) if rounds_s else None},
+                **compare(self.sides, starts)}
 
     @property
     def other(self) -> str:
