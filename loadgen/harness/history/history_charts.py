@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.history.changes import SeriesChange  # noqa: E402
-from harness.history.timeline import ADJUSTED, MACHINE, Series  # noqa: E402
+from harness.history.timeline import ADJUSTED, MACHINE, PairedPoint, Series  # noqa: E402
 
 DPI = 100
 TITLES = {"rps": "req/s", "p99": "p99 (ms)", "cost_us": "CPU µs/req", "rps" + ADJUSTED: "req/s ÷ machine speed",
@@ -78,4 +78,26 @@ def scenario_chart(scenario: str, series: list[Series], changes: list[SeriesChan
     last.set_xticks(list(order.values()), [run[:13] for run in order], rotation=45, ha="right", fontsize=7)
     axes[0, 0].set_title(scenario)
     axes[0, 0].legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _png(fig)
+
+
+def paired_chart(paired: list[PairedPoint], order: dict[str, int]) -> bytes:
+    """The `make versus` answers on the same time axis: head ÷ base with its interval per scenario run, a panel per
+    metric, the line of no change at 1."""
+    metrics = [m for m in ("rps", "p99", "cost_us") if any(p.metric == m for p in paired)]
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 2.4 * len(metrics)), sharex=True, squeeze=False)
+    for ax, metric in zip(axes[:, 0], metrics):
+        shown = [p for p in paired if p.metric == metric]
+        labels = sorted({f"{p.server} {p.scenario} {p.label}" for p in shown})
+        for k, label in enumerate(labels):
+            mine = [p for p in shown if f"{p.server} {p.scenario} {p.label}" == label]
+            ax.errorbar([order[p.run.run_id] for p in mine], [p.ratio for p in mine],
+                        yerr=[[p.ratio - p.low for p in mine], [p.high - p.ratio for p in mine]], fmt="o", capsize=3,
+                        color=plt.get_cmap("tab10")(k % 10), label=label)
+        ax.axhline(1.0, color="#6b7280", linewidth=1)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"head ÷ base, {TITLES.get(metric, metric)}")
+    axes[-1, 0].set_xticks(list(order.values()), [run[:13] for run in order], rotation=45, ha="right", fontsize=7)
+    axes[0, 0].set_title("make versus: head ÷ base (95 % interval)")
+    axes[0, 0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)

@@ -39,21 +39,25 @@ def step_rows(series: list[Series]) -> list[list[str]]:
             for s in day_steps(series)]
 
 
-def _order(series: list[Series]) -> dict[str, int]:
+def _order(series: list[Series], paired: list[PairedPoint]) -> dict[str, int]:
     """Run id -> position on the time axis, oldest first."""
     runs = {p.run.run_id: p.run.started_at for s in series for p in s.points}
+    runs.update({p.run.run_id: p.run.started_at for p in paired})
     return {run: i for i, run in enumerate(sorted(runs, key=lambda r: (str(runs[r] or ""), r)))}
 
 
-def charts(series: list[Series], changes: list[SeriesChange]) -> dict[str, bytes]:
-    """Scenario (and `machine`) -> PNG."""
+def charts(series: list[Series], changes: list[SeriesChange], paired: list[PairedPoint]) -> dict[str, bytes]:
+    """Scenario (and `machine speed`, `make versus`) -> PNG."""
     from harness.history import history_charts  # matplotlib, loaded only when the page is drawn
 
-    order = _order(series)
+    order = _order(series, paired)
     groups: dict[str, list[Series]] = {}
     for s in series:
         groups.setdefault("machine speed" if s.server == MACHINE else s.scenario, []).append(s)
-    return {name: history_charts.scenario_chart(name, group, changes, order) for name, group in sorted(groups.items())}
+    drawn = {name: history_charts.scenario_chart(name, group, changes, order) for name, group in sorted(groups.items())}
+    if paired:
+        drawn["make versus"] = history_charts.paired_chart(paired, order)
+    return drawn
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -84,7 +88,7 @@ def write(runs: list[str], found: tuple[list[Series], list[SeriesChange], list[P
     intro = (f"{len(runs)} runs ({', '.join(runs)}); {len(changes)} changes found by E-divisive means with a "
              "permutation test (Matteson & James 2014; 5 %, 199 permutations) on the log of each figure; cause "
              "`machine`: most servers (or the machine's own probe) changed at that run, `server`: that server alone.")
-    drawn = charts(series, changes)
+    drawn = charts(series, changes, paired)
     html = [f"<!doctype html><meta charset='utf-8'><title>History</title><style>{STYLE}</style><h1>History</h1>",
             f"<p>{escape(intro)}</p>", "<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>",
             "<h2>Changes, newest first</h2>", _table(CHANGE_HEADER, change_rows(changes))]
