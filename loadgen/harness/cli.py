@@ -7,7 +7,6 @@ import subprocess
 import sys
 from contextlib import nullcontext
 from dataclasses import replace
-from pathlib import Path
 
 from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan, CpuPlanError
@@ -50,12 +49,6 @@ from harness.versus.checkout import BuildFailed, RevisionError
 
 def names(text: str | None) -> list[str]:
     return [n for n in (text or "").replace(",", " ").split() if n]
-
-
-def server_folder(servers: dict[str, Server], name: str) -> Path | None:
-    """The folder of a server's code (an A/A twin's is its original's), for the commits that touched it."""
-    server = servers.get(name) or servers.get(name.removesuffix("-twin"))
-    return server.folder if server else None
 
 
 def cmd_build(args, config: Configuration, servers: list[Server], runtime=None) -> int:
@@ -363,7 +356,7 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
         return compare.cmd_compare(args.a, args.b)
     if args.command == "history":  # reads results only: no lock, nothing started
         return history_command.cmd_history(args.runs, args.scenarios, args.since, names(args.only), config.format,
-                                           lambda name: server_folder(servers, name))
+                                           servers)
     if args.command == "plan":
         return cmd_plan(args, config, servers)
     if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open

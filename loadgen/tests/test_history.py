@@ -119,7 +119,7 @@ def test_versus_runs_are_paired_ratios_and_the_json_has_changes_and_series(tmp_p
                   "interval": {"ratio": 0.95, "low": 0.92, "high": 0.98}, "verdict": "slower by 5.0 %"}}}]}
     write_run(tmp_path, 1, {"node": 990.0}, versus=versus)
     monkeypatch.setattr(history_command, "RESULTS", tmp_path / "out")
-    assert history_command.cmd_history(str(tmp_path / "*"), "", "", [], "json", lambda name: None) == 0
+    assert history_command.cmd_history(str(tmp_path / "*"), "", "", [], "json", {}) == 0
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) >= {"changes", "series", "paired"}
     assert printed["paired"] == [{"server": "node", "scenario": "hello", "run": "c100", "metric": "rps",

@@ -74,7 +74,7 @@ def overall(removed: list[Removed]) -> float | None:
 
 
 @dataclass(frozen=True)
-class Step:
+class RunToRun:
     """One server's req/s from one run to the next (the median ratio over its series), beside the machine's."""
 
     before: str
@@ -88,7 +88,7 @@ class Step:
         return self.ratio / self.machine
 
 
-def day_steps(series: list[Series]) -> list[Step]:
+def day_steps(series: list[Series]) -> list[RunToRun]:
     """Every consecutive pair of runs that the pure-CPU stand-in covers: what each server's req/s did, and what is
     left once the machine's part is divided out; a short history's reading where change points cannot be tested."""
     pure = {s.server: _steps(s) for s in series if s.metric == "rps" and s.scenario == PURE_CPU}
@@ -101,6 +101,6 @@ def day_steps(series: list[Series]) -> list[Step]:
     for (step, server), logs in sorted(ratios.items()):
         others = [steps[step] for name, steps in pure.items() if name != server and step in steps]
         if others:
-            out.append(Step(step[0], step[1], server, math.exp(statistics.median(logs)),
+            out.append(RunToRun(step[0], step[1], server, math.exp(statistics.median(logs)),
                             math.exp(statistics.median(others))))
     return out

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.basics.messages import say
 from harness.basics.paths import RESULTS
+from harness.config.manifest import TWIN_SUFFIX, Server
 from harness.history import adjustment, changes, edivisive, history_page
 from harness.history.timeline import PairedPoint, Point, Selection, Series, build_series, paired_points, read_runs
 
@@ -98,11 +99,18 @@ def adjustment_lines(series: list[Series]) -> list[str]:
     return lines
 
 
-def cmd_history(runs: str, scenarios: str, since: str, servers: list[str], output: str,
-                folder_of: Callable[[str], Path | None]) -> int:
-    """The command; `output` is text or json. 0, or 2 when no run folder was found."""
-    selection = Selection((runs or DEFAULT_RUNS).split(), frozenset(servers), frozenset(scenarios.split()), since)
-    history = gather(selection, folder_of)
+def server_folder(servers: dict[str, Server], name: str) -> Path | None:
+    """The folder of a server's code (an A/A twin's is its original's), for the commits that touched it."""
+    server = servers.get(name) or servers.get(name.removesuffix(TWIN_SUFFIX))
+    return server.folder if server else None
+
+
+def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: str,
+                servers: dict[str, Server]) -> int:
+    """The command; `only`: the servers to show (any name a run recorded; none: all); `output`: text or json. 0, or
+    2 when no run folder was found."""
+    selection = Selection((runs or DEFAULT_RUNS).split(), frozenset(only), frozenset(scenarios.split()), since)
+    history = gather(selection, lambda name: server_folder(servers, name))
     if not history.runs:
         say(f"no run folder with a results.json under {' '.join(selection.patterns)} (RUNS=, relative to the "
             "repository's root)")
