@@ -43,7 +43,7 @@ from harness.runtime import Runtime, RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.runtime.state import StateFull
 from harness.tools.availability import PreflightError
-from harness.versus import command as versus
+from harness.versus import flow as versus
 from harness.versus.checkout import BuildFailed, RevisionError
 
 
@@ -222,26 +222,13 @@ def cmd_versus(args, config: Configuration, servers: dict[str, Server]) -> int:
                                  "auto), without HOSTS")
     options = versus.VersusOptions(
         args.server, args.base, args.head, tuple(names(args.scenarios)),
-        resolution=_number("RESOLUTION", args.resolution, versus.DEFAULT_RESOLUTION * 100, 0.01, 99) / 100,
-        budget_s=_number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
-        seed=int(_number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None)
+        resolution=environment.number("RESOLUTION", args.resolution, versus.DEFAULT_RESOLUTION * 100, 0.01, 99) / 100,
+        budget_s=environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
+        seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None)
     plan = cpu_plan_of(config)
     where = versus.Where(get_runtime("local", plan), plan, config.profile,
                          scenario_data.settings(config.profile, config.repeat), config.ports, " ".join(sys.argv[1:]))
     return versus.run(options, servers, where)
-
-
-def _number(name: str, text: str, default: float, low: float, high: float) -> float:
-    """`text` as a number from `low` to `high` (`default` when empty); ConfigurationError naming `name` otherwise."""
-    if not text.strip():
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not low <= value <= high:
-        raise ConfigurationError(f"{name}={text!r}: give a number from {low:g} to {high:g}")
-    return value
 
 
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build beside a run would take its CPUs and rewrite the jars its JVMs have open

@@ -126,6 +126,19 @@ def milliseconds(name: str, value: str | None) -> float:
     return ms
 
 
+def number(name: str, text: str, default: float, low: float, high: float) -> float:
+    """`text` as a number from `low` to `high` (`default` when empty); ConfigurationError naming `name` otherwise."""
+    if not text.strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:
+        raise ConfigurationError(f"{name}={text!r}: give a number from {low:g} to {high:g}")
+    return value
+
+
 def server_names(value: str | None, servers: dict[str, Server]) -> tuple[str, ...]:
     chosen = tuple(n for n in (value or "").replace(",", " ").split() if n)
     unknown = [n for n in chosen if n not in servers]

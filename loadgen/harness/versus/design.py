@@ -39,7 +39,7 @@ class Costs:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Shape:
     starts: int
     rounds_per_start: int
 
@@ -54,11 +54,11 @@ def rounds_per_start(costs: Costs) -> int:
     return max(MIN_ROUNDS, min(MAX_ROUNDS, even))
 
 
-def plan(budget_s: float, costs: Costs) -> Plan:
+def plan(budget_s: float, costs: Costs) -> Shape:
     """As many starts as `budget_s` holds at `costs` (at least one), each of `rounds_per_start` rounds."""
     rounds = rounds_per_start(costs)
     per_start = costs.setup_s + rounds * costs.round_s
-    return Plan(max(1, int(budget_s // per_start)), rounds)
+    return Shape(max(1, int(budget_s // per_start)), rounds)
 
 
 def replan(budget_left_s: float, done: int, costs: Costs, rounds: int) -> int:

@@ -52,7 +52,7 @@ class Side:
     rate: float | None = None  # the run's offered or sizing rate, from its first warm-up
 
 
-class Executor(Protocol):
+class Builds(Protocol):
     """What a sitting needs done: builds restarted, warmed and loaded, their records kept (Pair; a fake in tests)."""
 
     @property
@@ -137,7 +137,7 @@ def estimated_costs(scenario: Scenario, run: LoadRun, settings: Settings) -> des
 class Sitting:
     """Each scenario run compared in starts of rounds (see the module's docstring)."""
 
-    executor: Executor
+    executor: Builds
     sides: tuple[Side, Side]
     settings: Settings
     first: str  # the role that leads the first start
