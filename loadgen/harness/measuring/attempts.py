@@ -98,8 +98,11 @@ class Bench:
         # (each read walks /proc, and the harness's threads run on the load generator's cores)
         frozen = self.idle_pids(target.name) if self.idle_pids else None
         idle = (lambda: frozen) if frozen is not None else None
-        plan = plan_load(tool, spec, session.plan.loadgen, tool_processes(tool, spec.concurrency),
-                         session.plan.loadgen_processes)
+        try:
+            plan = plan_load(tool, spec, session.plan.loadgen, tool_processes(tool, spec.concurrency),
+                             session.plan.loadgen_processes)
+        except ValueError as exc:  # a load the plan cannot divide: this attempt is not run, and says why
+            return Outcome(None, f"not run: {exc}")
         with session.measuring(target.running):
             beside = Beside(target.running, len(target.running.cpus), idle, self.neighbours(target))
             naming = Naming(self.raw, stem, label, self.status() if self.status else "")
@@ -204,13 +207,17 @@ def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: 
 
 
 def _processes(outcome: Outcome) -> list[dict]:
-    """Each tool process of the attempt: its cores, threads, the cores it can keep busy, and its CPU seconds."""
+    """Each tool process of the attempt: its cores, threads, the cores it can keep busy, its CPU seconds, and where it
+    was split, its start after the first's and its own duration (one clock: the harness's)."""
     if not outcome.plan or not outcome.commands:
         return []
     parts = outcome.plan.describe()[:len(outcome.commands)]
     cpus: list[float | None] = [*outcome.parts_cpu_s] if outcome.parts_cpu_s else [None] * len(parts)
     for part, cpu_s in zip(parts, cpus):
         part["cpu_s"] = cpu_s
+    if len(parts) > 1 and len(outcome.parts_duration_s) == len(parts):
+        for part, started, duration in zip(parts, outcome.parts_started_s, outcome.parts_duration_s):
+            part.update(started_s=started, duration_s=round(duration, 4))
     return parts
 
 

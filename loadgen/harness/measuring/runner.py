@@ -45,6 +45,10 @@ class Outcome:
     samples: dict = field(default_factory=dict)  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
     plan: LoadPlan | None = None
     parts_cpu_s: list[float] | None = None  # each tool process's CPU seconds (None: only the whole was sampled)
+    # each tool process's start, seconds after the first's on the harness's clock (started one after another), and its
+    # own duration as the tool measured it: a split load's parts on one clock (tools/output.merge)
+    parts_started_s: list[float] = field(default_factory=list)
+    parts_duration_s: list[float] = field(default_factory=list)
     stopped: str | None = None  # why the harness stopped the tool before it ended by itself
 
 
@@ -232,6 +236,7 @@ class Load:
             self.outcome.raw.append(scratch / "output.txt")
             with interrupt.deferred():  # a signal during the Popen raises once the tool is in the tree clean_up stops
                 self.tree.procs.append(self.runtime.tool_process(argv, cores, scratch / "output.txt"))
+                self.outcome.parts_started_s.append(round(time.monotonic() - self.started, 4))
             State().add_tool(self.tree.procs[-1].pid, argv)  # listed while it runs: `make down` stops it if killed
 
     def finish(self) -> None:
@@ -270,7 +275,10 @@ def _read(outcome: Outcome, tool: LoadTool, scratches: list[Path]) -> None:
     """The tool's outputs parsed and, where several processes ran, merged (tools/output.merge says what that keeps)."""
     try:
         measured = [tool.parse(path.read_text(errors="replace"), scratch) for path, scratch in zip(outcome.raw, scratches)]
-        outcome.measurement = merge(measured)
+        first = min(outcome.parts_started_s, default=0.0)
+        outcome.parts_started_s = [round(s - first, 4) for s in outcome.parts_started_s]
+        outcome.parts_duration_s = [m.duration_s for m in measured]
+        outcome.measurement = merge(measured, outcome.parts_started_s or None)
         if outcome.measurement.requests == 0:
             outcome.failure = "no request completed"
     except ToolFailed as exc:

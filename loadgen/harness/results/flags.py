@@ -113,8 +113,9 @@ def loadgen_busy(record: Record, attempt: Attempt) -> float | None:
     duration = attempt.duration_s
     if sample.cpu_s is None or not sample.cores or not duration:
         return sample.cpu_util
-    values: list[float] = [p["cpu_s"] / (duration * p["capacity"]) for p in attempt.processes
-              if p.get("cpu_s") is not None and p.get("capacity")]
+    # each part over its own time where it was split (a part started later or done sooner ran for less than the whole)
+    values: list[float] = [p["cpu_s"] / ((p.get("duration_s") or duration) * p["capacity"]) for p in attempt.processes
+                           if p.get("cpu_s") is not None and p.get("capacity")]
     values.append(sample.cpu_s / (duration * usable_cores(record, attempt, sample.cores)))
     # what else ran there, each as the share of the load generator's cores it took over its own sampled time
     beside = sum(s.cpu_util or 0 for role, s in attempt.samples.items()

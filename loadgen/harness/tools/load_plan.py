@@ -1,8 +1,8 @@
 """How one load is run on the load generator's cores: a pure function of the tool, the load and the CPU list.
 
 A single-threaded tool (ab, httperf) runs as one process per load-generator core, each pinned to its own core, the
-load divided between them exactly (connections, requests, rate); never more processes than connections, never fewer
-than the open-file limits need. A multi-threaded tool (wrk, oha, h2load) runs as one process (more only where one
+load divided between them exactly (connections; requests and rate in proportion to them); never more processes than
+connections or requests, never fewer than the open-file limits need. A multi-threaded tool (wrk, oha, h2load) runs as one process (more only where one
 cannot hold the connections) with one thread per core, at most one per connection, unless the run names its threads:
 then it keeps them exactly and the plan says it was not given all the cores. A tool with threads of its own (Gatling's
 JVM) runs as one process on all the cores. `LOADGEN_PROCESSES=N` sets the count of a single-threaded tool's processes
@@ -68,20 +68,31 @@ def shares(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
+def in_proportion(total: int, weights: list[int]) -> list[int]:
+    """`total` divided in proportion to `weights` into whole shares that add up to it: each its floor, the rest one
+    each to the largest remainders (the earliest on a tie). Exact multiples stay exact."""
+    whole = sum(weights)
+    out = [total * w // whole for w in weights]
+    by_remainder = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % whole), i))
+    for i in by_remainder[:total - sum(out)]:
+        out[i] += 1
+    return out
+
+
 def divide(spec: LoadSpec, parts: int) -> list[LoadSpec]:
-    """The shares of `spec` that `parts` processes run at the same time: connections and requests split exactly (a
-    count in whole rounds of the connections stays in whole rounds), the rate in equal parts."""
+    """The shares of `spec` that `parts` processes run at the same time: connections in whole shares that differ by at
+    most one, and the requests and the rate in proportion to each part's connections, so every part's connections
+    carry the same load and the parts last equally long (a count in whole rounds of the connections stays in whole
+    rounds). A count of requests too small for a request per part is refused (plan_load runs fewer parts)."""
     if parts == 1:
         return [spec]
-    connections = shares(spec.concurrency, parts) if spec.concurrency else [spec.concurrency] * parts
-    requests: list[int | None]
-    if spec.requests and spec.concurrency and spec.requests % spec.concurrency == 0:
-        rounds = spec.requests // spec.concurrency
-        requests = [rounds * c for c in shares(spec.concurrency, parts)]  # the connections' shares
-    else:
-        requests = [*shares(spec.requests, parts)] if spec.requests else [spec.requests] * parts
-    rate = spec.rate / parts if spec.rate else spec.rate
-    return [replace(spec, concurrency=c, requests=n, rate=rate) for c, n in zip(connections, requests)]
+    weights = shares(spec.concurrency, parts) if spec.concurrency else [1] * parts
+    connections = weights if spec.concurrency else [spec.concurrency] * parts
+    if spec.requests and spec.requests < parts:
+        raise ValueError(f"{spec.requests} request(s) cannot be divided among {parts} tool processes")
+    requests: list[int | None] = [*in_proportion(spec.requests, weights)] if spec.requests else [spec.requests] * parts
+    rates = [spec.rate * w / sum(weights) if spec.rate else spec.rate for w in weights]
+    return [replace(spec, concurrency=c, requests=n, rate=r) for c, n, r in zip(connections, requests, rates)]
 
 
 def one_core_each(cores: tuple[int, ...], processes: int) -> list[tuple[int, ...]]:
@@ -101,11 +112,12 @@ def core_sets(cores: tuple[int, ...], processes: int) -> list[tuple[int, ...]]:
 
 
 def process_count(tool_name: str, spec: LoadSpec, cores: int, needed: int, override: int | None) -> int:
-    """`needed`: the fewest processes that can hold the connections (the open-file limits)."""
+    """`needed`: the fewest processes that can hold the connections (the open-file limits); never more processes than
+    connections or requests."""
     if threading_of(tool_name) != SINGLE or not spec.concurrency:
         return needed
     wanted = override or cores
-    return max(needed, min(wanted, spec.concurrency))
+    return max(needed, min(wanted, spec.concurrency, spec.requests or spec.concurrency))
 
 
 def plan_load(tool_name: str, spec: LoadSpec, cores: tuple[int, ...], needed: int = 1,

@@ -95,16 +95,17 @@ def _pooled_latency(parts: list[Measurement], requests: int) -> dict[str, float 
     return latency
 
 
-def merge(parts: list[Measurement]) -> Measurement:
-    """Parts run at the same time by several tool processes, merged into one measurement: the rate is theirs together
-    (all requests over the longest part's duration), the errors their sum. Where every part has its whole distribution
-    (`distribution`), the merged one is their exact sum and p50/p90/p99/p99.9, max and mean are read off it; otherwise
-    p50/p90/p99 come from the pooled quantile points (exact to one slice of a part, no p99.9), and a tool with neither
-    (httperf) has no merged percentiles."""
+def merge(parts: list[Measurement], started_s: list[float] | None = None) -> Measurement:
+    """Parts run by several tool processes, merged into one measurement: the rate is theirs together, all requests over
+    the time all parts ran (from the first one's start to the last one's end, each part `started_s` after the first on
+    the harness's clock, running for its own duration: parts started one after another are never read as simultaneous),
+    the errors their sum. Where every part has its whole distribution (`distribution`), the merged one is their exact
+    sum and p50/p90/p99/p99.9, max and mean are read off it; otherwise p50/p90/p99 come from the pooled quantile points
+    (exact to one slice of a part, no p99.9), and a tool with neither (httperf) has no merged percentiles."""
     if len(parts) == 1:
         return parts[0]
     requests = sum(p.requests for p in parts)
-    duration = max(p.duration_s for p in parts)
+    duration = span_s(parts, started_s)
     errors = Errors()
     for p in parts:
         errors = errors + p.errors
@@ -121,3 +122,10 @@ def merge(parts: list[Measurement]) -> Measurement:
         latency_ms=latency,
         distribution=whole,
     )
+
+
+def span_s(parts: list[Measurement], started_s: list[float] | None = None) -> float:
+    """From the first part's start to the last part's end: each part `started_s` after the first (none: all at once)."""
+    starts = started_s or [0.0] * len(parts)
+    first = min(starts)
+    return max(start - first + p.duration_s for p, start in zip(parts, starts))
