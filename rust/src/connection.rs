@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::date;
+use crate::framing::{self, Body};
 use crate::response::{Response, Status, TEXT};
 use crate::routes::{self, App};
 
@@ -65,19 +66,37 @@ async fn answer_buffered_requests(input: &mut BytesMut, output: &mut Vec<u8>, ap
             Ok(httparse::Status::Partial) if input.len() <= MAX_BUFFERED_REQUEST => return true,
             Ok(httparse::Status::Partial) | Err(_) => return refuse(output),
         };
-        let request_len = match body_length(request.headers) {
-            Some(body_len) if body_len <= MAX_BUFFERED_REQUEST => head_len + body_len,
-            _ => return refuse(output),
+        let Some((body, must_close)) = framing::body(request.version, request.headers) else {
+            return refuse(output);
         };
+        if !framing::host_ok(request.version, request.headers) {
+            return refuse(output);
+        }
+        let body_len = match body {
+            Body::Length(length) => length,
+            Body::Chunked => match framing::chunked_len(&input[head_len..]) {
+                Ok(Some(length)) => length,
+                Ok(None) if input.len() <= MAX_BUFFERED_REQUEST => return true,
+                Ok(None) | Err(()) => return refuse(output),
+            },
+        };
+        if body_len > MAX_BUFFERED_REQUEST {
+            return refuse(output);
+        }
+        let request_len = head_len + body_len;
         if request_len > input.len() {
-            // Wait for the rest of the body (GETs have none; this only keeps the framing honest).
+            // Wait for the rest of the body (the routes read none; this keeps the framing honest).
             return true;
         }
-        let persistence = persistence(request.version, request.headers);
+        let persistence = if must_close {
+            Persistence::Close
+        } else {
+            persistence(request.version, request.headers)
+        };
         let (Some(method), Some(target)) = (request.method, request.path) else {
             return refuse(output);
         };
-        let response = routes::handle(method, target, app).await;
+        let response = routes::handle(method, framing::origin_form(target), app).await;
         write_response(output, &response, persistence);
         input.advance(request_len);
         if persistence == Persistence::Close {
@@ -91,24 +110,6 @@ fn refuse(output: &mut Vec<u8>) -> bool {
     let response = Response::new(Status::BadRequest, TEXT, "Bad Request");
     write_response(output, &response, Persistence::Close);
     false
-}
-
-/// The request body's length from `Content-Length`; `None` when it cannot be framed
-/// (a bad length, or `Transfer-Encoding`, which these GET-only routes do not support).
-fn body_length(headers: &[httparse::Header]) -> Option<usize> {
-    let mut length = 0;
-    for header in headers {
-        if header.name.eq_ignore_ascii_case("content-length") {
-            length = std::str::from_utf8(header.value)
-                .ok()?
-                .trim()
-                .parse()
-                .ok()?;
-        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-            return None;
-        }
-    }
-    Some(length)
 }
 
 fn persistence(version: Option<u8>, headers: &[httparse::Header]) -> Persistence {
@@ -172,13 +173,5 @@ mod tests {
             persistence(Some(0), &[header("Connection", "TE, keep-alive")])
                 == Persistence::KeepAliveConfirmed
         );
-    }
-
-    #[test]
-    fn bodies_are_framed_by_content_length_only() {
-        assert_eq!(body_length(&[]), Some(0));
-        assert_eq!(body_length(&[header("Content-Length", " 5 ")]), Some(5));
-        assert_eq!(body_length(&[header("Content-Length", "x")]), None);
-        assert_eq!(body_length(&[header("Transfer-Encoding", "chunked")]), None);
     }
 }

@@ -14,6 +14,7 @@
 
 mod connection;
 mod date;
+mod framing;
 mod h2c;
 mod response;
 mod routes;
