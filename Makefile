@@ -10,7 +10,7 @@ SERVERS ?=
 PROFILE ?= quick
 RUNTIME ?= auto
 export SERVERS PROFILE RUNTIME PORTS REPEAT ORDER ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM SLO_P99_MS HOSTS HOSTS_INSECURE_TCP
-export LOADGEN_PROCESSES ASSUME_CPUS FORMAT
+export LOADGEN_PROCESSES ASSUME_CPUS ASSUME_SMT FORMAT
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv nghttp2-client
 .PHONY: setup build ping up down bench test list report compare

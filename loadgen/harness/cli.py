@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 
 from harness.basics import interrupt
-from harness.basics.cpus import CpuPlan, CpuPlanError
+from harness.basics.cpus import CpuPlan, CpuPlanError, assumed_siblings
 from harness.basics.cpus import plan as cpu_plan
 from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
@@ -98,8 +98,11 @@ def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, ports
 
 
 def cpu_plan_of(config: Configuration, available: tuple[int, ...] | None = None) -> CpuPlan:
-    """This machine's CPU plan (or that of `available` CPUs), with CPUS_* and LOADGEN_PROCESSES applied."""
-    return replace(cpu_plan(available, overrides=config.cpus), loadgen_processes=config.loadgen_processes)
+    """This machine's CPU plan (or that of `available` CPUs, of ASSUME_SMT threads per core where `make plan` assumes
+    them), with CPUS_* and LOADGEN_PROCESSES applied."""
+    siblings = assumed_siblings(len(available), config.assume_smt or 1) if config.assume_cpus and available else None
+    return replace(cpu_plan(available, overrides=config.cpus, siblings=siblings),
+                   loadgen_processes=config.loadgen_processes)
 
 
 def cmd_plan(args, config: Configuration, servers: dict[str, Server]) -> int:

@@ -104,7 +104,7 @@ def test_make_plan_of_a_16_cpu_machine():
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert plan["cpu_plan"]["server"] == [0, 1, 2, 3]
-    assert plan["machine"] == {"cpus": 16, "assumed": True, "cpu_list": "0-15"}
+    assert plan["machine"] == {"cpus": 16, "assumed": True, "cpu_list": "0-15", "threads_per_core": 1}
     assert {(load["scenario"], load["run"]) for load in plan["loads"]} >= {("low-compute", "c1000"), ("tweets", "c100"),
                                                                  ("hello", "c100"), ("weather", "c256")}
     for load in plan["loads"]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+TOPOLOGY = Path("/sys/devices/system/cpu")  # cpu<N>/topology/thread_siblings_list: the CPUs of N's physical core
 
 
 class CpuPlanError(Exception):
@@ -20,6 +23,7 @@ class CpuPlan:
     hosts: dict[str, str] | None = field(default=None, compare=False, hash=False)
     # LOADGEN_PROCESSES: a single-threaded tool's process count (None: one per load-generator core)
     loadgen_processes: int | None = None
+    threads_per_core: int = 1  # SMT: the most CPUs (hyperthreads) one physical core holds; roles take whole cores
 
     def to_dict(self) -> dict[str, Any]:
         return {"server": list(self.server), "loadgen": list(self.loadgen), "upstream": list(self.upstream)}
@@ -29,9 +33,11 @@ class CpuPlan:
         same_host = not self.hosts or self.hosts["upstream"] == self.hosts["loadgen"]
         shared = (" (shared with the load generator: no core is free)"
                   if same_host and set(self.upstream) & set(self.loadgen) else "")
+        smt = (f"; {self.threads_per_core} threads per core, each core's threads in one role"
+               if self.threads_per_core > 1 else "")
         return (f"server on CPU {format_cpus(self.server)}{at['server']}, load generator on CPU "
                 f"{format_cpus(self.loadgen)}{at['loadgen']}, upstream nginx on CPU {format_cpus(self.upstream)}"
-                f"{at['upstream']}{shared}")
+                f"{at['upstream']}{shared}{smt}")
 
 
 def format_cpus(cpus: Iterable[int]) -> str:
@@ -79,22 +85,74 @@ def server_share(available: int) -> int:
     return 1
 
 
-def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | None = None) -> CpuPlan:
-    """Server first, then one core for the upstream where one is free, the load generator on the rest.
+def siblings_from_kernel(cpus: Iterable[int], topology: Path = TOPOLOGY) -> dict[int, tuple[int, ...]]:
+    """Each CPU's physical core as the kernel lists it (its SMT siblings, itself included); a CPU the kernel does not
+    describe is a core of its own."""
+    out = {}
+    for cpu in cpus:
+        try:
+            out[cpu] = parse_cpus((topology / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text())
+        except (OSError, CpuPlanError):
+            out[cpu] = (cpu,)
+    return out
+
+
+def assumed_siblings(count: int, threads_per_core: int) -> dict[int, tuple[int, ...]]:
+    """The siblings of a machine of `count` CPUs with `threads_per_core` threads each, numbered as Linux numbers them
+    on x86 (CPU n and n + count/threads share a core): what `make plan ASSUME_CPUS=16 ASSUME_SMT=2` plans for."""
+    if count % threads_per_core:
+        raise CpuPlanError(f"ASSUME_SMT={threads_per_core} does not divide ASSUME_CPUS={count} into whole cores")
+    cores = count // threads_per_core
+    return {cpu: tuple(cpu % cores + t * cores for t in range(threads_per_core)) for cpu in range(count)}
+
+
+def physical_cores(cpus: tuple[int, ...], siblings: dict[int, tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """`cpus` grouped by physical core (each group the siblings among `cpus`), in the order of each core's first CPU."""
+    cores: dict[tuple[int, ...], None] = {}
+    for cpu in cpus:
+        cores[tuple(c for c in sorted(siblings.get(cpu, (cpu,))) if c in cpus) or (cpu,)] = None
+    return sorted(cores, key=lambda core: core[0])
+
+
+def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | None = None,
+         siblings: dict[int, tuple[int, ...]] | None = None) -> CpuPlan:
+    """Server first, then one core for the upstream where one is free, the load generator on the rest; each role takes
+    whole physical cores (`siblings`, else the kernel's topology), so no hyperthread of the server's cores runs the load
+    generator, unless the machine has a single core.
 
     `overrides` may give explicit lists for 'server', 'loadgen', 'upstream' (from CPUS_SERVER etc.).
     """
     cpus = tuple(sorted(available if available is not None else os.sched_getaffinity(0)))
     if len(cpus) < 2:
         raise CpuPlanError(f"need at least 2 CPUs (one for the server, one for the load generator); this process may use {len(cpus)}")
+    siblings = siblings if siblings is not None else siblings_from_kernel(cpus)
+    cores = physical_cores(cpus, siblings)
+    if len(cores) < 2:  # one core's threads: they cannot be kept apart
+        cores = [(cpu,) for cpu in cpus]
     k = server_share(len(cpus))
-    server, rest = cpus[:k], cpus[k:]
-    if len(rest) >= 3:
-        upstream, loadgen = rest[:1], rest[1:]
+    taken = next((n for n in range(1, len(cores)) if sum(map(len, cores[:n])) >= k), len(cores) - 1)
+    server, rest = _flat(cores[:taken]), cores[taken:]
+    if len(_flat(rest)) >= 3 and len(rest) >= 2:
+        upstream, loadgen = rest[0], _flat(rest[1:])
     else:  # too few cores: the upstream shares the load generator's, never the server's
-        upstream, loadgen = rest, rest
-    chosen = {"server": server, "loadgen": loadgen, "upstream": upstream}
-    for role, text in (overrides or {}).items():
+        upstream = loadgen = _flat(rest)
+    chosen = _overridden({"server": server, "loadgen": loadgen, "upstream": upstream}, cpus, overrides or {})
+    apart = [c for c in cores if set(c) & set(chosen["server"]) and set(c) & set(chosen["loadgen"])]
+    if apart:
+        raise CpuPlanError(f"CPU {format_cpus(apart[0])} are one physical core's threads: give them all to the server "
+                           "or all to the load generator (CPUS_SERVER / CPUS_LOADGEN)")
+    return CpuPlan(chosen["server"], chosen["loadgen"], chosen["upstream"],
+                   threads_per_core=max(map(len, cores)))
+
+
+def _flat(cores: list[tuple[int, ...]]) -> tuple[int, ...]:
+    return tuple(sorted(cpu for core in cores for cpu in core))
+
+
+def _overridden(chosen: dict[str, tuple[int, ...]], cpus: tuple[int, ...], overrides: dict[str, str]
+                ) -> dict[str, tuple[int, ...]]:
+    """The plan with CPUS_SERVER, CPUS_LOADGEN and CPUS_UPSTREAM applied and checked."""
+    for role, text in overrides.items():
         if text:
             picked = parse_cpus(text)
             if not picked:  # " " or ",": an empty plan would fail later, far from its cause
@@ -106,13 +164,13 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
     if set(chosen["server"]) & set(chosen["loadgen"]):
         raise CpuPlanError("the server and the load generator must not share CPUs: check CPUS_SERVER / CPUS_LOADGEN")
     if set(chosen["server"]) & set(chosen["upstream"]):
-        wanted = (overrides or {}).get("upstream")
+        wanted = overrides.get("upstream")
         if wanted:
             raise CpuPlanError(f"CPUS_UPSTREAM={wanted}: the upstream nginx would share the server's CPU "
                                f"{format_cpus(sorted(set(chosen['server']) & set(chosen['upstream'])))}; give it CPUs "
                                f"apart from the server's ({format_cpus(chosen['server'])})")
         chosen["upstream"] = chosen["loadgen"]  # a moved server: the upstream shares the load generator's, as on 2 cores
-    return CpuPlan(chosen["server"], chosen["loadgen"], chosen["upstream"])
+    return chosen
 
 
 def plan_from_env(available: tuple[int, ...] | None = None) -> CpuPlan:

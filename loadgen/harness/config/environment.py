@@ -24,6 +24,7 @@ FORMATS = ("text", "json")
 DEFAULT_ROUNDS = 3
 MAX_PROCESSES = 1024  # LOADGEN_PROCESSES: the processes of ab or httperf one load is split into
 MAX_CPUS = 4096  # ASSUME_CPUS: the CPUs of the machine `make plan` imagines
+MAX_SMT = 8  # ASSUME_SMT: its threads per physical core
 DEFAULT_SLO_P99_MS = 10.0
 DEFAULT_TWIN = "node"  # the A/A control of `make bench`: a cheap warm-up, server-bound on some rows
 CPU_ROLES = ("server", "loadgen", "upstream")
@@ -38,7 +39,7 @@ EXAMPLES = {"RUNTIME": "auto, docker or local", "SERVERS": '"node rust"', "PROFI
             "CPUS_SERVER": "0-3", "CPUS_LOADGEN": "4-7", "CPUS_UPSTREAM": "8", "SLO_P99_MS": "10",
             "HOSTS": '"server=ssh://bench@10.1.0.2 loadgen=ssh://bench@10.1.0.3"', "HOSTS_INSECURE_TCP": "1",
             "TWIN": "node (TWIN= turns the A/A control off)", "LOADGEN_PROCESSES": "2", "ASSUME_CPUS": "8",
-            "FORMAT": "text or json"}
+            "ASSUME_SMT": "2", "FORMAT": "text or json"}
 
 
 class ConfigurationError(Exception):
@@ -61,6 +62,7 @@ class Configuration:
     memory_limits: dict[str, str] = field(default_factory=dict)  # server: its BENCH_MEM_LIMIT_<SERVER>
     loadgen_processes: int | None = None
     assume_cpus: int | None = None
+    assume_smt: int | None = None
     format: str = "text"
 
 
@@ -85,6 +87,7 @@ def read(environ, servers: dict[str, Server], given: dict[str, str | None] | Non
         memory_limits=memory_limits(environ, servers),
         loadgen_processes=whole("LOADGEN_PROCESSES", value["LOADGEN_PROCESSES"], 1, MAX_PROCESSES),
         assume_cpus=whole("ASSUME_CPUS", value["ASSUME_CPUS"], 2, MAX_CPUS),
+        assume_smt=whole("ASSUME_SMT", value["ASSUME_SMT"], 1, MAX_SMT),
         format=one_of("FORMAT", value["FORMAT"], FORMATS, "text"))
 
 

@@ -43,7 +43,7 @@ def run_plan(machine: Machine, servers: list[Server], scenarios: list[Scenario],
     probe_s = 2 * settings.steadiness["seconds"] if settings.steadiness else 0.0
     return {
         "machine": {"cpus": len(machine.available), "assumed": machine.assumed,
-                    "cpu_list": cpu_ranges(machine.available)},
+                    "cpu_list": cpu_ranges(machine.available), "threads_per_core": machine.cpus.threads_per_core},
         "cpu_plan": {**machine.cpus.to_dict(), "describe": machine.cpus.describe(),
                      "loadgen_processes": machine.cpus.loadgen_processes},
         "loads": loads,
@@ -84,6 +84,9 @@ def as_text(plan: dict) -> str:
              f"({machine['cpu_list']})" + (" (ASSUME_CPUS)" if machine["assumed"] else ""),
              f"  server on CPU {cpu_ranges(cpu['server'])}, load generator on CPU {cpu_ranges(cpu['loadgen'])}, "
              f"upstream nginx on CPU {cpu_ranges(cpu['upstream'])}"]
+    if machine["threads_per_core"] > 1:
+        lines.append(f"  {machine['threads_per_core']} threads per physical core (SMT): each role takes whole cores, "
+                     "so no sibling of the server's CPUs runs the load generator")
     if cpu["loadgen_processes"]:
         lines.append(f"  LOADGEN_PROCESSES={cpu['loadgen_processes']}: ab and httperf run as that many processes")
     for load in plan["loads"]:
