@@ -19,7 +19,7 @@ from harness.config import scenarios as scenario_data
 from harness.config.manifest import discover
 from harness.measuring.schedule import Job
 from harness.results import paired
-from harness.results.records import Attempt, Flag, Record, Warmup
+from harness.results.records import Attempt, Flag, Record, SampleSummary, Warmup
 from harness.tools.output import Errors
 from harness.versus import checkout, design, evidence
 from harness.versus.checkout import Revision
@@ -203,12 +203,15 @@ def recorded_sides(head_factor: float = 1.0, head_errors_every: int = 0) -> tupl
     return pair_sides[0], pair_sides[1], data["starts"]
 
 
+def record(name: str, saturated: bool = False, server_busy: float | None = None, offered: float | None = None) -> Record:
+    flags = [Flag("loadgen-saturated", "...")] if saturated else []
+    samples = {"server": SampleSummary(cpu_util=server_busy)} if server_busy is not None else {}
+    return Record(name, "hello", "c100", "local", None, "wrk", "/hello", 100, None, {}, 0, 0, Errors(), None, None, {},
+                  None, [], None, None, samples, flags=flags, details={"offered_rps": offered} if offered else {})
+
+
 def judge(base: Side, head: Side, starts: list[list[int]], saturated: bool = False) -> str:
-    records = {}
-    for side in (base, head):
-        flags = [Flag("loadgen-saturated", "...")] if saturated else []
-        records[side.role] = Record(side.server.name, "hello", "c100", "local", None, "wrk", "/hello", 100, None, {},
-                                    0, 0, Errors(), None, None, {}, None, [], None, None, {}, flags=flags)
+    records = {side.role: record(side.server.name, saturated) for side in (base, head)}
     proof = evidence.Evidence(tuple(evidence.side_evidence(s.role, s.server.name, s.attempts, records[s.role])
                                     for s in (base, head)), len(starts), 0.03)
     comparison = compare((base, head), starts)
@@ -274,3 +277,10 @@ def test_untracked_sources_make_the_working_tree_dirty(small_repo):
     assert dirty.dirty and not dirty.same_as(checkout.resolve(small_repo, "HEAD", "BASE"))
     (small_repo / "new.js").unlink()
     assert checkout.resolve(small_repo, "", "HEAD").same_as(checkout.resolve(small_repo, "HEAD", "BASE"))
+
+
+def test_the_answering_figure_is_chosen_by_the_load_never_by_the_intervals():
+    assert evidence.headline([record("a", server_busy=0.97), record("b", server_busy=0.95)])[0] == "cost_us"
+    assert evidence.headline([record("a", server_busy=0.97), record("b", server_busy=0.6)])[0] == "rps"
+    assert evidence.headline([record("a"), None])[0] == "rps"
+    assert evidence.headline([record("a", offered=500.0), record("b", offered=520.0)])[0] == "p99"

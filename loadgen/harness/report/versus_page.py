@@ -43,6 +43,8 @@ def result_rows(run: Run) -> list[list[str]]:
     for r in run.conditions["versus"]["results"]:
         starts = r.get("starts")  # an older run's rounds were of one start
         row = [f"{r['scenario']} {r['run']}", f"{r['rounds']} in {len(starts)} starts" if starts else str(r["rounds"])]
+        answer = r.get("answer")  # older runs: none
+        row.append(f"by {METRIC_TITLES.get(answer['metric'], '?')}: {answer['verdict']}" if answer else "-")
         for metric in METRIC_TITLES:
             m = r["metrics"][metric]
             row.append(f"{interval_text(m['interval'])}: {m['verdict']}")
@@ -84,7 +86,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
             + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
 
 
-HEADER = ["scenario run", "rounds", "req/s head ÷ base", "p99 head ÷ base", "CPU µs/req head ÷ base", "stopped"]
+HEADER = ["scenario run", "rounds", "answer", "req/s head ÷ base", "p99 head ÷ base", "CPU µs/req head ÷ base", "stopped"]
 
 
 def markdown(run: Run, charts: dict[str, Path]) -> str:

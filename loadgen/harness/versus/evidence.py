@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.results import flag_kinds, paired
+from harness.results import flag_kinds, flags, paired
 from harness.results.paired import RatioInterval
 from harness.results.records import Attempt, Record
 
@@ -135,3 +135,20 @@ def verdict_line(interval: RatioInterval | None, metric: str, evidence: Evidence
 def reached(interval: RatioInterval | None, evidence: Evidence) -> bool:
     """Whether the run has an answer at all: an interval, and nothing that withholds it (the exit status)."""
     return interval is not None and withheld(evidence) is None
+
+
+def headline(records: list[Record | None]) -> tuple[str, str]:
+    """Which figure answers "faster?" for a run, and why: a rule on the load, fixed before the ratios are looked at
+    (choosing the narrower interval afterwards would double the false positives). p99 for an open-model step (its
+    req/s is the rate offered); CPU µs per request where both builds kept the server's CPUs busy (a CPU-bound
+    server's req/s is its cores over its CPU µs per request, and CPU time leaves out what the machine gave to others
+    meanwhile, which makes it the tighter figure); req/s elsewhere."""
+    known = [r for r in records if r is not None]
+    if known and any(flags.offered_rps(r) for r in known):
+        return "p99", "an open-model step: its req/s is the rate offered, its latency is the answer"
+    busy = [flags.utilization(r, "server") for r in known]
+    if len(busy) == 2 and all(b is not None and b >= flag_kinds.SERVER_BUSY for b in busy):
+        low = min(b for b in busy if b is not None)
+        return "cost_us", (f"both builds kept the server's CPU busy (at least {low:.0%}): req/s is then the cores over "
+                           "the CPU µs per request, and CPU time leaves out what the machine gave to others")
+    return "rps", "the server's CPU had room: req/s is the answer"

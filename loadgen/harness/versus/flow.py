@@ -233,8 +233,10 @@ def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) ->
     for metric, figures in result["metrics"].items():
         interval = paired.grouped_interval(ratios_by_start(sides, result["starts"], metric))
         figures["verdict"] = evidence.verdict_line(interval, metric, proof)
-    rps = paired.grouped_interval(rps_by_start)
-    return {**result, "reached": evidence.reached(rps, proof), "evidence": {
+    metric, why = evidence.headline([records.get(s.server.name) for s in sides])
+    answer = paired.grouped_interval(ratios_by_start(sides, result["starts"], metric))
+    return {**result, "answer": {"metric": metric, "why": why, "verdict": result["metrics"][metric]["verdict"]},
+            "reached": evidence.reached(answer, proof), "evidence": {
         "machine_cv": cv, "rounds_spread": proof.rounds_spread, "starts_spread": evidence.starts_spread(rps_by_start),
         "sides": {s.role: {"good": s.good, "errors": s.errors, "loadgen_saturated": s.saturated} for s in proof.sides}}}
 
@@ -252,14 +254,18 @@ def time_text(result: dict[str, Any]) -> str:
 
 
 def announce(results: list[dict[str, Any]]) -> None:
-    """The answer, printed last: per scenario and run, the verdict for req/s, p99 and CPU per request."""
+    """The answer, printed last: per scenario and run, the figure that answers (evidence.headline) and the verdict for
+    req/s, p99 and CPU per request, then where the time went."""
     if not results:
         warn("nothing was compared")
     for r in results:
         say(f"{r['scenario']} {r['run']} ({r['rounds']} rounds in {len(r['starts'])} starts, {r['seconds']:g} s; "
             f"{r['stopped']}):")
-        say(f"  where the time went: {time_text(r)}")
+        answer = r.get("answer") or {}
+        if answer:
+            say(f"  ANSWER, by {paired.METRICS[answer['metric']][1]}: {answer['verdict']}\n    ({answer['why']})")
         for metric, (_, title, _, _) in paired.METRICS.items():
             say(f"  {title}: {r['metrics'][metric]['verdict']}")
+        say(f"  where the time went: {time_text(r)}")
         if not r["reached"]:
             warn(f"{r['scenario']} {r['run']}: no answer (see above); exit status 1")
