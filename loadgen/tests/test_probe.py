@@ -3,11 +3,16 @@ passes every case, so each case's expected outcome is one a correct server gives
 reports failing exactly the cases those faults break, across categories."""
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from harness.basics.paths import RESULTS
 from harness.probe import suite, verdicts
 from harness.probe.h2c import cases as h2spec_cases
 from harness.probe.wire import Reply, Timing, parse_responses
@@ -15,6 +20,7 @@ from harness.probe.wire import Reply, Timing, parse_responses
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import strict_http11  # noqa: E402
 
+LOADGEN = Path(__file__).resolve().parents[1]
 FAST = Timing(answer_s=1.0, settle_s=0.3)
 # each fault of the reference, and the cases it must make fail (no other case may)
 FAILS = {
@@ -98,3 +104,29 @@ def test_h2spec_reports_become_cases():
     assert [(c["id"], c["rfc"], c["verdict"]) for c in found] == [("http2/6.5/1", "RFC 7540 §6.5", "fail"),
                                                                    ("http2/6.5/2", "RFC 7540 §6.5", "pass")]
     assert "GOAWAY" in found[0]["got"]
+
+
+def test_make_probe_writes_a_run_folder_and_its_report(tmp_path):
+    """`make probe` end to end on the reference, started by the harness like any server, with one fault."""
+    folder = tmp_path / "servers" / "strict"
+    folder.mkdir(parents=True)
+    responder = Path(__file__).parent / "responders" / "strict_http11.py"
+    (folder / "manifest.toml").write_text(
+        f'[[server]]\nname = "strict"\nport = 18399\nroutes = ["id", "hello"]\nbuild = "true"\n'
+        f'run = ["{sys.executable}", "{responder}", "{{port}}", "host-optional"]\n')
+    run_id = f"test-probe-{os.getpid()}"
+    env = {**os.environ, "BENCH_SERVERS_DIR": str(tmp_path / "servers"), "TWIN": ""}
+    proc = subprocess.run([sys.executable, "-m", "harness", "--runtime", "local", "--servers", "strict", "--run-id",
+                           run_id, "probe"], cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=300)
+    if "another harness command is running" in proc.stdout + proc.stderr:
+        pytest.skip("another harness command holds the lock")
+    folder = RESULTS / run_id
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        entry = json.loads((folder / "results.json").read_text())["compliance"]["strict"]
+        assert [c["id"] for c in entry["cases"] if c["verdict"] != "pass"] == ["HO-01", "HO-10"]
+        assert entry["counts"]["host"] == {"pass": 10, "warn": 1, "fail": 1, "cases": 12}
+        assert "HTTP compliance" in (folder / "report.html").read_text()
+        assert "fails MUST HO-01" in proc.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -62,7 +62,7 @@ class Connection:
             try:
                 keep = self.one_request()
             except Reject as reject:
-                self.answer(reject.status, close=True)
+                self.answer(reject.status, b"%d" % reject.status, close=True)
                 return
             if not keep:
                 return
@@ -83,7 +83,7 @@ class Connection:
         if b"close" in fields.get(b"connection", [b""])[0].lower() and "ignores-connection-close" not in self.faults:
             close = True
         close = close or body_length == "close"
-        self.answer(route(method, target), close, keep_alive=minor == 0 and not close)
+        self.answer(*route(method, target), close=close, keep_alive=minor == 0 and not close)
         return not close
 
     def parse_head(self, head: bytes) -> tuple[bytes, bytes, int, dict[bytes, list[bytes]]]:
@@ -164,8 +164,7 @@ class Connection:
                     raise Reject(400)
         return size
 
-    def answer(self, status: int, close: bool, keep_alive: bool = False) -> None:
-        body = b"Hello World" if status == 200 else b"%d" % status
+    def answer(self, status: int, body: bytes, close: bool, keep_alive: bool = False) -> None:
         head = [b"HTTP/1.1 %d %s" % (status, REASONS.get(status, b"Status")), b"Content-Length: %d" % len(body),
                 b"Content-Type: text/plain"]
         head += [b"Connection: close"] if close else [b"Connection: keep-alive"] if keep_alive else []
@@ -226,10 +225,12 @@ def content_length(values: list[bytes], faults: frozenset[str]) -> int:
     return int(items[0])
 
 
-def route(method: bytes, target: bytes) -> int:
-    if target == b"*" or target.split(b"?")[0] == b"/hello":
-        return 200
-    return 404
+def route(method: bytes, target: bytes) -> tuple[int, bytes]:
+    """/hello, and /id (its name, for the harness's start check: `strict`)."""
+    path = target.split(b"?")[0]
+    if target == b"*" or path == b"/hello":
+        return 200, b"Hello World"
+    return (200, b"strict") if path == b"/id" else (404, b"404")
 
 
 class Server(socketserver.ThreadingTCPServer):
