@@ -99,7 +99,7 @@ def scenarios(plan: Plan) -> list[Scenario]:
 def measured(record: Record) -> ka.Observed:
     """What `record` (flags evaluated) measured, as the judgement reads it."""
     cost = (record.summary.cost_us or {}).get("median") if record.summary else None
-    latency = {name: record.latency_ms.get(name) for name in ka.PERCENTILES}
+    latency = {name: record.latency_ms.get(name) for name in ka.FIGURES}
     samples = [s for a in record.attempts if a.measured and (s := a.samples.get("server"))]
     waits = [s.run_delay_s for s in samples if s.run_delay_s is not None]
     steals = [s.steal_s for s in samples if s.steal_s is not None]
@@ -125,7 +125,7 @@ def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float 
     if load.tool == "wrk" and k.limit == ka.PACE_LIMIT and record.rps and load.run.load.get("concurrency"):
         interval = load.run.load["concurrency"] * 1000 / record.rps
         corrected = ka.wrk_corrected(k.latencies, interval)
-        wrk_reads = ka.percentile(corrected, float(name[1:]))
+        wrk_reads = ka.figure_ms(tuple(corrected), name)
         if wrk_reads is not None and abs(wrk_reads - known_ms) > 1e-9:
             return wrk_reads, (f"wrk adds a sample every {interval:.2f} ms a slow answer held its connection "
                                f"(coordinated omission): it should read {wrk_reads:.3f} ms, "
@@ -134,8 +134,8 @@ def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float 
         if added:
             return None, (f"wrk's correction of coordinated omission adds {added} sample(s) per delayed answer here "
                           f"(every {interval:.2f} ms it held its connection): not enough to move {name}")
-    if load.tool == "httperf":
-        return None, "httperf gives no percentiles"
+    if load.tool == "httperf" and name != "mean":
+        return None, "httperf gives no percentiles, only a mean"
     if load.tool == "gatling":
         return None, "Gatling's percentiles are whole ms, and each user opens its own connection"
     return None, ""
@@ -175,19 +175,20 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
     extra = rate_note(load, record)
     rate.note = "; ".join(n for n in (rate.note, extra) if n)
     figures = [rate]
-    for name in ka.PERCENTILES:
-        known_ms = ka.percentile(k.latencies, float(name[1:])) if k.latencies else None
+    for name in ka.FIGURES:
+        known_ms = ka.figure_ms(k.latencies, name)
         _, note = tool_note(load, record, name, known_ms, k)
         measured_ms = m.latency_ms.get(name)
-        figure = ka.judge_latency(name, known_ms, measured_ms, note)
+        given = name not in ka.NOT_GIVEN.get(load.tool, ())
+        figure = ka.judge_latency(name, known_ms, measured_ms, note, given)
         if figure.ok is False:
             miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
             figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms, miss)) if n)
         figures.append(figure)
     flag = ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)
-    if load.tool == "httperf" and flag.ok is False and m.saturated:
-        flag.note += (f"; httperf keeps its CPU busy whatever its rate (here {ka.fmt_share(m.loadgen_util)} with the "
-                      f"server at {ka.fmt_share(m.server_util)}): its CPU share cannot tell when it is the limit")
+    if load.tool == "httperf":  # its CPU cannot tell (it polls at 100 %): judged by its own pace (flags.httperf_held)
+        flag.note += (f"; httperf judged by what it shows, not its CPU: {ka.fmt_share(m.loadgen_util)} of each "
+                      "connection's cycle its own, its connect bursts, its connection rate against the one asked")
     figures += [ka.judge_cost(k, m), flag]
     return {**entry, "server_cores": cores, "limit": k.limit, "why": k.why, "figures": [f.to_dict() for f in figures],
             "failed": None}

@@ -39,6 +39,7 @@ UPSTREAM_SCENARIO = "weather"
 HARNESS = "harness"  # the sample of this harness's own threads, on the load generator's cores (measuring/runner.py)
 BESIDE_LOADGEN = "beside_loadgen:"  # + a server's name: one that runs on them (the upstream with no core of its own)
 TREND_FLAGS = {trend.WARMING: kinds.WARMING.name, trend.DRIFTING: kinds.DRIFTING.name}
+HTTPERF_BEHIND = 0.03  # a connection rate this far under httperf's --rate: it could not keep its schedule
 
 
 def error_rate(record: Record) -> float | None:
@@ -74,7 +75,8 @@ def utilization(record: Record, role: str) -> float | None:
         if not attempt.measured or sample is None:
             continue
         if role == "loadgen":
-            busy = loadgen_busy(record, attempt)
+            busy = httperf_held(record, attempt) if record.tool == "httperf" else None
+            busy = loadgen_busy(record, attempt) if busy is None else busy
             if busy is not None:
                 values.append(busy)
         elif sample.cpu_s is not None and sample.cores and attempt.duration_s:
@@ -100,6 +102,26 @@ def usable_cores(record: Record, attempt: Attempt, cores: int) -> float:
     if threading == OWN:
         return cores
     return min(cores, processes * (record.threads or 1))
+
+
+def httperf_held(record: Record, attempt: Attempt) -> float | None:
+    """httperf polls its core at 100 % whatever its rate, so its CPU cannot tell whether it set the pace; what it shows
+    can (tools/httperf.py's `_pace`): 1 where it fell behind its schedule (connections opened in bursts, a connection
+    rate under the one asked where each connection makes one call) or could not open connections; else, where each
+    connection makes many calls, the share of each connection's cycle (connections ÷ req/s) that its reply time does
+    not explain, the time httperf itself held the connection. None without those figures (older records, a split)."""
+    pace = attempt.details.get("httperf") or {}
+    if not pace or not attempt.rps or not record.concurrency:
+        return None
+    asked, achieved = record.load.get("rate"), pace.get("connection_rate")
+    if (pace.get("connect_burst") or 1) > 1 or pace.get("client_errors"):
+        return 1.0
+    if (pace.get("replies_per_connection") or 0) <= 1:
+        return 1.0 if asked and achieved is not None and achieved < asked * (1 - HTTPERF_BEHIND) else 0.0
+    reply_ms: float | None = pace.get("reply_ms")
+    if reply_ms is None:
+        return None
+    return round(max(0.0, 1 - reply_ms / (record.concurrency * 1000 / attempt.rps)), 3)
 
 
 def loadgen_busy(record: Record, attempt: Attempt) -> float | None:
@@ -131,6 +153,10 @@ def _saturated(record: Record) -> Flag | None:
         return None
     if server is not None and server >= SERVER_BUSY:
         return None
+    if record.tool == "httperf" and any(httperf_held(record, a) is not None for a in record.attempts):
+        return Flag(kinds.LOADGEN_BOUND.name, f"httperf set the pace ({_pct(loadgen)} of each connection's cycle was "
+                    "its own, or it fell behind its connection rate, or could not open connections): the number "
+                    "measures the tool, not the server")
     cores = _cores(record, "loadgen")
     server_cores = _cores(record, "server")
     last = next((a for a in reversed(record.attempts) if a.measured), None)

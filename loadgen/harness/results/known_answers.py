@@ -25,7 +25,9 @@ RATE_TOLERANCE = 0.02
 LATENCY_TOLERANCE = 0.05
 LATENCY_FLOOR_MS = 0.2
 COST_TOLERANCE = 0.10
-PERCENTILES = ("p50", "p99", "p99.9")
+FIGURES = ("p50", "p90", "p99", "p99.9", "max", "mean")  # every latency figure a record keeps, each judged
+# what a tool does not give, by construction (any other figure it lacks is a miss: a parser that lost it)
+NOT_GIVEN = {"httperf": ("p50", "p90", "p99", "p99.9", "max"), "gatling": ("p90", "p99.9")}
 BUSY = kinds.LOADGEN_SATURATED  # a side at this share of its cores is busy (the loadgen-saturated flag's threshold)
 OPEN_LOOP_TOOLS = ("gatling",)  # always an open loop; oha is one when given a rate
 TOOL_LIMIT, SERVER_LIMIT, PACE_LIMIT, CAP_LIMIT = "tool", "server", "pace", "cap"
@@ -83,10 +85,21 @@ def _two_point(s: ServerSettings) -> tuple[tuple[float, float], ...]:
     return ((service_ms, 1.0),)
 
 
+def figure_ms(points: tuple[tuple[float, float], ...], name: str) -> float | None:
+    """A latency figure ("p99", "max", "mean") of a distribution given as (ms, share) points; None where none is known."""
+    if not points:
+        return None
+    if name == "max":
+        return max(v for v, _ in points)
+    if name == "mean":
+        return sum(v * w for v, w in points) / sum(w for _, w in points)
+    return percentile(points, float(name[1:]))
+
+
 def known(s: ServerSettings, concurrency: int, server_cores: int, offered_rps: float | None = None) -> Known:
     """What a load of `concurrency` connections (closed loop) or `offered_rps` (open loop) on `server_cores` cores
     must measure against settings `s`."""
-    cpu_bound = server_cores * 1e6 / s.burn_us if s.burn_us else math.inf
+    cpu_bound = min(concurrency or server_cores, server_cores) * 1e6 / s.burn_us if s.burn_us else math.inf
     cap = s.cap or math.inf
     if offered_rps:
         if offered_rps >= min(cpu_bound, cap):
@@ -102,15 +115,29 @@ def known(s: ServerSettings, concurrency: int, server_cores: int, offered_rps: f
     if bound == cpu_bound and (s.service_us or s.every or s.cap):
         return Known(SERVER_LIMIT, bound, (), s.burn_us, "CPU-bound with sleeps or a cap as well: no latency known")
     if bound == cpu_bound:
-        share_ms = concurrency * s.burn_us / server_cores / 1000
-        spread = f" (their connections spread evenly over its {server_cores} loops)" if server_cores > 1 else ""
-        return Known(SERVER_LIMIT, bound, ((share_ms, 1.0),), s.burn_us,
-                     f"{concurrency} requests share {server_cores} core(s), {s.burn_us} µs of CPU each{spread}")
+        return _cpu_bound(s, concurrency, server_cores, bound)
     if bound == cap:
         return Known(CAP_LIMIT, bound, ((concurrency * 1000 / s.cap, 1.0),), None,
                      f"the cap: {concurrency} connections wait their turn at {s.cap}/s")
     return Known(PACE_LIMIT, bound, _two_point(s), None,
                  f"{concurrency} connections, each a request every {cycle_us / 1000:g} ms (S + D/k)", concurrency)
+
+
+def _cpu_bound(s: ServerSettings, concurrency: int, server_cores: int, bound: float) -> Known:
+    """c connections on N cores burning B each: exact on one core (c·B each, 1/B); on N cores only where c is a
+    multiple of N and the connections spread evenly over the server's loops, which the kernel does not promise
+    (EPOLLEXCLUSIVE wakes one loop, not a balanced one): then said, and the latency known; otherwise the rate is
+    min(c, N)/B at best and the latency not known."""
+    if server_cores == 1:
+        return Known(SERVER_LIMIT, bound, ((concurrency * s.burn_us / 1000, 1.0),), s.burn_us,
+                     f"{concurrency} requests share 1 core, {s.burn_us} µs of CPU each")
+    if concurrency % server_cores:
+        return Known(SERVER_LIMIT, bound, (), s.burn_us,
+                     f"{concurrency} connections cannot spread evenly over {server_cores} loops: the rate at best, "
+                     "no latency known")
+    return Known(SERVER_LIMIT, bound, ((concurrency * s.burn_us / server_cores / 1000, 1.0),), s.burn_us,
+                 f"{concurrency} requests share {server_cores} cores, {s.burn_us} µs of CPU each, if their "
+                 f"connections spread evenly over its {server_cores} loops (not promised by the kernel)")
 
 
 def wrk_corrected(points: tuple[tuple[float, float], ...], interval_ms: float) -> list[tuple[float, float]]:
@@ -183,10 +210,15 @@ def judge_rate(k: Known, m: Observed) -> Figure:
     return Figure("req/s", round(k.rps, 1), m.rps, ok, note)
 
 
-def judge_latency(name: str, known_ms: float | None, measured_ms: float | None, tool_note: str = "") -> Figure:
+def judge_latency(name: str, known_ms: float | None, measured_ms: float | None, tool_note: str = "",
+                  given: bool = True) -> Figure:
+    """`given`: whether the tool gives this figure at all; one it gives and did not is a miss (a parser that lost
+    it), one it never gives is n/a."""
     if known_ms is None:
         return Figure(name, None, measured_ms, None, "not known for this load")
     if measured_ms is None:
+        if given:
+            return Figure(name, round(known_ms, 3), None, False, "missing: the tool gives this figure, the record has none")
         return Figure(name, round(known_ms, 3), None, None, tool_note or "the tool does not give it")
     off = measured_ms - known_ms
     ok = abs(off) <= max(LATENCY_TOLERANCE * known_ms, LATENCY_FLOOR_MS)
@@ -244,12 +276,14 @@ def judge_flag(k: Known, m: Observed, flag_name: str) -> Figure:
     shares = f"server at {fmt_share(m.server_util)} of its cores, the tool at {fmt_share(m.loadgen_util)} of what it can use"
     if ok:
         return Figure(flag_name, expected, m.saturated, ok, shares)
+    if expected and m.server_util is not None and m.server_util >= BUSY:  # the premise, checked: it did not hold
+        return Figure(flag_name, expected, m.saturated, None,
+                      f"not judged: the load's premise did not hold here, the server reached its cores too ({shares}; "
+                      f"{m.cost_us or 0:.0f} µs of CPU per request costs it about what this tool spends), so either "
+                      "side could be the limit: a miss of the plan on this machine, not of the flag")
     note = (f"{flag_name} {'did not fire' if expected else 'fired'} although the "
             f"{'tool' if expected else k.limit} was the limit by construction: {shares}")
-    if expected and m.server_util is not None and m.server_util >= BUSY:
-        note += (f"; the server reached its cores too: at {m.cost_us or 0:.0f} µs of CPU per request it costs about "
-                 "what this tool does, so which side limits is not settled by construction")
-    elif expected and all(u is not None and u < BUSY for u in (m.server_util, m.loadgen_util)):
+    if expected and all(u is not None and u < BUSY for u in (m.server_util, m.loadgen_util)):
         note += ("; neither side kept its cores busy, so other processes took them (the machine is not quiet) or the "
                  "tool waits on something else than its CPU")
     return Figure(flag_name, expected, m.saturated, ok, note)

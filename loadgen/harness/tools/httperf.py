@@ -72,6 +72,7 @@ class Httperf:
         latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "max": None}
         if response_ms and replies:
             latency["mean"] = float(response_ms.group(1)) + float(response_ms.group(2))
+        details = _pace(output, latency.get("mean"), fd_unavail + addr_unavail + ftab_full)
         return Measurement(
             requests=replies,
             errors=Errors(
@@ -84,7 +85,22 @@ class Httperf:
             duration_s=duration,
             rps=replies / duration if duration else 0.0,
             latency_ms=latency,
+            details=details,
         )
+
+
+def _pace(output: str, reply_ms: float | None, client_errors: int) -> dict:
+    """What httperf shows of its own pace, from which its saturation is judged (harness/results/flags.py: its CPU
+    share cannot tell, it polls at 100 % whatever its rate): its longest burst of connections opened at once (more
+    than 1: it fell behind its --rate), the connection rate it achieved, the replies per connection, its mean reply
+    time, and the connections it could not make for want of descriptors, ports or table entries."""
+    burst = re.search(r"Maximum connect burst length: (\d+)", output)
+    rate = re.search(r"Connection rate: ([\d.]+) conn/s", output)
+    length = re.search(r"Connection length \[replies/conn\]: ([\d.]+)", output)
+    return {"httperf": {"connect_burst": int(burst.group(1)) if burst else None,
+                        "connection_rate": float(rate.group(1)) if rate else None,
+                        "replies_per_connection": float(length.group(1)) if length else None,
+                        "reply_ms": reply_ms, "client_errors": client_errors}}
 
 
 TOOL = Httperf()  # what the registry (tools/__init__.py) finds
