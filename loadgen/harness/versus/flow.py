@@ -167,6 +167,8 @@ def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     options = replace(options, seed=seed)
     with ExitStack() as stack:  # unwound in reverse: the servers stopped, then the worktrees removed
+        # a killed command's servers stopped first: they may run from the worktrees that checked_out removes
+        Session(where.runtime, where.plan, dict(servers), where.ports).clear_leftovers()
         base, head = checked_out(options, servers, stack)
         picked = both_take(base, head, where.profile, options.scenarios)
         place(base, head, where.ports, servers)
