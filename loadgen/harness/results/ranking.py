@@ -27,6 +27,12 @@ How often this orders two identical servers: with n attempts each and min–max 
 disjoint with probability 2·n!·n!/(2n)! (the attempts of the two, exchangeable, fall all of one side above all of the
 other): 10 % with 3 attempts, 2.9 % with 4, 0.8 % with 5. The profiles take 4 (`false_order_rate`, and the A/A
 twin of `make bench` checks it on every run).
+
+**By paired rounds, where a group's rounds share enough of the noise** (harness.results.round_pairs, issue 41): the
+rate relation between two records that both have interleaved rounds and neither a lower bound is then their
+round-by-round ratio's interval, held to the same false-order rate for as many rounds; the group's rule is chosen
+from all its servers' rounds, never from the pair, and every export reads it from here (`GroupRule`,
+`Standing.paired`, `ordered_by`).
 """
 from __future__ import annotations
 
@@ -35,7 +41,9 @@ from dataclasses import dataclass
 
 from harness.basics import stats
 from harness.results import flag_kinds as kinds
+from harness.results import noise, round_pairs
 from harness.results.records import Record
+from harness.results.round_pairs import GroupRule, group_rule
 
 # what keeps a record out and what makes its figure a lower bound: each flag declares it (flag_kinds)
 EXCLUDING, LOWER_BOUND = kinds.EXCLUDING, kinds.LOWER_BOUND
@@ -79,8 +87,32 @@ def above_by_cost(b: Record, a: Record) -> bool:
 
 
 def above(b: Record, a: Record) -> bool:
-    """B is directly above A (by rate, or by cost where the load generator is the limit)."""
+    """B is directly above A by intervals (by rate, or by cost where the load generator is the limit)."""
     return above_by_rate(b, a) or above_by_cost(b, a)
+
+
+def pairable(record: Record, rule: GroupRule) -> bool:
+    """Whether `record` is compared by paired rounds in its group: the group pairs, it was measured in the rounds
+    (not again back to back) and its figure is no lower bound."""
+    return rule.paired and not is_lower_bound(record) and bool(noise.rounds_of(record))
+
+
+def ordered_by(b: Record, a: Record, rule: GroupRule) -> str:
+    """Which rule compares B with A in their group: "paired rounds" or "intervals" (with "CPU per request" where
+    that placed one of them)."""
+    if pairable(b, rule) and pairable(a, rule) and round_pairs.paired_interval(b, a) is not None:
+        return "paired rounds"
+    return "CPU per request" if above_by_cost(b, a) or above_by_cost(a, b) else "intervals"
+
+
+def above_in(rule: GroupRule, b: Record, a: Record) -> bool:
+    """B is directly above A under its group's rule: by paired rounds where both are paired (above), else by
+    intervals."""
+    if pairable(b, rule) and pairable(a, rule):
+        found = round_pairs.paired_interval(b, a)
+        if found is not None:
+            return found.low > 1
+    return above(b, a)
 
 
 @dataclass(frozen=True)
@@ -91,6 +123,7 @@ class Standing:
     rank: int  # the best possible place: 1 + the records surely above it
     worst: int  # the worst possible place: the group's count minus the records surely below it
     by_cost: bool = False  # something is placed above or below it through CPU per request
+    paired: bool = False  # compared with the others by paired rounds (its group's rule), not by intervals
 
     @property
     def tied(self) -> bool:
@@ -112,10 +145,12 @@ def descendants(anc: list[set[int]]) -> list[set[int]]:
     return out
 
 
-def ancestors(records: list[Record]) -> list[set[int]]:
-    """For each record, the indexes of the records above it directly or through others (itself excluded)."""
+def ancestors(records: list[Record], rule: GroupRule | None = None) -> list[set[int]]:
+    """For each record, the indexes of the records above it directly or through others (itself excluded), under the
+    group's rule (`group_rule(records)` unless given)."""
+    rule = rule or group_rule(records)
     n = len(records)
-    direct = [[j for j in range(n) if j != i and above(records[j], records[i])] for i in range(n)]
+    direct = [[j for j in range(n) if j != i and above_in(rule, records[j], records[i])] for i in range(n)]
     out = []
     for i in range(n):
         seen, todo = set(), list(direct[i])
@@ -132,11 +167,14 @@ def ancestors(records: list[Record]) -> list[set[int]]:
 def rank(records: list[Record]) -> list[Standing]:
     """The standings of `records` (all taking part, one group): each its range of places, listed by the middle of the
     range (a record surely above another has both ends lower, so it is listed first), then req/s descending."""
-    anc = ancestors(records)
+    rule = group_rule(records)
+    anc = ancestors(records, rule)
     below = descendants(anc)
     cost_linked = {i for i, r in enumerate(records) for j, o in enumerate(records)
                    if i != j and (above_by_cost(r, o) or above_by_cost(o, r))}
-    standings = [Standing(r, 1 + len(anc[i]), len(records) - len(below[i]), i in cost_linked)
+    paired = {i for i, r in enumerate(records) for o in records if o is not r
+              and ordered_by(r, o, rule) == "paired rounds"}
+    standings = [Standing(r, 1 + len(anc[i]), len(records) - len(below[i]), i in cost_linked, i in paired)
                  for i, r in enumerate(records)]
     return sorted(standings, key=lambda s: (s.rank + s.worst, -(s.record.rps or 0)))
 
@@ -148,10 +186,7 @@ def ordered(a: Record, b: Record, among: list[Record]) -> bool:
     return ib in anc[ia] or ia in anc[ib]
 
 
-def false_order_rate(attempts: int) -> float:
-    """The probability that two identical servers' min–max intervals of `attempts` attempts each are disjoint:
-    2·n!·n!/(2n)! (the 2n exchangeable attempts ordered so that all of one server's lie above all of the other's)."""
-    return 2 * math.factorial(attempts) ** 2 / math.factorial(2 * attempts)
+false_order_rate = round_pairs.false_order_rate  # 2·n!·n!/(2n)!: the unpaired rule's, and the paired one's by design
 
 
 METHOD_NOTE = (
@@ -163,4 +198,7 @@ METHOD_NOTE = (
     "falls as load rises, so a cost measured at a lower rate is an upper bound of the cost at a higher one). A rank "
     "is the range of places the intervals allow: from 1 + the number of servers surely above (directly or through "
     "others) to the count minus the number surely below, so 1–5 is a server that may be first or fifth, and a wide "
-    "interval never earns a better-looking rank than a precise one.")
+    "interval never earns a better-looking rank than a precise one. Where a group's rounds share enough of the machine's "
+    "noise (the servers of a round read high or low together), two servers measured in those rounds are compared by "
+    "their ratio round by round instead: the geometric mean of the per-round ratios, with a t interval held to the "
+    "same false-order rate; each group says which rule it used.")

@@ -1,0 +1,122 @@
+"""Two servers of one group ordered by their ratio round by round, where the group's rounds share enough of the noise
+for that to narrow the interval (issue 41; README, "Where the noise is").
+
+Why: in interleaved rounds attempt k of every server is taken within seconds, so the part of the noise that the
+machine puts on the whole round (its drift) lands on both servers of a pair alike, and their ratio in that round
+carries none of it. What pairing costs: a paired interval rests on the rounds (n − 1 degrees of freedom), two
+unpaired intervals on the attempts of both (2n − 2), so at a given false-order rate its t quantile is wider. Pairing
+narrows the comparison only where the shared part of the variance, f, is large enough:
+    (1 − f) · t(n − 1)² < t(2n − 2)²,   i.e. f > 1 − (t(2n − 2) / t(n − 1))²
+about 48 % with 4 rounds, 30 % with 6, 21 % with 8, 13 % with 12 (at a 2.9 % false-order rate). f is read from all the servers of
+the group (harness.results.noise.round_sharing: their rounds' mean square against their residual), never from the
+pair being compared, so the choice does not lean on that pair's difference. The recorded benches of this machine
+share 22–33 % (README), so with 4 rounds their groups are mostly ordered by intervals, as before.
+
+The paired relation: over the rounds both servers have (in interleaved rounds, not measured again back to back),
+the geometric mean of B ÷ A and its Student t interval on the logs (as harness.results.paired.ratio_interval) at
+the false-order rate the unpaired rule has with the profiles' 4 attempts, 2·4!·4!/8! = 2.9 %, whatever the rounds:
+B is above A where the interval lies wholly above 1. So the A/A twin, judged by whichever rule its group uses, is
+ordered at the same stated rate as before (for normal noise on the log scale; the twin checks it on real noise). A lower bound (a saturated load generator) has no ratio to pair: its pairs stay with the
+intervals.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from harness.results import noise
+from harness.results.paired import RatioInterval, t_quantile
+from harness.results.records import Record
+
+MIN_ROUNDS = 3  # a paired interval of two rounds rests on one degree of freedom: not worth having
+PROFILE_ATTEMPTS = 4  # the profiles' attempts: the paired rule's false-order rate is the unpaired rule's with these
+
+
+def false_order_rate(attempts: int) -> float:
+    """The probability that two identical servers' min–max intervals of `attempts` attempts each are disjoint:
+    2·n!·n!/(2n)! (the 2n exchangeable attempts ordered so that all of one server's lie above all of the other's)."""
+    return 2 * math.factorial(attempts) ** 2 / math.factorial(2 * attempts)
+
+
+# The paired rule's false-order rate, whatever its rounds: the unpaired rule's with the profiles' 4 attempts (2.9 %),
+# so that pairing adds no false order. (Held to 2·n!·n!/(2n)! for n rounds instead, it would order nothing from 8
+# rounds on: 0.008 %.)
+FALSE_ORDER_RATE = false_order_rate(PROFILE_ATTEMPTS)
+
+
+@lru_cache(maxsize=256)
+def critical_t(df: int) -> float:
+    """Student's t quantile at FALSE_ORDER_RATE (two-sided) with `df` degrees of freedom."""
+    return t_quantile(1 - FALSE_ORDER_RATE, df)
+
+
+def pairing_threshold(rounds: int) -> float:
+    """The shared fraction of the variance above which pairing `rounds` rounds narrows the comparison (above)."""
+    return 1 - (critical_t(2 * rounds - 2) / critical_t(rounds - 1)) ** 2
+
+
+def power(difference: float, own_sd: float, rounds: int) -> float:
+    """The probability that the paired rule orders two servers `difference` apart (a fraction: 0.05) whose attempts
+    each carry an own noise of `own_sd` (ln scale) beyond the round's shared part, over `rounds` rounds: the normal
+    approximation of the noncentral t (Johnson & Kotz: P(T' > c) ≈ Φ((δ − c) / √(1 + c²/2ν)))."""
+    if own_sd <= 0:
+        return 1.0
+    df = rounds - 1
+    shift = math.log1p(difference) / (math.sqrt(2) * own_sd / math.sqrt(rounds))
+    c = critical_t(df)
+    z = (shift - c) / math.sqrt(1 + c * c / (2 * df))
+    return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+
+def rounds_needed(difference: float, own_sd: float, wanted: float = 0.9, most: int = 400) -> int | None:
+    """The fewest rounds at which the paired rule orders a `difference` at `wanted` power (None: not within `most`)."""
+    return next((n for n in range(MIN_ROUNDS, most + 1) if power(difference, own_sd, n) >= wanted), None)
+
+
+@dataclass(frozen=True)
+class GroupRule:
+    """How a group's pairs are ordered: by paired rounds (`paired`) or by intervals, and why."""
+
+    paired: bool
+    sharing: noise.Sharing | None
+    rounds: int  # the rounds every server with rounds has
+
+    @property
+    def why(self) -> str:
+        if self.sharing is None:
+            return "no interleaved rounds to pair (or too few servers to read their shared part)"
+        share = f"the servers of a round share {self.sharing.shared_fraction:.0%} of the variance over {self.rounds} rounds"
+        if self.paired:
+            return f"{share}, above the {pairing_threshold(self.rounds):.0%} where pairing narrows the comparison"
+        if self.rounds < MIN_ROUNDS:
+            return f"{share}; fewer than {MIN_ROUNDS} rounds to pair"
+        return f"{share}, below the {pairing_threshold(self.rounds):.0%} where pairing would narrow the comparison"
+
+
+def group_rule(records: list[Record]) -> GroupRule:
+    """The rule of a group (its ranked records): paired where its rounds share enough of the noise (above)."""
+    sharing = noise.round_sharing(records)
+    _, rounds = noise.common_rounds(records)
+    paired = (sharing is not None and len(rounds) >= MIN_ROUNDS
+              and sharing.shared_fraction > pairing_threshold(len(rounds)))
+    return GroupRule(paired, sharing, len(rounds))
+
+
+def paired_interval(b: Record, a: Record) -> RatioInterval | None:
+    """B ÷ A round by round over the rounds both have, its interval at FALSE_ORDER_RATE; None with fewer than
+    MIN_ROUNDS in common."""
+    rb, ra = noise.rounds_of(b), noise.rounds_of(a)
+    common = sorted(set(rb) & set(ra))
+    n = len(common)
+    if n < MIN_ROUNDS:
+        return None
+    logs = [rb[k] - ra[k] for k in common]
+    mean = sum(logs) / n
+    margin = critical_t(n - 1) * math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1) / n)
+    return RatioInterval(math.exp(mean), math.exp(mean - margin), math.exp(mean + margin), n, 1 - FALSE_ORDER_RATE)
+
+
+def paired_above(b: Record, a: Record) -> bool:
+    found = paired_interval(b, a)
+    return found is not None and found.low > 1
