@@ -25,7 +25,7 @@ const READ_CHUNK: usize = 16 * 1024;
 
 enum Stage {
     Slot,
-    Hold { number: u64, delayed: bool },
+    Hold { number: u64, delayed: bool, failed: bool },
 }
 
 struct Pending {
@@ -64,7 +64,7 @@ impl Conn {
                 let p = self.pending.take().expect("checked above");
                 match p.stage {
                     Stage::Slot => self.after_slot(p.settings, p.start, p.keep, shared),
-                    Stage::Hold { number, delayed } => self.answer_hello(number, delayed, p.keep),
+                    Stage::Hold { number, delayed, failed } => self.answer_hello(number, delayed, failed, p.keep),
                 }
                 continue;
             }
@@ -112,24 +112,28 @@ impl Conn {
 
     fn after_slot(&mut self, settings: Settings, start: Instant, keep: bool, shared: &Shared) {
         crate::burn_cpu(std::time::Duration::from_micros(settings.burn_us));
-        let (number, delayed, hold) = shared.count(&settings);
+        let (number, delayed, hold, failed) = shared.count(&settings);
         let until = start + hold;
         if until > Instant::now() {
             self.pending = Some(Pending {
                 settings,
                 start,
                 keep,
-                stage: Stage::Hold { number, delayed },
+                stage: Stage::Hold { number, delayed, failed },
                 until,
             });
         } else {
-            self.answer_hello(number, delayed, keep);
+            self.answer_hello(number, delayed, failed, keep);
         }
     }
 
-    fn answer_hello(&mut self, number: u64, delayed: bool, keep: bool) {
-        let answer = Answer::ok("text/plain; charset=utf-8", "Hello World")
-            .with_note(format!("request={number}; delayed={}", u8::from(delayed)));
+    fn answer_hello(&mut self, number: u64, delayed: bool, failed: bool, keep: bool) {
+        let answer = if failed { Answer::unavailable() } else { Answer::ok("text/plain; charset=utf-8", "Hello World") };
+        let answer = answer.with_note(format!(
+            "request={number}; delayed={}{}",
+            u8::from(delayed),
+            if failed { "; failed=1" } else { "" }
+        ));
         self.answer(&answer, keep);
     }
 

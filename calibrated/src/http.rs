@@ -34,6 +34,16 @@ impl Answer {
         self.note = Some(note);
         self
     }
+    /// 503 with a body as long as "Hello World": a calibrated failure (`fail_every`).
+    pub fn unavailable() -> Answer {
+        Answer {
+            status: "503 Service Unavailable",
+            content_type: "text/plain; charset=utf-8",
+            body: "Unavailable".into(),
+            close: false,
+            note: None,
+        }
+    }
     pub fn not_found() -> Answer {
         Answer {
             status: "404 Not Found",

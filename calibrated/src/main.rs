@@ -6,17 +6,20 @@
 //! - burning `burn_us` µs of CPU, measured on the thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID), so preemption
 //!   does not shorten it,
 //! - sleeping until `service_us` µs after the request was read (plus `delay_us` for 1 request in `every`, counted
-//!   over all connections: requests number 0, 1, 2, ...; every one whose number is `every - 1` modulo `every`).
+//!   over all connections: requests number 0, 1, 2, ...; every one whose number is `every - 1` modulo `every`),
+//! - and answering 503 "Unavailable" (as long as "Hello World", so a tool that compares lengths sees none changed) in
+//!   place of 200 for 1 request in `fail_every`: every one whose number is 0 modulo `fail_every` (0: none), so a tool
+//!   must count exactly those as errors.
 //!
 //! Each setting comes from the request's query (/hello?service_us=5000&every=20&delay_us=20000) or else from the
-//! environment at start (CAL_SERVICE_US, CAL_EVERY, CAL_DELAY_US, CAL_BURN_US, CAL_CAP).
+//! environment at start (CAL_SERVICE_US, CAL_EVERY, CAL_DELAY_US, CAL_BURN_US, CAL_CAP, CAL_FAIL_EVERY).
 //!
 //! Design: one epoll event loop per core (SERVER_CORES, event_loop.rs), so that its own cost per request is small
 //! (a tool-bound calibration needs the tool to cost more per request than the server); a waiting request parks its
 //! connection on a nanosecond timer and holds only that connection, as the arithmetic of a closed loop assumes.
 //! GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the default action).
 //! Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a client can tell the
-//! delayed requests from the others.
+//! delayed requests from the others (`; failed=1` on a 503).
 
 mod event_loop;
 mod http;
@@ -40,6 +43,7 @@ pub struct Settings {
     pub delay_us: u64,
     pub burn_us: u64,
     pub cap: u64,
+    pub fail_every: u64,
 }
 
 impl Settings {
@@ -50,6 +54,7 @@ impl Settings {
             delay_us: env_u64("CAL_DELAY_US")?,
             burn_us: env_u64("CAL_BURN_US")?,
             cap: env_u64("CAL_CAP")?,
+            fail_every: env_u64("CAL_FAIL_EVERY")?,
         })
     }
 
@@ -67,6 +72,7 @@ impl Settings {
                 "delay_us" => self.delay_us = number,
                 "burn_us" => self.burn_us = number,
                 "cap" => self.cap = number,
+                "fail_every" => self.fail_every = number,
                 _ => return Err(format!("unknown setting {name:?}")),
             }
         }
@@ -105,13 +111,15 @@ impl Shared {
         slot
     }
 
-    /// The request's number, whether it is one of the 1 in `every` delayed, and how long after it was read it is
-    /// answered (its service time, plus the delay when delayed).
-    pub fn count(&self, s: &Settings) -> (u64, bool, Duration) {
+    /// The request's number, whether it is one of the 1 in `every` delayed, how long after it was read it is
+    /// answered (its service time, plus the delay when delayed), and whether it is one of the 1 in `fail_every`
+    /// answered 503.
+    pub fn count(&self, s: &Settings) -> (u64, bool, Duration, bool) {
         let number = self.requests.fetch_add(1, Ordering::Relaxed);
         let delayed = s.every > 0 && number % s.every == s.every - 1;
         let hold = s.service_us + if delayed { s.delay_us } else { 0 };
-        (number, delayed, Duration::from_micros(hold))
+        let failed = s.fail_every > 0 && number % s.fail_every == 0;
+        (number, delayed, Duration::from_micros(hold), failed)
     }
 }
 

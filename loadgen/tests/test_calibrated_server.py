@@ -188,3 +188,21 @@ def test_ab_s_p99_9_is_the_known_tail_to_the_ms_from_its_per_request_file(server
     assert kept[0].startswith("starttime") and len(kept) == 1 + 10
     assert [int(line.split("\t")[4]) >= 20 for line in kept[1:]] == [False] * 5 + [True] * 5
     assert ab.parse(out, tmp_path).latency_ms == m.latency_ms
+
+
+def test_exactly_one_answer_in_m_is_a_503_as_long_as_a_hello(server):
+    """The error mode (fail_every): the request numbers 0 modulo m answered 503 "Unavailable" (11 bytes, like "Hello
+    World": ab sees no length change), each saying so in its Calibration header; the rest 200."""
+    _, running = server
+    m = 5
+    with Connection(running.host, running.port) as conn:
+        answers = []
+        for _ in range(40):
+            conn.send(request_bytes(f"/hello?fail_every={m}"))
+            response = conn.read_response()
+            note = dict(part.strip().split("=") for part in response.header("calibration").split(";"))
+            answers.append((response.status, response.text, note))
+    failed = [(int(note["request"]), text) for status, text, note in answers if status == 503]
+    assert all(n % m == 0 and text == "Unavailable" for n, text in failed) and len(failed) == 40 // m
+    assert all(note.get("failed") == "1" for status, _, note in answers if status == 503)
+    assert all(text == "Hello World" and "failed" not in note for status, text, note in answers if status == 200)

@@ -122,7 +122,8 @@ def test_the_project_plan_gives_every_tool_a_load_with_its_settings_in_the_query
     plan = calibration.read_plan()
     assert {load.tool for load in plan.loads} == {"ab", "wrk", "httperf", "oha", "h2load", "gatling"}
     scenarios = {s.name: s for s in calibration.scenarios(plan)}
-    assert scenarios["calibrate-wrk-paced"].targets == (("hello", "/hello?service_us=40000&every=20&delay_us=40000"),)
+    assert scenarios["calibrate-wrk-paced"].targets == (
+        ("hello", "/hello?service_us=40000&every=20&delay_us=40000&fail_every=10"),)
     assert scenarios["calibrate-ab-cheap"].targets == (("hello", "/hello"),)
     assert not any(s.in_bench for s in scenarios.values())
     assert [load.open_loop for load in plan.loads if load.tool == "oha"] == [False, True, False, False]
@@ -157,7 +158,7 @@ def test_a_recorded_load_is_judged_figure_by_figure_and_kept_out_of_the_ranking(
     assert (figures["mean"]["known"], figures["mean"]["ok"]) == (42.0, False)  # S + D/k
     assert figures["max"]["known"] == 80.0 and figures[kinds.LOADGEN_BOUND.name]["ok"] is True
     run.calibration = verdicts
-    assert calibration_page.counts(run) == (4, 4)  # p90, p99.9, max and mean missing from this hand-made record
+    assert calibration_page.counts(run) == (4, 5)  # p90, p99.9, max, mean and the 503s missing from this hand-made record
     assert model.build(run).scenarios == []  # never ranked: its records are on the calibration page only
     assert not run.records[0].ranked
 
@@ -184,12 +185,14 @@ def test_wrk_s_own_correction_is_printed_beside_the_truth_where_it_moves_a_perce
     assert calibration.tool_note(ab, whole, "p50", 10.2, k) == (10, "ab's figures are its table's whole ms (±0.5 ms)")
 
 
-def test_httperf_s_connection_ramp_is_said_with_its_share_of_the_rate():
+def test_httperf_s_connection_opening_is_in_its_known_rate():
+    """16 connections opened at 1,000/s, the last 15 ms after the first: 4,140 requests at 1,391.3/s take 2.976 s
+    plus 15 ms, 1,384.3/s."""
     load = calibration.CalibrationLoad("httperf", "paced", PACED, calibration.parse_run(
         {"concurrency": 16, "rate": 1000, "duration_s": 3}, "test", 0))
-    record = recorded("calibrated", load.scenario, 1380.0, 0.2, 4140)  # 3.0 s
-    assert calibration.rate_note(load, record) == ("httperf opens its 16 connections at 1000/s: 16 ms below full "
-                                                   "concurrency, about -0.3% on its rate")
+    record = recorded("calibrated", load.scenario, 1380.0, 0.2, 4140)
+    k = calibration.with_connection_opening(load, record, ka.known(PACED, 16, 1))
+    assert k.rps == pytest.approx(4140 / (0.015 + 4140 / (16 / 0.0115)), rel=1e-6) and "the last 15 ms" in k.why
 
 
 def test_gatling_s_whole_second_span_is_said_with_both_readings():
@@ -247,3 +250,12 @@ def test_httperf_s_saturation_is_judged_by_its_pace_not_its_cpu():
     assert held(connect_burst=3) == 1.0 and held(client_errors=2) == 1.0  # it fell behind, or ran out of descriptors
     assert held(replies_per_connection=1.0, connection_rate=900.0) == 1.0  # a connection per call, under its --rate
     assert held(replies_per_connection=1.0, connection_rate=995.0) == 0.0
+
+
+def test_the_503s_of_the_error_mode_are_counted_exactly_or_missed():
+    """1 in 10 of 7,600 answered requests are 503s: 760, give or take one and the answers in flight (32 connections)
+    when a timed tool stops; a tool that counts none, or every error twice, misses."""
+    assert ka.judge_failures(10, 7600, 760, 32).ok is True
+    assert ka.judge_failures(10, 7600, 764, 32).ok is True  # 1 + 32/10 answers either way
+    assert ka.judge_failures(10, 7600, 0, 32).ok is False and "-760 against 1 in 10" in ka.judge_failures(10, 7600, 0, 32).note
+    assert ka.judge_failures(10, 7600, 1520, 32).ok is False

@@ -15,7 +15,7 @@ PROFILES = ("quick", "seed")
 LOAD_FIELDS = {
     "concurrency": int, "requests": int, "duration_s": float, "threads": int, "keepalive": bool,
     "timeout_s": float, "continue_on_error": bool, "rate": float, "calls_per_connection": int, "users": int,
-    "injection": str, "streams": int, "protocol": str,
+    "injection": str, "streams": int, "protocol": str, "processes": int,
 }
 PROTOCOLS = ("h1", "h2c")  # a load's `protocol` (h2load): HTTP/1.1, or cleartext HTTP/2 with prior knowledge
 # A run field that is not part of the load: `rate_share`, the run's rate as a share of the rate its warm-up reached

@@ -100,7 +100,7 @@ class Bench:
         idle = (lambda: frozen) if frozen is not None else None
         try:
             plan = plan_load(tool, spec, session.plan.loadgen, tool_processes(tool, spec.concurrency),
-                             session.plan.loadgen_processes)
+                             spec.processes or session.plan.loadgen_processes)
         except ValueError as exc:  # a load the plan cannot divide: this attempt is not run, and says why
             return Outcome(None, f"not run: {exc}")
         with session.measuring(target.running):

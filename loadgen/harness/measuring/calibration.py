@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.table import Table
@@ -42,9 +42,11 @@ class CalibrationLoad:
 
     @property
     def open_loop(self) -> bool:
-        """Sent on a schedule rather than when answers come back: Gatling always, oha when given a rate (httperf's
-        rate is one of new connections, each of them a closed loop)."""
-        return self.tool in ka.OPEN_LOOP_TOOLS or (self.tool == "oha" and bool(self.run.load.get("rate")))
+        """Sent on a schedule rather than when answers come back: Gatling always, oha when given a rate, httperf where
+        each connection makes one call (its rate is one of new connections; with more calls each is a closed loop)."""
+        load = self.run.load
+        return (self.tool in ka.OPEN_LOOP_TOOLS or (self.tool == "oha" and bool(load.get("rate")))
+                or (self.tool == "httperf" and load.get("calls_per_connection") == 1))
 
 
 @dataclass(frozen=True)
@@ -151,13 +153,20 @@ def rate_note(load: CalibrationLoad, record: Record) -> str:
         low, high = math.floor(span), math.ceil(span)
         return (f"Gatling divides its count by its run's span in whole seconds: {span:.2f} s reads as {low} or "
                 f"{high} s, {asked / low - 1:+.1%} or {asked / high - 1:+.1%} on its rate")
-    connections, opened = load.run.load.get("concurrency"), load.run.load.get("rate")
-    took = record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None)
-    if load.tool == "httperf" and connections and opened and took:
-        ramp = connections / opened  # its connections open one by one at `rate` per second: half of them, on average
-        return (f"httperf opens its {connections} connections at {opened:g}/s: {ramp * 1000:.0f} ms below full "
-                f"concurrency, about {-ramp / 2 / took:+.1%} on its rate")
     return ""
+
+
+def with_connection_opening(load: CalibrationLoad, record: Record, k: ka.Known) -> ka.Known:
+    """httperf opens its c connections one by one at its --rate r, each then a closed loop: the last starts (c-1)/r
+    after the first, so an attempt's R requests take (c-1)/r + R/rate; the known rate with that opening in it."""
+    connections, opened = load.run.load.get("concurrency"), load.run.load.get("rate")
+    measured = [a for a in record.attempts if a.measured and a.requests]
+    if load.tool != "httperf" or load.open_loop or not (connections and opened and k.rps and measured):
+        return k
+    requests = sum(a.requests for a in measured) / len(measured)
+    ramp_s = (connections - 1) / opened
+    return replace(k, rps=requests / (ramp_s + requests / k.rps),
+                   why=f"{k.why}; its connections opened at {opened:g}/s, the last {ramp_s * 1000:.0f} ms after the first")
 
 
 def judge(load: CalibrationLoad, record: Record | None) -> dict:
@@ -169,7 +178,7 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
         return {**entry, "figures": [], "failed": (record.failed if record else None) or "not measured"}
     cores = server_cores(record)
     offered = load.run.load.get("rate") if load.open_loop else None
-    k = ka.known(load.server, load.run.load.get("concurrency") or 0, cores, offered)
+    k = with_connection_opening(load, record, ka.known(load.server, load.run.load.get("concurrency") or 0, cores, offered))
     m = measured(record)
     rate = ka.judge_rate(k, m)
     extra = rate_note(load, record)
@@ -190,8 +199,19 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
         flag.note += (f"; httperf judged by what it shows, not its CPU: {ka.fmt_share(m.loadgen_util)} of each "
                       "connection's cycle its own, its connect bursts, its connection rate against the one asked")
     figures += [ka.judge_cost(k, m), flag]
+    if load.server.fail_every:
+        figures.append(failures(load, record))
     return {**entry, "server_cores": cores, "limit": k.limit, "why": k.why, "figures": [f.to_dict() for f in figures],
             "failed": None}
+
+
+def failures(load: CalibrationLoad, record: Record) -> ka.Figure:
+    """The 503s of the error mode as the tool counted them (non_2xx; Gatling has one count of every KO)."""
+    measured = [a for a in record.attempts if a.measured]
+    counted = sum(a.errors.total if load.tool == "gatling" else a.errors.non_2xx for a in measured)
+    in_flight = (load.run.load.get("concurrency") or 0) * len(measured)
+    note = "Gatling counts every failed request (KO) in one figure" if load.tool == "gatling" else ""
+    return ka.judge_failures(load.server.fail_every, sum(a.requests for a in measured), counted, in_flight, note)
 
 
 def judge_run(run: Run, plan: Plan, server: str) -> list[dict]:

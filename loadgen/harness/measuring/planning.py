@@ -61,7 +61,7 @@ def _loads(machine: Machine, scenario: Scenario, servers: list[Server], ports: d
         url = f"http://{machine.address}:{port}{scenario.path_for(first)}"
         spec = attempt_spec(scenario, run, url, None)
         plan = plan_load(scenario.tool, spec, machine.cpus.loadgen, tool_processes(scenario.tool, spec.concurrency),
-                         machine.cpus.loadgen_processes)
+                         spec.processes or machine.cpus.loadgen_processes)
         stem = f"{first.name}-{scenario.name}-{run.label}-1"
         parts = len(plan.processes)
         processes = [{"cores": list(p.cores), "threads": p.threads,

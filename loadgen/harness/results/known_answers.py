@@ -42,6 +42,7 @@ class ServerSettings:
     delay_us: int = 0
     burn_us: int = 0
     cap: int = 0
+    fail_every: int = 0  # 1 answer in this many a 503 (the request numbers 0 modulo it, all connections together)
 
     def query(self) -> str:
         """The /hello query that asks for these settings (the zero ones left out)."""
@@ -256,6 +257,18 @@ def cpu_wait_context(m: Observed, miss_ms: float | None = None) -> str:
                 "elsewhere: the tool's side, the server's order of service, or a stall of the whole virtual machine "
                 "shorter than steal's 10 ms ticks")
     return f"{waited}: each wait holds every request in flight that much longer"
+
+
+def judge_failures(fail_every: int, requests: int, counted: int, in_flight: int, tool_note: str = "") -> Figure:
+    """The 503s a tool counted (non_2xx) against 1 in `fail_every` of its `requests`: the server numbers requests
+    over all connections, so an attempt's answers hold requests/m of them to within one, give or take the answers
+    still `in_flight` (up to one per connection, per attempt) when a timed tool stops counting."""
+    known = requests / fail_every
+    slack = 1 + in_flight / fail_every
+    ok = abs(counted - known) <= slack
+    note = "; ".join(n for n in ("" if ok else f"{counted - known:+.0f} against 1 in {fail_every} (±{slack:.0f})",
+                                 tool_note) if n)
+    return Figure("non_2xx", round(known, 1), counted, ok, note)
 
 
 def judge_cost(k: Known, m: Observed) -> Figure:

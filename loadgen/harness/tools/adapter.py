@@ -34,6 +34,7 @@ class LoadSpec:
     sized_from_rps: float | None = None  # the rate a request count was sized from (recorded; no tool reads it)
     streams: int | None = None  # h2load -m: requests in flight on each connection
     protocol: str | None = None  # h2load: "h2c" (cleartext HTTP/2, the default) or "h1" (--h1)
+    processes: int | None = None  # ab, httperf: the load split into this many processes (LOADGEN_PROCESSES for one run)
 
 
 class LoadTool(Protocol):

@@ -38,7 +38,10 @@ class Httperf:
 
     def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
         """httperf has no time limit: calls per connection from the rate (every connection opens at once at the
-        scenario's connection rate and makes its calls one after the other)."""
+        scenario's connection rate and makes its calls one after the other); where each connection makes one call,
+        as many connections as its connection rate opens in `seconds`."""
+        if spec.calls_per_connection == 1 and spec.rate:  # a connection per request: their count sets the length
+            return replace(spec, concurrency=max(1, math.ceil(spec.rate * seconds)), duration_s=None)
         if not rate:
             return replace(spec, calls_per_connection=FIRST_CALLS, duration_s=None)
         calls = max(1, math.ceil(rate * seconds / spec.concurrency))
