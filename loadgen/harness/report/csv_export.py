@@ -3,7 +3,8 @@ report's rank (the range of places the intervals allow, "1–5", or one place, "
 `rank_worst` its two ends as numbers; rps_ci_* the req/s median's confidence interval and its level;
 `rps_lower_bound` yes where the load generator or the upstream was the limit; cost_us_* the server's CPU µs per request
 (and `conn_cost_us_*` per connection, for one-request-per-connection loads) with its interval;
-`run` the record's label (the run label, with runtime and round in an overhead run)."""
+`run` the record's label (the run label, with runtime and round in an overhead run); `ordered_by` "paired rounds" where
+its group compared it with others round by round (harness/results/round_pairs.py), "intervals" for the other ranked."""
 from __future__ import annotations
 
 import csv
@@ -17,7 +18,7 @@ from harness.results import ranking
 from harness.results.records import Record
 
 COLUMNS = [
-    "scenario", "run", "server", "rank", "rank_best", "rank_worst", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
+    "scenario", "run", "server", "rank", "rank_best", "rank_worst", "ordered_by", "ranked", "flags", "flag_reasons", "tool", "path", "concurrency", "threads",
     "attempts", "rps_median", "rps_min", "rps_max", "rps_cv", "rps_ci_low", "rps_ci_high", "rps_ci_level",
     "rps_ci_method", "rps_lower_bound", "cost_us_median", "cost_us_ci_low", "cost_us_ci_high", "cost_us_ci_level",
     "conn_cost_us_median", "conn_cost_us_ci_low", "conn_cost_us_ci_high", "remeasured", "p50_ms", "p90_ms", "p99_ms", "max_ms", "p99_median_ms",
@@ -33,8 +34,9 @@ def _num(value, digits: int = 4):
     return round(value, digits) if isinstance(value, float) else value
 
 
-def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
-    """`capacity`: the server's capacity in a stepped scenario (harness.results.capacity), repeated on each of its steps."""
+def row(r: Record, rank: str, capacity: dict | None = None, ordered_by: str = "") -> dict:
+    """`capacity`: the server's capacity in a stepped scenario (harness.results.capacity), repeated on each of its steps;
+    `ordered_by`: the rule that placed it (empty where not ranked)."""
     rps, p99 = summary(r).rps or {}, summary(r).p99 or {}
     ci = rps.get("ci") or {}
     cost, conn = summary(r).cost_us or {}, summary(r).cost_us_per_connection or {}
@@ -43,6 +45,7 @@ def row(r: Record, rank: str, capacity: dict | None = None) -> dict:
     return {
         "scenario": r.scenario, "run": r.label, "server": r.server, "rank": rank,
         "rank_best": rank.split("–")[0] if rank[:1].isdigit() else "", "rank_worst": rank.split("–")[-1] if rank[:1].isdigit() else "",
+        "ordered_by": ordered_by,
         "ranked": "yes" if r.ranked else "no",
         "flags": ";".join(flag_rules.names(r)),
         "flag_reasons": " | ".join(f"{f.name}: {f.reason}" for f in r.flags),
@@ -83,8 +86,10 @@ def render(model: Model) -> str:
     writer.writeheader()
     for scenario in model.scenarios:
         for group in scenario.groups:
+            rules = {id(s.record): "paired rounds" if s.paired else "intervals" for s in group.ranked}
             for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged:
-                writer.writerow(row(r, group.rank_label(r), model.capacity.get(r.server, {}).get(r.scenario)))
+                writer.writerow(row(r, group.rank_label(r), model.capacity.get(r.server, {}).get(r.scenario),
+                                    rules.get(id(r), "")))
     return out.getvalue()
 
 

@@ -143,6 +143,8 @@ def group_tables(model: Model, group: Group) -> str:
         out.append('<p class="muted">No record to rank in this measurement.</p>')
     if group.by_cost:
         out.append(f'<p class="muted">{escape(BY_COST_NOTE)}.</p>')
+    if group.rule_note:
+        out.append(f'<p class="muted">{escape(group.rule_note)}</p>')
     if kept_out:
         out.append(f"<h4>{escape(KEPT_OUT_TITLE)} ({len(kept_out)})</h4>")
         out.append(f'<div class="scroll"><table>{_head()}'

@@ -51,6 +51,8 @@ def group_lines(group: Group) -> list[str]:
     lines = _table(HEADER, [[row.cells[k] for k in KEYS] for row in shown]) if shown else ["_no record to rank_"]
     if group.by_cost:
         lines += ["", f"_{BY_COST_NOTE}_"]
+    if group.rule_note:
+        lines += ["", f"_{group.rule_note}_"]
     if kept_out:
         lines += ["", f"**{KEPT_OUT_TITLE}**", ""]
         lines += _table(HEADER, [[row.cells[k] for k in KEYS] for row in kept_out])

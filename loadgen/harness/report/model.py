@@ -17,7 +17,7 @@ from harness.report import compliance
 from harness.report.cells import capacity_text, cost_text, rps_text
 from harness.results import capacity as capacity_rules
 from harness.results import flags as flag_rules
-from harness.results import ranking
+from harness.results import ranking, round_pairs
 from harness.results.ranking import Standing
 from harness.results.records import Record, Run
 
@@ -42,6 +42,26 @@ class Group:
     def by_cost(self) -> bool:
         """Whether CPU per request placed any record (where the load generator was the limit)."""
         return any(s.by_cost for s in self.ranked)
+
+    @property
+    def paired(self) -> bool:
+        """Whether any of its pairs was ordered by paired rounds (its rounds share the noise: results/round_pairs.py)."""
+        return any(s.paired for s in self.ranked)
+
+    @property
+    def rule_note(self) -> str:
+        """Which rule ordered each pair of the group, and why (issue 41): said under every ranked group."""
+        if not self.ranked:
+            return ""
+        rule = round_pairs.group_rule([s.record for s in self.ranked])
+        if not self.paired:
+            return f"Ordered by intervals: {rule.why}."
+        pairs = [s.record.server for s in self.ranked if s.paired]
+        rest = [s.record.server for s in self.ranked if not s.paired]
+        return (f"Ordered by paired rounds (the geometric mean of per-round ratios, its interval at "
+                f"{round_pairs.FALSE_ORDER_RATE:.1%} false orders) between {', '.join(pairs)}: {rule.why}"
+                + (f"; by intervals wherever {', '.join(rest)} is one of the two (a lower bound, or measured again "
+                   "outside the rounds)." if rest else "."))
 
     @property
     def twins_ordered(self) -> bool | None:
@@ -231,6 +251,7 @@ class Glance:
     by_cost: bool  # CPU per request placed someone in this group (the load generator was the limit)
     twins_ordered: bool | None  # the A/A control in this group (None: no twins ranked here)
     places: tuple[str, ...] = ()  # each best's range of places ("1", "1–5"), as the tables show it
+    paired: bool = False  # some of the group's pairs were ordered by paired rounds (results/round_pairs.py)
 
     def name_of(self, i: int) -> str:
         """The i-th best's name, with its range of places where it could be lower than first ("socko (1–5)")."""
@@ -262,6 +283,8 @@ class Glance:
             parts.append("≥: the load generator (or upstream) was the limit")
         if self.by_cost:
             parts.append("ordered by CPU/request where the load generator was the limit")
+        if self.paired:
+            parts.append("ordered by paired rounds")
         if self.twins_ordered is not None:
             parts.append("A/A twins ORDERED" if self.twins_ordered else "A/A twins tied")
         return "; ".join(parts)
@@ -270,7 +293,8 @@ class Glance:
 def glance(model: Model) -> list[Glance]:
     """The at-a-glance rows of every closed-loop group (stepped scenarios are read by capacity instead)."""
     return [Glance(scenario.name, group.run, group.leaders(), group.ceiling, len(group.ranked), len(group.flagged),
-                   group.by_cost, group.twins_ordered, tuple(group.rank_label(r) for r in group.leaders()))
+                   group.by_cost, group.twins_ordered, tuple(group.rank_label(r) for r in group.leaders()),
+                   group.paired)
             for scenario in model.scenarios if not scenario.is_stepped for group in scenario.groups]
 
 
@@ -306,7 +330,8 @@ def method_note(model: Model) -> str:
     counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})
     rates = ", ".join(f"{ranking.false_order_rate(n):.1%} with {n} attempts" for n in counts)
     return (ranking.METHOD_NOTE + (f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
-                            "exchangeable, all of one above all of the other)." if rates else ""))
+                            "exchangeable, all of one above all of the other)." if rates else "")
+            + f" By paired rounds, {round_pairs.FALSE_ORDER_RATE:.1%} whatever the rounds.")
 
 
 # -- cells shared by the exports ---------------------------------------------------------------------------------------
