@@ -71,7 +71,8 @@ def test_each_fault_alone_fails_its_own_cases(fault):
 
 @pytest.mark.parametrize("pattern, got, expected", [
     ("400", "400+close", True), ("400+close", "400+open", False), ("handled", "405+open", True),
-    ("handled", "400+open", False), ("4xx", "431+close", True), ("200 200+close", "200 200+close", True),
+    ("handled", "400+open", False), ("4xx", "431+close", True), ("refused", "505+close", True),
+    ("refused", "405+open", False), ("200 200+close", "200 200+close", True),
     ("200", "200 404+open", False), ("close", "close", True), ("none", "close", False), ("400", "none", False),
 ])
 def test_patterns(pattern, got, expected):

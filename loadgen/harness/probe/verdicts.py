@@ -1,7 +1,7 @@
 """A case's verdict: its outcome (wire.Reply, described) against what the RFC allows, written as short patterns:
 
 - `400`, `4xx`, `200 200`: the final responses' statuses in order (`handled`: the request was parsed and routed:
-  2xx, 3xx, 404 or 405, whatever the server does with that method);
+  2xx, 3xx, 404 or 405, whatever the server does with that method; `refused`: any other 4xx or 5xx);
 - a suffix `+close` (the server then closed the connection) or `+open` (it kept it open); without one, either;
 - `close` (no answer, closed), `none` (no answer, still open when the probe gave up), `not-http`.
 
@@ -31,6 +31,8 @@ def matches(pattern: str, got: str) -> bool:
 def _status_matches(wanted: str, got: str) -> bool:
     if wanted == "handled":
         return got.startswith(HANDLED[:2]) or got in HANDLED[2:]
+    if wanted == "refused":
+        return got.startswith(("4", "5")) and got not in HANDLED[2:]
     if wanted.endswith("xx"):
         return got[0] == wanted[0]
     return got == wanted
