@@ -2,13 +2,15 @@
 (harness/results/noise.py), the paired rule chosen where the rounds share the noise (harness/results/round_pairs.py),
 checked on synthetic rounds at its stated power and false-order rate, and on the recorded benches: no order the
 intervals claimed is reversed by the rule now used."""
+import csv
+import io
 import math
 import random
 from pathlib import Path
 
 import pytest
 
-from harness.report import model
+from harness.report import csv_export, markdown, model
 from harness.results import flags, noise, ranking, round_pairs
 from harness.results import records as results
 from harness.results.records import Record
@@ -135,3 +137,25 @@ def test_every_ranked_record_says_which_rule_placed_it():
                 ways = {ranking.ordered_by(s.record, o, rule) for o in records if o is not s.record}
                 assert s.paired == ("paired rounds" in ways)
                 assert ways <= {"paired rounds", "intervals", "CPU per request"}
+
+
+UNSTEADY = REPO.parent / "shared" / "runs" / "20261126-040707-bench" / "results.json"
+
+
+@pytest.mark.skipif(not UNSTEADY.is_file(), reason="the recorded runs (shared/runs) are not beside this checkout")
+def test_the_report_says_which_rule_ordered_each_group():
+    """The unsteady bench of 26 Nov: weather c256's rounds share 66 % of the variance, so its pairs are ordered by
+    paired rounds, and the Markdown, the at-a-glance row and the CSV say so; hello c100's share 10 %: intervals."""
+    run = results.load(UNSTEADY)
+    flags.evaluate(run)
+    m = model.build(run)
+    weather = next(g for s in m.scenarios for g in s.groups if (g.scenario, g.run) == ("weather", "c256"))
+    hello = next(g for s in m.scenarios for g in s.groups if (g.scenario, g.run) == ("hello", "c100"))
+    assert weather.paired and weather.rule_note.startswith("Ordered by paired rounds")
+    assert not hello.paired and hello.rule_note.startswith("Ordered by intervals: the servers of a round share 10%")
+    assert "_Ordered by paired rounds" in markdown.render(m)
+    assert [g.note for g in model.glance(m) if g.paired] == ["ordered by paired rounds; A/A twins tied"]
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(m))))
+    ways = {(r["scenario"], r["run"], r["ordered_by"]) for r in rows if r["rank"]}
+    assert ("weather", "c256", "paired rounds") in ways and ("hello", "c100", "intervals") in ways
+    assert ("hello", "c100", "paired rounds") not in ways
