@@ -118,7 +118,8 @@ def correlation(pairs: list[tuple[float, float]]) -> float | None:
 
 def successive_rounds(groups: list[list[Record]]) -> list[tuple[float, float]]:
     """The shared effects of each round and the next of its group (pairs), for their correlation over time. Each
-    group's effects sum to 0, which biases their correlation by about −1/(rounds − 1); `within_round_lag` has none."""
+    group's effects sum to 0, which biases their correlation by about −1/(rounds − 1); `within_round_lag` has
+    none."""
     pairs: list[tuple[float, float]] = []
     for records in groups:
         effects = [e for _, e in sorted(round_effects(records))]
@@ -166,7 +167,8 @@ def describe_run(path: Path) -> str:
     near, far = within_round_lag(groups, (1, 1)), within_round_lag(groups, (4, 20))
     lag = correlation(successive_rounds(groups))
     return (f"{path.parent.name}: attempts {'/'.join(f'{x:g}' for x in lengths)} s, probe CV "
-            f"{min(cvs, default=0):.0%}–{max(cvs, default=0):.0%}; per attempt: shared {math.sqrt(sharing.shared):.1%}, "
+            f"{min(cvs, default=0):.0%}–{max(cvs, default=0):.0%}; "
+            f"per attempt: shared {math.sqrt(sharing.shared):.1%}, "
             f"own {math.sqrt(sharing.own):.1%} (shared {sharing.shared_fraction:.0%} of the variance); "
             f"alike within a round: next turn {_figure(near)}, 4+ turns apart {_figure(far)}; "
             f"shared effect, round to round: r = {_figure(lag)}")
@@ -182,7 +184,8 @@ def by_length(groups: list[list[Record]]) -> str:
     for length, found in sorted(lengths.items()):
         p = pooled(found)
         if p is not None:
-            parts.append(f"{length:g} s ({len(found)} groups): own {math.sqrt(p.own):.1%}, shared {math.sqrt(p.shared):.1%}")
+            parts.append(f"{length:g} s ({len(found)} groups): own {math.sqrt(p.own):.1%}, "
+                         f"shared {math.sqrt(p.shared):.1%}")
     return "; ".join(parts)
 
 

@@ -30,7 +30,7 @@ twin of `make bench` checks it on every run).
 
 **By paired rounds, where a group's rounds share enough of the noise** (harness.results.round_pairs, issue 41): the
 rate relation between two records that both have interleaved rounds and neither a lower bound is then their
-round-by-round ratio's interval, held to the same false-order rate for as many rounds; the group's rule is chosen
+round-by-round ratio's interval, held to the profiles' rate (2.9 %) whatever its rounds; the group's rule is chosen
 from all its servers' rounds, never from the pair, and every export reads it from here (`GroupRule`,
 `Standing.paired`, `ordered_by`).
 """
@@ -186,7 +186,8 @@ def ordered(a: Record, b: Record, among: list[Record]) -> bool:
     return ib in anc[ia] or ia in anc[ib]
 
 
-false_order_rate = round_pairs.false_order_rate  # 2·n!·n!/(2n)!: the unpaired rule's, and the paired one's by design
+# 2·n!·n!/(2n)!: the intervals' rate with n attempts; the paired rule's is round_pairs.FALSE_ORDER_RATE (this at 4)
+false_order_rate = round_pairs.false_order_rate
 
 
 METHOD_NOTE = (
@@ -198,7 +199,7 @@ METHOD_NOTE = (
     "falls as load rises, so a cost measured at a lower rate is an upper bound of the cost at a higher one). A rank "
     "is the range of places the intervals allow: from 1 + the number of servers surely above (directly or through "
     "others) to the count minus the number surely below, so 1–5 is a server that may be first or fifth, and a wide "
-    "interval never earns a better-looking rank than a precise one. Where a group's rounds share enough of the machine's "
-    "noise (the servers of a round read high or low together), two servers measured in those rounds are compared by "
-    "their ratio round by round instead: the geometric mean of the per-round ratios, with a t interval held to the "
-    "same false-order rate; each group says which rule it used.")
+    "interval never earns a better-looking rank than a precise one. Where a group's rounds share enough of the "
+    "machine's noise (the servers of a round read high or low together), two servers measured in those rounds are "
+    "compared by their ratio round by round instead: the geometric mean of the per-round ratios, with a t interval "
+    "held to the same false-order rate; each group says which rule it used.")

@@ -7,17 +7,17 @@ carries none of it. What pairing costs: a paired interval rests on the rounds (n
 unpaired intervals on the attempts of both (2n − 2), so at a given false-order rate its t quantile is wider. Pairing
 narrows the comparison only where the shared part of the variance, f, is large enough:
     (1 − f) · t(n − 1)² < t(2n − 2)²,   i.e. f > 1 − (t(2n − 2) / t(n − 1))²
-about 48 % with 4 rounds, 30 % with 6, 21 % with 8, 13 % with 12 (at a 2.9 % false-order rate). f is read from all the servers of
-the group (harness.results.noise.round_sharing: their rounds' mean square against their residual), never from the
-pair being compared, so the choice does not lean on that pair's difference. The recorded benches of this machine
-share 22–33 % (README), so with 4 rounds their groups are mostly ordered by intervals, as before.
+about 48 % with 4 rounds, 30 % with 6, 21 % with 8, 13 % with 12 (at a 2.9 % false-order rate). f is read from all
+the servers of the group (harness.results.noise.round_sharing: their rounds' mean square against their residual),
+never from the pair being compared, so the choice does not lean on that pair's difference. The recorded benches of
+this machine share 22–33 % (README), so with 4 rounds their groups are mostly ordered by intervals, as before.
 
 The paired relation: over the rounds both servers have (in interleaved rounds, not measured again back to back),
 the geometric mean of B ÷ A and its Student t interval on the logs (as harness.results.paired.ratio_interval) at
 the false-order rate the unpaired rule has with the profiles' 4 attempts, 2·4!·4!/8! = 2.9 %, whatever the rounds:
 B is above A where the interval lies wholly above 1. So the A/A twin, judged by whichever rule its group uses, is
-ordered at the same stated rate as before (for normal noise on the log scale; the twin checks it on real noise). A lower bound (a saturated load generator) has no ratio to pair: its pairs stay with the
-intervals.
+ordered at the same stated rate as before (for normal noise on the log scale; the twin checks it on real noise).
+A lower bound (a saturated load generator) has no ratio to pair: its pairs stay with the intervals.
 """
 from __future__ import annotations
 
@@ -86,7 +86,8 @@ class GroupRule:
     def why(self) -> str:
         if self.sharing is None:
             return "no interleaved rounds to pair (or too few servers to read their shared part)"
-        share = f"the servers of a round share {self.sharing.shared_fraction:.0%} of the variance over {self.rounds} rounds"
+        share = (f"the servers of a round share {self.sharing.shared_fraction:.0%} of the variance over "
+                 f"{self.rounds} rounds")
         if self.paired:
             return f"{share}, above the {pairing_threshold(self.rounds):.0%} where pairing narrows the comparison"
         if self.rounds < MIN_ROUNDS:
