@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.config.manifest import Server
+from harness.config.mix_targets import MixError, MixTarget, is_mix, parse_mix
 from harness.tools import TOOLS, LoadSpec
 
 # Looked up when load/settings run, not bound as their default, so a test can point the whole harness (its CLI too)
@@ -82,6 +83,7 @@ class Scenario:
     # "h2c": measured on the servers whose manifest gives an h2c_port only, its runs over h2c unless a run says
     # protocol = "h1" (its HTTP/1.1 baseline, on the same servers); None: HTTP/1.1
     protocol: str | None = None
+    mix: tuple[MixTarget, ...] | None = None  # a request mix (docs/mixes.md): every target in one load, by weight
 
     @property
     def warmup_tool(self) -> str:
@@ -98,6 +100,8 @@ class Scenario:
         speak the scenario's protocol)."""
         if self.protocol == "h2c" and not server.h2c_port:
             return None
+        if self.mix:  # a server takes part in a mix only when it serves (and so is verified on) every route of it
+            return self.targets[0][1] if all(server.serves(t.route) for t in self.mix) else None
         return next((path for route, path in self.targets if server.serves(route)), None)
 
     def protocol_of(self, run: LoadRun) -> str | None:
@@ -213,12 +217,15 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
             raise ScenarioError(f"{path.name} [{name}]: `targets` must list the routes it measures, e.g. "
                                 'targets = [{ route = "hello", path = "/hello" }]')
         targets = tuple((t["route"], t["path"]) for t in raw_targets)
+        mix = _mix(raw_targets, f"{path.name} [{name}]")
         if "path" in chosen:  # a profile may change the path of the first target (e.g. a smaller fibonacci)
             targets = ((targets[0][0], chosen["path"]),) + targets[1:]
         attempts = chosen.get("attempts")
         if attempts is not None and (not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1):
             raise ScenarioError(f"{where}: attempts must be a positive integer")
         runs = tuple(_run(raw, where, i) for i, raw in enumerate(chosen["runs"]))
+        if mix:  # the weighted paths travel with each load to the tool (LoadSpec.mix), and into the record's `load`
+            runs = tuple(replace(r, load={**r.load, "mix": tuple((t.path, t.weight) for t in mix)}) for r in runs)
         in_bench = table.get("in_bench", True)
         if not isinstance(in_bench, bool):
             raise ScenarioError(f"{path.name} [{name}]: in_bench must be true or false")
@@ -228,8 +235,18 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
         if protocol is not None and protocol not in PROTOCOLS:
             raise ScenarioError(f"{path.name} [{name}]: protocol = {protocol!r} must be one of {', '.join(PROTOCOLS)}")
         scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts, in_bench,
-                                   _warmup_load(table.get("warmup"), where), protocol)
+                                   _warmup_load(table.get("warmup"), where), protocol, mix)
     return scenarios
+
+
+def _mix(raw_targets: list[dict], where: str) -> tuple[MixTarget, ...] | None:
+    """The scenario's mix when its targets carry weights (checked: one line naming the scenario and key), else None."""
+    if not is_mix(raw_targets):
+        return None
+    try:
+        return parse_mix(raw_targets, where)
+    except MixError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def read(path: Path) -> dict:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from harness.basics import stats
 from harness.config.scenarios import LoadRun, Scenario
+from harness.results import mix
 from harness.results import summary as summaries
 from harness.results.records import Attempt, Record, SampleSummary, Warmup
 from harness.tools.output import Errors
@@ -67,6 +68,8 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
         latency_histogram=whole.encode() if whole else None,
     )
     record.summary = summaries.summarize(record.tool, record.load, attempts)
+    if scenario.mix:
+        record.endpoints = mix.endpoints(attempts, [(t.path, t.weight) for t in scenario.mix])
     return record
 
 

@@ -71,9 +71,13 @@ SPREAD = FlagKind(
               "median; or a single attempt was made, so nothing is known of its spread. Smaller noise is not flagged: "
               "it widens the interval, and servers whose intervals overlap get ranges of places (1–3)",
     colour="#a16207")
+MIX_SHARES = FlagKind(
+    "mix-shares", "a request mix whose paths were not sent in the shares their weights ask: a share more than 4 "
+                  "binomial standard errors from its weight (a fair random draw strays that far about 6 times in "
+                  "100,000); the endpoints' figures are of another blend than the one named", colour="#7c2d12")
 
 ALL = (FAILED, INCOMPLETE, CONTRACT_FAILED, ERRORS, LOADGEN_BOUND, RATE_NOT_HELD, UPSTREAM_BOUND, UNSETTLED, WARMING,
-       DRIFTING, SPREAD)
+       DRIFTING, SPREAD, MIX_SHARES)
 BY_NAME = {kind.name: kind for kind in ALL}
 EXCLUDING = frozenset(k.name for k in ALL if k.excludes)
 LOWER_BOUND = frozenset(k.name for k in ALL if k.lower_bound)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from harness.basics import formats, stats, trend
 from harness.config.manifest import UPSTREAM_PATH
 from harness.results import flag_kinds as kinds
-from harness.results import ranking
+from harness.results import mix, ranking
 from harness.results import summary as summaries
 from harness.results.flag_kinds import (
     LOADGEN_SATURATED,
@@ -320,6 +320,7 @@ def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], veri
         _rate_not_held(record),
         _upstream(record, upstream_rates),
         _unsettled(record),
+        mix.shares_flag(record.endpoints),
     ]
     # an open-model step's req/s is the rate it was offered, not the server's: its spread and trend say nothing; a
     # trend explains a spread, so a record that is warming or drifting is not also flagged spread

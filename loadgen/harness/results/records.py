@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
+from harness.results.sample_records import FlatFields
+from harness.results.sample_records import Sample as Sample  # re-exported: read with the records
+from harness.results.sample_records import SampleSummary as SampleSummary
 from harness.tools.output import Errors
 
 SCHEMA = 5
@@ -27,41 +30,6 @@ UNVERSIONED_SCHEMA = 2  # what a file without a `schema` key is
 
 class ResultsError(Exception):
     """A results.json that cannot be read: missing, not JSON, or written by a harness too old or too new."""
-
-
-class FlatFields:
-    """A dataclass of plain values, read from a dict of its fields; fields a file lacks (older files lack some,
-    hand-made ones more) take their defaults."""
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Self:
-        # its subclasses are dataclasses; FlatFields itself is not, which mypy cannot know
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})  # type: ignore[arg-type]
-
-
-@dataclass
-class Sample(FlatFields):
-    """What the sampler saw of one role's processes ("server", "loadgen", "idle_servers") during an attempt."""
-
-    cores: int | None = None
-    cpu_s: float | None = None
-    cpu_util: float | None = None
-    peak_rss_mb: float | None = None
-    rss_mb_timeline: list[list[float]] | None = None  # [seconds since the attempt began, RSS MB], once a second
-    run_delay_s: float | None = None  # its threads' time runnable but waiting for a CPU (others' work on its cores)
-    steal_s: float | None = None  # the hypervisor's steal on its CPUs meanwhile (ticks of 10 ms)
-
-    def to_dict(self) -> dict[str, Any]:  # unset, the fields older harnesses lacked stay out: their files as they were
-        newer = ("rss_mb_timeline", "run_delay_s", "steal_s")
-        return {k: v for k, v in asdict(self).items() if v is not None or k not in newer}
-
-
-@dataclass
-class SampleSummary(FlatFields):
-    """One role over a record's attempts: the median CPU utilisation and the peak RSS."""
-
-    cpu_util: float | None = None
-    peak_rss_mb: float | None = None
 
 
 @dataclass
@@ -254,6 +222,8 @@ class Record:
     incomplete: str | None = None
     # every request of the measured attempts together (their histograms added); written only when each has one
     latency_histogram: str | None = None
+    # a request mix's record: per path its weight, requests, errors, share, p50-p99.9 and histogram (results/mix.py)
+    endpoints: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str | None, int | None]:
@@ -280,7 +250,7 @@ class Record:
             samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
             flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
             details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"),
-            latency_histogram=d.get("latency_histogram"))
+            latency_histogram=d.get("latency_histogram"), endpoints=d.get("endpoints"))
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -302,6 +272,8 @@ class Record:
             out["incomplete"] = self.incomplete
         if self.latency_histogram:
             out["latency_histogram"] = self.latency_histogram
+        if self.endpoints:
+            out["endpoints"] = self.endpoints
         return out
 
 

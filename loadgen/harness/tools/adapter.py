@@ -35,6 +35,7 @@ class LoadSpec:
     streams: int | None = None  # h2load -m: requests in flight on each connection
     protocol: str | None = None  # h2load: "h2c" (cleartext HTTP/2, the default) or "h1" (--h1)
     processes: int | None = None  # ab, httperf: the load split into this many processes (LOADGEN_PROCESSES for one run)
+    mix: tuple[tuple[str, float], ...] | None = None  # oha-mix: (path, percent) on `url`'s server, each request drawn
 
 
 class LoadTool(Protocol):

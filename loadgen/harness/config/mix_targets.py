@@ -1,0 +1,55 @@
+"""A request mix's targets, read from scenarios.toml: a weighted list of routes sent to one server in one load
+(docs/mixes.md). Weights are percentages of the requests: positive, in steps of 0.1, summing to 100. The load tool
+draws each request's target from a list in which each path is repeated in proportion to its weight (oha picks a line
+uniformly per request: harness/tools/oha_mix.py)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from harness.config.manifest import CONTRACT_ROUTES
+
+WHOLE = 100.0  # the weights' sum: percent of the mix's requests
+STEP = 0.1  # a weight's resolution, so the repeated list stays short (at most 1,000 lines)
+
+
+class MixError(ValueError):
+    """A mix's targets that cannot be measured: one line naming the scenario and the key."""
+
+
+@dataclass(frozen=True)
+class MixTarget:
+    route: str  # a route of CONTRACT.md: a server takes part in the mix only when it serves every one of them
+    path: str
+    weight: float  # percent of the mix's requests
+
+
+def is_mix(raw_targets: list[dict]) -> bool:
+    """A scenario is a mix when its targets carry weights."""
+    return any(isinstance(t, dict) and "weight" in t for t in raw_targets)
+
+
+def parse_mix(raw_targets: list[dict], where: str) -> tuple[MixTarget, ...]:
+    """The targets checked: known routes, positive weights in steps of 0.1 summing to 100, no path twice."""
+    targets = []
+    for index, raw in enumerate(raw_targets):
+        at = f"{where} targets[{index}]"
+        route, path, weight = raw.get("route"), raw.get("path"), raw.get("weight")
+        if route not in CONTRACT_ROUTES:
+            raise MixError(f"{at} route = {route!r} is not a route of CONTRACT.md ({', '.join(sorted(CONTRACT_ROUTES))})")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise MixError(f"{at} path = {path!r} must be a text starting with /")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0 or math.isinf(weight):
+            raise MixError(f"{at} weight = {weight!r} must be a positive number (percent of the mix's requests)")
+        if abs(weight / STEP - round(weight / STEP)) > 1e-6:
+            raise MixError(f"{at} weight = {weight!r} must be a multiple of {STEP:g} (percent)")
+        targets.append(MixTarget(route, path, float(weight)))
+    paths = [t.path for t in targets]
+    if len(set(paths)) != len(paths):
+        raise MixError(f"{where} targets: a path is listed twice ({', '.join(paths)}); give each path once")
+    total = sum(t.weight for t in targets)
+    if abs(total - WHOLE) > 1e-6:
+        raise MixError(f"{where} targets: the weights sum to {total:g}, not {WHOLE:g} (each is a percent of the "
+                       "mix's requests)")
+    return tuple(targets)
+
