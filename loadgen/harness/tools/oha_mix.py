@@ -15,6 +15,7 @@ Keep-alive unless the run says otherwise: `keepalive = false` is a connection pe
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from functools import reduce
 from pathlib import Path
@@ -27,6 +28,7 @@ from harness.tools.output import Measurement
 
 URLS_FILE = "mix-urls.txt"
 DATABASE = "mix-requests.db"
+STORING = re.compile(r"Storing results to [^\n]*")  # oha's line after its JSON, naming the database
 STEP = 0.1  # a weight's resolution in percent (harness/config/mix_targets.py checks it)
 
 
@@ -75,7 +77,7 @@ class OhaMix(Oha):
 
     def parse(self, output: str, scratch: Path) -> Measurement:
         # oha says where it stores the requests ("Storing results to ...") after its JSON, on the same output
-        whole = super().parse(output.replace(f"Storing results to {scratch / DATABASE}", ""), scratch)
+        whole = super().parse(STORING.sub("", output), scratch)
         paths = per_path(scratch / DATABASE)
         answered = sum(e["requests"] for e in paths.values())
         if answered != whole.requests - whole.errors.total + whole.errors.non_2xx:

@@ -1,5 +1,6 @@
-"""A small keep-alive HTTP/1.1 responder for tests: `python keepalive.py PORT [DELAY_MS]` answers every GET with
-"ok" after DELAY_MS (default 0), one thread per connection. Tests stall it from outside (SIGSTOP/SIGCONT)."""
+"""A small keep-alive HTTP/1.1 responder for tests: `python keepalive.py PORT [DELAY_MS [PATH]]` answers every GET with
+"ok" after DELAY_MS (default 0), one thread per connection; with PATH, only requests of that path are delayed (a
+request mix's slow route). Tests stall it from outside (SIGSTOP/SIGCONT)."""
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -9,9 +10,10 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep connections alive, as the load tools expect
     disable_nagle_algorithm = True  # headers and body are two writes: Nagle + delayed ACK would add 40 ms
     delay_s = 0.0
+    delayed_path: str | None = None  # None: every path
 
     def do_GET(self):
-        if self.delay_s:
+        if self.delay_s and self.delayed_path in (None, self.path):
             time.sleep(self.delay_s)
         body = b"ok"
         self.send_response(200)
@@ -34,4 +36,5 @@ class Server(ThreadingHTTPServer):
 
 if __name__ == "__main__":
     Handler.delay_s = float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else 0.0
+    Handler.delayed_path = sys.argv[3] if len(sys.argv) > 3 else None
     Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

@@ -1,0 +1,197 @@
+"""Request mixes (docs/mixes.md): the mix as data and its bad inputs, oha-mix's per-endpoint figures read from oha's
+recorded per-request database (each p99 the raw requests' own, never a mean of others), the shares against the
+weights, and on loopback a responder that delays one route by a known amount."""
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from harness.basics.distribution import Distribution
+from harness.config import scenarios
+from harness.config.manifest import Server
+from harness.results import mix
+from harness.results.records import Attempt
+from harness.tools import TOOLS, LoadSpec, find_binary
+from harness.tools.oha_mix import repetitions
+from harness.tools.output import Errors
+
+FIXTURES = Path(__file__).parent / "fixtures" / "oha_mix"  # two real attempts: 300 and 600 req/s, /v1/tweets 3 ms
+RESPONDER = Path(__file__).parent / "responders" / "keepalive.py"
+SCHEMA = Path(__file__).parents[1] / "results.schema.json"
+OHA_MIX = TOOLS["oha-mix"]
+WEIGHTS = [("/hello", 70.0), ("/v1/tweets", 20.0), ("/backend", 10.0)]
+
+
+def _raw_us(folder: Path) -> dict[str, list[int]]:
+    """Each path's latencies (µs) straight from oha's database, no harness code in between."""
+    with sqlite3.connect(folder / "mix-requests.db") as db:
+        rows = db.execute("SELECT url, duration FROM oha").fetchall()
+    out: dict[str, list[int]] = {}
+    for url, seconds in rows:
+        out.setdefault(url, []).append(round(seconds * 1e6))
+    return out
+
+
+def _nearest_rank_ms(values_us: list[int], percentile: float) -> float:
+    ordered = sorted(values_us)
+    return ordered[max(int(percentile * len(ordered) / 100 + 0.5), 1) - 1] / 1000
+
+
+def _attempt(n: int, folder: Path) -> Attempt:
+    m = OHA_MIX.parse((folder / "output.txt").read_text(), folder)
+    return Attempt(attempt=n, started_at="", tool_processes=1, commands=[], raw=[], failed=None, samples={},
+                   requests=m.requests, good_requests=m.good_requests, errors=m.errors, duration_s=m.duration_s,
+                   rps=m.rps, latency_ms=m.latency_ms, details=m.details)
+
+
+# -- the mix as data -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile", scenarios.PROFILES)
+def test_the_mixes_weigh_routes_to_a_whole_and_stay_out_of_make_bench(profile):
+    loaded = scenarios.load(profile)
+    for name in ("mix-api", "mix-blend"):
+        scenario = loaded[name]
+        assert scenario.tool == "oha-mix" and not scenario.in_bench and len(scenario.mix) == 4
+        assert sum(t.weight for t in scenario.mix) == 100
+        assert all(r.load["mix"] == tuple((t.path, t.weight) for t in scenario.mix) for r in scenario.runs)
+    assert {r.label for r in loaded["mix-api"].runs} == {"keepalive", "close", "rate-1000"}
+
+
+def test_a_path_repeated_in_proportion_to_its_weight_in_the_shortest_list():
+    assert repetitions((("/a", 70.0), ("/b", 20.0), ("/c", 8.0), ("/d", 2.0))) == [("/a", 35), ("/b", 10), ("/c", 4),
+                                                                                   ("/d", 1)]
+    assert repetitions((("/a", 33.3), ("/b", 66.7))) == [("/a", 333), ("/b", 667)]
+
+
+def test_a_server_takes_part_in_a_mix_only_when_it_serves_every_route_so_each_is_verified():
+    scenario = scenarios.load("quick")["mix-api"]
+    every = Server(name="full", folder=Path("."), port=1, run=(), routes=("id", "hello", "tweets", "backend", "fibonacci"))
+    lacking = Server(name="part", folder=Path("."), port=1, run=(), routes=("id", "hello", "tweets", "backend"))
+    assert scenario.path_for(every) == "/hello" and scenario.path_for(lacking) is None
+
+
+@pytest.mark.parametrize(("targets", "says"), [
+    ('{ route = "nope", path = "/x", weight = 100 }', "[m] targets[0] route = 'nope' is not a route"),
+    ('{ route = "hello", path = "/hello", weight = 0 }', "[m] targets[0] weight = 0 must be a positive number"),
+    ('{ route = "hello", path = "/hello", weight = "70" }', "[m] targets[0] weight = '70' must be a positive number"),
+    ('{ route = "hello", path = "/hello", weight = -5 }', "[m] targets[0] weight = -5 must be a positive number"),
+    ('{ route = "hello", path = "/hello", weight = 70 }, { route = "tweets", path = "/v1/tweets", weight = 20 }',
+     "[m] targets: the weights sum to 90, not 100"),
+    ('{ route = "hello", path = "/hello", weight = 99.95 }, { route = "tweets", path = "/v1/tweets", weight = 0.05 }',
+     "[m] targets[0] weight = 99.95 must be a multiple of 0.1"),
+])
+def test_bad_mix_input_is_one_line_naming_the_scenario_and_key(tmp_path, targets, says):
+    path = tmp_path / "scenarios.toml"
+    path.write_text(f'[m]\ntool = "oha-mix"\ntargets = [{targets}]\n'
+                    'profile.quick = { runs = [{ concurrency = 4, duration_s = 1 }] }\n')
+    with pytest.raises(scenarios.ScenarioError) as caught:
+        scenarios.load("quick", path)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+
+
+# -- oha's recorded per-request output ---------------------------------------------------------------------------
+
+def test_oha_mix_command_repeats_paths_by_weight_and_keeps_every_request(tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:1/hello", concurrency=4, duration_s=2, mix=(("/a", 75.0), ("/b", 25.0)))
+    argv = OHA_MIX.command(spec, tmp_path)
+    assert "--urls-from-file" in argv and "--disable-keepalive" in argv and argv[-1] == str(tmp_path / "mix-urls.txt")
+    assert argv[argv.index("--db-url") + 1] == str(tmp_path / "mix-requests.db")
+    assert (tmp_path / "mix-urls.txt").read_text().splitlines() == ["http://127.0.0.1:1/a"] * 3 + ["http://127.0.0.1:1/b"]
+    assert "--disable-keepalive" not in OHA_MIX.command(LoadSpec(**{**spec.__dict__, "keepalive": True}), tmp_path)
+
+
+def test_each_endpoints_percentiles_are_its_own_requests_from_the_raw_output():
+    folder = FIXTURES / "attempt1"
+    m = OHA_MIX.parse((folder / "output.txt").read_text(), folder)
+    raw = _raw_us(folder)
+    assert m.requests == 300 and sum(e["requests"] for e in m.details["endpoints"].values()) == 300
+    for path, values in raw.items():
+        own = Distribution.decode(m.details["endpoints"][path]["latency_histogram"])
+        assert own.count == len(values)
+        for percentile in (50, 90, 99, 99.9):
+            assert own.percentile_ms(percentile) == _nearest_rank_ms(values, percentile)
+    # the whole is every answer's own latency too, not oha's nine quantile levels
+    assert m.latency_ms["p99"] == _nearest_rank_ms([v for vs in raw.values() for v in vs], 99)
+
+
+def test_a_records_endpoint_p99_pools_its_attempts_requests_never_averages_their_p99s():
+    attempts = [_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")]
+    endpoints = mix.endpoints(attempts, WEIGHTS)
+    pooled = {path: _raw_us(FIXTURES / "attempt1")[path] + _raw_us(FIXTURES / "attempt2")[path] for path, _ in WEIGHTS}
+    for path, _ in WEIGHTS:
+        assert endpoints[path]["requests"] == len(pooled[path]) and endpoints[path]["errors"] == 0
+        assert endpoints[path]["latency_ms"]["p99"] == _nearest_rank_ms(pooled[path], 99)
+    per_attempt = [Distribution.decode(a.details["endpoints"]["/backend"]["latency_histogram"]).percentile_ms(99)
+                   for a in attempts]
+    assert endpoints["/backend"]["latency_ms"]["p99"] != sum(per_attempt) / 2
+    # the delayed route (3 ms in the responder) sits apart from the others inside the same mix
+    assert endpoints["/v1/tweets"]["latency_ms"]["p50"] > 3 > endpoints["/hello"]["latency_ms"]["p99"]
+
+
+def test_shares_sum_to_the_whole_and_a_share_beyond_its_tolerance_is_flagged():
+    attempts = [_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")]
+    endpoints = mix.endpoints(attempts, WEIGHTS)
+    assert sum(e["requests"] for e in endpoints.values()) == 900
+    assert sum(e["share_pct"] for e in endpoints.values()) == pytest.approx(100, abs=0.01)
+    assert all(e["share_within_tolerance"] for e in endpoints.values()) and mix.shares_flag(endpoints) is None
+    # 4 binomial standard errors: 70 % of 900 requests may be off by 4·sqrt(.7·.3/900) = 6.1 points
+    assert endpoints["/hello"]["share_tolerance_pct"] == pytest.approx(6.11, abs=0.01)
+    skewed = mix.endpoints(attempts, [("/hello", 50.0), ("/v1/tweets", 40.0), ("/backend", 10.0)])
+    flag = mix.shares_flag(skewed)
+    assert flag.name == "mix-shares" and "/hello" in flag.reason and "/backend" not in flag.reason
+
+
+def test_a_mix_record_with_endpoints_is_what_the_published_schema_allows():
+    schema = json.loads(SCHEMA.read_text())
+    endpoints = mix.endpoints([_attempt(1, FIXTURES / "attempt1")], WEIGHTS)
+    validator = jsonschema.Draft202012Validator({**schema["$defs"]["record"]["properties"]["endpoints"],
+                                                 "$defs": schema["$defs"]})
+    validator.validate(endpoints)
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate({"/hello": {**endpoints["/hello"], "weight": 0}})
+
+
+# -- on loopback: one route delayed by a known amount ------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(not find_binary(OHA_MIX), reason="oha is not built (make setup-oha)")
+def test_a_route_delayed_by_a_known_amount_shows_it_at_p50_and_leaves_the_others_alone(tmp_path):
+    port, delay_ms = _free_port(), 40.0
+    responder = subprocess.Popen([sys.executable, str(RESPONDER), str(port), str(delay_ms), "/slow"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        spec = LoadSpec(url=f"http://127.0.0.1:{port}/", concurrency=16, duration_s=3, keepalive=True, rate=150,
+                        mix=(("/fast", 60.0), ("/other", 25.0), ("/slow", 15.0)))
+        done = subprocess.run(OHA_MIX.command(spec, tmp_path), capture_output=True, text=True, timeout=60)
+        m = OHA_MIX.parse(done.stdout + done.stderr, tmp_path)
+    finally:
+        responder.terminate()
+        responder.wait()
+    attempt = Attempt(attempt=1, started_at="", tool_processes=1, commands=[], raw=[], failed=None, samples={},
+                      requests=m.requests, good_requests=m.good_requests, errors=Errors(), duration_s=m.duration_s,
+                      rps=m.rps, latency_ms=m.latency_ms, details=m.details)
+    endpoints = mix.endpoints([attempt], list(spec.mix))
+    assert m.errors.total == 0 and sum(e["requests"] for e in endpoints.values()) == m.requests
+    assert endpoints["/slow"]["latency_ms"]["p50"] == pytest.approx(delay_ms, rel=0.05)
+    for path in ("/fast", "/other"):  # answered at once, never held behind the slow route's requests
+        assert endpoints[path]["latency_ms"]["p50"] < delay_ms / 10
+    assert all(e["share_within_tolerance"] for e in endpoints.values())
