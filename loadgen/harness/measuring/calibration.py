@@ -157,16 +157,24 @@ def rate_note(load: CalibrationLoad, record: Record) -> str:
 
 
 def with_connection_opening(load: CalibrationLoad, record: Record, k: ka.Known) -> ka.Known:
-    """httperf opens its c connections one by one at its --rate r, each then a closed loop: the last starts (c-1)/r
-    after the first, so an attempt's R requests take (c-1)/r + R/rate; the known rate with that opening in it."""
-    connections, opened = load.run.load.get("concurrency"), load.run.load.get("rate")
+    """httperf runs a count, not a time: its c connections open one by one at its --rate r (the last (c-1)/r after
+    the first), each makes its n calls, and the run lasts until the slowest is done: n·S plus D for each of its
+    calls among the 1 in k delayed, which the server deals over all connections together (taken here as each call's
+    independent chance 1/k: the unluckiest of c connections has E[max] of c Binomial(n, 1/k) counts). The known rate is
+    the c·n requests over that."""
+    connections, opened, s = load.run.load.get("concurrency"), load.run.load.get("rate"), load.server
     measured = [a for a in record.attempts if a.measured and a.requests]
     if load.tool != "httperf" or load.open_loop or not (connections and opened and k.rps and measured):
         return k
     requests = sum(a.requests for a in measured) / len(measured)
+    calls = max(1, round(requests / connections))
     ramp_s = (connections - 1) / opened
-    return replace(k, rps=requests / (ramp_s + requests / k.rps),
-                   why=f"{k.why}; its connections opened at {opened:g}/s, the last {ramp_s * 1000:.0f} ms after the first")
+    delayed = ka.expected_most(calls, 1 / s.every, connections) if s.every and s.delay_us else 0.0
+    slowest_s = (calls * max(s.service_us, s.burn_us) + delayed * s.delay_us) / 1e6 if s.service_us else requests / k.rps
+    return replace(k, rps=requests / (ramp_s + slowest_s),
+                   why=f"{k.why}; its connections opened at {opened:g}/s, the last {ramp_s * 1000:.0f} ms after the "
+                       f"first, and it ends with its slowest connection ({delayed:.1f} of its {calls} calls delayed, "
+                       "expected)")
 
 
 def judge(load: CalibrationLoad, record: Record | None) -> dict:

@@ -106,15 +106,16 @@ def usable_cores(record: Record, attempt: Attempt, cores: int) -> float:
 
 def httperf_held(record: Record, attempt: Attempt) -> float | None:
     """httperf polls its core at 100 % whatever its rate, so its CPU cannot tell whether it set the pace; what it shows
-    can (tools/httperf.py's `_pace`): 1 where it fell behind its schedule (connections opened in bursts, a connection
-    rate under the one asked where each connection makes one call) or could not open connections; else, where each
+    can (tools/httperf.py's `_pace`): 1 where it fell behind its schedule (a connection rate under the one asked where
+    each connection makes one call; a connect burst of 2 alone is one late timer tick, not a lost schedule) or could
+    not open connections; else, where each
     connection makes many calls, the share of each connection's cycle (connections ÷ req/s) that its reply time does
     not explain, the time httperf itself held the connection. None without those figures (older records, a split)."""
     pace = attempt.details.get("httperf") or {}
     if not pace or not attempt.rps or not record.concurrency:
         return None
     asked, achieved = record.load.get("rate"), pace.get("connection_rate")
-    if (pace.get("connect_burst") or 1) > 1 or pace.get("client_errors"):
+    if pace.get("client_errors"):
         return 1.0
     if (pace.get("replies_per_connection") or 0) <= 1:
         return 1.0 if asked and achieved is not None and achieved < asked * (1 - HTTPERF_BEHIND) else 0.0

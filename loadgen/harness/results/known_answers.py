@@ -141,6 +141,16 @@ def _cpu_bound(s: ServerSettings, concurrency: int, server_cores: int, bound: fl
                  f"connections spread evenly over its {server_cores} loops (not promised by the kernel)")
 
 
+def expected_most(calls: int, share: float, connections: int) -> float:
+    """The expected largest count among `connections` independent Binomial(`calls`, `share`) counts: how many of its
+    calls the unluckiest connection has delayed, E[max] = Σ_j (1 − F(j)^c)."""
+    cumulative, total = 0.0, 0.0
+    for j in range(calls + 1):
+        cumulative = min(1.0, cumulative + math.comb(calls, j) * share ** j * (1 - share) ** (calls - j))
+        total += 1 - cumulative ** connections
+    return total
+
+
 def wrk_corrected(points: tuple[tuple[float, float], ...], interval_ms: float) -> list[tuple[float, float]]:
     """The distribution wrk 4.1 reports for `points`: its stats_correct() adds, for every sample v ≥ 2·I (I: a
     connection's mean time per request, runtime ÷ (requests ÷ connections)), samples v-I, v-2I, ... while above I,
