@@ -15,10 +15,12 @@ import jsonschema
 import pytest
 
 from harness.basics.distribution import Distribution
+from harness.basics.formats import fmt_ms
 from harness.config import scenarios
 from harness.config.manifest import Server
+from harness.report import mix_tables
 from harness.results import mix
-from harness.results.records import Attempt
+from harness.results.records import Attempt, Run
 from harness.tools import TOOLS, LoadSpec, find_binary
 from harness.tools.oha_mix import repetitions
 from harness.tools.output import Errors
@@ -195,3 +197,21 @@ def test_a_route_delayed_by_a_known_amount_shows_it_at_p50_and_leaves_the_others
     for path in ("/fast", "/other"):  # answered at once, never held behind the slow route's requests
         assert endpoints[path]["latency_ms"]["p50"] < delay_ms / 10
     assert all(e["share_within_tolerance"] for e in endpoints.values())
+
+
+# -- the report ----------------------------------------------------------------------------------------------------
+
+def test_the_report_shows_each_endpoint_beside_the_same_path_measured_alone():
+    endpoints = mix.endpoints([_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")], WEIGHTS)
+    mixed = {"server": "node", "scenario": "mix-api", "run": "keepalive", "path": "/hello", "attempts": [],
+             "load": {"keepalive": True}, "rps": 100.0, "endpoints": endpoints}
+    alone = {"server": "node", "scenario": "hello", "run": "c100", "path": "/hello", "attempts": [], "rps": 9000.0,
+             "latency_ms": {"p50": 0.4, "p99": 1.25}}
+    other = {**alone, "server": "rust", "latency_ms": {"p50": 9.0, "p99": 9.0}}
+    run = Run.from_dict({"schema": 5, "records": [mixed, alone, other]})
+    lines = mix_tables.markdown(run, "mix-api")
+    rows = {line.split(" | ")[2]: line for line in lines if line.startswith("| node")}
+    assert set(rows) == {"/hello", "/v1/tweets", "/backend"}
+    assert rows["/hello"].endswith("| 0.400 / 1.25 (hello · c100) |") and rows["/backend"].endswith("| - |")
+    assert f"| {fmt_ms(endpoints['/hello']['latency_ms']['p99'])} |" in rows["/hello"]
+    assert mix_tables.markdown(run, "hello") == [] and "endpoints inside the mix" in mix_tables.html(run, "mix-api")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import harness.report.run_conditions as cond
 from harness.basics.formats import fmt_ms, fmt_rate
-from harness.report import calibration_page, compliance
+from harness.report import calibration_page, compliance, mix_tables
 from harness.report.cells import (
     INTERVAL_NOTE,
     bytes_text,
@@ -218,6 +218,7 @@ def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Pat
         out.append(group_tables(model, group))
     if cost_chart or spectrum:
         out.append(f'<div class="charts">{cost_chart}{spectrum}</div>')
+    out.append(mix_tables.html(model.run, scenario.name))
     return "\n".join(out)
 
 

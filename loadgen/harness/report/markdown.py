@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.report import calibration_page, compliance
+from harness.report import calibration_page, compliance, mix_tables
 from harness.report.cells import (
     INTERVAL_NOTE,
     bytes_text,
@@ -124,6 +124,7 @@ def render(model: Model) -> str:
             lines += _table(header, rows) + [""]
         for group in scenario.groups:
             lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]
+        lines += mix_tables.markdown(model.run, scenario.name)
     lines += ["## Servers", ""] + _table(
         ["server", "stack", "version", "CPUs", "start-up", "idle memory (after start / after run)", "artifact",
          "image", "lines of code", "contract"],
