@@ -67,8 +67,9 @@ class OhaMix(Oha):
         origin = urlsplit(spec.url)
         lines = [f"{origin.scheme}://{origin.netloc}{path}" for path, count in repetitions(spec.mix)
                  for _ in range(count)]
-        (scratch / URLS_FILE).write_text("\n".join(lines) + "\n")
-        (scratch / DATABASE).unlink(missing_ok=True)
+        if scratch.is_dir():  # the runner's fresh folder; `make plan` only prints the command, naming a folder to be
+            (scratch / URLS_FILE).write_text("\n".join(lines) + "\n")
+            (scratch / DATABASE).unlink(missing_ok=True)
         argv = super().command(spec, scratch)[:-1]  # oha's own options, without its one URL
         argv += ["--urls-from-file", "--db-url", str(scratch / DATABASE)]
         if not spec.keepalive:
