@@ -18,9 +18,11 @@ from harness.basics.distribution import Distribution
 from harness.basics.formats import fmt_ms
 from harness.config import scenarios
 from harness.config.manifest import Server
+from harness.config.mix_targets import MixTarget
 from harness.report import mix_tables
 from harness.results import mix
-from harness.results.records import Attempt, Run
+from harness.results.aggregate import Measured, aggregate
+from harness.results.records import Attempt, Record, Run
 from harness.tools import TOOLS, LoadSpec, find_binary
 from harness.tools.oha_mix import repetitions
 from harness.tools.output import Errors
@@ -51,7 +53,7 @@ def _attempt(n: int, folder: Path) -> Attempt:
     m = OHA_MIX.parse((folder / "output.txt").read_text(), folder)
     return Attempt(attempt=n, started_at="", tool_processes=1, commands=[], raw=[], failed=None, samples={},
                    requests=m.requests, good_requests=m.good_requests, errors=m.errors, duration_s=m.duration_s,
-                   rps=m.rps, latency_ms=m.latency_ms, details=m.details)
+                   rps=m.rps, latency_ms=m.latency_ms, details=m.details, latency_histogram=m.distribution.encode())
 
 
 # -- the mix as data -----------------------------------------------------------------------------------------------
@@ -215,3 +217,18 @@ def test_the_report_shows_each_endpoint_beside_the_same_path_measured_alone():
     assert rows["/hello"].endswith("| 0.400 / 1.25 (hello · c100) |") and rows["/backend"].endswith("| - |")
     assert f"| {fmt_ms(endpoints['/hello']['latency_ms']['p99'])} |" in rows["/hello"]
     assert mix_tables.markdown(run, "hello") == [] and "endpoints inside the mix" in mix_tables.html(run, "mix-api")
+
+
+def test_a_mix_record_carries_pooled_endpoints_and_validates_against_the_schema():
+    targets = tuple(MixTarget(route, path, weight) for (path, weight), route in zip(WEIGHTS, ("hello", "tweets", "backend")))
+    run = scenarios.LoadRun("rate", {"concurrency": 8, "rate": 300.0, "mix": tuple(WEIGHTS)})
+    scenario = scenarios.Scenario("mix-x", "", "oha-mix", tuple((t.route, t.path) for t in targets), (run,), None,
+                                  mix=targets)
+    attempts = [_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")]
+    record = aggregate(Measured("node", "/hello", "local"), scenario, run, attempts, None)
+    assert record.endpoints == mix.endpoints(attempts, WEIGHTS) and "endpoints" not in record.details
+    assert record.requests == 900 and record.latency_histogram
+    written = record.to_dict()
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator({**schema["$defs"]["record"], "$defs": schema["$defs"]}).validate(written)
+    assert Record.from_dict(written).endpoints == record.endpoints

@@ -64,7 +64,8 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
         summary=None,
         samples={role: SampleSummary(cpu_util=sample(role, "cpu_util", stats.median),
                                      peak_rss_mb=sample(role, "peak_rss_mb", max)) for role in ("server", "loadgen")},
-        details=middle.details if middle else {},
+        # a mix's per-attempt endpoints stay with their attempts: the record's own are pooled (`endpoints` below)
+        details={k: v for k, v in middle.details.items() if k != "endpoints"} if middle else {},
         latency_histogram=whole.encode() if whole else None,
     )
     record.summary = summaries.summarize(record.tool, record.load, attempts)
