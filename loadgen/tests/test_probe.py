@@ -16,6 +16,7 @@ from harness.basics.paths import RESULTS
 from harness.probe import suite, verdicts
 from harness.probe.h2c import cases as h2spec_cases
 from harness.probe.wire import Reply, Timing, parse_responses
+from harness.report.compliance import score_text
 
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import strict_http11  # noqa: E402
@@ -131,3 +132,12 @@ def test_make_probe_writes_a_run_folder_and_its_report(tmp_path):
         assert "fails MUST HO-01" in proc.stdout
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_ranking_column_names_http1_failures_apart_from_h2c():
+    counts = {"smuggling": {"pass": 8, "warn": 0, "fail": 5, "cases": 13},
+              "host": {"pass": 11, "warn": 0, "fail": 1, "cases": 12},
+              "h2c-http2": {"pass": 90, "warn": 0, "fail": 4, "cases": 94},
+              "all": {"pass": 109, "warn": 0, "fail": 10, "cases": 119}}
+    assert score_text({"counts": counts, "cases": []}) == "92 % · 6 fail (5 smuggling) · h2c 4 fail"
+    assert score_text(None) == "-"
