@@ -141,3 +141,19 @@ def test_the_ranking_column_names_http1_failures_apart_from_h2c():
               "all": {"pass": 109, "warn": 0, "fail": 10, "cases": 119}}
     assert score_text({"counts": counts, "cases": []}) == "92 % · 6 fail (5 smuggling) · h2c 4 fail"
     assert score_text(None) == "-"
+
+
+def test_make_bench_probes_each_server_once_and_not_its_twin(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.measuring.probing import wanted_in_bench
+    from harness.results.records import Run
+    from harness.results.store import RunStore
+
+    store = RunStore(Run("r", {}, {}, {}, [], compliance={}), root=tmp_path)
+    rust, twin = SimpleNamespace(name="rust", twin_of=None), SimpleNamespace(name="rust-twin", twin_of="rust")
+    assert wanted_in_bench(store, rust) and not wanted_in_bench(store, twin)
+    store.set_compliance("rust", {"cases": [], "counts": {}})
+    assert not wanted_in_bench(store, rust)
+    assert json.loads(store.path.read_text())["compliance"] == {"rust": {"cases": [], "counts": {}}}
+    assert not wanted_in_bench(RunStore(Run("s", {}, {}, {}, []), root=tmp_path), rust)  # make run: no probe
