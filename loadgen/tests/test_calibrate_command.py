@@ -20,7 +20,7 @@ warmup = { duration_s = 1, runs = 2 }
 [[load]]
 tool = "wrk"
 label = "paced"
-server = { service_us = 5000, every = 5, delay_us = 10000 }
+server = { service_us = 5000, every = 5, delay_us = 10000, fail_every = 4 }
 run = { concurrency = 4, duration_s = 1 }
 """
 
@@ -41,14 +41,16 @@ def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
     [entry] = data["calibration"]
     assert (entry["tool"], entry["label"], entry["limit"], entry["failed"]) == ("wrk", "paced", "pace", None)
     figures = {f["figure"]: f for f in entry["figures"]}
-    assert list(figures) == ["req/s", "p50", "p99", "p99.9", "CPU µs/req", "loadgen-saturated"]
+    assert list(figures) == ["req/s", "p50", "p90", "p99", "p99.9", "max", "mean", "CPU µs/req", "loadgen-saturated",
+                             "non_2xx"]
     assert figures["req/s"]["known"] == round(4 / 0.007, 1)  # 4 connections, 5 ms + 10 ms / 5 each
-    assert (figures["p50"]["known"], figures["p99"]["known"]) == (5.0, 15.0)
+    assert (figures["p50"]["known"], figures["p99"]["known"], figures["mean"]["known"]) == (5.0, 15.0, 7.0)
+    assert figures["non_2xx"]["ok"] is True  # 1 in 4 answered 503, wrk counted them
     assert figures["req/s"]["measured"] > 0 and figures["req/s"]["ok"] in (True, False)
     assert figures["loadgen-saturated"]["known"] is False
     [record] = data["records"]
     assert (record["server"], record["scenario"]) == ("calibrated", "calibrate-wrk-paced")
-    assert record["path"] == "/hello?service_us=5000&every=5&delay_us=10000"
+    assert record["path"] == "/hello?service_us=5000&every=5&delay_us=10000&fail_every=4"
     assert data["servers"]["calibrated"]["roles"] == ["calibrated"] and data["verification"]["calibrated"]["ok"]
     assert "## Calibration" in (results / "summary.md").read_text()
     assert port_owner("127.0.0.1", PORT) is None
