@@ -204,18 +204,24 @@ def test_a_route_delayed_by_a_known_amount_shows_it_at_p50_and_leaves_the_others
 # -- the report ----------------------------------------------------------------------------------------------------
 
 def test_the_report_shows_each_endpoint_beside_the_same_path_measured_alone():
-    endpoints = mix.endpoints([_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")], WEIGHTS)
+    attempts = [_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")]
+    endpoints = mix.endpoints(attempts, WEIGHTS)
+    whole = Distribution.merged(Distribution.decode(a.latency_histogram) for a in attempts)
     mixed = {"server": "node", "scenario": "mix-api", "run": "keepalive", "path": "/hello", "attempts": [],
-             "load": {"keepalive": True}, "rps": 100.0, "endpoints": endpoints}
+             "load": {"keepalive": True}, "rps": 100.0, "endpoints": endpoints, "requests": 900,
+             "latency_histogram": whole.encode()}
     alone = {"server": "node", "scenario": "hello", "run": "c100", "path": "/hello", "attempts": [], "rps": 9000.0,
              "latency_ms": {"p50": 0.4, "p99": 1.25}}
     other = {**alone, "server": "rust", "latency_ms": {"p50": 9.0, "p99": 9.0}}
     run = Run.from_dict({"schema": 5, "records": [mixed, alone, other]})
     lines = mix_tables.markdown(run, "mix-api")
     rows = {line.split(" | ")[2]: line for line in lines if line.startswith("| node")}
-    assert set(rows) == {"/hello", "/v1/tweets", "/backend"}
+    assert set(rows) == {"/hello", "/v1/tweets", "/backend", "(whole, pooled)"}
     assert rows["/hello"].endswith("| 0.400 / 1.25 (hello · c100) |") and rows["/backend"].endswith("| - |")
     assert f"| {fmt_ms(endpoints['/hello']['latency_ms']['p99'])} |" in rows["/hello"]
+    every = [v for folder in ("attempt1", "attempt2") for vs in _raw_us(FIXTURES / folder).values() for v in vs]
+    assert f"| 900 | 0 | {fmt_ms(whole.percentile_ms(50))} |" in rows["(whole, pooled)"]
+    assert f"| {fmt_ms(_nearest_rank_ms(every, 99))} |" in rows["(whole, pooled)"]
     assert mix_tables.markdown(run, "hello") == [] and "endpoints inside the mix" in mix_tables.html(run, "mix-api")
 
 

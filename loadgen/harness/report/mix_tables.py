@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from html import escape
 
+from harness.basics.distribution import Distribution, problem
 from harness.basics.formats import fmt_ms
 from harness.results.records import Record, Run
 
 HEADER = ["server", "run", "path", "weight %", "share % (± tolerance)", "requests", "errors", "p50 ms", "p90 ms",
           "p99 ms", "p99.9 ms", "alone: p50 / p99 ms (scenario · run)"]
 NOTE = ("Each endpoint's percentiles are read from its own requests' histogram inside the mix (every measured attempt "
-        "pooled), never averaged; the share is of the mix's answered requests, flagged (mix-shares) when further than "
+        "pooled), never averaged, as is the whole's row (every request of the mix; its requests and errors count the requests that got no answer too); the share is of the mix's answered requests, flagged (mix-shares) when further than "
         "its tolerance (4 binomial standard errors) from the weight. Alone: the same path's record in its own "
         "scenario of this run, on the same server.")
 
@@ -41,7 +42,19 @@ def rows(run: Run, scenario: str) -> list[list[str]]:
             out.append([record.server, record.label, path, f"{e['weight']:g}", share, f"{e['requests']:,}",
                         f"{e['errors']:,}", *(fmt_ms(figures.get(k)) for k in ("p50", "p90", "p99", "p99.9")),
                         _alone(run, record, path)])
+        out.append(_whole(record))
     return out
+
+
+def _whole(record: Record) -> list[str]:
+    """The mix's whole read the endpoints' way, from every measured attempt's requests pooled (the record's
+    latency_histogram), where the record's own latency_ms are the medians of its attempts' figures."""
+    pooled = None
+    if record.latency_histogram and problem(record.latency_histogram) is None:
+        pooled = Distribution.decode(record.latency_histogram).latency_ms()
+    figures = [fmt_ms(pooled.get(k)) if pooled else "-" for k in ("p50", "p90", "p99", "p99.9")]
+    return [record.server, record.label, "(whole, pooled)", "100", "100", f"{record.requests:,}",
+            f"{record.errors.total:,}", *figures, "-"]
 
 
 def markdown(run: Run, scenario: str) -> list[str]:
