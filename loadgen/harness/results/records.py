@@ -9,7 +9,8 @@ JSON Schema, loadgen/results.schema.json. Older files read as what they are; eac
 - 5: `latency_histogram` per attempt whose tool gives per-request data (ab, wrk, h2load) and per record (every
   measured attempt's requests), an HdrHistogram of µs latencies in its base64 V2 log form
   (harness/basics/distribution.py); p99.9 where the data has it; a record's rps and latency_ms the medians of its
-  measured attempts (the mean of the middle two of an even count).
+  measured attempts (the mean of the middle two of an even count). Optional, added within 5: `endpoints` on a request
+  mix's record (harness/results/mix.py), which a reader without it ignores.
 """
 from __future__ import annotations
 
