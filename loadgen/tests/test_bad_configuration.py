@@ -79,7 +79,7 @@ CASES = {
         RUN[4:], r"b/manifest.toml: server name 'twin' is also used in .*/a$",
         manifests={"a": SERVER.format(name="twin", port=26101), "b": SERVER.format(name="twin", port=26102)}),
     "a scenario with an unknown tool": Case(
-        RUN, r"scenarios.toml \[hello\] profile quick: tool 'siege' is not one of ab, gatling, h2load, httperf, oha, wrk",
+        RUN, r"scenarios.toml \[hello\] profile quick: tool 'siege' is not one of ab, gatling, h2load, httperf, oha, oha-mix, wrk",
         scenarios=SCENARIO.format(tool="siege", requests=100)),
     "a scenario with a negative request count": Case(
         RUN, r"scenarios.toml \[hello\] profile quick run 1: requests = -5 must be positive",

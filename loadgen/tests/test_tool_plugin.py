@@ -78,7 +78,7 @@ def scenario_file(tmp_path, monkeypatch):
 
 
 def test_a_scenario_cannot_name_a_tool_that_is_not_registered(scenario_file):
-    with pytest.raises(scenarios.ScenarioError, match="tool 'fake' is not one of ab, gatling, h2load, httperf, oha, wrk"):
+    with pytest.raises(scenarios.ScenarioError, match="tool 'fake' is not one of ab, gatling, h2load, httperf, oha, oha-mix, wrk"):
         scenarios.load("quick")
 
 
