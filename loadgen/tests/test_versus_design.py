@@ -33,7 +33,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "versus_rounds.json"
 
 def test_rounds_per_start_are_even_and_grow_with_the_set_up():
     assert design.rounds_per_start(design.Costs(setup_s=1, round_s=3)) == 2
-    assert design.rounds_per_start(design.Costs(setup_s=16, round_s=3)) == 4  # √(16/3) = 2.3 → 4 (even)
+    assert design.rounds_per_start(design.Costs(setup_s=16, round_s=3)) == 4  # √(2 · 16/3) = 3.3 → 4 (even)
     assert design.rounds_per_start(design.Costs(setup_s=400, round_s=3)) == 12  # a JVM's long warm-up: capped
     shape = design.plan(300, design.Costs(setup_s=16, round_s=3))
     assert (shape.starts, shape.rounds_per_start) == (10, 4) and shape.seconds(design.Costs(16, 3)) <= 300
@@ -282,5 +282,7 @@ def test_untracked_sources_make_the_working_tree_dirty(small_repo):
 def test_the_answering_figure_is_chosen_by_the_load_never_by_the_intervals():
     assert evidence.headline([record("a", server_busy=0.97), record("b", server_busy=0.95)])[0] == "cost_us"
     assert evidence.headline([record("a", server_busy=0.97), record("b", server_busy=0.6)])[0] == "rps"
+    saturated = [record("a", saturated=True, server_busy=0.7), record("b", saturated=True, server_busy=0.6)]
+    assert evidence.headline(saturated)[0] == "cost_us"  # req/s would be the tool's pace
     assert evidence.headline([record("a"), None])[0] == "rps"
     assert evidence.headline([record("a", offered=500.0), record("b", offered=520.0)])[0] == "p99"

@@ -11,8 +11,8 @@ Rounds per start: a start costs its set-up (both builds started and warmed) and 
 variance a pair of processes adds to a start's mean and `s2_round` a round's own, a start's mean varies by
 s2_process + s2_round / R, and the budget holds B / (setup + R · round) starts; the product is smallest at
 R = √(s2_round · setup / (s2_process · round)) (the usual optimum of a two-level design). Measured on node's and rust's
-/hello here (README, "make versus"), the two variances are of one size, so R ≈ √(setup / round), rounded up to an
-even count so that each build goes first equally often.
+/hello here (docs/versus.md, "What the time buys"), a pair of processes added at most half a round's variance on a
+quiet day, so R ≈ √(2 · setup / round), rounded up to an even count so that each build goes first equally often.
 
 The order: within a start, ABBA... (the first round's leader, then the other), so that a position effect (the second
 of a round runs on a warmer cache, or right after the first's load ends) falls on both builds alike; the leader of a
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 MIN_STARTS = 3  # an interval over starts needs two; with two, t = 12.7: three at least, where the budget allows
 MIN_ROUNDS, MAX_ROUNDS = 2, 12
-PROCESS_TO_ROUND_VARIANCE = 1.0  # s2_process / s2_round, as measured (README, "make versus")
+PROCESS_TO_ROUND_VARIANCE = 0.5  # s2_process / s2_round, at most, as measured (docs/versus.md)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,11 @@ from harness.results.records import Attempt, Record
 # the machine's own spread (the steadiness probe's CV between windows) past which the verdict says so (as the bench warns)
 UNSTEADY_CV = 0.05
 # a round's head ÷ base shares the machine's drift; each attempt keeps its own noise, so the ratio's spread is about
-# √2 × the machine's CV; past SPREAD_FACTOR times that, something besides the machine moved the rounds
-SPREAD_FACTOR = 2.0
+# √2 × the machine's CV, and in practice more: an attempt's own noise ran 2-3 times the probe's on quiet days (README,
+# "Where the noise is"), and node's rounds spread ±3-6 % beside a probe of 0.3-3 %. Past SPREAD_FACTOR times √2 × the
+# probe (at least MACHINE_FLOOR), something besides the machine moved the rounds: a busy neighbour read ±24 %.
+SPREAD_FACTOR = 4.0
+MACHINE_FLOOR = 0.02
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ def caveats(evidence: Evidence) -> list[str]:
     if cv is not None and cv > UNSTEADY_CV:
         out.append(f"UNSTEADY MACHINE: its own speed varied {cv:.0%} between windows")
     spread = evidence.rounds_spread
-    if spread is not None and cv is not None and spread > SPREAD_FACTOR * math.sqrt(2) * max(cv, 0.005):
+    if spread is not None and cv is not None and spread > SPREAD_FACTOR * math.sqrt(2) * max(cv, MACHINE_FLOOR):
         out.append(f"the rounds' ratios spread ±{spread:.1%}, more than the machine's own ±{cv:.1%} explains")
     return out
 
@@ -140,15 +143,19 @@ def reached(interval: RatioInterval | None, evidence: Evidence) -> bool:
 def headline(records: list[Record | None]) -> tuple[str, str]:
     """Which figure answers "faster?" for a run, and why: a rule on the load, fixed before the ratios are looked at
     (choosing the narrower interval afterwards would double the false positives). p99 for an open-model step (its
-    req/s is the rate offered); CPU µs per request where both builds kept the server's CPUs busy (a CPU-bound
-    server's req/s is its cores over its CPU µs per request, and CPU time leaves out what the machine gave to others
-    meanwhile, which makes it the tighter figure); req/s elsewhere."""
+    req/s is the rate offered). CPU µs per request where both builds were bound by CPU, the server's (its req/s is its
+    cores over its CPU µs per request, and CPU time leaves out what the machine gave to others meanwhile, which makes
+    it the tighter figure) or the load generator's (its req/s is the tool's pace, the same for any server faster than
+    the tool; the server's CPU per request still tells the builds apart). req/s elsewhere."""
     known = [r for r in records if r is not None]
     if known and any(flags.offered_rps(r) for r in known):
         return "p99", "an open-model step: its req/s is the rate offered, its latency is the answer"
     busy = [flags.utilization(r, "server") for r in known]
-    if len(busy) == 2 and all(b is not None and b >= flag_kinds.SERVER_BUSY for b in busy):
-        low = min(b for b in busy if b is not None)
-        return "cost_us", (f"both builds kept the server's CPU busy (at least {low:.0%}): req/s is then the cores over "
-                           "the CPU µs per request, and CPU time leaves out what the machine gave to others")
-    return "rps", "the server's CPU had room: req/s is the answer"
+    saturated = [any(f.name == flag_kinds.LOADGEN_BOUND.name for f in r.flags) for r in known]
+    bound = [s or (b is not None and b >= flag_kinds.SERVER_BUSY) for b, s in zip(busy, saturated)]
+    if len(bound) == 2 and all(bound):
+        why = ("the load generator set the pace" if all(saturated) else
+               "the server's CPU was busy" if not any(saturated) else "the server's CPU or the load generator was busy")
+        return "cost_us", (f"both builds were bound by CPU ({why}): req/s then says the cores over the CPU µs per "
+                           "request, or the tool's pace; the server's CPU per request is the figure that tells them apart")
+    return "rps", "neither the server's CPU nor the load generator was the limit: req/s is the answer"
