@@ -180,8 +180,9 @@ def test_every_start_of_every_run_is_measured_on_warmed_processes():
         for role in ("base", "head"):
             rates = {e[4] for e in fake.events if e[0] == "attempt" and e[2] == label and e[1] == role}
             assert len(rates) == 1, rates  # fixed once, from that run's first warm-up
-    leaders = [b[0][1] for b in blocks if b[0][0] == "restart"]
-    assert all(a != b for a, b in zip(leaders, leaders[1:]))
+    for label in ("c1", "c256"):  # within a run, the leader of each start alternates
+        leaders = [b[0][1] for b in blocks if b[0][0] == "restart" and any(e[2:3] == (label,) for e in b[1:])]
+        assert leaders and all(a != b for a, b in zip(leaders, leaders[1:])), leaders
 
 
 # -- verdicts on recorded rounds ---------------------------------------------------------------------------------------
