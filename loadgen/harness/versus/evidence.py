@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from harness.results import flag_kinds, flags, paired
 from harness.results.paired import RatioInterval
 from harness.results.records import Attempt, Record
+from harness.tools.output import Errors
 
 # the machine's own spread (the steadiness probe's CV between windows) past which the verdict says so (as the bench warns)
 UNSTEADY_CV = 0.05
@@ -60,15 +61,15 @@ class Evidence:
 def side_evidence(role: str, name: str, attempts: list[Attempt], record: Record | None,
                   contract: str | None = None) -> SideEvidence:
     """A build's evidence from its attempts of a run and its record (flags evaluated)."""
-    good, errors = 0, dict.fromkeys(("connect", "read", "write", "timeout", "non_2xx", "length", "other"), 0)
-    for attempt in attempts:
-        if attempt.measured:
-            good += attempt.good_requests
-            for cause, count in attempt.errors.to_dict().items():
-                if cause in errors:
-                    errors[cause] += count
-    saturated = bool(record and any(f.name == flag_kinds.LOADGEN_BOUND.name for f in record.flags))
-    return SideEvidence(role, name, good, errors, saturated, contract)
+    measured = [a for a in attempts if a.measured]
+    causes = sum((a.errors for a in measured), Errors()).to_dict()
+    causes.pop("total")
+    return SideEvidence(role, name, sum(a.good_requests for a in measured), causes, loadgen_saturated(record), contract)
+
+
+def loadgen_saturated(record: Record | None) -> bool:
+    """Whether the bench's flag says the load generator, not the server, set the record's pace."""
+    return record is not None and flag_kinds.LOADGEN_BOUND.name in flags.names(record)
 
 
 def rounds_spread(by_start: list[list[float]]) -> float | None:
@@ -151,7 +152,7 @@ def headline(records: list[Record | None]) -> tuple[str, str]:
     if known and any(flags.offered_rps(r) for r in known):
         return "p99", "an open-model step: its req/s is the rate offered, its latency is the answer"
     busy = [flags.utilization(r, "server") for r in known]
-    saturated = [any(f.name == flag_kinds.LOADGEN_BOUND.name for f in r.flags) for r in known]
+    saturated = [loadgen_saturated(r) for r in known]
     bound = [s or (b is not None and b >= flag_kinds.SERVER_BUSY) for b, s in zip(busy, saturated)]
     if len(bound) == 2 and all(bound):
         why = ("the load generator set the pace" if all(saturated) else

@@ -228,18 +228,17 @@ def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) ->
     records = {r.server: r for r in store.run.records if r.scenario == result["scenario"] and r.run == result["run"]}
     steady = store.run.conditions.get("steadiness", {}).get("before", {})
     cv = max((c for c in (steady.get("cv") or {}).values() if c is not None), default=None)
-    rps_by_start = ratios_by_start(sides, result["starts"], "rps")
+    by_start = {metric: ratios_by_start(sides, result["starts"], metric) for metric in result["metrics"]}
+    intervals = {metric: paired.grouped_interval(ratios) for metric, ratios in by_start.items()}
     proof = evidence.Evidence(
         tuple(evidence.side_evidence(s.role, s.server.name, s.attempts, records.get(s.server.name)) for s in sides),  # type: ignore[arg-type]
-        len([s for s in result["starts"] if s]), cv, evidence.rounds_spread(rps_by_start))
+        len([s for s in result["starts"] if s]), cv, evidence.rounds_spread(by_start["rps"]))
     for metric, figures in result["metrics"].items():
-        interval = paired.grouped_interval(ratios_by_start(sides, result["starts"], metric))
-        figures["verdict"] = evidence.verdict_line(interval, metric, proof)
+        figures["verdict"] = evidence.verdict_line(intervals[metric], metric, proof)
     metric, why = evidence.headline([records.get(s.server.name) for s in sides])
-    answer = paired.grouped_interval(ratios_by_start(sides, result["starts"], metric))
     return {**result, "answer": {"metric": metric, "why": why, "verdict": result["metrics"][metric]["verdict"]},
-            "reached": evidence.reached(answer, proof), "evidence": {
-        "machine_cv": cv, "rounds_spread": proof.rounds_spread, "starts_spread": evidence.starts_spread(rps_by_start),
+            "reached": evidence.reached(intervals[metric], proof), "evidence": {
+        "machine_cv": cv, "rounds_spread": proof.rounds_spread, "starts_spread": evidence.starts_spread(by_start["rps"]),
         "sides": {s.role: {"good": s.good, "errors": s.errors, "loadgen_saturated": s.saturated} for s in proof.sides}}}
 
 

@@ -231,6 +231,11 @@ def per_round(attempts: list[Attempt], metric: str) -> dict[int, float | None]:
 
 def ratios_by_start(sides: tuple[Side, Side], starts: list[list[int]], metric: str) -> list[list[float]]:
     base, head = (per_round(side.attempts, metric) for side in sides)
+    return _grouped(base, head, starts)
+
+
+def _grouped(base: dict[int, float | None], head: dict[int, float | None], starts: list[list[int]]) -> list[list[float]]:
+    """head ÷ base per round, one list per start."""
     return [paired.paired_ratios({n: base[n] for n in rounds if n in base}, head) for rounds in starts]
 
 
@@ -241,7 +246,7 @@ def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]
     for metric in paired.METRICS:
         b, h = (per_round(side.attempts, metric) for side in sides)
         both = [(n, bv, hv) for n in sorted(b) if (bv := b[n]) and (hv := h.get(n))]
-        interval = paired.grouped_interval(ratios_by_start(sides, starts, metric))
+        interval = paired.grouped_interval(_grouped(b, h, starts))
         metrics[metric] = {"base": [b[n] for n in sorted(b)], "base_rounds": sorted(b),
                            "head": [h[n] for n in sorted(h)], "head_rounds": sorted(h),
                            "ratios": [round(hv / bv, 5) for _, bv, hv in both], "ratio_rounds": [n for n, _, _ in both],
