@@ -1,4 +1,5 @@
 """Command line of the harness; the Makefile's targets call it (see README.md)."""
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,10 @@ def cmd_build(args, config: Configuration, servers: list[Server], runtime=None) 
     for step in build_steps(servers):
         say(f"building {', '.join(step.servers)}: {step.command}  (in {step.cwd})")
         if subprocess.run(step.command, shell=True, cwd=step.cwd).returncode != 0:
-            fail(f"building {', '.join(step.servers)} failed (command above, run in {step.cwd}); fix it and run "
-                 f"`make build` again")
+            fail(
+                f"building {', '.join(step.servers)} failed (command above, run in {step.cwd}); fix it and run "
+                f"`make build` again"
+            )
             return 1
     # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
     (runtime or hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)).build_images(servers)
@@ -81,8 +84,9 @@ def targets(session: Session, requested: list[str], servers: dict[str, Server]) 
     return [s for s in by_default(servers) if s.name in up] or by_default(servers)
 
 
-def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, ports: dict[str, int],
-              announce: bool = True) -> list[Server]:
+def with_twin(
+    servers: dict[str, Server], chosen: list[Server], name: str, ports: dict[str, int], announce: bool = True
+) -> list[Server]:
     """`chosen` with `name`'s A/A twin right after it (and in `servers`, for the session): measured like any server,
     so the report can say whether the method ordered two identical servers. Where PORTS moves `name`, its twin
     moves with it, clear of every port the run uses."""
@@ -91,18 +95,21 @@ def with_twin(servers: dict[str, Server], chosen: list[Server], name: str, ports
     double = twin(placed[name], taken)
     servers[double.name] = double
     if announce:
-        say(f"A/A control: {name} is measured twice, as {name} and {double.name} (port {double.port}); the report says "
-            "whether the two were ordered (TWIN= turns it off)")
+        say(
+            f"A/A control: {name} is measured twice, as {name} and {double.name} (port {double.port}); the report says "
+            "whether the two were ordered (TWIN= turns it off)"
+        )
     at = next(i for i, s in enumerate(chosen) if s.name == name)
-    return chosen[:at + 1] + [double] + chosen[at + 1:]
+    return chosen[: at + 1] + [double] + chosen[at + 1 :]
 
 
 def cpu_plan_of(config: Configuration, available: tuple[int, ...] | None = None) -> CpuPlan:
     """This machine's CPU plan (or that of `available` CPUs, of ASSUME_SMT threads per core where `make plan` assumes
     them), with CPUS_* and LOADGEN_PROCESSES applied."""
     siblings = assumed_siblings(len(available), config.assume_smt or 1) if config.assume_cpus and available else None
-    return replace(cpu_plan(available, overrides=config.cpus, siblings=siblings),
-                   loadgen_processes=config.loadgen_processes)
+    return replace(
+        cpu_plan(available, overrides=config.cpus, siblings=siblings), loadgen_processes=config.loadgen_processes
+    )
 
 
 def cmd_plan(args, config: Configuration, servers: dict[str, Server]) -> int:
@@ -165,8 +172,9 @@ def cmd_measure(args, config: Configuration, session: Session, chosen: list[Serv
     kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
     run_id = claim_run_id(args.run_id) if args.run_id else new_run_id(kind)  # its folder, no other run's
     options = RunOptions(config.profile, settings, " ".join(sys.argv[1:]), probe=args.command == "bench")
-    store = open_run(run_id, session.runtime, session.plan, options,
-                     {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})})
+    store = open_run(
+        run_id, session.runtime, session.plan, options, {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})}
+    )
     try:
         steadiness.probe_and_record(store, session.plan, settings, "before")
         ok = run_campaign(session, store, chosen, picked, settings, config.order)
@@ -184,22 +192,30 @@ def cmd_calibrate(args, config: Configuration, session: Session, servers: dict[s
     """`make calibrate`: the calibration plan's loads on the calibrated server, judged against their known answers."""
     found = with_role(servers, "calibrated")
     if not found:
-        raise ManifestError("no server has the role 'calibrated' (calibrated/manifest.toml): restore it with "
-                            "`git checkout calibrated`")
+        raise ManifestError(
+            "no server has the role 'calibrated' (calibrated/manifest.toml): restore it with `git checkout calibrated`"
+        )
     plan = calibration.read_plan(attempts=config.repeat)
     wanted = names(args.tools)
     unknown = sorted(set(wanted) - {load.tool for load in plan.loads})
     if unknown:
-        raise scenario_data.ScenarioError(f"no calibration load for {', '.join(unknown)}; the plan has "
-                                          f"{', '.join(dict.fromkeys(load.tool for load in plan.loads))}")
+        raise scenario_data.ScenarioError(
+            f"no calibration load for {', '.join(unknown)}; the plan has "
+            f"{', '.join(dict.fromkeys(load.tool for load in plan.loads))}"
+        )
     plan = replace(plan, loads=tuple(load for load in plan.loads if not wanted or load.tool in wanted))
     picked = calibration.scenarios(plan)
     session.runtime.check_tools(tools_needed(picked))
     server = found[0]
     session.check_ports([server])
     options = RunOptions(config.profile, plan.settings, " ".join(sys.argv[1:]))
-    store = open_run(args.run_id and claim_run_id(args.run_id) or new_run_id("calibrate"), session.runtime,
-                     session.plan, options, {"calibrated_server": server.name})
+    store = open_run(
+        args.run_id and claim_run_id(args.run_id) or new_run_id("calibrate"),
+        session.runtime,
+        session.plan,
+        options,
+        {"calibrated_server": server.name},
+    )
     ok = False
     try:
         ok = run_campaign(session, store, [server], picked, plan.settings)
@@ -214,86 +230,142 @@ def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
     scenario = scenario_data.load(config.profile)[overhead.SCENARIO]
     settings = scenario_data.settings(config.profile, config.repeat)
     chosen = select(servers, list(config.servers) or list(overhead.DEFAULT_SERVERS))
-    return overhead.run(servers, chosen, scenario, cpu_plan_of(config), config.ports, config.rounds,
-                        RunOptions(config.profile, settings, " ".join(sys.argv[1:])))
+    return overhead.run(
+        servers,
+        chosen,
+        scenario,
+        cpu_plan_of(config),
+        config.ports,
+        config.rounds,
+        RunOptions(config.profile, settings, " ".join(sys.argv[1:])),
+    )
 
 
 def cmd_versus(args, config: Configuration, servers: dict[str, Server]) -> int:
     """`make versus`: under the local runtime (two builds of one server are two processes of this machine)."""
     if config.hosts or config.runtime == "docker":
-        raise ConfigurationError("make versus runs both builds as processes of this machine: use RUNTIME=local (or "
-                                 "auto), without HOSTS")
+        raise ConfigurationError(
+            "make versus runs both builds as processes of this machine: use RUNTIME=local (or auto), without HOSTS"
+        )
     options = versus.VersusOptions(
-        args.server, args.base, args.head, tuple(names(args.scenarios)),
+        args.server,
+        args.base,
+        args.head,
+        tuple(names(args.scenarios)),
         resolution=environment.number("RESOLUTION", args.resolution, versus.DEFAULT_RESOLUTION * 100, 0.01, 99) / 100,
         budget_s=environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
-        seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None)
+        seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None,
+    )
     plan = cpu_plan_of(config)
-    where = versus.Where(get_runtime("local", plan), plan, config.profile,
-                         scenario_data.settings(config.profile, config.repeat), config.ports, " ".join(sys.argv[1:]))
+    where = versus.Where(
+        get_runtime("local", plan),
+        plan,
+        config.profile,
+        scenario_data.settings(config.profile, config.repeat),
+        config.ports,
+        " ".join(sys.argv[1:]),
+    )
     return versus.run(options, servers, where)
 
 
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build beside a run would take its CPUs and rewrite the jars its JVMs have open
 EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "calibrate", "probe"}
 # the commands that run in a session (build returns before one is opened)
-COMMANDS = {"up": cmd_up, "down": cmd_down, "ping": cmd_ping, "run": cmd_measure, "bench": cmd_measure, "probe": probing.cmd_probe}
+COMMANDS = {
+    "up": cmd_up,
+    "down": cmd_down,
+    "ping": cmd_ping,
+    "run": cmd_measure,
+    "bench": cmd_measure,
+    "probe": probing.cmd_probe,
+}
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="harness", description="Build, start, verify and benchmark the servers of this repository.",
-                                epilog=f"{SERVERS_DIR_VAR}=<folder>: read the servers' manifests from <folder>/*/manifest.toml "
-                                       "instead of the repository's (the tests' own manifests)")
+    p = argparse.ArgumentParser(
+        prog="harness",
+        description="Build, start, verify and benchmark the servers of this repository.",
+        epilog=f"{SERVERS_DIR_VAR}=<folder>: read the servers' manifests from <folder>/*/manifest.toml "
+        "instead of the repository's (the tests' own manifests)",
+    )
     # each option stands for its variable (RUNTIME...) and takes precedence over it; both checked in config/environment
     p.add_argument("--runtime", help="auto (docker when an engine answers), docker or local (RUNTIME)")
     p.add_argument("--servers", help='e.g. "node rust" (default: the servers that are up, else all) (SERVERS)')
     p.add_argument("--profile", help="quick (default) or seed (PROFILE)")
     p.add_argument("--ports", help='port overrides, e.g. "node=9090" (PORTS)')
     p.add_argument("--repeat", help="measured attempts per scenario (default: the profile's) (REPEAT)")
-    p.add_argument("--order", help="auto (interleaved rounds where the servers fit up at once), interleaved or "
-                                   "sequential (ORDER)")
+    p.add_argument(
+        "--order", help="auto (interleaved rounds where the servers fit up at once), interleaved or sequential (ORDER)"
+    )
     p.add_argument("--run-id", default=None)
-    p.add_argument("--build", action="store_true", help="build the selected servers first, under the same lock (make "
-                                                        "bench; up, ping, run, bench): a second bench is refused "
-                                                        "before it builds anything")
+    p.add_argument(
+        "--build",
+        action="store_true",
+        help="build the selected servers first, under the same lock (make "
+        "bench; up, ping, run, bench): a second bench is refused "
+        "before it builds anything",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every selected server (its manifest's build command)")
     sub.add_parser("up", help="start servers and leave them running")
     sub.add_parser("down", help="stop the servers that are up")
     sub.add_parser("ping", help="verify the contract on every selected server")
-    sub.add_parser("probe", help="each selected server's HTTP/1.1 and h2c compliance, pass, warn or fail per case (docs/probe.md)")
+    sub.add_parser(
+        "probe", help="each selected server's HTTP/1.1 and h2c compliance, pass, warn or fail per case (docs/probe.md)"
+    )
     run = sub.add_parser("run", help="measure some scenarios")
     run.add_argument("scenarios", help='scenario names, e.g. "low-compute"')
     sub.add_parser("bench", help="every scenario on every selected server")
     sub.add_parser("report", help="write the HTML report, charts, summary.md and summary.csv of a run").add_argument(
-        "run", nargs="?", default="latest")
+        "run", nargs="?", default="latest"
+    )
     comparison = sub.add_parser("compare", help="change in req/s and p99 between two runs, against their spread")
     comparison.add_argument("a")
     comparison.add_argument("b")
-    history = sub.add_parser("history", help="every run on one timeline, its changes found (E-divisive means) and "
-                                              "explained: results/history/index.html (reads results only)")
-    history.add_argument("--runs", default="", help=f'run folders, glob patterns from the repository root (default "{history_command.DEFAULT_RUNS}")')
+    history = sub.add_parser(
+        "history",
+        help="every run on one timeline, its changes found (E-divisive means) and "
+        "explained: results/history/index.html (reads results only)",
+    )
+    history.add_argument(
+        "--runs",
+        default="",
+        help=f'run folders, glob patterns from the repository root (default "{history_command.DEFAULT_RUNS}")',
+    )
     history.add_argument("--scenarios", default="", help='e.g. "hello backend" (default: every one)')
     history.add_argument("--since", default="", help="the first date or run id, e.g. 2026-11-24")
-    history.add_argument("--only", default="", help='servers to show, any name a run recorded (make history\'s SERVERS)')
-    sub.add_parser("calibrate", help="every load tool against the calibrated server: known against measured "
-                                     "(loadgen/calibrate.toml)").add_argument(
-        "tools", nargs="?", default="", help='only these tools, e.g. "ab wrk" (default: every tool of the plan)')
+    history.add_argument("--only", default="", help="servers to show, any name a run recorded (make history's SERVERS)")
+    sub.add_parser(
+        "calibrate",
+        help="every load tool against the calibrated server: known against measured (loadgen/calibrate.toml)",
+    ).add_argument(
+        "tools", nargs="?", default="", help='only these tools, e.g. "ab wrk" (default: every tool of the plan)'
+    )
     sub.add_parser("list", help="servers and scenarios")
-    sub.add_parser("plan", help="the CPU plan, every load's tool processes and commands, and the estimated time, "
-                                "without starting anything (ASSUME_CPUS=N: a machine of N CPUs; FORMAT=json)"
-                   ).add_argument("scenarios", nargs="?", default="", help="default: make bench's")
-    overhead_cmd = sub.add_parser("overhead", help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
-                                                   "alternately (default servers: nginx rust node)")
+    sub.add_parser(
+        "plan",
+        help="the CPU plan, every load's tool processes and commands, and the estimated time, "
+        "without starting anything (ASSUME_CPUS=N: a machine of N CPUs; FORMAT=json)",
+    ).add_argument("scenarios", nargs="?", default="", help="default: make bench's")
+    overhead_cmd = sub.add_parser(
+        "overhead",
+        help="docker/local req/s: the runtime-overhead scenario under both runtimes, "
+        "alternately (default servers: nginx rust node)",
+    )
     overhead_cmd.add_argument("--rounds", help="docker/local rounds (ROUNDS, default 3)")
-    versus_cmd = sub.add_parser("versus", help="two builds of one server (BASE against HEAD or the working tree) "
-                                               "in one sitting: head ÷ base with its interval")
+    versus_cmd = sub.add_parser(
+        "versus",
+        help="two builds of one server (BASE against HEAD or the working tree) "
+        "in one sitting: head ÷ base with its interval",
+    )
     versus_cmd.add_argument("--server", required=True)
     versus_cmd.add_argument("--base", required=True, help="a git revision")
     versus_cmd.add_argument("--head", default="", help="a git revision (default: the working tree)")
     versus_cmd.add_argument("--scenarios", default="", help="default: every scenario the server takes part in")
     versus_cmd.add_argument("--resolution", default="", help="the interval's half-width to reach, in %% (default 3)")
-    versus_cmd.add_argument("--budget-s", default="", help="measuring time for all scenarios (default 120 per scenario run)")
+    versus_cmd.add_argument(
+        "--budget-s", default="", help="measuring time for all scenarios (default 120 per scenario run)"
+    )
     versus_cmd.add_argument("--seed", default="", help="of the rounds' random order (default: drawn, and recorded)")
     return p
 
@@ -311,8 +383,20 @@ def main(argv: list[str] | None = None) -> int:
             check_run_id(args.run_id)  # before anything starts; claimed when the run opens
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args, config, servers)
-    except (ManifestError, scenario_data.ScenarioError, CpuPlanError, PreflightError, RuntimeFailure, OrderError,
-            HarnessBusy, capacity.CapacityError, HostsError, RunIdError, ConfigurationError, RevisionError) as exc:
+    except (
+        ManifestError,
+        scenario_data.ScenarioError,
+        CpuPlanError,
+        PreflightError,
+        RuntimeFailure,
+        OrderError,
+        HarnessBusy,
+        capacity.CapacityError,
+        HostsError,
+        RunIdError,
+        ConfigurationError,
+        RevisionError,
+    ) as exc:
         fail(str(exc))
         return 2
     except (DiskFull, StateFull, BuildFailed) as exc:
@@ -328,8 +412,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def options(args) -> dict[str, str | None]:
     """The command line's options by the variable each stands for (None: not given)."""
-    return {"RUNTIME": args.runtime, "SERVERS": args.servers, "PROFILE": args.profile, "PORTS": args.ports,
-            "REPEAT": args.repeat, "ORDER": args.order, "ROUNDS": getattr(args, "rounds", None)}
+    return {
+        "RUNTIME": args.runtime,
+        "SERVERS": args.servers,
+        "PROFILE": args.profile,
+        "PORTS": args.ports,
+        "REPEAT": args.repeat,
+        "ORDER": args.order,
+        "ROUNDS": getattr(args, "rounds", None),
+    }
 
 
 def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
@@ -345,8 +436,9 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
     if args.command == "compare":
         return compare.cmd_compare(args.a, args.b)
     if args.command == "history":  # reads results only: no lock, nothing started
-        return history_command.cmd_history(args.runs, args.scenarios, args.since, names(args.only), config.format,
-                                           servers)
+        return history_command.cmd_history(
+            args.runs, args.scenarios, args.since, names(args.only), config.format, servers
+        )
     if args.command == "plan":
         return cmd_plan(args, config, servers)
     if args.command == "build":  # what a killed command left is stopped first: a leftover JVM has the jars open
@@ -375,8 +467,11 @@ def run_command(args, config: Configuration, servers: dict[str, Server]) -> int:
         requested = list(config.servers)
         if args.command == "calibrate":
             return cmd_calibrate(args, config, session, servers)
-        chosen = ((select(servers, requested) if requested else by_default(servers)) if args.command == "up"
-                  else targets(session, requested, servers))
+        chosen = (
+            (select(servers, requested) if requested else by_default(servers))
+            if args.command == "up"
+            else targets(session, requested, servers)
+        )
         if twin_name and any(s.name == twin_name for s in chosen):
             chosen = with_twin(servers, chosen, twin_name, config.ports)
         if args.command in ("up", "ping", "run", "bench", "probe"):

@@ -3,6 +3,7 @@
 Each sample goes to the first category of CATEGORIES that any frame of its stack matches: a sample under accept,
 stream materialization or a socket call counts there whatever it runs below; the server's own code and the framework's
 machinery (actors, streams, futures, Netty's pipeline) get what is left. JIT and GC go by thread name."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,21 +12,30 @@ from collections import Counter
 
 BY_THREAD = [("JIT compiler", r"CompilerThre"), ("GC", r"GC Thread|VM Thread")]
 CATEGORIES = [  # frames as the collapsed format writes them: packages with '/'
-    ("thread park/unpark (hand-offs between threads)",
-     r"Unsafe\.park|LockSupport\.park|awaitWork|Unsafe_Unpark|LockSupport\.unpark|futex_wake|signalWork|Parker::park|"
-     r"pthread_cond_signal"),
+    (
+        "thread park/unpark (hand-offs between threads)",
+        r"Unsafe\.park|LockSupport\.park|awaitWork|Unsafe_Unpark|LockSupport\.unpark|futex_wake|signalWork|Parker::park|"
+        r"pthread_cond_signal",
+    ),
     ("accept", r"ServerSocketChannelImpl\.accept|acceptAllPending|TcpListener|accept4|AbstractEpollServerChannel"),
     ("per-connection stream materialization", r"materialize|PhasedFusing|GraphStageIsland|Materializer"),
     ("socket close", r"implCloseSelectableChannel|SocketChannelImpl\.close|doClose|__close|tcp_close|__x64_sys_close"),
     ("socket write", r"SocketChannelImpl\.write|IOUtil\.write|writev|__GI_write|sock_write_iter|writeBytes|sendmsg"),
     ("socket read", r"SocketChannelImpl\.read|IOUtil\.read|__GI_read|sock_read_iter|readBytes|recvmsg"),
-    ("epoll / selector wait and registration",
-     r"epoll_wait|epoll_ctl|EPoll\.|EPollSelectorImpl|Native\.epoll|SelectorImpl\.select|processReadyEvents|register"),
-    ("HTTP parse/render", r"HttpRequestParser|HttpResponseRenderer|parboiled|HttpMessageParser|HttpObjectDecoder|"
-                          r"HttpObjectEncoder|HttpServerCodec|HttpHeaderParser|spray/can/parsing|spray/can/rendering"),
+    (
+        "epoll / selector wait and registration",
+        r"epoll_wait|epoll_ctl|EPoll\.|EPollSelectorImpl|Native\.epoll|SelectorImpl\.select|processReadyEvents|register",
+    ),
+    (
+        "HTTP parse/render",
+        r"HttpRequestParser|HttpResponseRenderer|parboiled|HttpMessageParser|HttpObjectDecoder|"
+        r"HttpObjectEncoder|HttpServerCodec|HttpHeaderParser|spray/can/parsing|spray/can/rendering",
+    ),
     ("the server's own code (routes)", r"^bench/"),
-    ("framework machinery (actors, streams, futures, pipeline)",
-     r"^(akka|pekko|play|spray|scala|com/twitter|io/netty|java/util/concurrent)/"),
+    (
+        "framework machinery (actors, streams, futures, pipeline)",
+        r"^(akka|pekko|play|spray|scala|com/twitter|io/netty|java/util/concurrent)/",
+    ),
 ]
 
 
@@ -50,9 +60,13 @@ def summarize(path: str, requests: int, interval_us: float) -> str:
             pools[re.sub(r"\d+", "N", frames[0].split(" tid=")[0].strip("["))] += n
     if not total:
         return f"{path}: no samples"
-    lines = [f"{total} samples of {interval_us:g} us over {requests} requests: "
-             f"{total * interval_us / requests:.1f} us of CPU per request"]
-    lines += [f"  {100 * n / total:5.1f} %  {n * interval_us / requests:6.1f} us  {name}" for name, n in shares.most_common()]
+    lines = [
+        f"{total} samples of {interval_us:g} us over {requests} requests: "
+        f"{total * interval_us / requests:.1f} us of CPU per request"
+    ]
+    lines += [
+        f"  {100 * n / total:5.1f} %  {n * interval_us / requests:6.1f} us  {name}" for name, n in shares.most_common()
+    ]
     lines.append("  by thread: " + ", ".join(f"{name} {100 * n / total:.0f} %" for name, n in pools.most_common(5)))
     return "\n".join(lines)
 

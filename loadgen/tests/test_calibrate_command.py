@@ -1,6 +1,7 @@
 """`make calibrate` end to end on loopback: the calibrated server started, one load of a plan of its own measured,
 judged against its known answers, kept in results.json and shown in the report; nothing left running. No figure is
 asserted to pass (that is the machine's speed): the known values are exact and every figure is judged."""
+
 import json
 import os
 import subprocess
@@ -29,10 +30,22 @@ def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
     plan = tmp_path / "calibrate.toml"
     plan.write_text(PLAN)
     run_id = f"test-calibrate-{os.getpid()}-{time.time_ns()}"
-    code = ("import sys; from pathlib import Path; from harness.measuring import calibration; "
-            f"calibration.PLAN_FILE = Path({str(plan)!r}); from harness.cli import main; sys.exit(main(sys.argv[1:]))")
-    argv = [sys.executable, "-c", code, "--runtime", "local", "--ports", f"calibrated={PORT}", "--run-id", run_id,
-            "calibrate"]
+    code = (
+        "import sys; from pathlib import Path; from harness.measuring import calibration; "
+        f"calibration.PLAN_FILE = Path({str(plan)!r}); from harness.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    argv = [
+        sys.executable,
+        "-c",
+        code,
+        "--runtime",
+        "local",
+        "--ports",
+        f"calibrated={PORT}",
+        "--run-id",
+        run_id,
+        "calibrate",
+    ]
     proc = subprocess.run(argv, cwd=LOADGEN, capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 1: a figure missed on this (shared) machine
     assert "known against measured" in proc.stdout
@@ -41,8 +54,18 @@ def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
     [entry] = data["calibration"]
     assert (entry["tool"], entry["label"], entry["limit"], entry["failed"]) == ("wrk", "paced", "pace", None)
     figures = {f["figure"]: f for f in entry["figures"]}
-    assert list(figures) == ["req/s", "p50", "p90", "p99", "p99.9", "max", "mean", "CPU µs/req", "loadgen-saturated",
-                             "non_2xx"]
+    assert list(figures) == [
+        "req/s",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "mean",
+        "CPU µs/req",
+        "loadgen-saturated",
+        "non_2xx",
+    ]
     assert figures["req/s"]["known"] == round(4 / 0.007, 1)  # 4 connections, 5 ms + 10 ms / 5 each
     assert (figures["p50"]["known"], figures["p99"]["known"], figures["mean"]["known"]) == (5.0, 15.0, 7.0)
     assert figures["non_2xx"]["ok"] is True  # 1 in 4 answered 503, wrk counted them

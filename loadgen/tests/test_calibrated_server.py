@@ -2,6 +2,7 @@
 lower bounds by construction (a request is never answered before its service time, a delayed one before its delay,
 the CPU it burns is at least what was asked): these tests check them and the exact 1-in-k pattern, and no speed.
 Builds the server when `make build` has not (cargo, offline, a few seconds)."""
+
 import re
 import selectors
 import socket
@@ -98,7 +99,9 @@ def test_the_cpu_burn_shows_in_the_process_cpu_time(server):
     timed_requests(running, "/hello?burn_us=20000", 20)
     burned = cpu_s() - before
     assert burned >= 20 * 0.020 - 0.02  # 400 ms asked; the kernel's accounting ticks may lag by one
-    assert burned < 2 * 20 * 0.020  # the burn is measured on the thread's clock: it does not overshoot by a request's worth
+    assert (
+        burned < 2 * 20 * 0.020
+    )  # the burn is measured on the thread's clock: it does not overshoot by a request's worth
 
 
 def test_the_cap_spaces_requests_at_least_one_slot_apart(server):
@@ -173,8 +176,12 @@ def test_ab_s_p99_9_is_the_known_tail_to_the_ms_from_its_per_request_file(server
     between p99 and the max."""
     _, running = server
     ab = ApacheBench()
-    spec = LoadSpec(url=f"http://{running.host}:{running.port}/hello?every=200&delay_us=20000", concurrency=1,
-                    requests=1000, keepalive=True)
+    spec = LoadSpec(
+        url=f"http://{running.host}:{running.port}/hello?every=200&delay_us=20000",
+        concurrency=1,
+        requests=1000,
+        keepalive=True,
+    )
     out = subprocess.run(ab.command(spec, tmp_path), capture_output=True, text=True, timeout=60, check=True).stdout
     assert len((tmp_path / PER_REQUEST).read_text().splitlines()) == 1001  # ab's header and a line per request
     m = ab.parse(out, tmp_path)

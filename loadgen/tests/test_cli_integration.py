@@ -1,5 +1,6 @@
 """The harness's command line end to end against real servers on loopback: results written, clear errors, Ctrl-C.
 Ports are the defaults + 10000 so the tests do not collide with servers a developer left up with `make up`."""
+
 import json
 import os
 import signal
@@ -39,14 +40,22 @@ def test_a_port_held_by_a_client_connection_says_so_and_names_the_ephemeral_rang
             accepted, _ = listener.accept()
             with accepted:
                 port = client.getsockname()[1]
-                with pytest.raises(RuntimeFailure, match=rf"port {port} is in use by pid {os.getpid()} \(.*\), as the "
-                                   r"local end of a connection \(the kernel's ephemeral ports \d+-\d+"):
+                with pytest.raises(
+                    RuntimeFailure,
+                    match=rf"port {port} is in use by pid {os.getpid()} \(.*\), as the "
+                    r"local end of a connection \(the kernel's ephemeral ports \d+-\d+",
+                ):
                     LocalRuntime().start(SERVERS["rust"], [0], port, {})
 
 
 def harness(*args, **env):
     ports = " ".join(f"{n}={p}" for n, p in PORTS.items())
-    return [sys.executable, "-m", "harness", "--ports", ports, *args], {**os.environ, "RUNTIME": "local", "REPEAT": "1", **env}
+    return [sys.executable, "-m", "harness", "--ports", ports, *args], {
+        **os.environ,
+        "RUNTIME": "local",
+        "REPEAT": "1",
+        **env,
+    }
 
 
 def test_cli_run_writes_results_for_every_server_and_scenario(tmp_path):
@@ -58,8 +67,13 @@ def test_cli_run_writes_results_for_every_server_and_scenario(tmp_path):
     assert data["conditions"]["runtime"] == "local" and data["conditions"]["cpus"]["server"]
     assert data["verification"]["rust"]["ok"]
     got = {(r["server"], r["scenario"], r["run"]) for r in data["records"]}
-    assert got == {("rust", "backend", "close"), ("rust", "backend", "keepalive"), ("rust", "tweets", "c100"),
-                   ("nginx", "backend", "close"), ("nginx", "backend", "keepalive")}
+    assert got == {
+        ("rust", "backend", "close"),
+        ("rust", "backend", "keepalive"),
+        ("rust", "tweets", "c100"),
+        ("nginx", "backend", "close"),
+        ("nginx", "backend", "keepalive"),
+    }
     for record in data["records"]:
         assert record["errors"]["total"] == 0 and record["rps"] > 0
         assert all((results / raw).exists() for a in record["attempts"] for raw in a["raw"])

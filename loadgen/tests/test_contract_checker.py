@@ -3,6 +3,7 @@ broken, one rule at a time: a server of the test's own (tests/responders/contrac
 routes, or breaks exactly one rule (--break), and the check must pass the first and name the broken rule in each of
 the others. Its /weather is checked against the project's real upstream (nginx/run.sh), whose count of requests
 served shows a server that caches the upstream's answer."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,9 @@ ROUTES = ("id", "hello", "backend", "tweets", "factorial", "fibonacci")
 
 
 def check(broken: str | None) -> contract.Report:
-    proc = subprocess.Popen([sys.executable, str(RESPONDER), str(PORT), "probe",
-                             *(["--break", broken] if broken else [])])
+    proc = subprocess.Popen(
+        [sys.executable, str(RESPONDER), str(PORT), "probe", *(["--break", broken] if broken else [])]
+    )
     try:
         assert wait_until(lambda: port_owner("127.0.0.1", PORT) is not None, 10), "the responder did not listen"
         return contract.verify("probe", "127.0.0.1", PORT, ROUTES)
@@ -41,16 +43,29 @@ def test_a_server_that_keeps_the_contract_passes_every_check():
     assert report.ok and report.failures == [] and report.checks > 100
 
 
-@pytest.mark.parametrize("broken, failures", [
-    ("body-byte", ["GET /hello: body 'Hello Worle', expected 'Hello World'",
-                   "pipelining ['/id', '/hello', '/backend', '/id']: answered ['probe', 'Hello Worle', "
-                   "'<h1>Say hello to akka-http</h1>', 'probe']"]),
-    ("content-type", ["GET /hello: Content-Type 'text/html; charset=utf-8', expected text/plain"]),
-    ("http10-open", ["HTTP/1.0 without keep-alive: the server kept the connection open"]),
-    ("pipeline-order", ["pipelining ['/id', '/hello', '/backend', '/id']: answered ['probe', "
-                        "'<h1>Say hello to akka-http</h1>', 'Hello World', 'probe']"]),
-    ("tweet-counter", ["GET /v1/tweets: id did not grow on the next request (1000000 then 1000000)"]),
-])
+@pytest.mark.parametrize(
+    "broken, failures",
+    [
+        (
+            "body-byte",
+            [
+                "GET /hello: body 'Hello Worle', expected 'Hello World'",
+                "pipelining ['/id', '/hello', '/backend', '/id']: answered ['probe', 'Hello Worle', "
+                "'<h1>Say hello to akka-http</h1>', 'probe']",
+            ],
+        ),
+        ("content-type", ["GET /hello: Content-Type 'text/html; charset=utf-8', expected text/plain"]),
+        ("http10-open", ["HTTP/1.0 without keep-alive: the server kept the connection open"]),
+        (
+            "pipeline-order",
+            [
+                "pipelining ['/id', '/hello', '/backend', '/id']: answered ['probe', "
+                "'<h1>Say hello to akka-http</h1>', 'Hello World', 'probe']"
+            ],
+        ),
+        ("tweet-counter", ["GET /v1/tweets: id did not grow on the next request (1000000 then 1000000)"]),
+    ],
+)
 def test_each_broken_rule_is_reported_and_nothing_else(broken, failures):
     report = check(broken)
     assert not report.ok and report.failures == failures
@@ -59,14 +74,22 @@ def test_each_broken_rule_is_reported_and_nothing_else(broken, failures):
 def test_a_missing_date_header_is_reported_on_every_response():
     report = check("no-date")
     assert report.failures and all(f.endswith(": no Date header") for f in report.failures)
-    assert {"GET /id: no Date header", "GET /hello: no Date header", "GET /v1/tweets: no Date header",
-            "GET /no-such-route: no Date header", "GET /factorial?param=abc: no Date header"} <= set(report.failures)
+    assert {
+        "GET /id: no Date header",
+        "GET /hello: no Date header",
+        "GET /v1/tweets: no Date header",
+        "GET /no-such-route: no Date header",
+        "GET /factorial?param=abc: no Date header",
+    } <= set(report.failures)
 
 
-@pytest.mark.parametrize("broken, failure", [
-    ("bad-length", "GET /hello: Content-Length 'eleven' is not a number of bytes"),
-    ("bad-chunk", "GET /hello: chunk size b'zz' is not a hexadecimal number"),
-])
+@pytest.mark.parametrize(
+    "broken, failure",
+    [
+        ("bad-length", "GET /hello: Content-Length 'eleven' is not a number of bytes"),
+        ("bad-chunk", "GET /hello: chunk size b'zz' is not a hexadecimal number"),
+    ],
+)
 def test_a_response_whose_framing_cannot_be_read_fails_the_contract(broken, failure, capsys):
     """A bad Content-Length or chunk size is that server failing the contract (`make ping` says so and goes on), not
     a ValueError that ends the whole run."""
@@ -79,8 +102,13 @@ def upstream(tmp_path):
     """The project's own upstream: nginx/run.sh (Debian's nginx with the repository's config) on a free port."""
     port = free_port()
     env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "SERVER_CORES": "1", "RUN_DIR": str(tmp_path)}
-    proc = subprocess.Popen(["bash", str(REPO / "nginx" / "run.sh")], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["bash", str(REPO / "nginx" / "run.sh")],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert wait_until(lambda: port_owner("127.0.0.1", port) is not None, 10), "nginx did not listen"
         yield port
@@ -99,8 +127,17 @@ def check_weather(upstream_port: int, broken: str | None) -> contract.Report:
     """contract_server.py serving /weather/{city} from the real upstream, checked with the upstream's own count."""
     port = free_port()
     url = upstream_url_of(upstream_port)
-    proc = subprocess.Popen([sys.executable, str(RESPONDER), str(port), "probe", "--upstream", url,
-                             *(["--break", broken] if broken else [])])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(RESPONDER),
+            str(port),
+            "probe",
+            "--upstream",
+            url,
+            *(["--break", broken] if broken else []),
+        ]
+    )
     try:
         assert wait_until(lambda: port_owner("127.0.0.1", port) is not None, 10), "the responder did not listen"
         count = contract.StubStatus("127.0.0.1", upstream_port, UPSTREAM_COUNT_PATH)
@@ -126,11 +163,15 @@ def test_a_server_caching_the_upstreams_answer_fails_the_contract(upstream):
     report = check_weather(upstream, "weather-cache")
     assert report.failures == [
         f"GET /weather/Lyon {UPSTREAM_FETCHES} times: the upstream served 0 request(s) meanwhile, not "
-        f"{UPSTREAM_FETCHES}; each /weather request must fetch the upstream's document (no cached answer)"]
+        f"{UPSTREAM_FETCHES}; each /weather request must fetch the upstream's document (no cached answer)"
+    ]
 
 
 def test_an_upstream_that_cannot_count_is_a_failure_that_says_so(upstream):
-    report = contract.verify("nginx", "127.0.0.1", upstream, ("id", "weather"), None,
-                             contract.StubStatus("127.0.0.1", upstream, "/hello"))
-    assert f"GET /weather/Lyon: the upstream's count of requests served could not be read: http://127.0.0.1:{upstream}" \
-           "/hello answered 200 'Hello World', not nginx's stub_status" in report.failures
+    report = contract.verify(
+        "nginx", "127.0.0.1", upstream, ("id", "weather"), None, contract.StubStatus("127.0.0.1", upstream, "/hello")
+    )
+    assert (
+        f"GET /weather/Lyon: the upstream's count of requests served could not be read: http://127.0.0.1:{upstream}"
+        "/hello answered 200 'Hello World', not nginx's stub_status" in report.failures
+    )

@@ -1,5 +1,6 @@
 """The HTTP/2 (h2c) contract check against real servers on loopback: responders/h2c.py, right and broken one rule at a
 time (--break), an HTTP/1.1-only server, a silent one and a closed port."""
+
 import socket
 import subprocess
 import sys
@@ -37,8 +38,11 @@ def wait_listening(port, proc):
 
 def start(script, *args):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(RESPONDERS / script), str(port), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(RESPONDERS / script), str(port), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_listening(port, proc)
     except RuntimeError:
@@ -161,10 +165,13 @@ def one_shot_server():
 
 
 def test_an_http1_only_server_is_told_apart(one_shot_server):
-    port = one_shot_server(b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    port = one_shot_server(
+        b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
     report = check_h2("h2c", "127.0.0.1", port, ROUTES)
-    assert report.failures == ["GET /id over h2c: the server does not speak h2c with prior knowledge: it answered "
-                               "'HTTP/1.1 400 Bad Request'"]
+    assert report.failures == [
+        "GET /id over h2c: the server does not speak h2c with prior knowledge: it answered 'HTTP/1.1 400 Bad Request'"
+    ]
 
 
 def test_python_http_server_answering_http2_with_a_bare_html_page():
@@ -173,8 +180,9 @@ def test_python_http_server_answering_http2_with_a_bare_html_page():
         report = check_h2("h2c", "127.0.0.1", port, ROUTES)
     finally:
         stop(proc)
-    assert report.failures == ["GET /id over h2c: the server does not speak h2c with prior knowledge: it answered "
-                               "'<!DOCTYPE HTML>'"]
+    assert report.failures == [
+        "GET /id over h2c: the server does not speak h2c with prior knowledge: it answered '<!DOCTYPE HTML>'"
+    ]
 
 
 def test_a_silent_server_fails_within_the_deadline(monkeypatch):

@@ -5,6 +5,7 @@ memory as it starts: a real OOM kill, reported through the same death reason as 
 
 Skipped, with the reason, when no Docker engine answers (failed instead under CI=true). It starts containers on
 fixed ports (27xxx): run it under the integration lock, like tests/test_docker_runtime.py."""
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,9 @@ def _skip_reason() -> str | None:
     except RuntimeFailure as exc:
         skip_or_fail(str(exc))
     servers = discover()
-    missing = [f"{name}'s {a}" for name in PORTS for a in servers[name].artifacts
-               if not (servers[name].folder / a).exists()]
+    missing = [
+        f"{name}'s {a}" for name in PORTS for a in servers[name].artifacts if not (servers[name].folder / a).exists()
+    ]
     if missing:
         return f"{', '.join(missing)} missing: make build"
     alive = [name for name, entry in State().load().items() if psutil.pid_exists(entry.pid)]
@@ -55,8 +57,20 @@ def _skip_reason() -> str | None:
 
 def _containers() -> list[str]:
     """The project's containers, the loadgen's included (running or not)."""
-    proc = subprocess.run(["docker", "ps", "-a", "--filter", f"label=com.docker.compose.project={compose.PROJECT}",
-                           "--format", "{{.Names}}"], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            "docker",
+            "ps",
+            "-a",
+            "--filter",
+            f"label=com.docker.compose.project={compose.PROJECT}",
+            "--format",
+            "{{.Names}}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return proc.stdout.split()
 
 
@@ -65,10 +79,22 @@ def test_a_container_killed_for_memory_is_recorded_as_killed_for_memory():
     if reason:
         pytest.skip(reason)
     run_id = f"test-docker-oom-{os.getpid()}"
-    env = {**os.environ, "RUNTIME": "docker", "REPEAT": "1", "PROFILE": "quick",
-           "PORTS": " ".join(f"{n}={p}" for n, p in PORTS.items()), compose.memory_var(discover()["finagle"]): "256m"}
-    proc = subprocess.run([sys.executable, "-m", "harness", "--servers", "finagle rust", "--run-id", run_id, "run",
-                           "hello"], cwd=LOADGEN_DIR, env=env, capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "RUNTIME": "docker",
+        "REPEAT": "1",
+        "PROFILE": "quick",
+        "PORTS": " ".join(f"{n}={p}" for n, p in PORTS.items()),
+        compose.memory_var(discover()["finagle"]): "256m",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "--servers", "finagle rust", "--run-id", run_id, "run", "hello"],
+        cwd=LOADGEN_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     output = proc.stdout + proc.stderr
     print(output)
 

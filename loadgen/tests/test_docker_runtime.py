@@ -5,6 +5,7 @@ with RUNTIME=docker, their contract checked, every container's least privilege r
 kernel (the loadgen's while a command runs tools in it), a few seconds of ab, wrk and httperf each (no world-writable
 folder under raw/), down; no container left, the server images removed (the base images bench/*:bookworm stay). Then
 no healthcheck in a server container, and a short `bench` that measures its A/A twin. CI runs it from .ci/docker.sh."""
+
 from __future__ import annotations
 
 import json
@@ -36,6 +37,7 @@ PORTS = "nginx=28000 rust=28086 node=28080"
 
 # ------------------------------------------------------------------------------------------------------ unit tests
 
+
 def test_compose_file_has_one_host_network_service_per_server_and_no_bridge():
     servers = discover()
     text = compose.render_compose(servers)
@@ -56,7 +58,10 @@ def test_compose_file_has_one_host_network_service_per_server_and_no_bridge():
 def test_compose_file_takes_every_cpu_value_from_the_harness():
     text = compose.render_compose(discover())
     assert re.findall(r"^\s+cpuset: \"\$\{(\w+):\?", text, flags=re.M) == [
-        "BENCH_SERVER_CPUSET", "BENCH_UPSTREAM_CPUSET", "BENCH_LOADGEN_CPUSET"]
+        "BENCH_SERVER_CPUSET",
+        "BENCH_UPSTREAM_CPUSET",
+        "BENCH_LOADGEN_CPUSET",
+    ]
     assert re.findall(r"^\s+cpus: \"\$\{(\w+):\?", text, flags=re.M) == ["BENCH_SERVER_CPUS", "BENCH_UPSTREAM_CPUS"]
     assert 'nofile: {soft: "${BENCH_NOFILE:-20000}", hard: "${BENCH_NOFILE:-20000}"}' in text
     assert not re.search(r"cpus: \"?\d", text) and not re.search(r"cpuset: \"?\d", text)
@@ -66,20 +71,30 @@ def test_every_container_runs_with_least_privilege():
     servers = discover()
     text = compose.render_compose(servers)
     limits = text.split("\nx-limits: &limits\n", 1)[1].split("\n\n", 1)[0]  # every service merges it
-    for line in ("cap_drop: [ALL]", 'security_opt: ["no-new-privileges:true"]', "read_only: true",
-                 'tmpfs: ["/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"]', f"pids_limit: {service.PIDS_LIMIT}"):
+    for line in (
+        "cap_drop: [ALL]",
+        'security_opt: ["no-new-privileges:true"]',
+        "read_only: true",
+        'tmpfs: ["/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"]',
+        f"pids_limit: {service.PIDS_LIMIT}",
+    ):
         assert f"\n  {line}" in limits
     blocks = {name: text.split(f"\n  {name}:\n", 1)[1].split("\n\n", 1)[0] for name in [images.LOADGEN, *servers]}
     for name, block in blocks.items():  # none overrides what it merged (the loadgen sets only its user)
-        keys = set(re.findall(r"^    (cap_drop|cap_add|read_only|tmpfs|pids_limit|privileged|security_opt|user):",
-                              block, flags=re.M))
+        keys = set(
+            re.findall(
+                r"^    (cap_drop|cap_add|read_only|tmpfs|pids_limit|privileged|security_opt|user):", block, flags=re.M
+            )
+        )
         assert keys == ({"user"} if name == images.LOADGEN else set()), (name, keys)
     # the engine's default seccomp profile everywhere: x-limits' security_opt is the only one
     assert "seccomp=" not in text and text.count("security_opt:") == 1 and "privileged:" not in text
     # RUN_DIR is on the tmpfs, and each server's memory limit is its own variable
     assert all('RUN_DIR: "/tmp/run"' in blocks[name] for name in servers)
-    assert all(f'mem_limit: "${{{compose.memory_var(server)}:-{service.SERVER_MEMORY}}}"' in blocks[name]
-               for name, server in servers.items())
+    assert all(
+        f'mem_limit: "${{{compose.memory_var(server)}:-{service.SERVER_MEMORY}}}"' in blocks[name]
+        for name, server in servers.items()
+    )
     assert compose.memory_var(servers["rust"]) == "BENCH_MEM_LIMIT_RUST"
 
 
@@ -95,13 +110,26 @@ def test_compose_env_follows_the_cpu_plan():
 def test_families_and_image_names():
     servers = discover()
     assert {n: images.family(s) for n, s in servers.items()} == {
-        "akka": "jvm", "finagle": "jvm", "nginx": "nginx", "node": "node", "express": "node", "pekko": "jvm",
-        "play": "jvm", "rust": "native", "socko": "jvm", "spray": "jvm", "calibrated": "native"}
+        "akka": "jvm",
+        "finagle": "jvm",
+        "nginx": "nginx",
+        "node": "node",
+        "express": "node",
+        "pekko": "jvm",
+        "play": "jvm",
+        "rust": "native",
+        "socko": "jvm",
+        "spray": "jvm",
+        "calibrated": "native",
+    }
     assert images.server_image(servers["rust"]) == "bench/server-rust:latest"
     # an A/A twin runs its server's image (the same bytes) and its server's compose service, on its own port
     double = twin(servers["nginx"], {8000, 9000})
     assert (double.name, images.server_image(double), images.family(double)) == (
-        "nginx-twin", "bench/server-nginx:latest", "nginx")
+        "nginx-twin",
+        "bench/server-nginx:latest",
+        "nginx",
+    )
     assert (compose.service_of(double), compose.port_var(double)) == ("nginx", "BENCH_PORT_NGINX")
     assert images.app_dir(servers["express"]) == "/srv/node"
     assert images.static_mounts(servers["nginx"]) == ["static"]
@@ -110,9 +138,14 @@ def test_families_and_image_names():
 def test_tool_paths_map_into_the_loadgen_container():
     from harness.results.store import RESULTS
 
-    assert DockerRuntime.container_path(str(RESULTS / "r1/raw/x/percentiles.csv")) == "/bench/results/r1/raw/x/percentiles.csv"
-    assert DockerRuntime.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua")) == \
-        "/bench/loadgen/harness/tools/wrk_report.lua"
+    assert (
+        DockerRuntime.container_path(str(RESULTS / "r1/raw/x/percentiles.csv"))
+        == "/bench/results/r1/raw/x/percentiles.csv"
+    )
+    assert (
+        DockerRuntime.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua"))
+        == "/bench/loadgen/harness/tools/wrk_report.lua"
+    )
     assert DockerRuntime.container_path("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
     assert DockerRuntime.container_path(str(REPO) + "x/y") == str(REPO) + "x/y"
 
@@ -132,7 +165,9 @@ def test_the_runtime_changes_nothing_until_it_first_starts_or_stops_a_container(
 
 
 def test_auto_chooses_local_without_an_engine_and_says_why(monkeypatch, capsys):
-    monkeypatch.setattr(dk, "engine_answers", lambda timeout=10: (False, "no Docker engine answers `docker info` (test)"))
+    monkeypatch.setattr(
+        dk, "engine_answers", lambda timeout=10: (False, "no Docker engine answers `docker info` (test)")
+    )
     runtime = get_runtime("auto", plan((0, 1)))
     assert runtime.name == "local"
     assert "runtime: local (RUNTIME=auto: no Docker engine answers" in capsys.readouterr().out
@@ -167,8 +202,14 @@ def _docker(*args: str) -> str:
 def _cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "RUNTIME": "docker", "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", **(env or {})}
     full_env.pop("SERVERS", None)
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=LOADGEN_DIR,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     print(proc.stdout, proc.stderr)
     return proc
 
@@ -184,8 +225,14 @@ def _cli_watching(container: str, *args: str) -> tuple[subprocess.CompletedProce
     its main process's status then (key "status": the container is gone when the command ends)."""
     full_env = {**os.environ, "RUNTIME": "docker", "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick"}
     full_env.pop("SERVERS", None)
-    child = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=full_env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        cwd=LOADGEN_DIR,
+        env=full_env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     seen = None
     while seen is None and child.poll() is None:
         found = subprocess.run(["docker", "inspect", container], capture_output=True, text=True)
@@ -210,7 +257,10 @@ def assert_least_privilege(info: dict) -> None:
     options = host["SecurityOpt"] or []
     assert "no-new-privileges:true" in options and not any(o.startswith("seccomp") for o in options), (name, options)
     assert host["ReadonlyRootfs"] is True and not host["Privileged"], name
-    assert config["User"] not in ("", "0", "root") and not config["User"].startswith(("0:", "root:")), (name, config["User"])
+    assert config["User"] not in ("", "0", "root") and not config["User"].startswith(("0:", "root:")), (
+        name,
+        config["User"],
+    )
     fields = info.get("status") or _status(info["State"]["Pid"])
     assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"] == "1", (name, fields["CapEff"])
     if "name=seccomp" in _docker("info", "--format", "{{json .SecurityOptions}}"):
@@ -225,9 +275,11 @@ def assert_nothing_world_writable(folder: Path) -> None:
 
 
 def _project_containers() -> list[str]:
-    return _docker("ps", "-a", "--filter", f"label=com.docker.compose.project={compose.PROJECT}", "--format",
-                   "{{.Names}}").split() + [n for n in _docker("ps", "-a", "--format", "{{.Names}}").split()
-                                           if n == compose.container_name(images.LOADGEN)]
+    return _docker(
+        "ps", "-a", "--filter", f"label=com.docker.compose.project={compose.PROJECT}", "--format", "{{.Names}}"
+    ).split() + [
+        n for n in _docker("ps", "-a", "--format", "{{.Names}}").split() if n == compose.container_name(images.LOADGEN)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -303,12 +355,18 @@ def test_docker_runtime_end_to_end(docker_images):
     from harness.results.store import RESULTS
 
     # (and the tools the project builds, run from the repository the loadgen container mounts: oha, Gatling on its JRE)
-    for scenario, tool in (("hello", "wrk"), ("backend", "ab"), ("tweets", "httperf"), ("latency", "oha"),
-                           ("gatling-backend", "gatling")):
+    for scenario, tool in (
+        ("hello", "wrk"),
+        ("backend", "ab"),
+        ("tweets", "httperf"),
+        ("latency", "oha"),
+        ("gatling-backend", "gatling"),
+    ):
         run_id = f"docker-test-{scenario}-{os.getpid()}"  # a run id names one run: never reused
         # the loadgen container, inspected while the command runs its tools in it (it is removed at the end)
-        proc, loadgen = _cli_watching(compose.container_name(images.LOADGEN), "--servers", "rust", "--run-id", run_id,
-                                      "run", scenario)
+        proc, loadgen = _cli_watching(
+            compose.container_name(images.LOADGEN), "--servers", "rust", "--run-id", run_id, "run", scenario
+        )
         assert proc.returncode == 0, proc.stdout
         assert loadgen is not None, "the loadgen container was never seen running"
         assert_least_privilege(loadgen)
@@ -339,8 +397,11 @@ def test_docker_runtime_end_to_end(docker_images):
     # GET /id and passes --no-deps)
     runtime = DockerRuntime(cpu_plan)
     ports = dict(p.split("=") for p in PORTS.split())
-    overrides = {compose.port_var(servers["nginx"]): ports["nginx"], compose.port_var(servers["rust"]): ports["rust"],
-                 "BENCH_UPSTREAM_URL": f"http://127.0.0.1:{ports['nginx']}/weather.json"}
+    overrides = {
+        compose.port_var(servers["nginx"]): ports["nginx"],
+        compose.port_var(servers["rust"]): ports["rust"],
+        "BENCH_UPSTREAM_URL": f"http://127.0.0.1:{ports['nginx']}/weather.json",
+    }
     try:
         runtime.compose_run("up", "-d", "rust", overrides=overrides, timeout=300)
         assert json.loads(_docker("inspect", "bench-nginx"))[0]["State"]["Running"]
@@ -367,8 +428,9 @@ def test_no_check_runs_inside_a_server_container(docker_images):
     assert not _project_containers()
 
 
-def _inspect_while_running(argv: list[str], env: dict, containers: list[str]) -> tuple[subprocess.CompletedProcess,
-                                                                                       dict[str, dict]]:
+def _inspect_while_running(
+    argv: list[str], env: dict, containers: list[str]
+) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
     """Runs `argv`, and `docker inspect`s each of `containers` once it runs (with its main process's status then)."""
     child = subprocess.Popen(argv, cwd=LOADGEN_DIR, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen: dict[str, dict] = {}
@@ -387,8 +449,20 @@ def _inspect_while_running(argv: list[str], env: dict, containers: list[str]) ->
     return subprocess.CompletedProcess(argv, child.returncode, out, err), seen
 
 
-SAME_IN_TWINS = ("CpusetCpus", "NanoCpus", "Memory", "Ulimits", "CapDrop", "CapAdd", "SecurityOpt", "ReadonlyRootfs",
-                 "Tmpfs", "PidsLimit", "NetworkMode", "Binds")
+SAME_IN_TWINS = (
+    "CpusetCpus",
+    "NanoCpus",
+    "Memory",
+    "Ulimits",
+    "CapDrop",
+    "CapAdd",
+    "SecurityOpt",
+    "ReadonlyRootfs",
+    "Tmpfs",
+    "PidsLimit",
+    "NetworkMode",
+    "Binds",
+)
 
 
 def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, short_bench):
@@ -400,10 +474,18 @@ def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, 
 
     run_id = f"docker-test-twin-{os.getpid()}"
     # ports of this test's own (h2c +1000), below the ephemeral ports: 28086's h2c port is test_tool_plugin.py's
-    env = {**os.environ, "RUNTIME": "docker", "PORTS": "nginx=23600 rust=23686", "TWIN": "rust", "SERVERS": "rust",
-           "PROFILE": "quick"}
+    env = {
+        **os.environ,
+        "RUNTIME": "docker",
+        "PORTS": "nginx=23600 rust=23686",
+        "TWIN": "rust",
+        "SERVERS": "rust",
+        "PROFILE": "quick",
+    }
     env.pop("REPEAT", None)
-    proc, seen = _inspect_while_running(short_bench("--run-id", run_id, "bench"), env, ["bench-rust", "bench-rust-twin"])
+    proc, seen = _inspect_while_running(
+        short_bench("--run-id", run_id, "bench"), env, ["bench-rust", "bench-rust-twin"]
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "A/A control: rust is measured twice, as rust and rust-twin (port 23786)" in proc.stdout
     assert set(seen) == {"bench-rust", "bench-rust-twin"}, f"running containers seen: {sorted(seen)}"
@@ -412,8 +494,11 @@ def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, 
     for key in SAME_IN_TWINS:
         assert double["HostConfig"][key] == rust["HostConfig"][key], key
     env_of = {name: dict(e.split("=", 1) for e in seen[name]["Config"]["Env"]) for name in seen}
-    differ = {k for k in env_of["bench-rust"].keys() | env_of["bench-rust-twin"].keys()
-              if env_of["bench-rust"].get(k) != env_of["bench-rust-twin"].get(k)}
+    differ = {
+        k
+        for k in env_of["bench-rust"].keys() | env_of["bench-rust-twin"].keys()
+        if env_of["bench-rust"].get(k) != env_of["bench-rust-twin"].get(k)
+    }
     assert differ == {"PORT", "H2C_PORT"} and env_of["bench-rust-twin"]["PORT"] == "23786", differ
     labels = double["Config"]["Labels"]  # so `make down` and a later command find it, as they find rust's
     assert labels["com.docker.compose.project"] == compose.PROJECT

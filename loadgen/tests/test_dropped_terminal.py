@@ -3,6 +3,7 @@ every later write to the terminal failing (EIO). The harness runs here under a r
 whose master side the test closes during an attempt: the clean-up must still run to its end (servers and tools
 stopped, results.json and the report written) though each message it prints on the way fails. Ports are fixed, like
 tests/test_interrupts.py's (its own servers: tests/responders/contract_server.py)."""
+
 from __future__ import annotations
 
 import errno
@@ -37,8 +38,10 @@ tool = "wrk"
 targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ threads = 1, concurrency = 4, duration_s = 2 }] }
 """
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
-                  "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
+WITH_SCENARIOS = (
+    "import pathlib, sys; from harness import cli; from harness.config import scenarios; "
+    "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))"
+)
 
 
 def harness_under_a_terminal(tmp_path: Path, run_id: str) -> tuple[int, int]:
@@ -47,10 +50,25 @@ def harness_under_a_terminal(tmp_path: Path, run_id: str) -> tuple[int, int]:
     folder.mkdir(parents=True)
     (folder / "manifest.toml").write_text(
         f'[[server]]\nname = "ttyprobe"\nport = {PORT}\nroutes = ["id", "hello", "backend", "tweets", "factorial", '
-        f'"fibonacci"]\nrun = ["{sys.executable}", "{RESPONDER}", "{{port}}", "ttyprobe"]\n')
+        f'"fibonacci"]\nrun = ["{sys.executable}", "{RESPONDER}", "{{port}}", "ttyprobe"]\n'
+    )
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
-    argv = [sys.executable, "-c", WITH_SCENARIOS, str(tmp_path / "scenarios.toml"), "--runtime", "local",
-            "--servers", "ttyprobe", "--profile", "quick", "--run-id", run_id, "run", "hello"]
+    argv = [
+        sys.executable,
+        "-c",
+        WITH_SCENARIOS,
+        str(tmp_path / "scenarios.toml"),
+        "--runtime",
+        "local",
+        "--servers",
+        "ttyprobe",
+        "--profile",
+        "quick",
+        "--run-id",
+        run_id,
+        "run",
+        "hello",
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE", "TWIN")}
     env["BENCH_SERVERS_DIR"] = str(tmp_path / "servers")
     pid, master = pty.fork()  # the child: a new session whose controlling terminal is the pty

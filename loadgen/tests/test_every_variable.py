@@ -4,6 +4,7 @@ naming the variable and the value and what to do, exits with status 2, and start
 run folder, no traceback. An empty value is an unset one (the Makefile's way to unset a variable): accepted.
 
 The command is `run hello` on rust: a regression would start rust on its test port below (the range of this file)."""
+
 from __future__ import annotations
 
 import json
@@ -32,20 +33,42 @@ BAD: dict[str, list[tuple[str, dict[str, str]]]] = {
     "SERVERS": [(BLANK, {}), ("nosuch", {}), ("rust,nosuch", {}), ("-1", {})],
     "PROFILE": [(BLANK, {}), ("fast", {}), ("1", {})],
     "RUNTIME": [(BLANK, {}), ("podman", {}), ("0", {})],
-    "PORTS": [(BLANK, {}), ("garbage", {}), ("rust=", {}), ("rust=abc", {}), ("rust=-1", {}), ("rust=0", {}),
-              ("rust=70000", {}), ("nosuch=19788", {}), ("rust=65000", {}), ("rust=19786 rust=19789", {})],
+    "PORTS": [
+        (BLANK, {}),
+        ("garbage", {}),
+        ("rust=", {}),
+        ("rust=abc", {}),
+        ("rust=-1", {}),
+        ("rust=0", {}),
+        ("rust=70000", {}),
+        ("nosuch=19788", {}),
+        ("rust=65000", {}),
+        ("rust=19786 rust=19789", {}),
+    ],
     "REPEAT": [(BLANK, {}), ("abc", {}), ("-1", {}), ("0", {}), ("1.5", {}), ("99999999999", {})],
     "ORDER": [(BLANK, {}), ("random", {}), ("1", {})],
     "ROUNDS": [(BLANK, {}), ("abc", {}), ("-1", {}), ("0", {})],
-    "CPUS_SERVER": [(BLANK, {}), (",", {}), ("abc", {}), ("-1", {}), ("3-1", {}), (OUTSIDE_CPU, {}),
-                    ("0", {"CPUS_LOADGEN": "0"})],
+    "CPUS_SERVER": [
+        (BLANK, {}),
+        (",", {}),
+        ("abc", {}),
+        ("-1", {}),
+        ("3-1", {}),
+        (OUTSIDE_CPU, {}),
+        ("0", {"CPUS_LOADGEN": "0"}),
+    ],
     "CPUS_LOADGEN": [(BLANK, {}), ("x", {}), (OUTSIDE_CPU, {}), ("1", {"CPUS_SERVER": "0-1"})],
-    "CPUS_UPSTREAM": [(BLANK, {}), ("x", {}), (OUTSIDE_CPU, {}), ("0", {"CPUS_SERVER": "0"}),
-                      (DEFAULT_SERVER_CPU, {})],
+    "CPUS_UPSTREAM": [(BLANK, {}), ("x", {}), (OUTSIDE_CPU, {}), ("0", {"CPUS_SERVER": "0"}), (DEFAULT_SERVER_CPU, {})],
     "SLO_P99_MS": [(BLANK, {}), ("fast", {}), ("-5", {}), ("0", {}), ("inf", {}), ("nan", {})],
-    "HOSTS": [(BLANK, {}), ("garbage", {}), ("server=", {}), ("nosuch=ssh://root@10.0.0.1", {}),
-              ("server=ssh://root@10.0.0.1", {}), ("server=tcp://10.0.0.1:2375 loadgen=ssh://root@10.0.0.2", {}),
-              ("server=ssh://root@10.0.0.1,cpus=-1 loadgen=ssh://root@10.0.0.2", {})],
+    "HOSTS": [
+        (BLANK, {}),
+        ("garbage", {}),
+        ("server=", {}),
+        ("nosuch=ssh://root@10.0.0.1", {}),
+        ("server=ssh://root@10.0.0.1", {}),
+        ("server=tcp://10.0.0.1:2375 loadgen=ssh://root@10.0.0.2", {}),
+        ("server=ssh://root@10.0.0.1,cpus=-1 loadgen=ssh://root@10.0.0.2", {}),
+    ],
     "HOSTS_INSECURE_TCP": [(BLANK, {}), ("yes", {}), ("2", {})],
     "TWIN": [(BLANK, {}), ("nosuch", {})],
     "BENCH_MEM_LIMIT_RUST": [(BLANK, {}), ("lots", {}), ("-1", {}), ("0", {}), ("1k", {})],
@@ -61,8 +84,13 @@ VARIABLES = sorted({name.removesuffix("_RUST").removesuffix("_NOSUCH") for name 
 
 def clean_environment(**values: str) -> dict[str, str]:
     """This process's environment without the developer's own harness variables, plus `values`."""
-    env = {k: v for k, v in os.environ.items() if k not in BAD and not k.startswith("BENCH_MEM_LIMIT_")
-           and k not in (SERVERS_DIR_VAR, "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in BAD
+        and not k.startswith("BENCH_MEM_LIMIT_")
+        and k not in (SERVERS_DIR_VAR, "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
+    }
     return {**env, "COLUMNS": "80", **values}
 
 
@@ -74,13 +102,20 @@ def results_folders() -> set[str]:
     return {p.name for p in RESULTS.iterdir()} if RESULTS.is_dir() else set()
 
 
-@pytest.mark.parametrize("name, value, extra", CASES, ids=[f"{n}={v!r}{' ' + str(e) if e else ''}" for n, v, e in CASES])
+@pytest.mark.parametrize(
+    "name, value, extra", CASES, ids=[f"{n}={v!r}{' ' + str(e) if e else ''}" for n, v, e in CASES]
+)
 def test_a_bad_value_is_one_line_and_starts_nothing(name, value, extra):
     state = State().path
     state_before, folders_before = state.read_bytes() if state.exists() else None, results_folders()
-    done = subprocess.run([sys.executable, "-m", "harness", *COMMAND], cwd=LOADGEN,
-                          env=clean_environment(**{**BASE, **extra, name: value}), capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *COMMAND],
+        cwd=LOADGEN,
+        env=clean_environment(**{**BASE, **extra, name: value}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = (done.stdout + done.stderr).strip().splitlines()
     assert done.returncode == 2, lines
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
@@ -93,9 +128,14 @@ def test_a_bad_value_is_one_line_and_starts_nothing(name, value, extra):
 
 def test_an_empty_value_is_an_unset_one():
     """`make list TWIN= PORTS= ...`: every variable empty is every variable at its default."""
-    done = subprocess.run([sys.executable, "-m", "harness", "list"], cwd=LOADGEN,
-                          env=clean_environment(**{name: EMPTY for name in BAD}), capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "list"],
+        cwd=LOADGEN,
+        env=clean_environment(**{name: EMPTY for name in BAD}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "error" not in done.stdout + done.stderr, done.stdout + done.stderr
 
 
@@ -120,8 +160,9 @@ def test_under_hosts_a_server_gets_its_bench_mem_limit(monkeypatch):
     ran = []
     monkeypatch.setattr(runtime, "docker", lambda place, *args, **kw: ran.append(args), raising=False)
     monkeypatch.setattr(runtime, "_static_volumes", lambda server, place: [], raising=False)
-    runtime._start_server(servers["rust"], Place(("--host", "ssh://x"), "server", "ssh://x", "10.0.0.1"), [0, 1],
-                          19786, {})
+    runtime._start_server(
+        servers["rust"], Place(("--host", "ssh://x"), "server", "ssh://x", "10.0.0.1"), [0, 1], 19786, {}
+    )
     options = list(ran[0])
     assert options[options.index("--memory") + 1] == "512m", options
 

@@ -2,6 +2,7 @@
 again) writes its tool's output beside the first one's instead of over it (Gatling's figures come from the report its
 own run wrote: tests/test_gatling.py). The first test measures a server of the test's own on
 loopback (tests/responders/contract_server.py, on a port of its own) with wrk, twice, under the same name."""
+
 from __future__ import annotations
 
 import subprocess
@@ -27,8 +28,17 @@ def responder():
     proc = subprocess.Popen([sys.executable, str(RESPONDER), str(PORT), "probe"])
     try:
         assert wait_until(lambda: port_owner("127.0.0.1", PORT) is not None, 10)
-        yield RunningServer(name="probe", host="127.0.0.1", port=PORT, cpus=[0], pid=proc.pid, log="", started_at=0,
-                            startup_s=0, runtime="local")
+        yield RunningServer(
+            name="probe",
+            host="127.0.0.1",
+            port=PORT,
+            cpus=[0],
+            pid=proc.pid,
+            log="",
+            started_at=0,
+            startup_s=0,
+            runtime="local",
+        )
     finally:
         proc.terminate()
         proc.wait(5)
@@ -45,8 +55,10 @@ def test_a_load_measured_again_under_the_same_name_keeps_the_first_ones_output(r
     third = measure(LocalRuntime(), plan_load("wrk", spec, (1,)), naming, Beside(responder))
     assert (first.failure, second.failure, third.failure) == (None, None, None)
     assert [o.raw for o in (first, second, third)] == [
-        [tmp_path / "probe-hello-c2-1" / "output.txt"], [tmp_path / "probe-hello-c2-1-again" / "output.txt"],
-        [tmp_path / "probe-hello-c2-1-again2" / "output.txt"]]
+        [tmp_path / "probe-hello-c2-1" / "output.txt"],
+        [tmp_path / "probe-hello-c2-1-again" / "output.txt"],
+        [tmp_path / "probe-hello-c2-1-again2" / "output.txt"],
+    ]
     assert first.raw[0].read_text() == kept  # untouched by the loads after it
     assert f"{first.measurement.requests} requests in" in kept
     assert f"{second.measurement.requests} requests in" in second.raw[0].read_text()
@@ -56,8 +68,12 @@ def test_wrk_measures_a_fractional_duration_for_that_long_not_for_its_whole_seco
     """wrk takes whole seconds (-d 2s for 1.5): the runner ends it at 1.5 s with SIGINT, on which wrk reports what it
     measured over the time it ran; not a stop at a deadline (nothing counted as timeouts)."""
     spec = LoadSpec(url=f"http://127.0.0.1:{PORT}/hello", concurrency=2, threads=1, duration_s=1.5)
-    outcome = measure(LocalRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "probe-hello-c2-1", "probe hello"),
-                      Beside(responder))
+    outcome = measure(
+        LocalRuntime(),
+        plan_load("wrk", spec, (1,)),
+        Naming(tmp_path, "probe-hello-c2-1", "probe hello"),
+        Beside(responder),
+    )
     assert outcome.failure is None and outcome.stopped is None
     assert "-d 2s" in " ".join(outcome.commands[0])
     m = outcome.measurement

@@ -3,6 +3,7 @@ killed with SIGKILL during an attempt (local and Docker runtimes; rust dies, fin
 server that hangs (SIGSTOP) for longer than its load may take. The harness runs as the command line in a subprocess,
 reading this test's own scenarios (short loads). Every test ends with no process, container or listener left on its
 ports. Servers start on fixed ports: run this file under the integration lock (tests/test_cli_integration.py)."""
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,10 @@ targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ concurrency = 10, duration_s = 1, keepalive = true, timeout_s = 10000 }] }
 """
 # The command line, reading the scenario file given first (the harness looks its scenario file up when it loads it)
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
-                  "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
+WITH_SCENARIOS = (
+    "import pathlib, sys; from harness import cli; from harness.config import scenarios; "
+    "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))"
+)
 
 
 @pytest.fixture
@@ -62,14 +65,32 @@ def scenario_file(tmp_path):
     return path
 
 
-def start_harness(scenario_file: Path, runtime: str, ports: dict[str, int], servers: str, scenario: str, run_id: str,
-                  repeat: int) -> subprocess.Popen:
+def start_harness(
+    scenario_file: Path, runtime: str, ports: dict[str, int], servers: str, scenario: str, run_id: str, repeat: int
+) -> subprocess.Popen:
     up = [name for name, entry in State().load().items() if name in servers.split() and psutil.pid_exists(entry.pid)]
     if up:
         pytest.skip(f"{', '.join(up)} listed as up in .run/state.json (shared with `make up`): make down first")
-    argv = [sys.executable, "-c", WITH_SCENARIOS, str(scenario_file), "--runtime", runtime, "--servers", servers,
-            "--ports", " ".join(f"{n}={p}" for n, p in ports.items()), "--profile", "quick", "--repeat", str(repeat),
-            "--run-id", run_id, "run", scenario]
+    argv = [
+        sys.executable,
+        "-c",
+        WITH_SCENARIOS,
+        str(scenario_file),
+        "--runtime",
+        runtime,
+        "--servers",
+        servers,
+        "--ports",
+        " ".join(f"{n}={p}" for n, p in ports.items()),
+        "--profile",
+        "quick",
+        "--repeat",
+        str(repeat),
+        "--run-id",
+        run_id,
+        "run",
+        scenario,
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE")}
     return subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -112,6 +133,7 @@ def interrupt(proc: subprocess.Popen) -> str:
 
 # ---------------------------------------------------------------------------------------------------------- unit
 
+
 def test_exit_reasons_name_the_signal():
     assert exit_reason(-9) == "killed by signal 9 (SIGKILL)"
     assert exit_reason(1) == "exited with code 1"
@@ -134,6 +156,7 @@ def test_a_counted_load_has_a_deadline_from_its_expected_rate_with_a_floor_and_a
 
 
 # ------------------------------------------------------------------------------------------- real servers (lock)
+
 
 def test_the_local_runtime_says_how_its_server_died():
     runtime, rust = LocalRuntime(), discover()["rust"]
@@ -197,8 +220,9 @@ def test_a_container_killed_during_an_attempt_costs_its_record_not_the_run(scena
     except Exception as exc:  # noqa: BLE001
         pytest.skip(str(exc))
     crash_rust_during_its_first_attempt(scenario_file, "docker", DOCKER_PORTS)
-    names = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True,
-                           check=True).stdout.split()
+    names = subprocess.run(
+        ["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert not {"bench-rust", "bench-finagle", "bench-loadgen"} & set(names), names
 
 

@@ -7,6 +7,7 @@ tests/responders/contract_server.py, slow to start where a JVM would be):
 - a reused process-group id: the harness never signals a group that is not its server's;
 - a stepped wall clock: the harness still knows its own processes (the kernel's start time, in ticks since boot).
 Ports are this file's own (42xxx); the state is the checkout's (.run/), so no server may be up."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -74,7 +75,8 @@ def servers_dir(tmp_path) -> Path:
         command = f"{trap}exec {sys.executable} {RESPONDER} {{port}} {name} --start-delay {delay}"
         (folder / "manifest.toml").write_text(
             f'[[server]]\nname = "{name}"\nport = {PORTS[name]}\nroutes = {ROUTES}\nstartup_timeout_s = 120\n'
-            f'build = "touch built"\nrun = ["sh", "-c", "{command}"]\n')
+            f'build = "touch built"\nrun = ["sh", "-c", "{command}"]\n'
+        )
     return tmp_path / "servers"
 
 
@@ -102,14 +104,21 @@ def harness_env(servers_dir: Path, **extra: str) -> dict:
 def start(servers_dir: Path, *args: str, disk: str = "ok") -> subprocess.Popen:
     scenario_file = servers_dir.parent / "scenarios.toml"
     scenario_file.write_text(SCENARIOS)
-    return subprocess.Popen(harness_argv(*args, disk=disk, scenario_file=scenario_file), cwd=LOADGEN,
-                            env=harness_env(servers_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # its own group: signals reach it as a terminal's would
+    return subprocess.Popen(
+        harness_argv(*args, disk=disk, scenario_file=scenario_file),
+        cwd=LOADGEN,
+        env=harness_env(servers_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )  # its own group: signals reach it as a terminal's would
 
 
 def run(servers_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(harness_argv(*args), cwd=LOADGEN, env=harness_env(servers_dir), capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        harness_argv(*args), cwd=LOADGEN, env=harness_env(servers_dir), capture_output=True, text=True, timeout=120
+    )
     print(proc.stdout, proc.stderr)
     return proc
 
@@ -119,8 +128,11 @@ def responders(name: str | None = None) -> list[psutil.Process]:
     out = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmdline = proc.info["cmdline"] or []
-        if (str(RESPONDER) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE
-                and (name is None or name in cmdline)):
+        if (
+            str(RESPONDER) in cmdline
+            and proc.info["status"] != psutil.STATUS_ZOMBIE
+            and (name is None or name in cmdline)
+        ):
             out.append(proc)
     return out
 
@@ -150,10 +162,19 @@ def assert_nothing_left() -> None:
 
 # ---------------------------------------------------------------------------------------- killed while a server starts
 
-@pytest.mark.parametrize("then", [["down"], ["--servers", "probe", "ping"], ["--build", "--servers", "probe", "ping"],
-                                  ["--servers", "probe", "build"]])
-def test_a_bench_killed_while_a_server_starts_leaves_it_listed_and_the_next_command_stops_it(servers_dir, nothing_up,
-                                                                                              then):
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        ["down"],
+        ["--servers", "probe", "ping"],
+        ["--build", "--servers", "probe", "ping"],
+        ["--servers", "probe", "build"],
+    ],
+)
+def test_a_bench_killed_while_a_server_starts_leaves_it_listed_and_the_next_command_stops_it(
+    servers_dir, nothing_up, then
+):
     proc = start(servers_dir, "--servers", "slowpoke", "bench")
     starting(proc, "slowpoke")
     proc.kill()  # SIGKILL: the harness runs nothing more
@@ -176,7 +197,11 @@ def jvms(folder: Path) -> list[psutil.Process]:
     """The JVMs running from `folder` (this checkout's server, not another checkout's)."""
     out = []
     for proc in psutil.process_iter(["name", "cwd", "status"]):
-        if proc.info["name"] == "java" and proc.info["cwd"] == str(folder) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        if (
+            proc.info["name"] == "java"
+            and proc.info["cwd"] == str(folder)
+            and proc.info["status"] != psutil.STATUS_ZOMBIE
+        ):
             out.append(proc)
     return out
 
@@ -206,9 +231,12 @@ def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_st
         pytest.skip("servers are listed in .run/state.json, or port 19083 is held")
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
     env = harness_env(folder.parent)
-    argv = harness_argv("--ports", "spray=19083", "--servers", "spray", "bench", scenario_file=tmp_path / "scenarios.toml")
-    proc = subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    argv = harness_argv(
+        "--ports", "spray=19083", "--servers", "spray", "bench", scenario_file=tmp_path / "scenarios.toml"
+    )
+    proc = subprocess.Popen(
+        argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     try:
         assert wait_until(lambda: jvms(folder) or proc.poll() is not None, 120, interval_s=0.02), "spray never started"
         answering = port_owner("127.0.0.1", 19083)
@@ -217,8 +245,14 @@ def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_st
         assert not answering, "spray already listened: not during its start"
         assert jvms(folder), "the JVM did not outlive the harness: nothing to test"
         assert "spray" in State().load(), "the starting JVM is not listed in .run/state.json"
-        down = subprocess.run(harness_argv("--ports", "spray=19083", "down"), cwd=LOADGEN, env=env,
-                              capture_output=True, text=True, timeout=120)
+        down = subprocess.run(
+            harness_argv("--ports", "spray=19083", "down"),
+            cwd=LOADGEN,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         said = " ".join(down.stdout.split())
         assert down.returncode == 0 and f"found what pid {proc.pid} (" in said and "stopping spray" in said, said
         assert not jvms(folder) and port_owner("127.0.0.1", 19083) is None and not State().load()
@@ -229,14 +263,21 @@ def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_st
 
 # -------------------------------------------------------------------------------------- a second bench while one runs
 
+
 def test_a_second_make_bench_is_refused_before_it_builds_anything(servers_dir, nothing_up):
     first = start(servers_dir, "--build", "--servers", "slowpoke", "bench")  # what `make bench` runs
     try:
         starting(first, "slowpoke")
         assert (servers_dir / "slowpoke" / "built").exists(), "the first bench did not build"
         env = harness_env(servers_dir, SERVERS="probe", RUNTIME="local")
-        second = subprocess.run(["make", "--no-print-directory", "-o", "setup", "bench"], cwd=LOADGEN.parent, env=env,
-                                capture_output=True, text=True, timeout=300)
+        second = subprocess.run(
+            ["make", "--no-print-directory", "-o", "setup", "bench"],
+            cwd=LOADGEN.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         said = " ".join((second.stdout + second.stderr).split())
         print(said)
         assert second.returncode != 0
@@ -251,6 +292,7 @@ def test_a_second_make_bench_is_refused_before_it_builds_anything(servers_dir, n
 
 
 # ---------------------------------------------------------------------------------------- signals during clean-up
+
 
 @pytest.mark.parametrize("gap_s", [1.0, 0.2])
 def test_a_second_sigint_during_clean_up_does_not_abort_it(servers_dir, nothing_up, gap_s):
@@ -280,6 +322,7 @@ def test_sighup_stops_a_command_like_sigint(servers_dir, nothing_up):
 
 # ------------------------------------------------------------------------------------------- a full disk under .run/
 
+
 @pytest.mark.parametrize("disk", ["full-after-start", "full"])
 def test_a_full_disk_at_the_state_write_after_a_start_stops_the_server_and_says_so(servers_dir, nothing_up, disk):
     proc = start(servers_dir, "--servers", "probe", "run", "hello", disk=disk)
@@ -295,13 +338,26 @@ def test_a_full_disk_at_the_state_write_after_a_start_stops_the_server_and_says_
 
 # ----------------------------------------------------------------------------------- who is the harness's process
 
+
 def server_entry(pid: int, start_ticks: int | None, created: float, **kw) -> RunningServer:
     """A state entry for a server whose process is `pid`, started at `start_ticks` (kernel ticks since boot) or, as
     an older harness wrote it, at `created` (psutil's wall-clock create_time)."""
     fields = {f.name for f in dataclasses.fields(RunningServer)}
     extra = {"pid_start": start_ticks} if "pid_start" in fields else {}
-    return RunningServer(name="old", host="127.0.0.1", port=PORTS["probe"], cpus=[0], pid=pid, log="", started_at=created,
-                         startup_s=1.0, runtime="local", pid_created=created, **extra, **kw)
+    return RunningServer(
+        name="old",
+        host="127.0.0.1",
+        port=PORTS["probe"],
+        cpus=[0],
+        pid=pid,
+        log="",
+        started_at=created,
+        startup_s=1.0,
+        runtime="local",
+        pid_created=created,
+        **extra,
+        **kw,
+    )
 
 
 def kernel_start(pid: int) -> int:
@@ -319,7 +375,9 @@ def test_a_reused_process_group_id_is_never_signalled():
         leader = psutil.Process(group.pid)
         stale = server_entry(group.pid, kernel_start(group.pid) - 500, leader.create_time() - 5)
         LocalRuntime().stop(stale)
-        assert all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in members), "an unrelated group was signalled"
+        assert all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in members), (
+            "an unrelated group was signalled"
+        )
     finally:
         try:
             os.killpg(group.pid, signal.SIGKILL)

@@ -8,6 +8,7 @@
   and the run goes on: the command line measures a server of the test's own (tests/responders/contract_server.py)
   with the odd tool on the second attempt only.
 Ports are fixed: run under the integration lock, like tests/test_cli_integration.py."""
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,10 @@ RESULTS = LOADGEN.parent / "results"
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 ODD_TOOL = Path(__file__).parent / "fixtures" / "odd_tool" / "odd_output.py"
 PORT = 28211
-STATS = ('{"cpu_stats": {"cpu_usage": {"total_usage": %d}}, "memory_stats": {"usage": 1000000, '
-         '"stats": {"inactive_file": 0}}}')
+STATS = (
+    '{"cpu_stats": {"cpu_usage": {"total_usage": %d}}, "memory_stats": {"usage": 1000000, '
+    '"stats": {"inactive_file": 0}}}'
+)
 # `docker ... system dial-stdio` of an engine that answers FAKE_ANSWERS requests (0: none), then reads on, silent
 FAKE_DOCKER = f"""#!{sys.executable}
 import os, sys
@@ -77,8 +80,11 @@ def test_a_stalled_engine_costs_the_call_within_its_deadline(stalled_engine):
     api = EngineApi([], "the test's engine")
     assert api.get("/containers/x/stats")["cpu_stats"]["cpu_usage"]["total_usage"] == 10**8  # the first answers
     started = time.monotonic()
-    with pytest.raises(RuntimeFailure, match=r"^the Docker engine of the test's engine did not answer GET "
-                                            r"/containers/x/stats within 1 s$"):
+    with pytest.raises(
+        RuntimeFailure,
+        match=r"^the Docker engine of the test's engine did not answer GET "
+        r"/containers/x/stats within 1 s$",
+    ):
         api.get("/containers/x/stats")
     assert 1.0 <= time.monotonic() - started < 2.0
     with pytest.raises(RuntimeFailure, match="the connection to the Docker engine of the test's engine closed"):
@@ -90,8 +96,11 @@ def test_a_sampler_whose_engine_stalls_stops_within_its_deadline_and_says_why(st
     sampler = EngineStatsSampler([], "the test's engine", "bench-x", 1).start()
     time.sleep(0.5)
     started = time.monotonic()
-    with pytest.raises(RuntimeFailure, match=r"the CPU counter of bench-x could not be read at the load's end: the "
-                                            r"Docker engine of the test's engine did not answer"):
+    with pytest.raises(
+        RuntimeFailure,
+        match=r"the CPU counter of bench-x could not be read at the load's end: the "
+        r"Docker engine of the test's engine did not answer",
+    ):
         sampler.stop()
     assert time.monotonic() - started < 2 * engine_api.TIMEOUT_S + EngineStatsSampler.INTERVAL_S + 1
 
@@ -101,8 +110,17 @@ def responder():
     proc = subprocess.Popen([sys.executable, str(RESPONDER), str(PORT), "probe"])
     try:
         assert wait_until(lambda: port_owner("127.0.0.1", PORT) is not None, 10)
-        yield RunningServer(name="probe", host="127.0.0.1", port=PORT, cpus=[0], pid=proc.pid, log="", started_at=0,
-                            startup_s=0, runtime="local")
+        yield RunningServer(
+            name="probe",
+            host="127.0.0.1",
+            port=PORT,
+            cpus=[0],
+            pid=proc.pid,
+            log="",
+            started_at=0,
+            startup_s=0,
+            runtime="local",
+        )
     finally:
         proc.terminate()
         proc.wait(5)
@@ -119,12 +137,15 @@ def test_an_engine_that_fails_at_a_samplers_start_costs_the_attempt(stalled_engi
     stalled_engine(0)
     spec = LoadSpec(url=f"http://127.0.0.1:{PORT}/hello", concurrency=2, threads=1, duration_s=1)
     started = time.monotonic()
-    outcome = measure(EngineSampledRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "attempt", "attempt"),
-                      Beside(responder))
+    outcome = measure(
+        EngineSampledRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "attempt", "attempt"), Beside(responder)
+    )
     assert time.monotonic() - started < 5
-    assert outcome.failure == ("the CPU sampling could not start, so the load was not run: RuntimeFailure: the Docker "
-                               "engine of the test's engine did not answer GET "
-                               "/containers/bench-probe/stats?stream=false&one-shot=true within 1 s")
+    assert outcome.failure == (
+        "the CPU sampling could not start, so the load was not run: RuntimeFailure: the Docker "
+        "engine of the test's engine did not answer GET "
+        "/containers/bench-probe/stats?stream=false&one-shot=true within 1 s"
+    )
     assert outcome.measurement is None and outcome.commands == []  # no load was sent
     assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "wrk"]
 
@@ -146,8 +167,10 @@ tool = "wrk"
 targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ threads = 1, concurrency = 4, duration_s = 1 }] }
 """
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
-                  "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
+WITH_SCENARIOS = (
+    "import pathlib, sys; from harness import cli; from harness.config import scenarios; "
+    "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))"
+)
 
 
 def test_an_output_the_parser_did_not_foresee_costs_that_attempt_and_nothing_more(tmp_path):
@@ -155,7 +178,8 @@ def test_an_output_the_parser_did_not_foresee_costs_that_attempt_and_nothing_mor
     servers.mkdir(parents=True)
     (servers / "manifest.toml").write_text(
         f'[[server]]\nname = "probe"\nport = {PORT}\nroutes = ["id", "hello"]\n'
-        f'run = ["{sys.executable}", "{RESPONDER}", "{{port}}", "probe"]\n')
+        f'run = ["{sys.executable}", "{RESPONDER}", "{{port}}", "probe"]\n'
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("ab", "wrk"):  # found first on PATH: each runs the real tool, but for attempt 2
@@ -164,11 +188,33 @@ def test_an_output_the_parser_did_not_foresee_costs_that_attempt_and_nothing_mor
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
     run_id = f"test-odd-output-{os.getpid()}"
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE", "TWIN")}
-    env.update(BENCH_SERVERS_DIR=str(tmp_path / "servers"), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-               ODD_ATTEMPT="2", ODD_BIN=str(bin_dir))
-    proc = subprocess.run([sys.executable, "-c", WITH_SCENARIOS, str(tmp_path / "scenarios.toml"), "--runtime", "local",
-                           "--servers", "probe", "--run-id", run_id, "run", "hello-ab hello-wrk"],
-                          cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=300)
+    env.update(
+        BENCH_SERVERS_DIR=str(tmp_path / "servers"),
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        ODD_ATTEMPT="2",
+        ODD_BIN=str(bin_dir),
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            WITH_SCENARIOS,
+            str(tmp_path / "scenarios.toml"),
+            "--runtime",
+            "local",
+            "--servers",
+            "probe",
+            "--run-id",
+            run_id,
+            "run",
+            "hello-ab hello-wrk",
+        ],
+        cwd=LOADGEN,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     output = proc.stdout + proc.stderr
     print(output)
     assert proc.returncode == 0 and "Traceback" not in output, output
@@ -176,8 +222,10 @@ def test_an_output_the_parser_did_not_foresee_costs_that_attempt_and_nothing_mor
     run = results.load(RESULTS / run_id / "results.json")
     by_scenario = {r.scenario: r for r in run.records}
     assert set(by_scenario) == {"hello-ab", "hello-wrk"}
-    for scenario, tool, error in (("hello-ab", "ab", "AttributeError: 'NoneType' object has no attribute 'group'"),
-                                  ("hello-wrk", "wrk", "KeyError: 99.0")):
+    for scenario, tool, error in (
+        ("hello-ab", "ab", "AttributeError: 'NoneType' object has no attribute 'group'"),
+        ("hello-wrk", "wrk", "KeyError: 99.0"),
+    ):
         record = by_scenario[scenario]
         first, odd, third = record.attempts
         raw = RESULTS / run_id / odd.raw[0]

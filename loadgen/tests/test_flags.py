@@ -1,5 +1,6 @@
 """The flag rules, on hand-made records and on a recorded run (fixtures/results_v2: nginx, rust, node over every
 scenario, plus a deliberately saturated wrk -t1 -c1000 run and a server answering 500)."""
+
 import copy
 from pathlib import Path
 
@@ -15,10 +16,17 @@ NO_ERRORS = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "non_2xx": 0, "l
 
 
 def attempt(rps, server_cpu=0.95, loadgen_cpu=0.5, duration=2.0, errors=None, failed=None):
-    return {"rps": rps, "failed": failed, "duration_s": duration, "errors": errors or dict(NO_ERRORS),
-            "latency_ms": {"p99": 5.0},
-            "samples": {"server": {"cores": 1, "cpu_s": server_cpu * duration, "cpu_util": server_cpu * 0.9},
-                        "loadgen": {"cores": 1, "cpu_s": loadgen_cpu * duration, "cpu_util": loadgen_cpu * 0.9}}}
+    return {
+        "rps": rps,
+        "failed": failed,
+        "duration_s": duration,
+        "errors": errors or dict(NO_ERRORS),
+        "latency_ms": {"p99": 5.0},
+        "samples": {
+            "server": {"cores": 1, "cpu_s": server_cpu * duration, "cpu_util": server_cpu * 0.9},
+            "loadgen": {"cores": 1, "cpu_s": loadgen_cpu * duration, "cpu_util": loadgen_cpu * 0.9},
+        },
+    }
 
 
 def rec(server="rust", scenario="hello", run="c100", path="/hello", rates=(1000.0, 1005.0, 995.0), **kw):
@@ -27,19 +35,35 @@ def rec(server="rust", scenario="hello", run="c100", path="/hello", rates=(1000.
     errors = kw.get("errors") or dict(NO_ERRORS)
     total_errors = {k: v * len(rates) for k, v in errors.items()}
     requests = int(sum(r or 0 for r in rates) * 2)
-    return {"server": server, "scenario": scenario, "run": run, "path": path, "rps": measured[len(measured) // 2] if measured else None,
-            "requests": requests, "good_requests": max(requests - total_errors["total"], 0), "errors": total_errors,
-            "failed": kw.get("failed"), "attempts": attempts, "summary": None, "flags": [], "ranked": True}
+    return {
+        "server": server,
+        "scenario": scenario,
+        "run": run,
+        "path": path,
+        "rps": measured[len(measured) // 2] if measured else None,
+        "requests": requests,
+        "good_requests": max(requests - total_errors["total"], 0),
+        "errors": total_errors,
+        "failed": kw.get("failed"),
+        "attempts": attempts,
+        "summary": None,
+        "flags": [],
+        "ranked": True,
+    }
 
 
 def data(*records, verification=None, roles=None) -> Run:
     """`roles`: {server: [roles]} as a run records them; None: a run of an older harness, which recorded none."""
     servers = {r["server"] for r in records}
-    return Run.from_dict({
-        "records": list(records),
-        "servers": {name: {"roles": list(r)} for name, r in roles.items()} if roles is not None else {},
-        "verification": verification if verification is not None else {
-            s: {"ok": True, "checks": 10, "failures": []} for s in servers}})
+    return Run.from_dict(
+        {
+            "records": list(records),
+            "servers": {name: {"roles": list(r)} for name, r in roles.items()} if roles is not None else {},
+            "verification": verification
+            if verification is not None
+            else {s: {"ok": True, "checks": 10, "failures": []} for s in servers},
+        }
+    )
 
 
 def evaluated(*records, **kw) -> list[Record]:
@@ -71,8 +95,15 @@ def test_errors_flag_with_rate_and_causes():
 
 def test_error_rate():
     def record(failed, good):
-        return Record.from_dict({"server": "rust", "scenario": "hello", "attempts": [], "good_requests": good,
-                                 "errors": dict(NO_ERRORS, other=failed, total=failed)})
+        return Record.from_dict(
+            {
+                "server": "rust",
+                "scenario": "hello",
+                "attempts": [],
+                "good_requests": good,
+                "errors": dict(NO_ERRORS, other=failed, total=failed),
+            }
+        )
 
     assert flags.error_rate(record(1, 3)) == 0.25
     assert flags.error_rate(record(0, 0)) is None
@@ -128,9 +159,11 @@ def test_upstream_limit_within_ten_percent_of_nginx_weather_json_at_the_same_loa
 
 
 def test_the_upstream_is_whichever_server_the_run_recorded_with_that_role():
-    records = (weather("static", "c8-t8", (10000.0,) * 3, path="/weather.json"),
-               weather("nginx", "c8-t8", (5000.0,) * 3, path="/weather.json"),
-               weather("rust", "c8-t8", (9500.0,) * 3))
+    records = (
+        weather("static", "c8-t8", (10000.0,) * 3, path="/weather.json"),
+        weather("nginx", "c8-t8", (5000.0,) * 3, path="/weather.json"),
+        weather("rust", "c8-t8", (9500.0,) * 3),
+    )
     by = {r.server: r for r in evaluated(*records, roles={"static": ["upstream", "ceiling"], "nginx": [], "rust": []})}
     assert "95% of static's own /weather.json" in reason(by["rust"])
     run = data(*records, roles={"static": ["upstream", "ceiling"], "nginx": [], "rust": []})
@@ -142,15 +175,19 @@ def test_the_upstream_is_whichever_server_the_run_recorded_with_that_role():
 def test_upstream_limit_needs_a_clean_nginx_figure_at_that_load():
     nginx = weather("nginx", "c8-t8", (10000.0, 10000.0, 10000.0), path="/weather.json")
     nginx["errors"] = dict(NO_ERRORS, timeout=5, total=5)
-    records = evaluated(nginx, weather("rust", "c8-t8", (9900.0, 9900.0, 9900.0)), weather("rust", "c1-t1", (900.0, 900.0, 900.0)))
+    records = evaluated(
+        nginx, weather("rust", "c8-t8", (9900.0, 9900.0, 9900.0)), weather("rust", "c1-t1", (900.0, 900.0, 900.0))
+    )
     assert records[1].flags == [] and records[2].flags == []
 
 
 def test_spread_above_ten_percent_names_the_rules_that_fired():
     (r,) = evaluated(rec(rates=(1000.0, 1150.0, 900.0)))  # CV 12.4 %, interval 900 – 1,150: ±12.5 %
     assert names(r) == ["spread"]
-    assert reason(r) == ("req/s: CV 12.4% between attempts, above 10% (900 to 1,150); "
-                         "interval 900 – 1,150 (75 %) is ±12.5% of the median 1,000, wider than ±10%")
+    assert reason(r) == (
+        "req/s: CV 12.4% between attempts, above 10% (900 to 1,150); "
+        "interval 900 – 1,150 (75 %) is ±12.5% of the median 1,000, wider than ±10%"
+    )
     (ok,) = evaluated(rec(rates=(1000.0, 1090.0, 910.0)))  # CV 9 %, ±9 %: noise, shown by the interval, not flagged
     assert ok.flags == [] and ok.summary.rps["ci"]["low"] == 910.0
 
@@ -198,6 +235,7 @@ def test_flags_are_written_with_todays_field_names():
 
 
 # -- on the recorded run ----------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def recorded():
@@ -261,7 +299,8 @@ def test_a_warm_up_that_hit_its_cap_while_still_climbing_is_flagged_unsettled():
     unsettled = [f for f in akka.flags if f.name == flag_kinds.UNSETTLED.name]
     assert [f.reason for f in unsettled] == [
         "the warm-up stopped after 17 runs, not settled: its latest 3 runs 3,009 → 3,987 → 5,216 req/s, +55% "
-        "(more than 10%)"]
+        "(more than 10%)"
+    ]
     assert akka.ranked  # it explains the figure, as warming does; it does not keep the record out
     assert flag_kinds.UNSETTLED.name not in names(twin)  # not settled, but falling: not a climb cut short
     again = Record.from_dict(akka.to_dict())  # the window and the verdict survive results.json

@@ -3,6 +3,7 @@ the containers' processes run as the image's user, which such a harness may not 
 no such right. Real processes: a server process owned by root, paused by a harness process that has dropped to
 `nobody` (a forked child: the same interpreter, no other Python needed); only the Docker CLI is a stand-in (there is
 no engine here)."""
+
 from __future__ import annotations
 
 import io
@@ -27,9 +28,19 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="drops from root to no
 def _server_process() -> tuple[subprocess.Popen, RunningServer]:
     proc = subprocess.Popen(["sleep", "60"])
     created = psutil.Process(proc.pid).create_time()
-    return proc, RunningServer(name="nginx", host="127.0.0.1", port=19220, cpus=[0], pid=proc.pid, log="",
-                               started_at=created, startup_s=0.0, runtime="docker", container="bench-nginx",
-                               pid_created=created)
+    return proc, RunningServer(
+        name="nginx",
+        host="127.0.0.1",
+        port=19220,
+        cpus=[0],
+        pid=proc.pid,
+        log="",
+        started_at=created,
+        startup_s=0.0,
+        runtime="docker",
+        container="bench-nginx",
+        pid_created=created,
+    )
 
 
 def _as_nobody(action) -> dict:
@@ -66,8 +77,11 @@ def _stopped(pid: int) -> bool:
 
 def test_docker_freezes_an_idle_server_through_the_engine_without_rights_over_its_processes(monkeypatch):
     calls = []
-    monkeypatch.setattr(engine_runtime, "run_cli", lambda argv, **kw: calls.append(argv) or
-                        subprocess.CompletedProcess(argv, 0, b"", b""))
+    monkeypatch.setattr(
+        engine_runtime,
+        "run_cli",
+        lambda argv, **kw: calls.append(argv) or subprocess.CompletedProcess(argv, 0, b"", b""),
+    )
     runtime = DockerRuntime.__new__(DockerRuntime)
     engine_runtime.EngineRuntime.__init__(runtime)
     proc, running = _server_process()

@@ -2,6 +2,7 @@
 js/stats.json of runs against loopback servers), its command lines, and one real run of a tiny profile against a
 server on loopback (skipped when loadgen/gatling/build.sh has not built the launcher). That last test holds the
 integration lock, /tmp/harness-integration.lock, while it runs."""
+
 from __future__ import annotations
 
 import fcntl
@@ -50,10 +51,16 @@ def test_parse_reads_the_reports_figures(case):
     assert m.requests == requests and m.errors.other == ko and m.errors.total == ko
     assert m.rps == pytest.approx(rps) and m.duration_s == pytest.approx(requests / rps)
     assert m.latency_ms == {"p50": p50, "p75": p75, "p95": p95, "p99": p99, "p90": None, "max": top, "mean": mean}
-    assert m.details == {"gatling": {
-        "ok": ok, "ko": ko, "mean_rps": pytest.approx(rps), "std_dev_ms": std_dev, "min_ms": low,
-        "distribution": dict(zip(("t < 800 ms", "800 ms <= t < 1200 ms", "t >= 1200 ms", "failed"), buckets)),
-    }}
+    assert m.details == {
+        "gatling": {
+            "ok": ok,
+            "ko": ko,
+            "mean_rps": pytest.approx(rps),
+            "std_dev_ms": std_dev,
+            "min_ms": low,
+            "distribution": dict(zip(("t < 800 ms", "800 ms <= t < 1200 ms", "t >= 1200 ms", "failed"), buckets)),
+        }
+    }
     assert m.good_requests == ok
 
 
@@ -84,8 +91,11 @@ def test_gatling_without_its_own_report_fails_the_attempt_even_beside_another_ru
     other = next((FIXTURES / "refused" / "gatling").iterdir())
     shutil.copytree(other, tmp_path / "gatling" / other.name)
     output = (FIXTURES / "ramp_ok" / "output.txt").read_text()  # names a report that is not there
-    with pytest.raises(ToolFailed, match=r"^Gatling's report openmodelsimulation-20261123104730468 \(named in its "
-                                         r"output\) has no js/stats\.json under "):
+    with pytest.raises(
+        ToolFailed,
+        match=r"^Gatling's report openmodelsimulation-20261123104730468 \(named in its "
+        r"output\) has no js/stats\.json under ",
+    ):
         TOOL.parse(output, tmp_path)
     with pytest.raises(ToolFailed, match=r"^Gatling wrote no report \(its output names none, .*\): Simulation bench"):
         TOOL.parse("Simulation bench.OpenModelSimulation started...\n", tmp_path)
@@ -103,7 +113,7 @@ def test_no_output_at_all_fails_clearly(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------- command lines
 def props(argv: list[str]) -> dict[str, str]:
-    return dict(a[len("-Dbench."):].split("=", 1) for a in argv if a.startswith("-Dbench."))
+    return dict(a[len("-Dbench.") :].split("=", 1) for a in argv if a.startswith("-Dbench."))
 
 
 def test_the_adapter_is_registered_and_built_by_the_repository():
@@ -124,29 +134,43 @@ def test_ramp_command(tmp_path):
 
 
 def test_at_once_command_takes_users_or_else_concurrency(tmp_path):
-    assert props(TOOL.command(LoadSpec(url=URL, injection="at-once", users=3000), tmp_path)) == \
-        {"url": URL, "injection": "at-once", "users": "3000"}
+    assert props(TOOL.command(LoadSpec(url=URL, injection="at-once", users=3000), tmp_path)) == {
+        "url": URL,
+        "injection": "at-once",
+        "users": "3000",
+    }
     assert props(TOOL.command(LoadSpec(url=URL, injection="at-once", concurrency=500), tmp_path))["users"] == "500"
 
 
 def test_constant_command_with_a_timeout(tmp_path):
     spec = LoadSpec(url=URL, injection="constant", rate=850, duration_s=60, timeout_s=2.5)
-    assert props(TOOL.command(spec, tmp_path)) == \
-        {"url": URL, "injection": "constant", "rate": "850", "duration_s": "60", "timeout_s": "2.5"}
-    assert props(TOOL.command(LoadSpec(url=URL, injection="constant", rate=12.5, duration_s=1), tmp_path))["rate"] == "12.5"
+    assert props(TOOL.command(spec, tmp_path)) == {
+        "url": URL,
+        "injection": "constant",
+        "rate": "850",
+        "duration_s": "60",
+        "timeout_s": "2.5",
+    }
+    assert (
+        props(TOOL.command(LoadSpec(url=URL, injection="constant", rate=12.5, duration_s=1), tmp_path))["rate"]
+        == "12.5"
+    )
 
 
-@pytest.mark.parametrize("spec, message", [
-    (LoadSpec(url=URL, users=10, duration_s=1), "needs an injection, one of ramp, at-once, constant; got None"),
-    (LoadSpec(url=URL, injection="closed", users=10), "got 'closed'"),
-    (LoadSpec(url=URL, injection="ramp", users=10), "ramp injection needs duration_s"),
-    (LoadSpec(url=URL, injection="ramp", duration_s=1), "ramp injection needs users"),
-    (LoadSpec(url=URL, injection="ramp", concurrency=10, duration_s=1), "ramp injection needs users"),
-    (LoadSpec(url=URL, injection="at-once"), "at-once injection needs users"),
-    (LoadSpec(url=URL, injection="constant", duration_s=1), "constant injection needs rate"),
-    (LoadSpec(url=URL, injection="constant", rate=0, duration_s=1), "constant injection needs rate"),
-    (LoadSpec(url=URL, injection="constant", rate=10), "constant injection needs duration_s"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (LoadSpec(url=URL, users=10, duration_s=1), "needs an injection, one of ramp, at-once, constant; got None"),
+        (LoadSpec(url=URL, injection="closed", users=10), "got 'closed'"),
+        (LoadSpec(url=URL, injection="ramp", users=10), "ramp injection needs duration_s"),
+        (LoadSpec(url=URL, injection="ramp", duration_s=1), "ramp injection needs users"),
+        (LoadSpec(url=URL, injection="ramp", concurrency=10, duration_s=1), "ramp injection needs users"),
+        (LoadSpec(url=URL, injection="at-once"), "at-once injection needs users"),
+        (LoadSpec(url=URL, injection="constant", duration_s=1), "constant injection needs rate"),
+        (LoadSpec(url=URL, injection="constant", rate=0, duration_s=1), "constant injection needs rate"),
+        (LoadSpec(url=URL, injection="constant", rate=10), "constant injection needs duration_s"),
+    ],
+)
 def test_bad_loads_are_refused(tmp_path, spec, message):
     with pytest.raises(ValueError, match=message):
         TOOL.command(spec, tmp_path)
@@ -192,16 +216,19 @@ def static_server(tmp_path):
     server.server_close()
 
 
-@pytest.mark.skipif(not Path(TOOL.binary).exists(), reason=f"Gatling is not built ({TOOL.binary} is missing): "
-                                                            "run bash loadgen/gatling/build.sh")
+@pytest.mark.skipif(
+    not Path(TOOL.binary).exists(),
+    reason=f"Gatling is not built ({TOOL.binary} is missing): run bash loadgen/gatling/build.sh",
+)
 @pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH: Gatling needs a JRE 17")
 def test_a_tiny_ramp_really_runs(integration_lock, static_server, tmp_path):
     version = subprocess.run([TOOL.binary, *TOOL.version_args], capture_output=True, text=True, timeout=10)
     assert version.stdout.strip().startswith("Gatling 3.")
     spec = LoadSpec(url=static_server, injection="ramp", users=200, duration_s=2)
     argv = TOOL.command(spec, tmp_path / "scratch")
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout
     m = TOOL.parse(proc.stdout, tmp_path / "scratch")
     assert m.requests == 200 and m.errors.total == 0, proc.stdout

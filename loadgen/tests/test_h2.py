@@ -1,6 +1,7 @@
 """HTTP/2 (h2c) scenarios: who takes part, which port and protocol each run uses, and, end to end, nginx and rust
 verified over h2c and measured with h2load beside their HTTP/1.1 baseline (the last test starts servers on fixed
 ports: run it under the integration lock, like tests/test_cli_integration.py)."""
+
 from __future__ import annotations
 
 import os
@@ -44,12 +45,17 @@ def test_each_run_speaks_its_protocol_and_each_protocol_is_warmed_up():
 
 def test_a_bad_protocol_is_refused_with_the_values_it_may_take(tmp_path):
     path = tmp_path / "scenarios.toml"
-    path.write_text('[x]\ntool = "h2load"\nprotocol = "h3"\ntargets = [{ route = "hello", path = "/hello" }]\n'
-                    'profile.quick = { runs = [{ concurrency = 1, duration_s = 1 }] }\n')
+    path.write_text(
+        '[x]\ntool = "h2load"\nprotocol = "h3"\ntargets = [{ route = "hello", path = "/hello" }]\n'
+        "profile.quick = { runs = [{ concurrency = 1, duration_s = 1 }] }\n"
+    )
     with pytest.raises(scenarios.ScenarioError, match=r"\[x\]: protocol = 'h3' must be one of h1, h2c"):
         scenarios.load("quick", path)
-    path.write_text(path.read_text().replace('protocol = "h3"\n', "").replace("concurrency = 1,",
-                                                                                   'concurrency = 1, protocol = "h2",'))
+    path.write_text(
+        path.read_text()
+        .replace('protocol = "h3"\n', "")
+        .replace("concurrency = 1,", 'concurrency = 1, protocol = "h2",')
+    )
     with pytest.raises(scenarios.ScenarioError, match=r"run 1: protocol = 'h2' must be one of h1, h2c"):
         scenarios.load("quick", path)
 
@@ -60,8 +66,18 @@ def test_the_h2c_port_moves_with_the_server_and_loads_go_to_the_port_of_their_pr
     assert session.h2c_port(SERVERS["rust"]) == 32086  # 1000 above, as in the manifest (8086, 9086)
     session.ports = {}
     assert session.h2c_port(SERVERS["rust"]) == 9086 and session.h2c_port(SERVERS["express"]) is None
-    running = RunningServer(name="rust", host="127.0.0.1", port=8086, cpus=[0], pid=1, log="", started_at=0,
-                            startup_s=0, runtime="local", h2c_port=9086)
+    running = RunningServer(
+        name="rust",
+        host="127.0.0.1",
+        port=8086,
+        cpus=[0],
+        pid=1,
+        log="",
+        started_at=0,
+        startup_s=0,
+        runtime="local",
+        h2c_port=9086,
+    )
     assert running.url("h2c") == "http://127.0.0.1:9086" and running.url("h1") == running.url() == running.base_url
     running.h2c_port = None
     with pytest.raises(RuntimeFailure, match="rust was started without an h2c port"):
@@ -86,8 +102,10 @@ profile.quick = { runs = [
   { label = "c4-m100", concurrency = 4, threads = 1, streams = 100, duration_s = 1 },
 ] }
 """
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
-                  "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
+WITH_SCENARIOS = (
+    "import pathlib, sys; from harness import cli; from harness.config import scenarios; "
+    "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))"
+)
 PORTS = {"rust": 21086, "nginx": 21000}  # h2c 1000 above (22086, 22000), below the ephemeral ports (32768-)
 ENGINE, WHY = engine.engine_answers()
 
@@ -100,10 +118,29 @@ def test_nginx_and_rust_are_verified_over_h2c_and_measured_beside_their_http1_ba
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
     run_id = f"test-h2-{runtime}-{os.getpid()}"
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE", "TWIN")}
-    proc = subprocess.run([sys.executable, "-c", WITH_SCENARIOS, str(tmp_path / "scenarios.toml"), "--runtime", runtime,
-                           "--servers", "nginx rust express", "--ports", " ".join(f"{n}={p}" for n, p in PORTS.items()),
-                           "--run-id", run_id, "run", "h2-hello"], cwd=LOADGEN, env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            WITH_SCENARIOS,
+            str(tmp_path / "scenarios.toml"),
+            "--runtime",
+            runtime,
+            "--servers",
+            "nginx rust express",
+            "--ports",
+            " ".join(f"{n}={p}" for n, p in PORTS.items()),
+            "--run-id",
+            run_id,
+            "run",
+            "h2-hello",
+        ],
+        cwd=LOADGEN,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     output = proc.stdout + proc.stderr
     print(output)
     assert proc.returncode == 0, output

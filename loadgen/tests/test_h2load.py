@@ -1,5 +1,6 @@
 """The h2load adapter: its command lines, and its parse of real h2load 1.52 outputs and per-request logs (saved under
 fixtures/h2load/, the commands in its README.md); one short live run against the h2c responder when h2load is here."""
+
 import shutil
 import socket
 import subprocess
@@ -54,8 +55,9 @@ def test_timed_h2c_run_with_exact_percentiles_from_the_log():
     # p99.9: rank int(0.999 · 604 + 0.5) = 603, the second slowest request (the slowest is the max)
     assert m.latency_ms == {"p50": 0.103, "p90": 0.16, "p99": 0.244, "p99.9": 3.311, "max": 3.321, "mean": 0.124}
     assert m.distribution.count == 604 and m.quantiles == []
-    assert [m.distribution.percentile_ms(p) for p in (1, 50, 99.9)] == [nearest_rank_ms(logged_us("ok"), p)
-                                                                          for p in (1, 50, 99.9)]
+    assert [m.distribution.percentile_ms(p) for p in (1, 50, 99.9)] == [
+        nearest_rank_ms(logged_us("ok"), p) for p in (1, 50, 99.9)
+    ]
     h2 = m.details["h2load"]
     assert h2["protocol"] == "h2c" and h2["clients"] == 4 and h2["unanswered"] == 0 and h2["latency_sd_ms"] == 0.226
 
@@ -137,13 +139,19 @@ def test_two_parts_merge_into_exactly_the_percentiles_of_their_requests_together
     assert merged.requests == 704 and merged.distribution.count == len(union) == 704
     for pct in (1, 10, 50, 75, 90, 95, 99, 99.5, 99.9, 100):
         assert merged.distribution.percentile_ms(pct) == nearest_rank_ms(union, pct), pct
-    assert merged.latency_ms == {"p50": nearest_rank_ms(union, 50), "p90": nearest_rank_ms(union, 90),
-                                 "p99": nearest_rank_ms(union, 99), "p99.9": nearest_rank_ms(union, 99.9),
-                                 "max": union[-1] / 1000, "mean": round(sum(union) / len(union) / 1000, 3)}
+    assert merged.latency_ms == {
+        "p50": nearest_rank_ms(union, 50),
+        "p90": nearest_rank_ms(union, 90),
+        "p99": nearest_rank_ms(union, 99),
+        "p99.9": nearest_rank_ms(union, 99.9),
+        "max": union[-1] / 1000,
+        "mean": round(sum(union) / len(union) / 1000, 3),
+    }
 
 
-@pytest.mark.parametrize("output", ["", "garbage\n", "-D: value error 1.5\n",
-                                    "finished in 1.00s, 10.00 req/s, 1KB/s\n"])  # no requests line
+@pytest.mark.parametrize(
+    "output", ["", "garbage\n", "-D: value error 1.5\n", "finished in 1.00s, 10.00 req/s, 1KB/s\n"]
+)  # no requests line
 def test_no_summary_is_a_tool_failure(output, tmp_path):
     with pytest.raises(ToolFailed, match="h2load printed no summary"):
         H2LOAD.parse(output, tmp_path)
@@ -157,8 +165,19 @@ def test_failure_names_the_last_line(tmp_path):
 def test_command_timed_h2c(tmp_path):
     spec = Spec(url="http://127.0.0.1:8000/hello", concurrency=64, threads=2, streams=10, duration_s=30)
     assert H2LOAD.command(spec, tmp_path) == [
-        "h2load", "-c", "64", "-t", "2", "-m", "10", "-D", "30s", "--log-file", str(tmp_path / LOG),
-        "http://127.0.0.1:8000/hello"]
+        "h2load",
+        "-c",
+        "64",
+        "-t",
+        "2",
+        "-m",
+        "10",
+        "-D",
+        "30s",
+        "--log-file",
+        str(tmp_path / LOG),
+        "http://127.0.0.1:8000/hello",
+    ]
 
 
 def test_command_fractional_duration_in_milliseconds_and_rate_per_client(tmp_path):
@@ -186,11 +205,14 @@ def test_command_h1_and_defaults_without_the_new_fields(tmp_path):
     assert "--h1" not in H2LOAD.command(Spec(url="http://h/x", concurrency=2, duration_s=1, protocol="h2c"), tmp_path)
 
 
-@pytest.mark.parametrize("spec, message", [
-    (Spec(url="http://h/x", duration_s=1), "concurrency"),
-    (Spec(url="http://h/x", concurrency=2), "duration or a request count"),
-    (Spec(url="http://h/x", concurrency=2, duration_s=1, protocol="h3"), "h2c or h1"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (Spec(url="http://h/x", duration_s=1), "concurrency"),
+        (Spec(url="http://h/x", concurrency=2), "duration or a request count"),
+        (Spec(url="http://h/x", concurrency=2, duration_s=1, protocol="h3"), "h2c or h1"),
+    ],
+)
 def test_bad_specs(spec, message, tmp_path):
     with pytest.raises(ValueError, match=message):
         H2LOAD.command(spec, tmp_path)
@@ -212,8 +234,9 @@ def _free_port():
 @pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load not installed (apt-get install nghttp2-client)")
 def test_live_counted_run_against_the_h2c_responder(tmp_path):
     port = _free_port()
-    server = subprocess.Popen([sys.executable, str(RESPONDER), str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, str(RESPONDER), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 10
         while True:

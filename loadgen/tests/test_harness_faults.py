@@ -7,6 +7,7 @@
 - the disk holding the run's folder fills (a small tmpfs mounted there, filled for real: ENOSPC) while raw outputs
   are written: a clear error, the records so far kept, the servers stopped, exit status 1.
 Each test ends with no process, container or listener of its own left. Ports are this file's own (24xxx)."""
+
 from __future__ import annotations
 
 import json
@@ -91,6 +92,7 @@ def nothing_up(request):
 
 # ------------------------------------------------------------------------------------------------------ unit tests
 
+
 def test_the_lock_names_its_holder_and_is_free_again_once_released(tmp_path):
     lock = tmp_path / "harness.lock"
     with one_command_at_a_time(lock):
@@ -110,8 +112,18 @@ def test_the_state_tells_leftovers_from_servers_left_up_on_purpose(tmp_path):
     killed = Starter(gone.pid, psutil.Process().create_time() - 1, "harness run hello")
 
     def server(name: str) -> RunningServer:  # this very process stands for every server: it is alive
-        return RunningServer(name=name, host="127.0.0.1", port=1, cpus=[0], pid=os.getpid(), log="", started_at=0,
-                             startup_s=0, runtime="local", pid_created=psutil.Process().create_time())
+        return RunningServer(
+            name=name,
+            host="127.0.0.1",
+            port=1,
+            cpus=[0],
+            pid=os.getpid(),
+            log="",
+            started_at=0,
+            startup_s=0,
+            runtime="local",
+            pid_created=psutil.Process().create_time(),
+        )
 
     for name in ("mine", "left", "old"):
         state.put(server(name))
@@ -139,6 +151,7 @@ def test_the_state_tells_leftovers_from_servers_left_up_on_purpose(tmp_path):
 
 # -------------------------------------------------------------------------------------------------- integration
 
+
 def kill_mid_attempt(run_id: str, runtime: str) -> subprocess.Popen:
     """A `run hello` on rust, killed with SIGKILL while its first attempt's wrk runs; its results.json checked. The
     seed profile's 30 s attempt: `down` must find that wrk still running (a quick one, 1.5 s, could end first where a
@@ -146,8 +159,9 @@ def kill_mid_attempt(run_id: str, runtime: str) -> subprocess.Popen:
     proc = start("--servers", "rust", "--run-id", run_id, "run", "hello", runtime=runtime, PROFILE="seed")
     first_attempt = RESULTS / run_id / "raw" / "rust-hello-c100-1"
     try:
-        assert wait_until(lambda: first_attempt.exists() and State().tools(), 600, interval_s=0.05), \
+        assert wait_until(lambda: first_attempt.exists() and State().tools(), 600, interval_s=0.05), (
             "the first attempt never started"
+        )
     finally:
         proc.kill()  # SIGKILL: nothing of the harness runs after this
         output, _ = proc.communicate()
@@ -163,7 +177,9 @@ RUNTIMES = [pytest.param("local"), pytest.param("docker", marks=pytest.mark.skip
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_harness_killed_mid_attempt_keeps_its_results_and_down_stops_what_it_left(nothing_up, runtime):
     if runtime == "docker":
-        missing = [f for f in ("native", "nginx", images.LOADGEN) if engine.image_labels(images.runtime_image(f)) is None]
+        missing = [
+            f for f in ("native", "nginx", images.LOADGEN) if engine.image_labels(images.runtime_image(f)) is None
+        ]
         if missing:
             pytest.skip(f"base images missing ({', '.join(missing)}): make base-images")
     proc = kill_mid_attempt(f"test-killed-{runtime}-{os.getpid()}", runtime)
@@ -172,7 +188,9 @@ def test_a_harness_killed_mid_attempt_keeps_its_results_and_down_stops_what_it_l
     assert set(servers) == {"rust", "nginx"} and all(e.runtime == runtime for e in servers.values())
     assert all(t.running() for t in tools), "the tool ended before the harness was killed: not mid-attempt"
     if runtime == "local":
-        server_pids = {pid: psutil.Process(pid).create_time() for e in servers.values() for pid in LocalRuntime().pids(e)}
+        server_pids = {
+            pid: psutil.Process(pid).create_time() for e in servers.values() for pid in LocalRuntime().pids(e)
+        }
         assert server_pids and all(running(pid, t) for pid, t in server_pids.items())
     else:
         server_pids = {}
@@ -209,8 +227,9 @@ def test_the_next_command_that_starts_servers_stops_what_a_killed_one_left(nothi
 def test_a_second_command_stops_naming_the_first_and_starts_nothing(nothing_up):
     first = start("--servers", "rust", "--run-id", f"test-first-{os.getpid()}", "run", "hello")
     try:
-        assert wait_until(lambda: _lock_holder() == first.pid and _answered("rust"), 120), \
+        assert wait_until(lambda: _lock_holder() == first.pid and _answered("rust"), 120), (
             "the first command never held the lock with rust up"
+        )
         before = State().load()
         second = run("--servers", "rust", "--run-id", f"test-second-{os.getpid()}", "run", "hello", timeout=60)
         said = " ".join(second.stdout.split())
@@ -247,15 +266,18 @@ def test_a_full_disk_keeps_the_records_measured_so_far_and_stops_the_servers(not
     run_id = f"test-disk-full-{os.getpid()}"
     folder = RESULTS / run_id
     folder.mkdir(parents=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         folder.rmdir()
         pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
     try:
         proc = start("--servers", "rust", "--run-id", run_id, "run", "hello tweets", REPEAT="1")
         try:
-            assert wait_until(lambda: _records(folder / "results.json") >= 1, 300, interval_s=0.05), \
+            assert wait_until(lambda: _records(folder / "results.json") >= 1, 300, interval_s=0.05), (
                 "the first record was never written"
+            )
             _fill(folder / "filler")
             output, _ = proc.communicate(timeout=300)
         finally:
@@ -263,8 +285,10 @@ def test_a_full_disk_keeps_the_records_measured_so_far_and_stops_the_servers(not
                 proc.kill()
         said = " ".join(output.split())
         assert proc.returncode == 1, output
-        assert (f"error: no space left on the device holding results/{run_id}: free some space; the 1 record(s) "
-                f"measured so far are in results/{run_id}/results.json") in said
+        assert (
+            f"error: no space left on the device holding results/{run_id}: free some space; the 1 record(s) "
+            f"measured so far are in results/{run_id}/results.json"
+        ) in said
         assert "Traceback" not in output
         kept = results.load(folder / "results.json")
         assert [(r.server, r.scenario) for r in kept.records] == [("rust", "hello")]

@@ -2,6 +2,7 @@
 server's, a machine-wide 0.77× day called the machine's (and gone from the machine-speed-adjusted series), no change
 found where there is none at about the method's stated rate, conditions that differ never joined, make versus answers
 as paired ratios, the JSON for scripts, and the time 200 runs take."""
+
 import json
 import statistics
 import time
@@ -26,12 +27,18 @@ def recorded_noise() -> float:
         run = json.loads(QUIET_RUN.read_text())
         cvs = [r["summary"]["rps"]["cv"] for r in run["records"] if (r.get("summary") or {}).get("rps", {}).get("cv")]
         cv, attempts = statistics.median(cvs), run["conditions"]["repeat"]
-    return cv * 1.2533 / attempts ** 0.5
+    return cv * 1.2533 / attempts**0.5
 
 
 def described(value: float) -> dict:
-    return {"median": value, "min": value * 0.97, "max": value * 1.03, "n": 4, "cv": 0.02,
-            "ci": {"low": value * 0.97, "high": value * 1.03, "level": 0.875, "method": "min-max", "k": 1}}
+    return {
+        "median": value,
+        "min": value * 0.97,
+        "max": value * 1.03,
+        "n": 4,
+        "cv": 0.02,
+        "ci": {"low": value * 0.97, "high": value * 1.03, "level": 0.875, "method": "min-max", "k": 1},
+    }
 
 
 def write_run(root: Path, i: int, rates: dict[str, float], speed: float = 1.0, **conditions) -> None:
@@ -39,15 +46,30 @@ def write_run(root: Path, i: int, rates: dict[str, float], speed: float = 1.0, *
     run_id = f"202611{1 + i // 24:02d}-{i % 24:02d}0000-bench"
     folder = root / run_id
     folder.mkdir(parents=True)
-    cond = {"started_at": f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+0000", "runtime": "local", "profile": "quick",
-            "cpus": {"server": [0], "loadgen": [1]}, "git_commit": f"c{i:03d}", "repeat": 4,
-            "machine": {"hostname": "vm", "cpu_model": "AMD EPYC", "logical_cpus": 2, "kernel": "6.18"},
-            "steadiness": {"before": {"rate": {"server": 9e6 * speed, "loadgen": 9e6 * speed}}}, **conditions}
-    records = [{"server": s, "scenario": "hello", "run": "c100", "attempts": [],
-                "summary": {"rps": described(r), "p99": described(5e5 / r), "cost_us": described(4e6 / r)}}
-               for s, r in rates.items()]
-    (folder / "results.json").write_text(json.dumps({"schema": 5, "run_id": run_id, "conditions": cond,
-                                                     "servers": {}, "records": records}))
+    cond = {
+        "started_at": f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+0000",
+        "runtime": "local",
+        "profile": "quick",
+        "cpus": {"server": [0], "loadgen": [1]},
+        "git_commit": f"c{i:03d}",
+        "repeat": 4,
+        "machine": {"hostname": "vm", "cpu_model": "AMD EPYC", "logical_cpus": 2, "kernel": "6.18"},
+        "steadiness": {"before": {"rate": {"server": 9e6 * speed, "loadgen": 9e6 * speed}}},
+        **conditions,
+    }
+    records = [
+        {
+            "server": s,
+            "scenario": "hello",
+            "run": "c100",
+            "attempts": [],
+            "summary": {"rps": described(r), "p99": described(5e5 / r), "cost_us": described(4e6 / r)},
+        }
+        for s, r in rates.items()
+    ]
+    (folder / "results.json").write_text(
+        json.dumps({"schema": 5, "run_id": run_id, "conditions": cond, "servers": {}, "records": records})
+    )
 
 
 def history(root: Path, **selection):
@@ -66,8 +88,9 @@ def test_a_servers_8_percent_drop_at_run_12_of_30_is_found_and_called_the_server
     run_of = {f"202611{1 + i // 24:02d}-{i % 24:02d}0000-bench": i for i in range(30)}
     assert abs(run_of[node[0].at] - 11) <= 1 and -12 < node[0].change_percent < -4 and node[0].cause == "server"
     assert node[0].confidence >= 0.95
-    others = [c for c in found if c.server != "node" and not c.metric.startswith("cost")
-              and not c.metric.startswith("p99")]
+    others = [
+        c for c in found if c.server != "node" and not c.metric.startswith("cost") and not c.metric.startswith("p99")
+    ]
     assert len(others) <= 2, others  # four flat servers × req/s raw and adjusted: at the 5 % rate, about 0.4 expected
 
 
@@ -107,24 +130,48 @@ def test_runs_under_other_conditions_are_never_joined_and_too_few_runs_are_said(
 def test_the_machine_speed_divides_rates_and_multiplies_times(tmp_path):
     write_run(tmp_path, 0, {"node": 1000.0}, speed=1.0)
     write_run(tmp_path, 1, {"node": 800.0}, speed=0.8)
-    by_metric = {s.metric: [round(p.value, 3) for p in s.points] for s in history(tmp_path).series if s.server == "node"}
+    by_metric = {
+        s.metric: [round(p.value, 3) for p in s.points] for s in history(tmp_path).series if s.server == "node"
+    }
     assert by_metric["rps_adjusted"][0] == pytest.approx(by_metric["rps_adjusted"][1], rel=1e-9)
     assert by_metric["cost_us_adjusted"][0] == pytest.approx(by_metric["cost_us_adjusted"][1], rel=1e-9)
 
 
 def test_versus_runs_are_paired_ratios_and_the_json_has_changes_and_series(tmp_path, capsys, monkeypatch):
     write_run(tmp_path, 0, {"node": 1000.0})
-    versus = {"server": "node", "builds": {"base": {"label": "abc1234"}, "head": {"label": "def5678"}},
-              "results": [{"scenario": "hello", "run": "c100", "metrics": {"rps": {
-                  "interval": {"ratio": 0.95, "low": 0.92, "high": 0.98}, "verdict": "slower by 5.0 %"}}}]}
+    versus = {
+        "server": "node",
+        "builds": {"base": {"label": "abc1234"}, "head": {"label": "def5678"}},
+        "results": [
+            {
+                "scenario": "hello",
+                "run": "c100",
+                "metrics": {
+                    "rps": {"interval": {"ratio": 0.95, "low": 0.92, "high": 0.98}, "verdict": "slower by 5.0 %"}
+                },
+            }
+        ],
+    }
     write_run(tmp_path, 1, {"node": 990.0}, versus=versus)
     monkeypatch.setattr(history_command, "RESULTS", tmp_path / "out")
     assert history_command.cmd_history(str(tmp_path / "*"), "", "", [], "json", {}) == 0
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) >= {"changes", "series", "paired"}
-    assert printed["paired"] == [{"server": "node", "scenario": "hello", "run": "c100", "metric": "rps",
-                                  "at": "20261101-010000-bench", "ratio": 0.95, "low": 0.92, "high": 0.98,
-                                  "verdict": "slower by 5.0 %", "base": "abc1234", "head": "def5678"}]
+    assert printed["paired"] == [
+        {
+            "server": "node",
+            "scenario": "hello",
+            "run": "c100",
+            "metric": "rps",
+            "at": "20261101-010000-bench",
+            "ratio": 0.95,
+            "low": 0.92,
+            "high": 0.98,
+            "verdict": "slower by 5.0 %",
+            "base": "abc1234",
+            "head": "def5678",
+        }
+    ]
     node = [s for s in printed["series"] if s["server"] == "node" and s["metric"] == "rps"]
     assert len(node) == 1 and len(node[0]["points"]) == 1  # the versus run's records are not points of the series
     assert {"value", "low", "high", "flags", "commit", "runtime", "machine"} <= set(node[0]["points"][0])

@@ -1,6 +1,7 @@
 """`make report` and `make compare` on any results.json (issue 43): a damaged, hand-edited or hostile file ends in one
 line naming it and exit status 2, never a traceback, and writes nothing outside its run's folder. A fuzz over mutated
 copies of recorded runs, and the cases the issue names one by one (the latter through the real command line)."""
+
 import base64
 import copy
 import json
@@ -21,9 +22,29 @@ from harness.results.records import ResultsError
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RECORDED = sorted((REPO.parent / "shared" / "runs").glob("*/results.json")) + sorted(
-    (LOADGEN / "tests" / "fixtures").glob("bench_*/results.json"))
-ODD = [None, "", "../../x", "/tmp/x", "a/../../b", -1, 0, 3.5, 1e308, 2**70, True, [], {}, [1], {"a": 1}, "x" * 300,
-       "HISTFAAAAA==", "ÿ\u202e", [[[[]]]]]
+    (LOADGEN / "tests" / "fixtures").glob("bench_*/results.json")
+)
+ODD = [
+    None,
+    "",
+    "../../x",
+    "/tmp/x",
+    "a/../../b",
+    -1,
+    0,
+    3.5,
+    1e308,
+    2**70,
+    True,
+    [],
+    {},
+    [1],
+    {"a": 1},
+    "x" * 300,
+    "HISTFAAAAA==",
+    "ÿ\u202e",
+    [[[[]]]],
+]
 
 
 def bomb_histogram() -> str:
@@ -98,7 +119,9 @@ def test_a_few_hundred_mutated_results_files_report_or_refuse_in_one_line(tmp_pa
         if status == 2:
             assert said.out.count("error:") == 1 + (compared == 2) and str(run) in said.out  # one line each, naming it
     outside = {p for p in files_under(tmp_path) if not p.is_relative_to(tmp_path / "runs")}
-    inside_a_run = {p for p in files_under(tmp_path / "runs") if p.relative_to(tmp_path / "runs").parts[0].startswith("case")}
+    inside_a_run = {
+        p for p in files_under(tmp_path / "runs") if p.relative_to(tmp_path / "runs").parts[0].startswith("case")
+    }
     assert not outside and inside_a_run == files_under(tmp_path / "runs")
     assert outcomes[0] > 20 and outcomes[2] > 20, outcomes  # the fuzz reached both: reports written and files refused
 
@@ -108,8 +131,9 @@ def report_of(data: dict, tmp_path: Path) -> tuple[subprocess.CompletedProcess, 
     run = tmp_path / "a" / "b" / "run"
     run.mkdir(parents=True)
     (run / "results.json").write_text(json.dumps(data) if isinstance(data, dict) else data)
-    proc = subprocess.run([sys.executable, "-m", "harness", "report", str(run)], cwd=LOADGEN, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(run)], cwd=LOADGEN, capture_output=True, text=True, timeout=300
+    )
     assert "Traceback" not in proc.stdout + proc.stderr
     return proc, run
 
@@ -131,14 +155,17 @@ def test_a_scenario_named_to_leave_the_folder_writes_nothing_outside_it(small_ru
     assert any(p.suffix == ".png" for p in (run / "charts").iterdir())
 
 
-@pytest.mark.parametrize("damage, said", [
-    (lambda d: d.update(calibration=[{}]), "calibration/0"),
-    (lambda d: d["records"][0].update(latency_histogram="HISTF" + "A" * 40), "latency histogram"),
-    (lambda d: d["records"][0].update(latency_histogram=bomb_histogram()), "decompresses past"),
-    (lambda d: d["conditions"].update(deep=json.loads("[" * 3000 + "]" * 3000)), "not valid JSON"),
-    (lambda d: d["conditions"].update(deep=json.loads("[" * 40 + "]" * 40)), "nested deeper than"),
-    (lambda d: d["servers"]["rust"].update(stack=["a list"]), "servers/rust/stack"),
-])
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (lambda d: d.update(calibration=[{}]), "calibration/0"),
+        (lambda d: d["records"][0].update(latency_histogram="HISTF" + "A" * 40), "latency histogram"),
+        (lambda d: d["records"][0].update(latency_histogram=bomb_histogram()), "decompresses past"),
+        (lambda d: d["conditions"].update(deep=json.loads("[" * 3000 + "]" * 3000)), "not valid JSON"),
+        (lambda d: d["conditions"].update(deep=json.loads("[" * 40 + "]" * 40)), "nested deeper than"),
+        (lambda d: d["servers"]["rust"].update(stack=["a list"]), "servers/rust/stack"),
+    ],
+)
 def test_each_damage_the_issue_names_is_one_line_and_status_2(small_run, tmp_path, damage, said):
     data = copy.deepcopy(small_run)
     data["servers"].setdefault("rust", {"stack": "x"})

@@ -6,6 +6,7 @@ Through the CLI, as a user would: build (images sent to the hosts), ping, a wrk 
 load generator and upstream each in its own namespace, and a short `bench` with its A/A twin; then the records, the recorded hosts, addresses, CPU plans
 and path, every container's least privilege as each host's engine applied it, and that nothing is left on any host,
 also after Ctrl-C in the middle of a load."""
+
 from __future__ import annotations
 
 import json
@@ -64,39 +65,71 @@ def engine_socket(role: str) -> list[str]:
 def left_on_hosts() -> dict[str, list[str]]:
     left = {}
     for role in ADDRESS:
-        names = subprocess.run([*engine_socket(role), "ps", "-a", "--format", "{{.Names}}"], capture_output=True,
-                               text=True).stdout.split()
+        names = subprocess.run(
+            [*engine_socket(role), "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True
+        ).stdout.split()
         # every volume: nginx's static files (labelled) and the loadgen's anonymous one (gone with it: rm -v)
-        volumes = subprocess.run([*engine_socket(role), "volume", "ls", "-q"], capture_output=True, text=True).stdout.split()
+        volumes = subprocess.run(
+            [*engine_socket(role), "volume", "ls", "-q"], capture_output=True, text=True
+        ).stdout.split()
         if names or volumes:
             left[role] = names + volumes
     return left
 
 
 def cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    full = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick",
-            "SERVERS": "rust", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR, env=full, capture_output=True,
-                          text=True, timeout=timeout)
+    full = {
+        **os.environ,
+        "HOSTS": demo_hosts(),
+        "PORTS": PORTS,
+        "REPEAT": "1",
+        "PROFILE": "quick",
+        "SERVERS": "rust",
+        **(env or {}),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=LOADGEN_DIR,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     print(proc.stdout, proc.stderr)
     return proc
 
 
-def cli_watching(*args: str, argv: list[str] | None = None, env: dict | None = None
-                 ) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+def cli_watching(
+    *args: str, argv: list[str] | None = None, env: dict | None = None
+) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
     """`cli` (or `argv`, the harness's command line), and `docker inspect` of every container of this checkout on each
     host as soon as it runs (keyed role/name), with its main process's status as the kernel gives it then (key
     "status"). `env`: variables besides (or instead of) the test's."""
-    full = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", "SERVERS": "rust",
-            **(env or {})}
-    harness = subprocess.Popen(argv or [sys.executable, "-m", "harness", *args], cwd=LOADGEN_DIR,
-                               env={k: v for k, v in full.items() if v is not None}, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    full = {
+        **os.environ,
+        "HOSTS": demo_hosts(),
+        "PORTS": PORTS,
+        "REPEAT": "1",
+        "PROFILE": "quick",
+        "SERVERS": "rust",
+        **(env or {}),
+    }
+    harness = subprocess.Popen(
+        argv or [sys.executable, "-m", "harness", *args],
+        cwd=LOADGEN_DIR,
+        env={k: v for k, v in full.items() if v is not None},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     seen: dict[str, dict] = {}
     while harness.poll() is None:
         for role in ADDRESS:
-            ids = subprocess.run([*engine_socket(role), "ps", "-q", "--filter", f"label=bench.checkout={REPO}"],
-                                 capture_output=True, text=True).stdout.split()
+            ids = subprocess.run(
+                [*engine_socket(role), "ps", "-q", "--filter", f"label=bench.checkout={REPO}"],
+                capture_output=True,
+                text=True,
+            ).stdout.split()
             known = {info["Id"][:12] for info in seen.values()}
             new = [i for i in ids if i[:12] not in known]
             if not new:
@@ -124,7 +157,10 @@ def assert_least_privilege(key: str, info: dict) -> None:
     options = host["SecurityOpt"] or []
     assert "no-new-privileges:true" in options and not any(o.startswith("seccomp") for o in options), (key, options)
     assert host["ReadonlyRootfs"] is True and not host["Privileged"], key
-    assert config["User"] not in ("", "0", "root") and not config["User"].startswith(("0:", "root:")), (key, config["User"])
+    assert config["User"] not in ("", "0", "root") and not config["User"].startswith(("0:", "root:")), (
+        key,
+        config["User"],
+    )
     assert int(status["CapEff"], 16) == 0 and status["NoNewPrivs"] == "1", (key, status["CapEff"], status["NoNewPrivs"])
     assert status["Seccomp"] == "2" and int(status["Uid"].split()[0]) != 0, (key, status["Seccomp"], status["Uid"])
 
@@ -214,14 +250,20 @@ def test_an_image_is_sent_once_and_then_found_equal(local_engine):
 
 def test_ctrl_c_during_a_load_leaves_nothing_on_any_host(local_engine):
     env = {**os.environ, "HOSTS": demo_hosts(), "PORTS": PORTS, "REPEAT": "1", "PROFILE": "quick", "SERVERS": "rust"}
-    harness = subprocess.Popen([sys.executable, "-m", "harness", "--run-id", f"test-hosts-int-{os.getpid()}", "run",
-                                "hello"], cwd=LOADGEN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness", "--run-id", f"test-hosts-int-{os.getpid()}", "run", "hello"],
+        cwd=LOADGEN_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and harness.poll() is None:
         # the loadgen container exists once the first load (the warm-up) is about to run
-        names = subprocess.run([*engine_socket("loadgen"), "ps", "--format", "{{.Names}}"], capture_output=True,
-                               text=True).stdout.split()
+        names = subprocess.run(
+            [*engine_socket("loadgen"), "ps", "--format", "{{.Names}}"], capture_output=True, text=True
+        ).stdout.split()
         if "bench-loadgen" in names:
             time.sleep(1.5)  # into the load
             break
@@ -250,11 +292,24 @@ def test_bench_across_three_hosts_measures_the_a_a_twin_and_reports_it(local_eng
     rust, double = containers.get("server/bench-rust"), containers.get("server/bench-rust-twin")
     assert rust and double, sorted(containers)
     assert double["Image"] == rust["Image"] and double["Config"]["Cmd"] == rust["Config"]["Cmd"]
-    for key in ("CpusetCpus", "NanoCpus", "Memory", "Ulimits", "CapDrop", "SecurityOpt", "ReadonlyRootfs", "Tmpfs",
-                "PidsLimit", "NetworkMode"):
+    for key in (
+        "CpusetCpus",
+        "NanoCpus",
+        "Memory",
+        "Ulimits",
+        "CapDrop",
+        "SecurityOpt",
+        "ReadonlyRootfs",
+        "Tmpfs",
+        "PidsLimit",
+        "NetworkMode",
+    ):
         assert double["HostConfig"][key] == rust["HostConfig"][key], key
     env_of = [dict(e.split("=", 1) for e in c["Config"]["Env"]) for c in (rust, double)]
-    assert {k for k in env_of[0].keys() | env_of[1].keys() if env_of[0].get(k) != env_of[1].get(k)} == {"PORT", "H2C_PORT"}
+    assert {k for k in env_of[0].keys() | env_of[1].keys() if env_of[0].get(k) != env_of[1].get(k)} == {
+        "PORT",
+        "H2C_PORT",
+    }
     assert env_of[1]["PORT"] == "28186" and env_of[1]["HOST"] == ADDRESS["server"]
     assert_least_privilege("server/bench-rust-twin", double)
 
@@ -263,7 +318,12 @@ def test_bench_across_three_hosts_measures_the_a_a_twin_and_reports_it(local_eng
     assert run.servers["rust-twin"]["placement"]["host"] == "server"
     records = [r for r in run.records if r.requests]
     assert {(r.server, r.scenario) for r in records} == {("rust", "hello"), ("rust-twin", "hello")}
-    assert all(f"http://{ADDRESS['server']}:28186/" in c for r in records if r.server == "rust-twin"
-               for a in r.attempts for c in a.commands)
+    assert all(
+        f"http://{ADDRESS['server']}:28186/" in c
+        for r in records
+        if r.server == "rust-twin"
+        for a in r.attempts
+        for c in a.commands
+    )
     result = model.aa_result(model.build(run))
     assert result and (result["server"], result["twin"], result["groups"]) == ("rust", "rust-twin", 1), result

@@ -6,6 +6,7 @@ SIGINT goes to the whole group, as a terminal's Ctrl-C does (the load tools get 
 server's start, the steadiness probe, a warm-up and an attempt. Each must end the command within seconds, with exit
 status 130 and its message, the records measured so far kept, and no process or listener left. Ports are fixed: run
 under the integration lock, like tests/test_cli_integration.py."""
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,10 @@ tool = "wrk"
 targets = [{ route = "hello", path = "/hello" }]
 profile.quick = { runs = [{ threads = 1, concurrency = 4, duration_s = 2 }] }
 """
-WITH_SCENARIOS = ("import pathlib, sys; from harness import cli; from harness.config import scenarios; "
-                  "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))")
+WITH_SCENARIOS = (
+    "import pathlib, sys; from harness import cli; from harness.config import scenarios; "
+    "scenarios.SCENARIO_FILE = pathlib.Path(sys.argv.pop(1)); sys.exit(cli.main(sys.argv[1:]))"
+)
 
 
 @pytest.fixture
@@ -58,22 +61,39 @@ def servers_dir(tmp_path) -> Path:
         folder.mkdir(parents=True)
         (folder / "manifest.toml").write_text(
             f'[[server]]\nname = "{name}"\nport = {PORTS[name]}\nroutes = {ROUTES}\nstartup_timeout_s = 120\n'
-            f'run = ["{sys.executable}", "{RESPONDER}", "{{port}}", "{name}", "--start-delay", "{delay}"]\n')
+            f'run = ["{sys.executable}", "{RESPONDER}", "{{port}}", "{name}", "--start-delay", "{delay}"]\n'
+        )
     return tmp_path / "servers"
 
 
-def start(tmp_path: Path, servers_dir: Path, server: str, run_id: str, steadiness: bool = False,
-          settles: bool = False) -> subprocess.Popen:
+def start(
+    tmp_path: Path, servers_dir: Path, server: str, run_id: str, steadiness: bool = False, settles: bool = False
+) -> subprocess.Popen:
     """The harness measuring `server`; its warm-up never settles (a tolerance of 0.01 %) unless `settles`."""
     text = SCENARIOS if steadiness else SCENARIOS.replace("steadiness = ", "# steadiness = ")
     scenario_file = tmp_path / "scenarios.toml"
     scenario_file.write_text(text.replace("tolerance = 0.0001", "tolerance = 1.0") if settles else text)
-    argv = [sys.executable, "-c", WITH_SCENARIOS, str(scenario_file), "--runtime", "local", "--servers", server,
-            "--profile", "quick", "--run-id", run_id, "run", "hello"]
+    argv = [
+        sys.executable,
+        "-c",
+        WITH_SCENARIOS,
+        str(scenario_file),
+        "--runtime",
+        "local",
+        "--servers",
+        server,
+        "--profile",
+        "quick",
+        "--run-id",
+        run_id,
+        "run",
+        "hello",
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE", "TWIN")}
     env["BENCH_SERVERS_DIR"] = str(servers_dir)
-    return subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # its own group: the Ctrl-C below reaches it and its tools only
+    return subprocess.Popen(
+        argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )  # its own group: the Ctrl-C below reaches it and its tools only
 
 
 def ctrl_c(proc: subprocess.Popen) -> tuple[str, float]:
@@ -108,7 +128,9 @@ def wait_for_line(proc: subprocess.Popen, text: str, timeout_s: float, lines: li
 
 def assert_nothing_left() -> None:
     for name, port in PORTS.items():
-        assert wait_until(lambda port=port: port_owner("127.0.0.1", port) is None, 5), f"{name}'s port {port} is still held"
+        assert wait_until(lambda port=port: port_owner("127.0.0.1", port) is None, 5), (
+            f"{name}'s port {port} is still held"
+        )
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
         assert str(RESPONDER) not in cmdline, f"a server is left: {cmdline}"
@@ -189,10 +211,12 @@ def signal_handlers():
 def popen_then_sigint(real_popen):
     """subprocess.Popen with a Ctrl-C arriving just after its fork, before it returns: the instant CI once hit, when
     `make versus` printed "building node@..." and the test's SIGINT came while the build's Popen ran."""
+
     def popen(*args, **kwargs):
         proc = real_popen(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGINT)
         return proc
+
     return popen
 
 
@@ -202,7 +226,8 @@ def test_ctrl_c_during_a_build_s_popen_stops_the_build(tmp_path, monkeypatch, si
     pid_file = tmp_path / "sleeper.pid"
     (folder / "manifest.toml").write_text(
         f'[[server]]\nname = "slowbuild"\nport = 28203\nroutes = {ROUTES}\nrun = ["true"]\n'
-        f'build = "sleep 60 & echo $! > {pid_file}; wait"\n')
+        f'build = "sleep 60 & echo $! > {pid_file}; wait"\n'
+    )
     server = discover(tmp_path / "servers")["slowbuild"]
     monkeypatch.setattr(checkout.subprocess, "Popen", popen_then_sigint(subprocess.Popen))
     with pytest.raises(KeyboardInterrupt):
@@ -236,13 +261,26 @@ def test_ctrl_c_during_a_load_tool_s_popen_stops_the_tool(tmp_path, monkeypatch,
     responder = subprocess.Popen([sys.executable, str(RESPONDER), str(port), "probe"])
     try:
         assert wait_until(lambda: port_owner("127.0.0.1", port) is not None, 10)
-        server = RunningServer(name="probe", host="127.0.0.1", port=port, cpus=[0], pid=responder.pid, log="",
-                               started_at=0, startup_s=0, runtime="local")
+        server = RunningServer(
+            name="probe",
+            host="127.0.0.1",
+            port=port,
+            cpus=[0],
+            pid=responder.pid,
+            log="",
+            started_at=0,
+            startup_s=0,
+            runtime="local",
+        )
         spec = LoadSpec(url=f"http://127.0.0.1:{port}/hello", concurrency=2, threads=1, duration_s=30)
         monkeypatch.setattr(subprocess, "Popen", popen_then_sigint(subprocess.Popen))
         with pytest.raises(KeyboardInterrupt):
-            measure(local.LocalRuntime(), plan_load("wrk", spec, (1,)), Naming(tmp_path, "probe-hello", "probe"),
-                    Beside(server))
+            measure(
+                local.LocalRuntime(),
+                plan_load("wrk", spec, (1,)),
+                Naming(tmp_path, "probe-hello", "probe"),
+                Beside(server),
+            )
         monkeypatch.undo()
         assert not [p for p in psutil.Process().children(recursive=True) if "wrk" in " ".join(p.cmdline())]
     finally:

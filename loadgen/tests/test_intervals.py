@@ -1,6 +1,7 @@
 """The medians' confidence intervals, the spread rule at its edges and the interval ranking, on the attempts recorded in
 fixtures/results_v2 (a real run) and on hand-made edge cases. Exact values throughout: these tests fail when the rule
 changes."""
+
 import copy
 import json
 import math
@@ -27,19 +28,27 @@ def find(d: dict, server: str, scenario: str, run: str) -> dict:
 
 
 # Attempts of rust on /weather/{city}, in the order they were measured (9 loads × 3 attempts)
-RUST_WEATHER = [a["rps"] for r in recorded()["records"] if r["server"] == "rust" and r["scenario"] == "weather"
-                for a in r["attempts"]]
+RUST_WEATHER = [
+    a["rps"]
+    for r in recorded()["records"]
+    if r["server"] == "rust" and r["scenario"] == "weather"
+    for a in r["attempts"]
+]
 
 
 # -- the interval and its coverage -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n, low, high, level, method, k", [
-    (3, 2464.62, 4066.31, 0.75, "min-max", 1),
-    (4, 2464.62, 7014.06, 0.875, "min-max", 1),
-    (5, 2464.62, 7153.29, 0.9375, "min-max", 1),
-    (6, 2464.62, 7217.71, 0.96875, "order-statistic", 1),  # the first n whose min–max reaches 95 %
-    (10, 3060.68, 10516.07, 0.978515625, "order-statistic", 2),  # [x(2), x(9)]: x(3)..x(8) would cover 89 %
-])
+
+@pytest.mark.parametrize(
+    "n, low, high, level, method, k",
+    [
+        (3, 2464.62, 4066.31, 0.75, "min-max", 1),
+        (4, 2464.62, 7014.06, 0.875, "min-max", 1),
+        (5, 2464.62, 7153.29, 0.9375, "min-max", 1),
+        (6, 2464.62, 7217.71, 0.96875, "order-statistic", 1),  # the first n whose min–max reaches 95 %
+        (10, 3060.68, 10516.07, 0.978515625, "order-statistic", 2),  # [x(2), x(9)]: x(3)..x(8) would cover 89 %
+    ],
+)
 def test_interval_and_its_level_on_recorded_attempts(n, low, high, level, method, k):
     ci = stats.median_interval(RUST_WEATHER[:n])
     assert ci == {"low": low, "high": high, "level": level, "method": method, "k": k}
@@ -49,7 +58,7 @@ def test_coverage_is_the_binomial_probability_of_the_median_lying_between_the_or
     # [x(k), x(n+1-k)] holds the median when between k and n-k of the n attempts fall below it
     for n in range(1, 31):
         for k in range(1, (n + 1) // 2 + 1):
-            direct = sum(math.comb(n, i) for i in range(k, n - k + 1)) / 2 ** n
+            direct = sum(math.comb(n, i) for i in range(k, n - k + 1)) / 2**n
             assert stats.coverage(k, n) == pytest.approx(direct, abs=1e-15), (n, k)
     assert [stats.coverage(1, n) for n in (1, 2, 3, 4, 5, 6)] == [0.0, 0.5, 0.75, 0.875, 0.9375, 0.96875]
     assert stats.coverage(2, 10) == 1 - 2 * (1 + 10) / 1024 and stats.coverage(3, 10) == 1 - 2 * (1 + 10 + 45) / 1024
@@ -81,13 +90,20 @@ def test_every_recorded_record_gets_its_interval_although_the_file_has_none():
 
 
 def test_a_stored_summary_without_attempts_gets_the_min_max_interval():
-    r = Record.from_dict({"server": "s", "scenario": "hello", "summary": {
-        "rps": {"median": 10.0, "min": 8.0, "max": 13.0, "cv": 0.2, "n": 4}, "p99": None}, "attempts": []})
+    r = Record.from_dict(
+        {
+            "server": "s",
+            "scenario": "hello",
+            "summary": {"rps": {"median": 10.0, "min": 8.0, "max": 13.0, "cv": 0.2, "n": 4}, "p99": None},
+            "attempts": [],
+        }
+    )
     assert summaries.completed(r).rps["ci"] == {"low": 8.0, "high": 13.0, "level": 0.875, "method": "min-max", "k": 1}
     assert "ci" not in r.summary.rps  # the record itself is left alone
 
 
 # -- a single attempt ------------------------------------------------------------------------------------------------
+
 
 def test_a_single_attempt_is_a_point_flagged_spread_and_not_ranked():
     d = recorded()
@@ -100,13 +116,15 @@ def test_a_single_attempt_is_a_point_flagged_spread_and_not_ranked():
     assert s["n"] == 1 and s["cv"] is None
     assert s["ci"] == {"low": 35266.33, "high": 35266.33, "level": 0.0, "method": "single-attempt", "k": 1}
     assert [f.to_dict() for f in rust.flags] == [
-        {"flag": "spread", "reason": "a single attempt: no spread measured (REPEAT=3 or more measures it)"}]
+        {"flag": "spread", "reason": "a single attempt: no spread measured (REPEAT=3 or more measures it)"}
+    ]
     g = groups(run)["hello", "c100"]
     assert rust in g.flagged and g.rank_label(rust) == ""
     assert [(s.record.server, s.label) for s in g.ranked] == [("node", "1")]
 
 
 # -- the spread rule at its edges ------------------------------------------------------------------------------------
+
 
 def spread_of(rates):
     s = stats.describe(list(rates))
@@ -136,23 +154,36 @@ def test_spread_reason_names_both_rules_with_their_figures_on_a_recorded_record(
     run = evaluated(recorded())
     node = record(run, "node", "low-compute", "c1000")
     # its attempts climb (889 → 1,552 → 2,389): that is warming, not spread
-    assert [f.to_dict() for f in node.flags] == [{"flag": "warming", "reason": (
-        "req/s 889 → 1,552 → 2,389: +97% over the attempts (Theil–Sen trend), direction agreement +1.00")}]
+    assert [f.to_dict() for f in node.flags] == [
+        {
+            "flag": "warming",
+            "reason": (
+                "req/s 889 → 1,552 → 2,389: +97% over the attempts (Theil–Sen trend), direction agreement +1.00"
+            ),
+        }
+    ]
     # the same attempts out of order are noise around a level: spread, with both rules' figures
     shuffled = recorded()
     node_d = find(shuffled, "node", "low-compute", "c1000")
     assert [round(a["rps"]) for a in node_d["attempts"]] == [889, 1552, 2389]
     node_d["attempts"] = [node_d["attempts"][i] for i in (1, 2, 0)]  # 1,552 → 2,389 → 889: no direction
     node = record(evaluated(shuffled), "node", "low-compute", "c1000")
-    assert [f.to_dict() for f in node.flags] == [{"flag": "spread", "reason": (
-        "req/s: CV 46.7% between attempts, above 10% (889 to 2,389); "
-        "interval 889 – 2,389 (75 %) is ±48.3% of the median 1,552, wider than ±10%")}]
+    assert [f.to_dict() for f in node.flags] == [
+        {
+            "flag": "spread",
+            "reason": (
+                "req/s: CV 46.7% between attempts, above 10% (889 to 2,389); "
+                "interval 889 – 2,389 (75 %) is ±48.3% of the median 1,552, wider than ±10%"
+            ),
+        }
+    ]
     # 5.1 % to 10 % of CV is no longer a cliff: rust /hello (CV 7.4 %, interval ±7.2 %) is ranked
     rust = record(run, "rust", "hello", "c100")
     assert rust.summary.rps["cv"] == 0.0739 and rust.ranked is True
 
 
 # -- ranking: ties where intervals overlap, order where they are apart -----------------------------------------------
+
 
 def groups(run: Run) -> dict:
     m = model.build(run)
@@ -173,7 +204,10 @@ def test_overlapping_intervals_tie_and_disjoint_ones_are_ordered_on_recorded_att
     run = evaluated(with_finagle(recorded()))
     g = groups(run)["hello", "c100"]
     assert [(s.record.server, s.rank, s.label) for s in g.ranked] == [
-        ("rust", 1, "1–2"), ("finagle", 1, "1–2"), ("node", 3, "3")]  # node: 2 intervals entirely above it
+        ("rust", 1, "1–2"),
+        ("finagle", 1, "1–2"),
+        ("node", 3, "3"),
+    ]  # node: 2 intervals entirely above it
     assert [r.server for r in g.leaders()] == ["rust", "finagle"]
     assert g.ceiling.server == "nginx" and g.rank_label(g.ceiling) == ""  # the ceiling stays apart
     # without finagle: rust and node are apart, 1 and 2
@@ -183,9 +217,23 @@ def test_overlapping_intervals_tie_and_disjoint_ones_are_ordered_on_recorded_att
 
 def test_rank_is_one_plus_the_intervals_entirely_above():
     def rec(name, low, median, high):
-        return Record.from_dict({"server": name, "scenario": "hello", "rps": median, "attempts": [], "summary": {
-            "rps": {"median": median, "n": 3, "cv": 0.05, "ci": {
-                "low": low, "high": high, "level": 0.75, "method": "min-max", "k": 1}}}})
+        return Record.from_dict(
+            {
+                "server": name,
+                "scenario": "hello",
+                "rps": median,
+                "attempts": [],
+                "summary": {
+                    "rps": {
+                        "median": median,
+                        "n": 3,
+                        "cv": 0.05,
+                        "ci": {"low": low, "high": high, "level": 0.75, "method": "min-max", "k": 1},
+                    }
+                },
+            }
+        )
+
     a, b, c, e = rec("a", 95, 100, 105), rec("b", 88, 92, 96), rec("c", 80, 85, 90), rec("e", 50, 52, 54)
     ranked = ranking.rank([e, c, b, a])
     # a overlaps b, b overlaps c, only a is above c: a first or second, b anywhere of the three, c second or third;
@@ -208,18 +256,28 @@ def test_ranges_of_places_in_every_export_and_the_console_table(tmp_path):
     html = (tmp_path / "report.html").read_text()
     glance = html.split("<h2>At a glance</h2>")[1].split("</table>")[0]
     row = next(r for r in glance.split("<tr>") if '<a href="#hello-c100">' in r)
-    assert ('rust (1–2) <span class="muted">=</span> <span class="sw" style="background:' in row
-            and "finagle (1–2)</td>" in row
-            and "<td class=rps>38,757 = 35,011</td>" in row)
+    assert (
+        'rust (1–2) <span class="muted">=</span> <span class="sw" style="background:' in row
+        and "finagle (1–2)</td>" in row
+        and "<td class=rps>38,757 = 35,011</td>" in row
+    )
     assert '<td class="rank">1–2</td>' in html
     csv_rows = [line.split(",") for line in (tmp_path / "summary.csv").read_text().splitlines()]
     ranks = {(c[2], c[0], c[1]): tuple(c[3:6]) for c in csv_rows[1:]}
     assert (ranks["rust", "hello", "c100"], ranks["finagle", "hello", "c100"], ranks["node", "hello", "c100"]) == (
-        ("1–2", "1", "2"), ("1–2", "1", "2"), ("3", "3", "3"))
+        ("1–2", "1", "2"),
+        ("1–2", "1", "2"),
+        ("3", "3", "3"),
+    )
     table = console.table(model.build(evaluated(d)))
-    marks = dict(zip(zip(table.columns[1].cells, table.columns[2].cells, table.columns[3].cells), table.columns[0].cells))
+    marks = dict(
+        zip(zip(table.columns[1].cells, table.columns[2].cells, table.columns[3].cells), table.columns[0].cells)
+    )
     assert (marks["rust", "hello", "c100"], marks["finagle", "hello", "c100"], marks["node", "hello", "c100"]) == (
-        "1–2", "1–2", "3")
+        "1–2",
+        "1–2",
+        "3",
+    )
     assert marks["nginx", "hello", "c100"] == "ceil"
 
 
@@ -239,6 +297,7 @@ def test_none_ranked_only_where_every_record_is_kept_out(tmp_path):
 
 
 # -- compare: a change is significant only where the intervals are apart ----------------------------------------------
+
 
 def summary_of(record: dict):
     return summaries.completed(Record.from_dict(record))

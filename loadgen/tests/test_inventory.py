@@ -1,4 +1,5 @@
 """Artifact size and lines of code per server, on the repository's own servers and on a made-up one."""
+
 from pathlib import Path
 
 from harness.config.manifest import Server, discover
@@ -39,7 +40,9 @@ def test_artifact_bytes_files_and_folders(tmp_path: Path):
     (tmp_path / "static" / "b").write_bytes(b"z" * 3)
     server = Server(name="t", folder=tmp_path, port=1, routes=("id",), run=("./bin",), artifacts=("bin", "static"))
     assert inventory.artifact_bytes(server) == 123
-    missing = Server(name="t", folder=tmp_path, port=1, routes=("id",), run=("./bin",), artifacts=("bin", "target/x.jar"))
+    missing = Server(
+        name="t", folder=tmp_path, port=1, routes=("id",), run=("./bin",), artifacts=("bin", "target/x.jar")
+    )
     assert inventory.artifact_bytes(missing) is None  # not built: no partial figure
     assert inventory.artifact_bytes(Server(name="t", folder=tmp_path, port=1, routes=("id",), run=("x",))) is None
 

@@ -1,5 +1,6 @@
 """jvm-contract/build.sh, the JVM servers' shared build: Maven runs when a jar is missing or older than a file it is
 built from, and not otherwise (a fake `mvn` on PATH records its calls)."""
+
 import os
 import subprocess
 from pathlib import Path
@@ -13,8 +14,14 @@ OLD, NEW = 1_700_000_000, 1_700_000_100  # the sources' and the jars' modificati
 @pytest.fixture
 def reactor(tmp_path):
     """A reactor's files (pom.xml, jvm-contract, two servers), every jar newer than every source."""
-    for source in ("pom.xml", "jvm-contract/java/src/Contract.java", "jvm-contract/java/target/classes/Contract.class",
-                   "akka/pom.xml", "akka/src/Server.scala", "finagle/src/Server.scala"):
+    for source in (
+        "pom.xml",
+        "jvm-contract/java/src/Contract.java",
+        "jvm-contract/java/target/classes/Contract.class",
+        "akka/pom.xml",
+        "akka/src/Server.scala",
+        "finagle/src/Server.scala",
+    ):
         (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / source).write_text("x")
         os.utime(tmp_path / source, (OLD, OLD))
@@ -32,8 +39,13 @@ def reactor(tmp_path):
 
 def build(reactor: Path) -> tuple[str, list[str]]:
     calls = reactor / "calls"
-    proc = subprocess.run(["sh", str(SCRIPT), "akka,finagle"], cwd=reactor, capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{reactor / 'bin'}:{os.environ['PATH']}", "MVN_CALLS": str(calls)})
+    proc = subprocess.run(
+        ["sh", str(SCRIPT), "akka,finagle"],
+        cwd=reactor,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{reactor / 'bin'}:{os.environ['PATH']}", "MVN_CALLS": str(calls)},
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, calls.read_text().splitlines() if calls.exists() else []
 
@@ -46,8 +58,16 @@ def test_nothing_newer_than_the_jars_runs_no_maven(reactor):
     assert build(reactor)[1] == []
 
 
-@pytest.mark.parametrize("changed", ["akka/src/Server.scala", "finagle/src/Server.scala", "pom.xml",
-                                     "jvm-contract/java/src/Contract.java", "akka/src/New.scala"])
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "akka/src/Server.scala",
+        "finagle/src/Server.scala",
+        "pom.xml",
+        "jvm-contract/java/src/Contract.java",
+        "akka/src/New.scala",
+    ],
+)
 def test_a_source_newer_than_a_jar_runs_maven_for_every_server_named(reactor, changed):
     (reactor / changed).write_text("changed")  # now: newer than the jars
     out, calls = build(reactor)

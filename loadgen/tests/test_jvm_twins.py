@@ -1,4 +1,5 @@
 """akka and pekko are the same server on the renamed library: the test keeps them from drifting apart."""
+
 import re
 from pathlib import Path
 
@@ -16,10 +17,13 @@ def without_default_port(text: str) -> str:
     return re.sub(r"new ServerEnv\(\d+\)", "new ServerEnv(PORT)", text)
 
 
-@pytest.mark.parametrize("akka_file, pekko_file", [
-    ("src/main/scala/bench/AkkaServer.scala", "src/main/scala/bench/PekkoServer.scala"),
-    ("src/main/resources/application.conf", "src/main/resources/application.conf"),
-])
+@pytest.mark.parametrize(
+    "akka_file, pekko_file",
+    [
+        ("src/main/scala/bench/AkkaServer.scala", "src/main/scala/bench/PekkoServer.scala"),
+        ("src/main/resources/application.conf", "src/main/resources/application.conf"),
+    ],
+)
 def test_pekko_is_akka_renamed(akka_file, pekko_file):
     akka = (ROOT / "akka" / akka_file).read_text()
     pekko = (ROOT / "pekko" / pekko_file).read_text()

@@ -1,5 +1,6 @@
 """The calibration's arithmetic (harness/results/known_answers.py): what a load against the calibrated server must
 measure, the judgement of what a tool measured, and the plan (loadgen/calibrate.toml) as the harness reads it."""
+
 from pathlib import Path
 
 import pytest
@@ -123,7 +124,8 @@ def test_the_project_plan_gives_every_tool_a_load_with_its_settings_in_the_query
     assert {load.tool for load in plan.loads} == {"ab", "wrk", "httperf", "oha", "h2load", "gatling"}
     scenarios = {s.name: s for s in calibration.scenarios(plan)}
     assert scenarios["calibrate-wrk-paced"].targets == (
-        ("hello", "/hello?service_us=40000&every=20&delay_us=40000&fail_every=10"),)
+        ("hello", "/hello?service_us=40000&every=20&delay_us=40000&fail_every=10"),
+    )
     assert scenarios["calibrate-ab-cheap"].targets == (("hello", "/hello"),)
     assert not any(s.in_bench for s in scenarios.values())
     assert [load.open_loop for load in plan.loads if load.tool == "oha"] == [False, True, False, False]
@@ -137,18 +139,36 @@ def test_a_plan_with_an_unknown_server_setting_is_one_error_naming_it(tmp_path):
 
 
 def recorded(server: str, scenario: str, rps: float, cost_cpu_s: float, requests: int) -> Record:
-    attempt = {"attempt": 1, "requests": requests, "good_requests": requests, "rps": rps, "duration_s": requests / rps,
-               "latency_ms": {"p50": 40.3, "p99": 80.4}, "tool_processes": 1,
-               "samples": {"server": {"cores": 1, "cpu_s": cost_cpu_s}, "loadgen": {"cores": 1, "cpu_s": 0.1}}}
-    return Record.from_dict({"server": server, "scenario": scenario, "run": "paced", "tool": "wrk", "rps": rps,
-                             "latency_ms": attempt["latency_ms"], "requests": requests, "attempts": [attempt]})
+    attempt = {
+        "attempt": 1,
+        "requests": requests,
+        "good_requests": requests,
+        "rps": rps,
+        "duration_s": requests / rps,
+        "latency_ms": {"p50": 40.3, "p99": 80.4},
+        "tool_processes": 1,
+        "samples": {"server": {"cores": 1, "cpu_s": cost_cpu_s}, "loadgen": {"cores": 1, "cpu_s": 0.1}},
+    }
+    return Record.from_dict(
+        {
+            "server": server,
+            "scenario": scenario,
+            "run": "paced",
+            "tool": "wrk",
+            "rps": rps,
+            "latency_ms": attempt["latency_ms"],
+            "requests": requests,
+            "attempts": [attempt],
+        }
+    )
 
 
 def test_a_recorded_load_is_judged_figure_by_figure_and_kept_out_of_the_ranking():
     plan = calibration.read_plan()
     wrk = next(load for load in plan.loads if load.scenario == "calibrate-wrk-paced")
-    run = Run("r", {}, {}, {"calibrated": {"roles": ["calibrated"]}},
-              [recorded("calibrated", wrk.scenario, 755.0, 0.2, 2265)])
+    run = Run(
+        "r", {}, {}, {"calibrated": {"roles": ["calibrated"]}}, [recorded("calibrated", wrk.scenario, 755.0, 0.2, 2265)]
+    )
     verdicts = calibration.judge_run(run, calibration.Plan((wrk,), plan.settings), "calibrated")
     figures = {f["figure"]: f for f in verdicts[0]["figures"]}
     assert figures["req/s"]["known"] == pytest.approx(761.9) and figures["req/s"]["ok"] is True
@@ -158,15 +178,19 @@ def test_a_recorded_load_is_judged_figure_by_figure_and_kept_out_of_the_ranking(
     assert (figures["mean"]["known"], figures["mean"]["ok"]) == (42.0, False)  # S + D/k
     assert figures["max"]["known"] == 80.0 and figures[kinds.LOADGEN_BOUND.name]["ok"] is True
     run.calibration = verdicts
-    assert calibration_page.counts(run) == (4, 5)  # p90, p99.9, max, mean and the 503s missing from this hand-made record
+    assert calibration_page.counts(run) == (
+        4,
+        5,
+    )  # p90, p99.9, max, mean and the 503s missing from this hand-made record
     assert model.build(run).scenarios == []  # never ranked: its records are on the calibration page only
     assert not run.records[0].ranked
 
 
 def test_wrk_s_own_correction_is_printed_beside_the_truth_where_it_moves_a_percentile():
     settings = ka.ServerSettings(service_us=10000, every=100, delay_us=30000)
-    load = calibration.CalibrationLoad("wrk", "paced", settings,
-                                       calibration.parse_run({"concurrency": 16, "duration_s": 3}, "test", 0))
+    load = calibration.CalibrationLoad(
+        "wrk", "paced", settings, calibration.parse_run({"concurrency": 16, "duration_s": 3}, "test", 0)
+    )
     k = ka.known(settings, 16, 1)
     record = recorded("calibrated", load.scenario, 16 / 0.0103, 0.1, 4660)
     # 1 in 100 held 40 ms, one connection's interval 10.3 ms: wrk adds 29.7 and 19.4 ms samples for each, so 3 of
@@ -176,8 +200,10 @@ def test_wrk_s_own_correction_is_printed_beside_the_truth_where_it_moves_a_perce
     assert expected == pytest.approx(29.7)
     assert "it should read 29.700 ms, +19.700 ms from the truth" in note
     assert calibration.tool_note(load, record, "p50", 10.0, k) == (
-        None, "wrk's correction of coordinated omission adds 2 sample(s) per delayed answer here (every 10.30 ms it "
-              "held its connection): not enough to move p50")
+        None,
+        "wrk's correction of coordinated omission adds 2 sample(s) per delayed answer here (every 10.30 ms it "
+        "held its connection): not enough to move p50",
+    )
     ab = calibration.CalibrationLoad("ab", "paced", settings, load.run)
     assert calibration.tool_note(ab, record, "p50", 10.0, k) == (None, "")  # p50 10.3, p99 40.4: µs from its -e file
     whole = recorded("calibrated", load.scenario, 1380.0, 0.1, 4140)
@@ -190,8 +216,9 @@ def test_httperf_s_known_rate_holds_its_connection_opening_and_its_slowest_conne
     ms, 1 in 20 held 40 ms more) read 731.4 req/s; the unluckiest connection has 17.9 of its calls delayed where the mean is
     10.8, and the last opened 31 ms late: 6,912 requests in 9.387 s, 736.3 req/s (not 761.9, the closed loop's)."""
     paced = ka.ServerSettings(service_us=40000, every=20, delay_us=40000)
-    load = calibration.CalibrationLoad("httperf", "paced", paced, calibration.parse_run(
-        {"concurrency": 32, "rate": 1000, "duration_s": 10}, "test", 0))
+    load = calibration.CalibrationLoad(
+        "httperf", "paced", paced, calibration.parse_run({"concurrency": 32, "rate": 1000, "duration_s": 10}, "test", 0)
+    )
     record = recorded("calibrated", load.scenario, 731.4, 0.2, 6912)
     k = calibration.with_connection_opening(load, record, ka.known(paced, 32, 1))
     assert k.rps == pytest.approx(736.3, abs=0.1) and "the last 31 ms" in k.why and "17.9 of its 216" in k.why
@@ -203,25 +230,30 @@ def test_gatling_s_whole_second_span_is_said_with_both_readings():
     load = next(load for load in calibration.read_plan().loads if load.tool == "gatling")
     record = recorded("calibrated", load.scenario, 198.0, 0.2, 1000)
     # 5 s of users, the last answered up to 40 ms later: 5.04 s, read as 5 or 6 whole seconds
-    assert calibration.rate_note(load, record) == ("Gatling divides its count by its run's span in whole seconds: "
-                                                   "5.04 s reads as 5 or 6 s, +0.0% or -16.7% on its rate")
+    assert calibration.rate_note(load, record) == (
+        "Gatling divides its count by its run's span in whole seconds: "
+        "5.04 s reads as 5 or 6 s, +0.0% or -16.7% on its rate"
+    )
 
 
 def test_a_latency_miss_says_what_the_figures_show_about_it():
     burn = ka.known(ka.ServerSettings(burn_us=2000), concurrency=8, server_cores=1)
     starved = ka.Observed(rps=250, server_util=0.5, loadgen_util=0.1)
-    assert ka.latency_context(burn, starved, 16.0) == ("at the 50% of its cores the server had, the known latency is "
-                                                       "32.0 ms")
+    assert ka.latency_context(burn, starved, 16.0) == (
+        "at the 50% of its cores the server had, the known latency is 32.0 ms"
+    )
     paced = ka.known(PACED, concurrency=16, server_cores=1)
     busy_tool = ka.Observed(rps=900, saturated=True, server_util=0.05, loadgen_util=1.1)
-    assert ka.latency_context(paced, busy_tool, 10.0) == ("the tool was saturated (110% of its CPU): its own queueing "
-                                                          "is in these latencies")
+    assert ka.latency_context(paced, busy_tool, 10.0) == (
+        "the tool was saturated (110% of its CPU): its own queueing is in these latencies"
+    )
     assert ka.latency_context(paced, ka.Observed(rps=1391, server_util=0.05, loadgen_util=0.1), 10.0) == ""
     waited = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=12.5, server_steal_ms=20)
     assert ka.latency_context(burn, waited, 16.0) == (
         "the server's threads waited 12.5 ms in all for a CPU while runnable (other work on its cores, /proc "
         "schedstat), and the hypervisor stole 20 ms of its CPUs (/proc/stat, 10 ms ticks): each wait holds every "
-        "request in flight that much longer")
+        "request in flight that much longer"
+    )
     # waits that add up to less than one request's miss are not its cause (burn at 8 connections: p99.9 16 ms, read
     # 17.8 ms beside 0.3 ms of run delay in a make calibrate here)
     briefly = ka.Observed(rps=496, server_util=1.0, loadgen_util=0.03, server_wait_ms=0.3, server_steal_ms=0)
@@ -229,13 +261,16 @@ def test_a_latency_miss_says_what_the_figures_show_about_it():
         "the server's threads waited 0.3 ms in all for a CPU while runnable (other work on its cores, /proc "
         "schedstat), and the hypervisor stole 0 ms of its CPUs (/proc/stat, 10 ms ticks): less in all than this one "
         "figure's +1.838 ms, so not its cause; the rest is elsewhere: the tool's side, the server's order of service, "
-        "or a stall of the whole virtual machine shorter than steal's 10 ms ticks")
-    assert ka.latency_context(burn, waited, 16.0, 1.838).endswith("each wait holds every request in flight that much "
-                                                                  "longer")
+        "or a stall of the whole virtual machine shorter than steal's 10 ms ticks"
+    )
+    assert ka.latency_context(burn, waited, 16.0, 1.838).endswith(
+        "each wait holds every request in flight that much longer"
+    )
     alone = ka.Observed(rps=490, server_util=1.0, loadgen_util=0.1, server_wait_ms=0.0, server_steal_ms=0)
     assert ka.latency_context(burn, alone, 16.0) == (
         "the server never waited for its CPU (run delay 0, and the hypervisor stole 0 ms of its CPUs (/proc/stat, "
-        "10 ms ticks)): the tail is on the tool's side or below what the machine shows")
+        "10 ms ticks)): the tail is on the tool's side or below what the machine shows"
+    )
 
 
 def test_httperf_s_saturation_is_judged_by_its_pace_not_its_cpu():
@@ -245,8 +280,16 @@ def test_httperf_s_saturation_is_judged_by_its_pace_not_its_cpu():
 
     def held(reply_ms=1.0, **changed):
         details = {"httperf": {**pace["httperf"], "reply_ms": reply_ms, **changed}}
-        record = Record.from_dict({"server": "s", "scenario": "x", "tool": "httperf", "concurrency": 20,
-                                   "load": {"rate": 1000}, "attempts": []})
+        record = Record.from_dict(
+            {
+                "server": "s",
+                "scenario": "x",
+                "tool": "httperf",
+                "concurrency": 20,
+                "load": {"rate": 1000},
+                "attempts": [],
+            }
+        )
         return flags.httperf_held(record, Attempt.from_dict({"rps": 18507.7, "details": details}))
 
     assert held() == pytest.approx(0.075, abs=0.002)  # the server's answers hold each connection: not the tool
@@ -262,5 +305,8 @@ def test_the_503s_of_the_error_mode_are_counted_exactly_or_missed():
     when a timed tool stops; a tool that counts none, or every error twice, misses."""
     assert ka.judge_failures(10, 7600, 760, 32).ok is True
     assert ka.judge_failures(10, 7600, 764, 32).ok is True  # 1 + 32/10 answers either way
-    assert ka.judge_failures(10, 7600, 0, 32).ok is False and "-760 against 1 in 10" in ka.judge_failures(10, 7600, 0, 32).note
+    assert (
+        ka.judge_failures(10, 7600, 0, 32).ok is False
+        and "-760 against 1 in 10" in ka.judge_failures(10, 7600, 0, 32).note
+    )
     assert ka.judge_failures(10, 7600, 1520, 32).ok is False

@@ -2,6 +2,7 @@
 layers, never up; no import inside a function but the lazy loads of heavy optional libraries; no module over 400
 lines; no two modules with one name (or one name and its plural); no class defined twice; no function over 60 lines
 or 7 parameters; no docstring or comment naming a module that does not exist; flag names written in one module."""
+
 from __future__ import annotations
 
 import ast
@@ -42,8 +43,10 @@ def imports(path: Path) -> list[tuple[str, int, bool]]:
             if isinstance(child, ast.ImportFrom) and child.module:
                 targets = [child.module] if child.module.startswith("harness") else []
                 if child.module == "harness" or child.module in modules():  # `from harness.report import charts`
-                    targets = [f"{child.module}.{a.name}" if f"{child.module}.{a.name}" in modules() else child.module
-                               for a in child.names]
+                    targets = [
+                        f"{child.module}.{a.name}" if f"{child.module}.{a.name}" in modules() else child.module
+                        for a in child.names
+                    ]
                 found.extend((t, child.lineno, in_function) for t in targets)
                 if not child.module.startswith("harness"):
                     found.append((child.module, child.lineno, in_function))
@@ -60,25 +63,38 @@ def test_imports_point_down_the_layers():
     for module, path in modules().items():
         for target, line, _ in imports(path):
             if target.startswith("harness.") and layer(target) > layer(module):
-                up.append(f"{path.relative_to(HARNESS.parent)}:{line}: {module} ({LAYERS[layer(module)]}) imports "
-                          f"{target} ({LAYERS[layer(target)]})")
+                up.append(
+                    f"{path.relative_to(HARNESS.parent)}:{line}: {module} ({LAYERS[layer(module)]}) imports "
+                    f"{target} ({LAYERS[layer(target)]})"
+                )
     assert not up, "\n".join(up)
 
 
 def test_no_import_inside_a_function_but_lazy_heavy_libraries():
-    inside = [f"{path.relative_to(HARNESS.parent)}:{line}: {target}" for module, path in modules().items()
-              for target, line, in_function in imports(path)
-              if in_function and target.split(".")[0] not in LAZY
-              and not (target.startswith("harness.") and target.split(".")[-1] in LAZY_MODULES)]
+    inside = [
+        f"{path.relative_to(HARNESS.parent)}:{line}: {target}"
+        for module, path in modules().items()
+        for target, line, in_function in imports(path)
+        if in_function
+        and target.split(".")[0] not in LAZY
+        and not (target.startswith("harness.") and target.split(".")[-1] in LAZY_MODULES)
+    ]
     assert not inside, "\n".join(inside)
 
 
-LAZY_MODULES = {"charts", "versus_charts", "history_charts"}  # harness.report.charts and versus_charts: matplotlib, loaded only when charts are drawn
+LAZY_MODULES = {
+    "charts",
+    "versus_charts",
+    "history_charts",
+}  # harness.report.charts and versus_charts: matplotlib, loaded only when charts are drawn
 
 
 def test_no_module_is_over_400_lines():
-    long = {str(p.relative_to(HARNESS.parent)): n for p in modules().values()
-            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(HARNESS.parent)): n
+        for p in modules().values()
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
     assert not long, long
 
 
@@ -89,8 +105,12 @@ def test_no_two_modules_share_a_name_or_differ_by_a_plural():
 
 
 def test_no_class_is_defined_twice():
-    classes = Counter(node.name for p in modules().values() for node in ast.walk(ast.parse(p.read_text()))
-                      if isinstance(node, ast.ClassDef))
+    classes = Counter(
+        node.name
+        for p in modules().values()
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ClassDef)
+    )
     assert not [name for name, count in classes.items() if count > 1], classes
 
 
@@ -114,8 +134,11 @@ def parameters(node) -> int:
 
 
 def test_no_function_is_over_60_lines_or_7_parameters():
-    long = [f"{m}.{n.name}: {n.end_lineno - n.lineno + 1} lines" for m, n in functions()
-            if n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    long = [
+        f"{m}.{n.name}: {n.end_lineno - n.lineno + 1} lines"
+        for m, n in functions()
+        if n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES
+    ]
     wide = [f"{m}.{n.name}: {parameters(n)} parameters" for m, n in functions() if parameters(n) > MAX_PARAMETERS]
     assert not long + wide, "split these (an options object for the parameters): " + "; ".join(long + wide)
 
@@ -123,8 +146,11 @@ def test_no_function_is_over_60_lines_or_7_parameters():
 def texts(path: Path) -> list[str]:
     """The docstrings and comments of a module: where it names other modules."""
     source = path.read_text()
-    out = [node.value.value for node in ast.walk(ast.parse(source))
-           if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
+    out = [
+        node.value.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    ]
     return out + [line.split("#", 1)[1] for line in source.splitlines() if "#" in line]
 
 
@@ -155,8 +181,10 @@ def resolves(dotted: str) -> bool:
 
 
 def _defines(path: Path, name: str) -> bool:
-    return any(getattr(node, "name", None) == name or isinstance(node, ast.alias) and (node.asname or node.name) == name
-               for node in ast.walk(ast.parse(path.read_text())))
+    return any(
+        getattr(node, "name", None) == name or isinstance(node, ast.alias) and (node.asname or node.name) == name
+        for node in ast.walk(ast.parse(path.read_text()))
+    )
 
 
 FLAG_RULES = "harness.results.flag_kinds"
@@ -176,12 +204,21 @@ def test_a_flag_name_is_a_literal_in_one_module_only():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and node.value in names and "-" in node.value:
                 found.append(f"{module}:{node.lineno} {node.value!r}")
-            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Flag" and node.args \
-                    and isinstance(node.args[0], ast.Constant):
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "Flag"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 found.append(f"{module}:{node.lineno} Flag({node.args[0].value!r})")
-            elif isinstance(node, ast.Compare) and any(
+            elif (
+                isinstance(node, ast.Compare)
+                and any(
                     isinstance(c, (ast.Set, ast.Tuple, ast.List, ast.Constant)) and _names_flag(c, names)
-                    for c in node.comparators) and "name" in ast.unparse(node.left):
+                    for c in node.comparators
+                )
+                and "name" in ast.unparse(node.left)
+            ):
                 found.append(f"{module}:{node.lineno} {ast.unparse(node)}")
     assert not found, found
 

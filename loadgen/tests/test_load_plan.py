@@ -1,6 +1,7 @@
 """The load generator at every size: the load plan as a pure function of the CPU list (2 to 64 CPUs), `make plan`
 (ASSUME_CPUS, FORMAT=json), and loadgen saturation judged per process and per usable core, on hand-made records and
 on a recorded run (fixtures/bench_20261124_low_compute)."""
+
 import copy
 import csv
 import json
@@ -66,14 +67,23 @@ def test_a_seed_run_keeps_the_threads_it_names_and_says_it_was_not_given_all_the
     assert [p.threads for p in load.processes] == [2]
     assert not load.all_cores
     assert load.note == f"wrk ran the 2 thread(s) the run names, on 2 of the load generator's {len(plan.loadgen)} cores"
-    assert load.processes[0].argv(TOOLS["wrk"], Path("/tmp"))[:6] == ["taskset", "-c", ",".join(map(str, plan.loadgen)),
-                                                                     "wrk", "-t", "2"]
+    assert load.processes[0].argv(TOOLS["wrk"], Path("/tmp"))[:6] == [
+        "taskset",
+        "-c",
+        ",".join(map(str, plan.loadgen)),
+        "wrk",
+        "-t",
+        "2",
+    ]
 
 
 def test_loadgen_processes_splits_a_load_on_a_single_core():
     spec = LoadSpec("http://127.0.0.1:1/", concurrency=100, requests=1000)
     load = plan_load("ab", spec, (1,), override=2)
-    assert [(p.cores, p.spec.concurrency, p.spec.requests) for p in load.processes] == [((1,), 50, 500), ((1,), 50, 500)]
+    assert [(p.cores, p.spec.concurrency, p.spec.requests) for p in load.processes] == [
+        ((1,), 50, 500),
+        ((1,), 50, 500),
+    ]
     assert [load.capacity(i) for i in range(2)] == [0.5, 0.5]  # two processes share the core
     assert load.note == "LOADGEN_PROCESSES=2: 2 ab process(es) on 1 core(s)"
 
@@ -81,7 +91,9 @@ def test_loadgen_processes_splits_a_load_on_a_single_core():
 def test_open_file_limits_still_split_a_multi_threaded_tool():
     load = plan_load("wrk", LoadSpec("http://x/", concurrency=30000, duration_s=2), tuple(range(4, 12)), needed=2)
     assert [(p.cores, p.threads, p.spec.concurrency) for p in load.processes] == [
-        ((4, 5, 6, 7), 4, 15000), ((8, 9, 10, 11), 4, 15000)]
+        ((4, 5, 6, 7), 4, 15000),
+        ((8, 9, 10, 11), 4, 15000),
+    ]
 
 
 def test_division_keeps_whole_rounds_and_exact_totals():
@@ -93,10 +105,17 @@ def test_division_keeps_whole_rounds_and_exact_totals():
 
 # -- make plan ---------------------------------------------------------------------------------------------------------
 
+
 def harness(*args, **env):
     full = {k: v for k, v in os.environ.items() if k not in ("CPUS_SERVER", "CPUS_LOADGEN", "CPUS_UPSTREAM", "HOSTS")}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=LOADGEN, capture_output=True, text=True,
-                          env={**full, **env}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=LOADGEN,
+        capture_output=True,
+        text=True,
+        env={**full, **env},
+        timeout=60,
+    )
 
 
 def test_make_plan_of_a_16_cpu_machine():
@@ -105,8 +124,12 @@ def test_make_plan_of_a_16_cpu_machine():
     plan = json.loads(proc.stdout)
     assert plan["cpu_plan"]["server"] == [0, 1, 2, 3]
     assert plan["machine"] == {"cpus": 16, "assumed": True, "cpu_list": "0-15", "threads_per_core": 1}
-    assert {(load["scenario"], load["run"]) for load in plan["loads"]} >= {("low-compute", "c1000"), ("tweets", "c100"),
-                                                                 ("hello", "c100"), ("weather", "c256")}
+    assert {(load["scenario"], load["run"]) for load in plan["loads"]} >= {
+        ("low-compute", "c1000"),
+        ("tweets", "c100"),
+        ("hello", "c100"),
+        ("weather", "c256"),
+    }
     for load in plan["loads"]:
         cores = [tuple(p["cores"]) for p in load["processes"]]
         if load["tool"] in ("ab", "httperf"):
@@ -125,13 +148,16 @@ def test_make_plan_text_marks_a_seed_run_that_names_its_threads():
     assert "estimated time: about" in proc.stdout
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"ASSUME_CPUS": "1"}, "ASSUME_CPUS='1': must be a whole number of at least 2 (at most 4096)"),
-    ({"ASSUME_CPUS": "100000"}, "ASSUME_CPUS='100000': must be a whole number of at least 2 (at most 4096)"),
-    ({"ASSUME_CPUS": "lots"}, "ASSUME_CPUS='lots'"),
-    ({"FORMAT": "yaml"}, "FORMAT='yaml'"),
-    ({"LOADGEN_PROCESSES": "0"}, "LOADGEN_PROCESSES='0': must be a positive integer (at most 1024)"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"ASSUME_CPUS": "1"}, "ASSUME_CPUS='1': must be a whole number of at least 2 (at most 4096)"),
+        ({"ASSUME_CPUS": "100000"}, "ASSUME_CPUS='100000': must be a whole number of at least 2 (at most 4096)"),
+        ({"ASSUME_CPUS": "lots"}, "ASSUME_CPUS='lots'"),
+        ({"FORMAT": "yaml"}, "FORMAT='yaml'"),
+        ({"LOADGEN_PROCESSES": "0"}, "LOADGEN_PROCESSES='0': must be a positive integer (at most 1024)"),
+    ],
+)
 def test_make_plan_refuses_bad_values_in_one_line(env, message):
     proc = harness("plan", **env)
     assert proc.returncode == 2
@@ -140,21 +166,42 @@ def test_make_plan_refuses_bad_values_in_one_line(env, message):
 
 # -- saturation per process --------------------------------------------------------------------------------------------
 
+
 def attempt(loadgen_cpu_s, cores, tool_processes=1, processes=None, beside=None, server_util=0.5, duration=2.0):
-    samples = {"server": {"cores": 4, "cpu_s": server_util * 4 * duration},
-               "loadgen": {"cores": cores, "cpu_s": loadgen_cpu_s}, **(beside or {})}
-    out = {"rps": 20000.0, "duration_s": duration, "samples": samples, "tool_processes": tool_processes,
-           "latency_ms": {}, "errors": {}}
+    samples = {
+        "server": {"cores": 4, "cpu_s": server_util * 4 * duration},
+        "loadgen": {"cores": cores, "cpu_s": loadgen_cpu_s},
+        **(beside or {}),
+    }
+    out = {
+        "rps": 20000.0,
+        "duration_s": duration,
+        "samples": samples,
+        "tool_processes": tool_processes,
+        "latency_ms": {},
+        "errors": {},
+    }
     if processes:
         out["processes"] = processes
     return out
 
 
 def judged(tool, attempts, threads=None) -> list[str]:
-    record = {"server": "rust", "scenario": "low-compute", "run": "c1000", "tool": tool, "rps": 20000.0,
-              "threads": threads, "attempts": attempts, "requests": 1, "good_requests": 1, "errors": {}}
-    run = Run.from_dict({"records": [record], "servers": {}, "verification": {"rust": {"ok": True, "checks": 1,
-                                                                                       "failures": []}}})
+    record = {
+        "server": "rust",
+        "scenario": "low-compute",
+        "run": "c1000",
+        "tool": tool,
+        "rps": 20000.0,
+        "threads": threads,
+        "attempts": attempts,
+        "requests": 1,
+        "good_requests": 1,
+        "errors": {},
+    }
+    run = Run.from_dict(
+        {"records": [record], "servers": {}, "verification": {"rust": {"ok": True, "checks": 1, "failures": []}}}
+    )
     flags.evaluate(run)
     return [f.name for f in run.records[0].flags if f.name == "loadgen-saturated"]
 
@@ -181,8 +228,10 @@ def test_a_multi_threaded_tool_is_judged_on_the_cores_it_can_use():
 
 def test_what_else_runs_on_the_load_generators_cores_counts():
     # each over its own sampled time: the harness 5 % of the core, the upstream 10 %
-    beside = {"harness": {"cores": 1, "cpu_s": 0.1, "cpu_util": 0.05},
-              "beside_loadgen:nginx": {"cores": 1, "cpu_s": 0.2, "cpu_util": 0.10}}
+    beside = {
+        "harness": {"cores": 1, "cpu_s": 0.1, "cpu_util": 0.05},
+        "beside_loadgen:nginx": {"cores": 1, "cpu_s": 0.2, "cpu_util": 0.10},
+    }
     assert judged("wrk", [attempt(1.6, cores=1)] * 3) == []  # the tool alone: 80 %
     assert judged("wrk", [attempt(1.6, cores=1, beside=beside)] * 3) == ["loadgen-saturated"]  # 95 % with the rest
 

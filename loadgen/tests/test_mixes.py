@@ -1,6 +1,7 @@
 """Request mixes (docs/mixes.md): the mix as data and its bad inputs, oha-mix's per-endpoint figures read from oha's
 recorded per-request database (each p99 the raw requests' own, never a mean of others), the shares against the
 weights, and on loopback a responder that delays one route by a known amount."""
+
 from __future__ import annotations
 
 import json
@@ -51,12 +52,27 @@ def _nearest_rank_ms(values_us: list[int], percentile: float) -> float:
 
 def _attempt(n: int, folder: Path) -> Attempt:
     m = OHA_MIX.parse((folder / "output.txt").read_text(), folder)
-    return Attempt(attempt=n, started_at="", tool_processes=1, commands=[], raw=[], failed=None, samples={},
-                   requests=m.requests, good_requests=m.good_requests, errors=m.errors, duration_s=m.duration_s,
-                   rps=m.rps, latency_ms=m.latency_ms, details=m.details, latency_histogram=m.distribution.encode())
+    return Attempt(
+        attempt=n,
+        started_at="",
+        tool_processes=1,
+        commands=[],
+        raw=[],
+        failed=None,
+        samples={},
+        requests=m.requests,
+        good_requests=m.good_requests,
+        errors=m.errors,
+        duration_s=m.duration_s,
+        rps=m.rps,
+        latency_ms=m.latency_ms,
+        details=m.details,
+        latency_histogram=m.distribution.encode(),
+    )
 
 
 # -- the mix as data -----------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("profile", scenarios.PROFILES)
 def test_the_mixes_weigh_routes_to_a_whole_and_stay_out_of_make_bench(profile):
@@ -70,32 +86,50 @@ def test_the_mixes_weigh_routes_to_a_whole_and_stay_out_of_make_bench(profile):
 
 
 def test_a_path_repeated_in_proportion_to_its_weight_in_the_shortest_list():
-    assert repetitions((("/a", 70.0), ("/b", 20.0), ("/c", 8.0), ("/d", 2.0))) == [("/a", 35), ("/b", 10), ("/c", 4),
-                                                                                   ("/d", 1)]
+    assert repetitions((("/a", 70.0), ("/b", 20.0), ("/c", 8.0), ("/d", 2.0))) == [
+        ("/a", 35),
+        ("/b", 10),
+        ("/c", 4),
+        ("/d", 1),
+    ]
     assert repetitions((("/a", 33.3), ("/b", 66.7))) == [("/a", 333), ("/b", 667)]
 
 
 def test_a_server_takes_part_in_a_mix_only_when_it_serves_every_route_so_each_is_verified():
     scenario = scenarios.load("quick")["mix-api"]
-    every = Server(name="full", folder=Path("."), port=1, run=(), routes=("id", "hello", "tweets", "backend", "fibonacci"))
+    every = Server(
+        name="full", folder=Path("."), port=1, run=(), routes=("id", "hello", "tweets", "backend", "fibonacci")
+    )
     lacking = Server(name="part", folder=Path("."), port=1, run=(), routes=("id", "hello", "tweets", "backend"))
     assert scenario.path_for(every) == "/hello" and scenario.path_for(lacking) is None
 
 
-@pytest.mark.parametrize(("targets", "says"), [
-    ('{ route = "nope", path = "/x", weight = 100 }', "[m] targets[0] route = 'nope' is not a route"),
-    ('{ route = "hello", path = "/hello", weight = 0 }', "[m] targets[0] weight = 0 must be a positive number"),
-    ('{ route = "hello", path = "/hello", weight = "70" }', "[m] targets[0] weight = '70' must be a positive number"),
-    ('{ route = "hello", path = "/hello", weight = -5 }', "[m] targets[0] weight = -5 must be a positive number"),
-    ('{ route = "hello", path = "/hello", weight = 70 }, { route = "tweets", path = "/v1/tweets", weight = 20 }',
-     "[m] targets: the weights sum to 90, not 100"),
-    ('{ route = "hello", path = "/hello", weight = 99.95 }, { route = "tweets", path = "/v1/tweets", weight = 0.05 }',
-     "[m] targets[0] weight = 99.95 must be a multiple of 0.1"),
-])
+@pytest.mark.parametrize(
+    ("targets", "says"),
+    [
+        ('{ route = "nope", path = "/x", weight = 100 }', "[m] targets[0] route = 'nope' is not a route"),
+        ('{ route = "hello", path = "/hello", weight = 0 }', "[m] targets[0] weight = 0 must be a positive number"),
+        (
+            '{ route = "hello", path = "/hello", weight = "70" }',
+            "[m] targets[0] weight = '70' must be a positive number",
+        ),
+        ('{ route = "hello", path = "/hello", weight = -5 }', "[m] targets[0] weight = -5 must be a positive number"),
+        (
+            '{ route = "hello", path = "/hello", weight = 70 }, { route = "tweets", path = "/v1/tweets", weight = 20 }',
+            "[m] targets: the weights sum to 90, not 100",
+        ),
+        (
+            '{ route = "hello", path = "/hello", weight = 99.95 }, { route = "tweets", path = "/v1/tweets", weight = 0.05 }',
+            "[m] targets[0] weight = 99.95 must be a multiple of 0.1",
+        ),
+    ],
+)
 def test_bad_mix_input_is_one_line_naming_the_scenario_and_key(tmp_path, targets, says):
     path = tmp_path / "scenarios.toml"
-    path.write_text(f'[m]\ntool = "oha-mix"\ntargets = [{targets}]\n'
-                    'profile.quick = { runs = [{ concurrency = 4, duration_s = 1 }] }\n')
+    path.write_text(
+        f'[m]\ntool = "oha-mix"\ntargets = [{targets}]\n'
+        "profile.quick = { runs = [{ concurrency = 4, duration_s = 1 }] }\n"
+    )
     with pytest.raises(scenarios.ScenarioError) as caught:
         scenarios.load("quick", path)
     assert says in str(caught.value) and "\n" not in str(caught.value)
@@ -103,12 +137,15 @@ def test_bad_mix_input_is_one_line_naming_the_scenario_and_key(tmp_path, targets
 
 # -- oha's recorded per-request output ---------------------------------------------------------------------------
 
+
 def test_oha_mix_command_repeats_paths_by_weight_and_keeps_every_request(tmp_path):
     spec = LoadSpec(url="http://127.0.0.1:1/hello", concurrency=4, duration_s=2, mix=(("/a", 75.0), ("/b", 25.0)))
     argv = OHA_MIX.command(spec, tmp_path)
     assert "--urls-from-file" in argv and "--disable-keepalive" in argv and argv[-1] == str(tmp_path / "mix-urls.txt")
     assert argv[argv.index("--db-url") + 1] == str(tmp_path / "mix-requests.db")
-    assert (tmp_path / "mix-urls.txt").read_text().splitlines() == ["http://127.0.0.1:1/a"] * 3 + ["http://127.0.0.1:1/b"]
+    assert (tmp_path / "mix-urls.txt").read_text().splitlines() == ["http://127.0.0.1:1/a"] * 3 + [
+        "http://127.0.0.1:1/b"
+    ]
     assert "--disable-keepalive" not in OHA_MIX.command(LoadSpec(**{**spec.__dict__, "keepalive": True}), tmp_path)
 
 
@@ -133,8 +170,9 @@ def test_a_records_endpoint_p99_pools_its_attempts_requests_never_averages_their
     for path, _ in WEIGHTS:
         assert endpoints[path]["requests"] == len(pooled[path]) and endpoints[path]["errors"] == 0
         assert endpoints[path]["latency_ms"]["p99"] == _nearest_rank_ms(pooled[path], 99)
-    per_attempt = [Distribution.decode(a.details["endpoints"]["/backend"]["latency_histogram"]).percentile_ms(99)
-                   for a in attempts]
+    per_attempt = [
+        Distribution.decode(a.details["endpoints"]["/backend"]["latency_histogram"]).percentile_ms(99) for a in attempts
+    ]
     assert endpoints["/backend"]["latency_ms"]["p99"] != sum(per_attempt) / 2
     # the delayed route (3 ms in the responder) sits apart from the others inside the same mix
     assert endpoints["/v1/tweets"]["latency_ms"]["p50"] > 3 > endpoints["/hello"]["latency_ms"]["p99"]
@@ -156,14 +194,16 @@ def test_shares_sum_to_the_whole_and_a_share_beyond_its_tolerance_is_flagged():
 def test_a_mix_record_with_endpoints_is_what_the_published_schema_allows():
     schema = json.loads(SCHEMA.read_text())
     endpoints = mix.endpoints([_attempt(1, FIXTURES / "attempt1")], WEIGHTS)
-    validator = jsonschema.Draft202012Validator({**schema["$defs"]["record"]["properties"]["endpoints"],
-                                                 "$defs": schema["$defs"]})
+    validator = jsonschema.Draft202012Validator(
+        {**schema["$defs"]["record"]["properties"]["endpoints"], "$defs": schema["$defs"]}
+    )
     validator.validate(endpoints)
     with pytest.raises(jsonschema.ValidationError):
         validator.validate({"/hello": {**endpoints["/hello"], "weight": 0}})
 
 
 # -- on loopback: one route delayed by a known amount ------------------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -183,16 +223,35 @@ def test_a_route_delayed_by_a_known_amount_shows_it_at_p50_and_leaves_the_others
                 break
             except OSError:
                 time.sleep(0.05)
-        spec = LoadSpec(url=f"http://127.0.0.1:{port}/", concurrency=16, duration_s=3, keepalive=True, rate=150,
-                        mix=(("/fast", 60.0), ("/other", 25.0), ("/slow", 15.0)))
+        spec = LoadSpec(
+            url=f"http://127.0.0.1:{port}/",
+            concurrency=16,
+            duration_s=3,
+            keepalive=True,
+            rate=150,
+            mix=(("/fast", 60.0), ("/other", 25.0), ("/slow", 15.0)),
+        )
         done = subprocess.run(OHA_MIX.command(spec, tmp_path), capture_output=True, text=True, timeout=60)
         m = OHA_MIX.parse(done.stdout + done.stderr, tmp_path)
     finally:
         responder.terminate()
         responder.wait()
-    attempt = Attempt(attempt=1, started_at="", tool_processes=1, commands=[], raw=[], failed=None, samples={},
-                      requests=m.requests, good_requests=m.good_requests, errors=Errors(), duration_s=m.duration_s,
-                      rps=m.rps, latency_ms=m.latency_ms, details=m.details)
+    attempt = Attempt(
+        attempt=1,
+        started_at="",
+        tool_processes=1,
+        commands=[],
+        raw=[],
+        failed=None,
+        samples={},
+        requests=m.requests,
+        good_requests=m.good_requests,
+        errors=Errors(),
+        duration_s=m.duration_s,
+        rps=m.rps,
+        latency_ms=m.latency_ms,
+        details=m.details,
+    )
     endpoints = mix.endpoints([attempt], list(spec.mix))
     assert m.errors.total == 0 and sum(e["requests"] for e in endpoints.values()) == m.requests
     assert endpoints["/slow"]["latency_ms"]["p50"] == pytest.approx(delay_ms, rel=0.05)
@@ -203,15 +262,32 @@ def test_a_route_delayed_by_a_known_amount_shows_it_at_p50_and_leaves_the_others
 
 # -- the report ----------------------------------------------------------------------------------------------------
 
+
 def test_the_report_shows_each_endpoint_beside_the_same_path_measured_alone():
     attempts = [_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")]
     endpoints = mix.endpoints(attempts, WEIGHTS)
     whole = Distribution.merged(Distribution.decode(a.latency_histogram) for a in attempts)
-    mixed = {"server": "node", "scenario": "mix-api", "run": "keepalive", "path": "/hello", "attempts": [],
-             "load": {"keepalive": True}, "rps": 100.0, "endpoints": endpoints, "requests": 900,
-             "latency_histogram": whole.encode()}
-    alone = {"server": "node", "scenario": "hello", "run": "c100", "path": "/hello", "attempts": [], "rps": 9000.0,
-             "latency_ms": {"p50": 0.4, "p99": 1.25}}
+    mixed = {
+        "server": "node",
+        "scenario": "mix-api",
+        "run": "keepalive",
+        "path": "/hello",
+        "attempts": [],
+        "load": {"keepalive": True},
+        "rps": 100.0,
+        "endpoints": endpoints,
+        "requests": 900,
+        "latency_histogram": whole.encode(),
+    }
+    alone = {
+        "server": "node",
+        "scenario": "hello",
+        "run": "c100",
+        "path": "/hello",
+        "attempts": [],
+        "rps": 9000.0,
+        "latency_ms": {"p50": 0.4, "p99": 1.25},
+    }
     other = {**alone, "server": "rust", "latency_ms": {"p50": 9.0, "p99": 9.0}}
     run = Run.from_dict({"schema": 5, "records": [mixed, alone, other]})
     lines = mix_tables.markdown(run, "mix-api")
@@ -226,10 +302,13 @@ def test_the_report_shows_each_endpoint_beside_the_same_path_measured_alone():
 
 
 def test_a_mix_record_carries_pooled_endpoints_and_validates_against_the_schema():
-    targets = tuple(MixTarget(route, path, weight) for (path, weight), route in zip(WEIGHTS, ("hello", "tweets", "backend")))
+    targets = tuple(
+        MixTarget(route, path, weight) for (path, weight), route in zip(WEIGHTS, ("hello", "tweets", "backend"))
+    )
     run = scenarios.LoadRun("rate", {"concurrency": 8, "rate": 300.0, "mix": tuple(WEIGHTS)})
-    scenario = scenarios.Scenario("mix-x", "", "oha-mix", tuple((t.route, t.path) for t in targets), (run,), None,
-                                  mix=targets)
+    scenario = scenarios.Scenario(
+        "mix-x", "", "oha-mix", tuple((t.route, t.path) for t in targets), (run,), None, mix=targets
+    )
     attempts = [_attempt(1, FIXTURES / "attempt1"), _attempt(2, FIXTURES / "attempt2")]
     record = aggregate(Measured("node", "/hello", "local"), scenario, run, attempts, None)
     assert record.endpoints == mix.endpoints(attempts, WEIGHTS) and "endpoints" not in record.details

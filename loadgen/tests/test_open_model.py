@@ -1,5 +1,6 @@
 """Open-model load: oha's parser on real outputs, its command line, the latency scenario's data, capacity at a latency
 target, and, against a real responder that stalls, that the corrected latency shows what a closed loop hides."""
+
 from __future__ import annotations
 
 import os
@@ -25,13 +26,13 @@ OHA = TOOLS["oha"]
 
 # -- oha's output ------------------------------------------------------------------------------------------------------
 
+
 def test_oha_json_at_a_constant_rate_is_read_with_its_corrected_percentiles():
     m = OHA.parse((FIXTURES / "ok_rate.json").read_text(), FIXTURES)
     assert m.requests == 400 and m.errors.total == 0
     assert m.duration_s == pytest.approx(2.002395012)
     assert m.rps == pytest.approx(400 / 2.002395012)
-    assert m.latency_ms == {"p50": 1.5939, "p90": 2.0486, "p99": 3.8997, "p99.9": 8.1252, "max": 8.1252,
-                            "mean": 1.7036}
+    assert m.latency_ms == {"p50": 1.5939, "p90": 2.0486, "p99": 3.8997, "p99.9": 8.1252, "max": 8.1252, "mean": 1.7036}
     assert m.details["oha"]["percentiles_ms"]["p99.99"] == 8.1252
     assert m.details["oha"]["status"] == {"200": 400}
     # its histogram: the JSON's 9 levels and the max, exact at the levels (to the µs)
@@ -58,12 +59,22 @@ def test_oha_without_a_json_summary_fails_with_its_last_line():
 
 
 def test_oha_command_offers_a_rate_with_latency_correction_and_waits_for_the_last_answers(tmp_path):
-    argv = OHA.command(LoadSpec(url="http://127.0.0.1:1/hello", concurrency=100, duration_s=9.5, threads=2,
-                                rate=1234.5, timeout_s=30), tmp_path)
+    argv = OHA.command(
+        LoadSpec(url="http://127.0.0.1:1/hello", concurrency=100, duration_s=9.5, threads=2, rate=1234.5, timeout_s=30),
+        tmp_path,
+    )
     assert argv[0] == OHA.binary and argv[-1] == "http://127.0.0.1:1/hello"
     joined = " ".join(argv)
-    for part in ("-z 10s", "-c 100", "-q 1234.5 --latency-correction", "-w", "--no-tui", "--output-format json",
-                 "--worker-threads 2", "-t 30s"):
+    for part in (
+        "-z 10s",
+        "-c 100",
+        "-q 1234.5 --latency-correction",
+        "-w",
+        "--no-tui",
+        "--output-format json",
+        "--worker-threads 2",
+        "-t 30s",
+    ):
         assert part in joined
     closed = OHA.command(LoadSpec(url="http://127.0.0.1:1/", concurrency=10, duration_s=2), tmp_path)
     assert "-q" not in closed and "--latency-correction" not in closed
@@ -72,6 +83,7 @@ def test_oha_command_offers_a_rate_with_latency_correction_and_waits_for_the_las
 
 
 # -- the latency scenario's data ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("profile", scenarios.PROFILES)
 def test_latency_steps_are_shares_of_a_closed_loop_warm_up(profile):
@@ -84,28 +96,50 @@ def test_latency_steps_are_shares_of_a_closed_loop_warm_up(profile):
 
 
 def test_a_rate_share_without_a_warm_up_load_or_not_positive_is_refused(tmp_path):
-    base = ('[settings.quick]\nrepeat = 1\nwarmup = { duration_s = 1, tolerance = 0.1, max_runs = 2 }\n'
-            '[s]\ntool = "oha"\ntargets = [{ route = "hello", path = "/hello" }]\n')
+    base = (
+        "[settings.quick]\nrepeat = 1\nwarmup = { duration_s = 1, tolerance = 0.1, max_runs = 2 }\n"
+        '[s]\ntool = "oha"\ntargets = [{ route = "hello", path = "/hello" }]\n'
+    )
     path = tmp_path / "s.toml"
-    path.write_text(base + 'profile.quick = { runs = [{ rate_share = 0.5, concurrency = 10, duration_s = 1 }] }\n')
+    path.write_text(base + "profile.quick = { runs = [{ rate_share = 0.5, concurrency = 10, duration_s = 1 }] }\n")
     with pytest.raises(scenarios.ScenarioError, match="need a `warmup` load"):
         scenarios.load("quick", path)
-    path.write_text(base + 'warmup = { tool = "wrk", concurrency = 10 }\n'
-                    'profile.quick = { runs = [{ rate_share = -1, concurrency = 10, duration_s = 1 }] }\n')
+    path.write_text(
+        base + 'warmup = { tool = "wrk", concurrency = 10 }\n'
+        "profile.quick = { runs = [{ rate_share = -1, concurrency = 10, duration_s = 1 }] }\n"
+    )
     with pytest.raises(scenarios.ScenarioError, match="rate_share = -1 must be a positive number"):
         scenarios.load("quick", path)
 
 
 # -- capacity at a latency target --------------------------------------------------------------------------------------
 
+
 def _step(label, offered, achieved, p99, errors=0, server_cpu=0.5, loadgen_cpu=0.5):
-    attempt = {"attempt": 1, "rps": achieved, "duration_s": 10.0, "requests": int(achieved * 10),
-               "errors": {"timeout": errors}, "latency_ms": {"p99": p99},
-               "samples": {"server": {"cores": 1, "cpu_s": server_cpu * 10}, "loadgen": {"cores": 1, "cpu_s": loadgen_cpu * 10}},
-               "details": {"offered_rps": offered}}
-    return {"server": "s", "scenario": "latency", "run": label, "path": "/hello", "rps": achieved,
-            "latency_ms": {"p99": p99}, "errors": {"timeout": errors}, "attempts": [attempt],
-            "details": {"offered_rps": offered}}
+    attempt = {
+        "attempt": 1,
+        "rps": achieved,
+        "duration_s": 10.0,
+        "requests": int(achieved * 10),
+        "errors": {"timeout": errors},
+        "latency_ms": {"p99": p99},
+        "samples": {
+            "server": {"cores": 1, "cpu_s": server_cpu * 10},
+            "loadgen": {"cores": 1, "cpu_s": loadgen_cpu * 10},
+        },
+        "details": {"offered_rps": offered},
+    }
+    return {
+        "server": "s",
+        "scenario": "latency",
+        "run": label,
+        "path": "/hello",
+        "rps": achieved,
+        "latency_ms": {"p99": p99},
+        "errors": {"timeout": errors},
+        "attempts": [attempt],
+        "details": {"offered_rps": offered},
+    }
 
 
 def _run(*steps) -> Run:
@@ -115,8 +149,12 @@ def _run(*steps) -> Run:
 
 
 def test_capacity_is_the_highest_step_held_without_errors_within_the_target():
-    run = _run(_step("10%", 1000, 1000, 1.0), _step("50%", 5000, 4990, 8.0), _step("75%", 7500, 7480, 25.0),
-               _step("90%", 9000, 9000, 4.0, errors=3))
+    run = _run(
+        _step("10%", 1000, 1000, 1.0),
+        _step("50%", 5000, 4990, 8.0),
+        _step("75%", 7500, 7480, 25.0),
+        _step("90%", 9000, 9000, 4.0, errors=3),
+    )
     c = capacity.of_run(run, 10.0)["s"]["latency"]
     assert (c["rps"], c["step"], c["p99_ms"], c["lower_bound"]) == (5000, "50%", 8.0, False)
     assert [s["why_not"] for s in c["steps"]] == [None, None, "p99 25.0 ms above 10 ms", "3 errors"]
@@ -147,6 +185,7 @@ def test_a_bad_latency_target_is_refused(monkeypatch):
 
 
 # -- coordinated omission, for real --------------------------------------------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -188,10 +227,11 @@ def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed
         url = f"http://127.0.0.1:{port}/"
         results = {}
         for key, name, spec in (
-                ("ab", "ab", LoadSpec(url=url, concurrency=4, requests=8000)),
-                ("oha closed", "oha", LoadSpec(url=url, concurrency=4, threads=1, duration_s=4)),
-                ("oha at a rate", "oha", LoadSpec(url=url, concurrency=50, threads=1, duration_s=4, rate=300)),
-                ("wrk", "wrk", LoadSpec(url=url, concurrency=4, threads=1, duration_s=3))):
+            ("ab", "ab", LoadSpec(url=url, concurrency=4, requests=8000)),
+            ("oha closed", "oha", LoadSpec(url=url, concurrency=4, threads=1, duration_s=4)),
+            ("oha at a rate", "oha", LoadSpec(url=url, concurrency=50, threads=1, duration_s=4, rate=300)),
+            ("wrk", "wrk", LoadSpec(url=url, concurrency=4, threads=1, duration_s=3)),
+        ):
             tool = TOOLS[name]
             scratch = tmp_path / key.replace(" ", "-")
             scratch.mkdir()

@@ -1,4 +1,5 @@
 """CPU plans, scenario data, manifests, load splitting: the decisions taken before anything runs."""
+
 import pytest
 
 from harness.basics.cpus import CpuPlanError, plan
@@ -15,11 +16,14 @@ def test_two_cores_server_on_one_loadgen_and_upstream_on_the_other():
     assert (p.server, p.loadgen, p.upstream) == ((0,), (1,), (1,))
 
 
-@pytest.mark.parametrize("cores, server, upstream, loadgen", [
-    (4, (0,), (1,), (2, 3)),
-    (8, (0, 1), (2,), (3, 4, 5, 6, 7)),
-    (16, (0, 1, 2, 3), (4,), tuple(range(5, 16))),
-])
+@pytest.mark.parametrize(
+    "cores, server, upstream, loadgen",
+    [
+        (4, (0,), (1,), (2, 3)),
+        (8, (0, 1), (2,), (3, 4, 5, 6, 7)),
+        (16, (0, 1, 2, 3), (4,), tuple(range(5, 16))),
+    ],
+)
 def test_bigger_machines_give_the_server_more_cores_and_the_upstream_its_own(cores, server, upstream, loadgen):
     p = plan(tuple(range(cores)))
     assert (p.server, p.upstream, p.loadgen) == (server, upstream, loadgen)
@@ -38,9 +42,23 @@ def test_cpu_overrides_are_checked():
 def test_both_profiles_load_and_keep_the_seed_parameters():
     seed = scenarios.load("seed")
     low = seed["low-compute"].runs[0].load
-    assert (low["requests"], low["concurrency"], low["timeout_s"], low["continue_on_error"]) == (20000, 20000, 10000, True)
-    assert [r.label for r in seed["weather"].runs] == ["c1-t1", "c4-t4", "c8-t8", "c16-t8", "c32-t8", "c64-t8",
-                                                         "c128-t8", "c128-t16", "c256-t32"]
+    assert (low["requests"], low["concurrency"], low["timeout_s"], low["continue_on_error"]) == (
+        20000,
+        20000,
+        10000,
+        True,
+    )
+    assert [r.label for r in seed["weather"].runs] == [
+        "c1-t1",
+        "c4-t4",
+        "c8-t8",
+        "c16-t8",
+        "c32-t8",
+        "c64-t8",
+        "c128-t8",
+        "c128-t16",
+        "c256-t32",
+    ]
     assert seed["tweets"].runs[0].load == {"concurrency": 100, "calls_per_connection": 10000, "rate": 10000.0}
     quick = scenarios.load("quick")
     assert set(quick) == set(seed)
@@ -58,8 +76,10 @@ def test_the_runtime_overhead_scenario_is_measured_only_when_named():
 
 def test_bad_scenario_values_are_refused(tmp_path):
     bad = tmp_path / "s.toml"
-    bad.write_text('[x]\ntool = "ab"\ntargets = [{ route = "hello", path = "/hello" }]\n'
-                   'profile.quick = { runs = [{ requests = -5, concurrency = 10 }] }\n')
+    bad.write_text(
+        '[x]\ntool = "ab"\ntargets = [{ route = "hello", path = "/hello" }]\n'
+        "profile.quick = { runs = [{ requests = -5, concurrency = 10 }] }\n"
+    )
     with pytest.raises(scenarios.ScenarioError, match="requests = -5 must be positive"):
         scenarios.load("quick", bad)
     with pytest.raises(scenarios.ScenarioError, match="unknown profile"):
@@ -78,7 +98,9 @@ def test_manifests_are_discovered_and_unknown_servers_refused():
 
 def test_a_manifest_with_an_unknown_route_is_refused(tmp_path):
     (tmp_path / "x").mkdir()
-    (tmp_path / "x" / "manifest.toml").write_text('[[server]]\nname="x"\nport=1\nroutes=["hello","graphql"]\nrun=["x"]\n')
+    (tmp_path / "x" / "manifest.toml").write_text(
+        '[[server]]\nname="x"\nport=1\nroutes=["hello","graphql"]\nrun=["x"]\n'
+    )
     with pytest.raises(ManifestError, match="unknown routes"):
         discover(tmp_path)
 
@@ -88,10 +110,13 @@ def test_a_shared_build_runs_once_for_its_servers_and_others_once_per_folder():
     steps = build_steps(select(servers, ["akka", "node", "express", "finagle", "rust"]))
     assert [(s.servers, s.cwd.name) for s in steps] == [
         (("akka", "finagle"), servers["akka"].folder.parent.name),
-        (("node",), "node"), (("rust",), "rust")]
+        (("node",), "node"),
+        (("rust",), "rust"),
+    ]
     assert steps[0].command == "sh jvm-contract/build.sh akka,finagle"
     assert [s.command for s in build_steps(select(servers, ["spray"]))] == [
-        servers["spray"].build.replace("{folders}", "spray")]
+        servers["spray"].build.replace("{folders}", "spray")
+    ]
 
 
 def write_manifest(folder, body: str) -> None:
@@ -105,14 +130,24 @@ def test_roles_come_from_the_manifests():
     assert [s.name for s in servers.values() if s.has_role("ceiling")] == ["nginx"]
 
 
-@pytest.mark.parametrize("manifests, message", [
-    ({"a": 'name="a"\nport=1\nroutes=["hello"]\nroles=["leader"]\n'}, "'roles' must be a list of"),
-    ({"a": 'name="a"\nport=1\nroutes=["weather.json"]\nroles=["upstream"]\n'}, "names its `upstream_document`"),
-    ({"a": 'name="a"\nport=1\nroutes=["hello"]\nroles=["upstream"]\nupstream_document="w.json"\n'},
-     "must serve the route 'weather.json'"),
-    ({n: f'name="{n}"\nport=1\nroutes=["weather.json"]\nroles=["upstream"]\nupstream_document="w.json"\n'
-      for n in ("a", "b")}, "several servers have the role 'upstream'"),
-])
+@pytest.mark.parametrize(
+    "manifests, message",
+    [
+        ({"a": 'name="a"\nport=1\nroutes=["hello"]\nroles=["leader"]\n'}, "'roles' must be a list of"),
+        ({"a": 'name="a"\nport=1\nroutes=["weather.json"]\nroles=["upstream"]\n'}, "names its `upstream_document`"),
+        (
+            {"a": 'name="a"\nport=1\nroutes=["hello"]\nroles=["upstream"]\nupstream_document="w.json"\n'},
+            "must serve the route 'weather.json'",
+        ),
+        (
+            {
+                n: f'name="{n}"\nport=1\nroutes=["weather.json"]\nroles=["upstream"]\nupstream_document="w.json"\n'
+                for n in ("a", "b")
+            },
+            "several servers have the role 'upstream'",
+        ),
+    ],
+)
 def test_bad_roles_are_refused(tmp_path, manifests, message):
     for folder, body in manifests.items():
         write_manifest(tmp_path / folder, body)
@@ -129,10 +164,17 @@ def test_loads_above_the_open_file_limit_are_split():
 
 
 def test_merged_parts_pool_their_distributions():
-    fast = Measurement(100, Errors(), 1.0, 100.0, {"p50": 1.0, "p90": 1.0, "p99": 1.0, "max": 1.0},
-                       [(p, 1.0) for p in range(1, 101)])
-    slow = Measurement(100, Errors(read=3), 2.0, 50.0, {"p50": 9.0, "p90": 9.0, "p99": 9.0, "max": 9.0},
-                       [(p, 9.0) for p in range(1, 101)])
+    fast = Measurement(
+        100, Errors(), 1.0, 100.0, {"p50": 1.0, "p90": 1.0, "p99": 1.0, "max": 1.0}, [(p, 1.0) for p in range(1, 101)]
+    )
+    slow = Measurement(
+        100,
+        Errors(read=3),
+        2.0,
+        50.0,
+        {"p50": 9.0, "p90": 9.0, "p99": 9.0, "max": 9.0},
+        [(p, 9.0) for p in range(1, 101)],
+    )
     merged = merge([fast, slow])
     assert merged.requests == 200 and merged.errors.read == 3
     assert merged.rps == 100.0  # 200 requests over the longer part's 2 s

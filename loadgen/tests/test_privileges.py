@@ -1,6 +1,7 @@
 """Privileges and what is left on the machine (issue 34): what the harness's scripts do as root to paths others can
 write, what they pass to a shell, what they leave enabled, which Docker endpoints they trust and whose containers
 they remove. Real scripts and real processes; stubs only where a real daemon cannot be started here."""
+
 from __future__ import annotations
 
 import http.client
@@ -71,11 +72,24 @@ def _start_nginx(tmp_path: Path, port: int) -> tuple[subprocess.Popen, Path]:
         shutil.copytree(REPO / "nginx" / "static", static)
     os.chmod(tmp_path / "private", 0o700)
     run_dir = tmp_path / "run"
-    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "SERVER_CORES": "1", "STATIC_DIR": str(static),
-           "RUN_DIR": str(run_dir)}
+    env = {
+        **os.environ,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "SERVER_CORES": "1",
+        "STATIC_DIR": str(static),
+        "RUN_DIR": str(run_dir),
+    }
     env.pop("H2C_PORT", None)
-    proc = subprocess.Popen([str(NGINX_RUN)], cwd=NGINX_RUN.parent, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [str(NGINX_RUN)],
+        cwd=NGINX_RUN.parent,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     _wait_for_port(port, proc)
     return proc, run_dir
 
@@ -170,12 +184,19 @@ def _setup_docker_with_stubs(tmp_path: Path, flags: str) -> tuple[subprocess.Com
     one argument a line (nothing real is installed or started)."""
     stubs = tmp_path / "bin"
     stubs.mkdir()
-    _stub(stubs, "docker", f'case "$1" in compose) exit 0;; info) [ -e "{tmp_path}/up" ] || exit 1; '
-                           'echo "stub, vfs";; esac\n')
+    _stub(
+        stubs,
+        "docker",
+        f'case "$1" in compose) exit 0;; info) [ -e "{tmp_path}/up" ] || exit 1; echo "stub, vfs";; esac\n',
+    )
     _stub(stubs, "dockerd", f'printf "%s\\n" "$@" > "{tmp_path}/dockerd.args"; touch "{tmp_path}/up"\n')
     _stub(stubs, "debootstrap", "exit 0\n")
-    env = {**os.environ, "PATH": f"{stubs}:/usr/bin:/bin", "DOCKERD_FLAGS": flags,
-           "DOCKERD_LOG": str(tmp_path / "dockerd.log")}
+    env = {
+        **os.environ,
+        "PATH": f"{stubs}:/usr/bin:/bin",
+        "DOCKERD_FLAGS": flags,
+        "DOCKERD_LOG": str(tmp_path / "dockerd.log"),
+    }
     proc = subprocess.run([str(SETUP_DOCKER)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     time.sleep(0.3)  # what a shell string would have started in the background
     return proc, tmp_path / "dockerd.args"
@@ -214,15 +235,22 @@ def _hosts_demo_checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     _stub(checkout / "docker", "hosts-demo.sh", f'echo "$@" > "{tmp_path}/demo-called"\n')
     for tool in ("bash", "sh", "env", "id", "cat", "tee", "chmod", "rm", "touch", "sleep", "make", "mkdir"):
         (stubs / tool).symlink_to(shutil.which(tool))
-    _stub(stubs, "apt-get", f'''case "$*" in *install*)
+    _stub(
+        stubs,
+        "apt-get",
+        f'''case "$*" in *install*)
   policy=$HOSTS_DEMO_POLICY_RC_D
   if [ -x "$policy" ] && ! "$policy" ssh start; then echo refused > "{tmp_path}/policy-during-install"; fi
   systemctl enable {" ".join(DEMO_UNITS)}
   touch "{tmp_path}/installing"
   [ -z "${{STUB_APT_HANG:-}}" ] || exec sleep 60;;
 esac
-''')
-    _stub(stubs, "systemctl", f'''cmd=$1; shift; echo "$cmd $*" >> "{tmp_path}/systemctl.log"
+''',
+    )
+    _stub(
+        stubs,
+        "systemctl",
+        f'''cmd=$1; shift; echo "$cmd $*" >> "{tmp_path}/systemctl.log"
 for unit; do case "$unit" in --*) continue;; esac
   case "$cmd" in
     is-enabled) state=$(cat "{units}/$unit" 2>/dev/null || echo disabled); echo "$state"; [ "$state" = enabled ] || exit 1;;
@@ -230,7 +258,8 @@ for unit; do case "$unit" in --*) continue;; esac
     disable) echo disabled > "{units}/$unit";;
   esac
 done
-''')
+''',
+    )
     (units / "containerd.service").write_text("enabled\n")  # enabled before: not the install's doing, so it stays
     env = {**os.environ, "PATH": str(stubs), "HOSTS_DEMO_POLICY_RC_D": str(tmp_path / "policy-rc.d")}
     if all(shutil.which(t, path=str(stubs)) or os.access(f"/usr/sbin/{t}", os.X_OK) for t in DEMO_TOOLS):
@@ -239,8 +268,10 @@ done
 
 
 def _unit_states(tmp_path: Path) -> dict[str, str]:
-    return {unit: (tmp_path / "units" / unit).read_text().strip() if (tmp_path / "units" / unit).exists()
-            else "disabled" for unit in DEMO_UNITS}
+    return {
+        unit: (tmp_path / "units" / unit).read_text().strip() if (tmp_path / "units" / unit).exists() else "disabled"
+        for unit in DEMO_UNITS
+    }
 
 
 def _assert_machine_as_found(tmp_path: Path) -> None:
@@ -250,16 +281,21 @@ def _assert_machine_as_found(tmp_path: Path) -> None:
     if (tmp_path / "policy-rc.d").exists():
         wrong.append("the policy-rc.d is left in place")
     states = _unit_states(tmp_path)
-    if states != {"ssh.service": "disabled", "docker.service": "disabled", "docker.socket": "disabled",
-                  "containerd.service": "enabled"}:
+    if states != {
+        "ssh.service": "disabled",
+        "docker.service": "disabled",
+        "docker.socket": "disabled",
+        "containerd.service": "enabled",
+    }:
         wrong.append(f"services for the next boot: {states}")
     assert not wrong, wrong
 
 
 def test_hosts_demo_install_leaves_no_policy_and_nothing_newly_enabled(tmp_path):
     checkout, env = _hosts_demo_checkout(tmp_path)
-    proc = subprocess.run(["make", "-s", "hosts-demo"], cwd=checkout, env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        ["make", "-s", "hosts-demo"], cwd=checkout, env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "demo-called").read_text().split() == ["up"]
     _assert_machine_as_found(tmp_path)
@@ -268,8 +304,15 @@ def test_hosts_demo_install_leaves_no_policy_and_nothing_newly_enabled(tmp_path)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_hosts_demo_install_interrupted_restores_the_policy_and_the_services(tmp_path, sig):
     checkout, env = _hosts_demo_checkout(tmp_path)
-    proc = subprocess.Popen(["make", "-s", "hosts-demo"], cwd=checkout, env={**env, "STUB_APT_HANG": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "-s", "hosts-demo"],
+        cwd=checkout,
+        env={**env, "STUB_APT_HANG": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not (tmp_path / "installing").exists() and time.monotonic() < deadline and proc.poll() is None:

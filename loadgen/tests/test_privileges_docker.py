@@ -1,5 +1,6 @@
 """Which Docker engines the harness trusts and whose containers it removes (issue 34, "Privileges and what is left
 on the machine"): a one-host DOCKER_HOST on plain TCP, and the label HOSTS' clean-up matches."""
+
 from __future__ import annotations
 
 import json
@@ -22,21 +23,30 @@ from harness.runtime.protocol import RuntimeFailure
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("environ", [
-    {"DOCKER_HOST": "tcp://10.1.0.2:2375"},
-    {"DOCKER_HOST": "tcp://127.0.0.1:2375", "DOCKER_CERT_PATH": "/certs"},  # certificates without verification
-    {"DOCKER_HOST": " TCP://10.1.0.2:2375 "},
-])
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"DOCKER_HOST": "tcp://10.1.0.2:2375"},
+        {"DOCKER_HOST": "tcp://127.0.0.1:2375", "DOCKER_CERT_PATH": "/certs"},  # certificates without verification
+        {"DOCKER_HOST": " TCP://10.1.0.2:2375 "},
+    ],
+)
 def test_plain_tcp_docker_host_is_refused(environ):
     with pytest.raises(HostsError, match=r"^DOCKER_HOST=tcp://\S+ is plain TCP.*HOSTS_INSECURE_TCP=1") as exc:
         check_docker_host(environ)
     assert "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("environ", [
-    {}, {"DOCKER_HOST": ""}, {"DOCKER_HOST": "unix:///var/run/docker.sock"}, {"DOCKER_HOST": "ssh://bench@10.1.0.2"},
-    {"DOCKER_HOST": "tcp://10.1.0.2:2376", "DOCKER_TLS_VERIFY": "1"},
-])
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {},
+        {"DOCKER_HOST": ""},
+        {"DOCKER_HOST": "unix:///var/run/docker.sock"},
+        {"DOCKER_HOST": "ssh://bench@10.1.0.2"},
+        {"DOCKER_HOST": "tcp://10.1.0.2:2376", "DOCKER_TLS_VERIFY": "1"},
+    ],
+)
 def test_local_socket_ssh_and_tls_docker_hosts_pass(environ, capsys):
     check_docker_host(environ)
     assert capsys.readouterr().out == ""
@@ -44,8 +54,10 @@ def test_local_socket_ssh_and_tls_docker_hosts_pass(environ, capsys):
 
 def test_plain_tcp_docker_host_is_accepted_with_a_warning_when_asked(capsys):
     check_docker_host({"DOCKER_HOST": "tcp://10.1.0.2:2375", "HOSTS_INSECURE_TCP": "1"})
-    assert "warning: DOCKER_HOST=tcp://10.1.0.2:2375: plain TCP without TLS (HOSTS_INSECURE_TCP=1)" \
+    assert (
+        "warning: DOCKER_HOST=tcp://10.1.0.2:2375: plain TCP without TLS (HOSTS_INSECURE_TCP=1)"
         in capsys.readouterr().out
+    )
 
 
 def _stub_docker(tmp_path: Path) -> Path:
@@ -62,12 +74,23 @@ def _stub_docker(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("command", ["down", "build"])
 def test_cli_refuses_a_plain_tcp_docker_host_before_asking_it(tmp_path, runtime, command):
     stubs = _stub_docker(tmp_path)
-    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "DOCKER_HOST": "tcp://127.0.0.1:44375",
-           "RUNTIME": runtime, "SERVERS": "nginx"}
+    env = {
+        **os.environ,
+        "PATH": f"{stubs}:{os.environ['PATH']}",
+        "DOCKER_HOST": "tcp://127.0.0.1:44375",
+        "RUNTIME": runtime,
+        "SERVERS": "nginx",
+    }
     for name in ("DOCKER_TLS_VERIFY", "HOSTS_INSECURE_TCP", "HOSTS", "DOCKER_CONTEXT"):
         env.pop(name, None)
-    proc = subprocess.run([sys.executable, "-m", "harness", command], cwd=LOADGEN_DIR, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", command],
+        cwd=LOADGEN_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 2, out
     assert len(out) == 1 and out[0].startswith("error: DOCKER_HOST=tcp://127.0.0.1:44375 is plain TCP"), out
@@ -98,9 +121,20 @@ class FakeEngines:
         elif verb == "inspect":
             found = engine.get(rest[-1])
             rc = 0 if found else 1
-            out = json.dumps([{"Name": "/" + rest[-1], "Config": {"Labels": found[0]},
-                               "State": {"Running": found[1], "Status": "running" if found[1] else "exited", "Pid": 0},
-                               "HostConfig": {"CpusetCpus": "0"}}]) if found else ""
+            out = (
+                json.dumps(
+                    [
+                        {
+                            "Name": "/" + rest[-1],
+                            "Config": {"Labels": found[0]},
+                            "State": {"Running": found[1], "Status": "running" if found[1] else "exited", "Pid": 0},
+                            "HostConfig": {"CpusetCpus": "0"},
+                        }
+                    ]
+                )
+                if found
+                else ""
+            )
         elif verb == "rm":
             for name in (a for a in rest if not a.startswith("-")):
                 engine.pop(name, None)
@@ -135,9 +169,12 @@ def two_harnesses(monkeypatch, tmp_path):
     ours = ownership.owner_id(state_dir=tmp_path / "run", machine_id=tmp_path / "machine-id")
     theirs = {"bench.checkout": str(REPO), "bench.role": "server", ownership.OWNER_LABEL: "0123456789abcdef"}
     mine = {"bench.checkout": str(REPO), "bench.role": "server", ownership.OWNER_LABEL: ours}
-    fake = FakeEngines({SERVER_HOST: {"bench-rust": (theirs, True), "bench-akka": (theirs, False),
-                                      "bench-node": (mine, False)},
-                        LOADGEN_HOST: {"bench-loadgen": ({**theirs, "bench.role": "loadgen"}, True)}})
+    fake = FakeEngines(
+        {
+            SERVER_HOST: {"bench-rust": (theirs, True), "bench-akka": (theirs, False), "bench-node": (mine, False)},
+            LOADGEN_HOST: {"bench-loadgen": ({**theirs, "bench.role": "loadgen"}, True)},
+        }
+    )
     monkeypatch.setattr(engine_module, "run_cli", fake.run_cli)
     monkeypatch.setattr(engine_runtime, "run_cli", fake.run_cli)
     monkeypatch.setattr(engine_runtime, "State", lambda: type("Empty", (), {"load": lambda self: {}})())
@@ -184,12 +221,17 @@ def test_hosts_refuse_to_start_beside_another_machines_running_container(two_har
 
 def test_base_images_refuse_a_plain_tcp_docker_host_before_asking_it(tmp_path):
     stubs = _stub_docker(tmp_path)
-    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "DOCKER_HOST": "tcp://127.0.0.1:44375",
-           "FAMILIES": "native"}
+    env = {
+        **os.environ,
+        "PATH": f"{stubs}:{os.environ['PATH']}",
+        "DOCKER_HOST": "tcp://127.0.0.1:44375",
+        "FAMILIES": "native",
+    }
     for name in ("DOCKER_TLS_VERIFY", "HOSTS_INSECURE_TCP", "DOCKER"):
         env.pop(name, None)
-    proc = subprocess.run([str(REPO / "docker" / "base-images.sh")], env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [str(REPO / "docker" / "base-images.sh")], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "DOCKER_HOST=tcp://127.0.0.1:44375 is plain TCP" in proc.stderr
     assert not (tmp_path / "docker-called").exists(), "the plain-TCP engine was asked"

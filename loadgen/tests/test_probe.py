@@ -1,6 +1,7 @@
 """The compliance probe (harness/probe/) tested against a reference (tests/responders/strict_http11.py): right, it
 passes every case, so each case's expected outcome is one a correct server gives; with chosen faults, the probe
 reports failing exactly the cases those faults break, across categories."""
+
 from __future__ import annotations
 
 import json
@@ -70,27 +71,43 @@ def test_each_fault_alone_fails_its_own_cases(fault):
     assert failed == FAILS[fault]
 
 
-@pytest.mark.parametrize("pattern, got, expected", [
-    ("400", "400+close", True), ("400+close", "400+open", False), ("handled", "405+open", True),
-    ("handled", "400+open", False), ("4xx", "431+close", True), ("refused", "505+close", True),
-    ("refused", "405+open", False), ("200 200+close", "200 200+close", True),
-    ("200", "200 404+open", False), ("close", "close", True), ("none", "close", False), ("400", "none", False),
-])
+@pytest.mark.parametrize(
+    "pattern, got, expected",
+    [
+        ("400", "400+close", True),
+        ("400+close", "400+open", False),
+        ("handled", "405+open", True),
+        ("handled", "400+open", False),
+        ("4xx", "431+close", True),
+        ("refused", "505+close", True),
+        ("refused", "405+open", False),
+        ("200 200+close", "200 200+close", True),
+        ("200", "200 404+open", False),
+        ("close", "close", True),
+        ("none", "close", False),
+        ("400", "none", False),
+    ],
+)
 def test_patterns(pattern, got, expected):
     assert verdicts.matches(pattern, got) is expected
 
 
 def test_responses_are_read_by_their_framing():
-    two = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\n" \
-          b"Transfer-Encoding: chunked\r\n\r\n2\r\nno\r\n0\r\n\r\n"
+    two = (
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n2\r\nno\r\n0\r\n\r\n"
+    )
     assert parse_responses(two) == ([200, 404], True, False)
     assert parse_responses(b"\x00\x00\x00\x00\x00\x04") == ([], True, True)
     assert Reply((400,), True).describe() == "400+close" and Reply((), False).describe() == "none"
 
 
 def test_counts_and_score():
-    cases = [{"category": "a", "verdict": "pass", "level": "MUST"}, {"category": "a", "verdict": "fail", "level": "MUST"},
-             {"category": "b", "verdict": "warn", "level": "MAY"}]
+    cases = [
+        {"category": "a", "verdict": "pass", "level": "MUST"},
+        {"category": "a", "verdict": "fail", "level": "MUST"},
+        {"category": "b", "verdict": "warn", "level": "MAY"},
+    ]
     counted = verdicts.counts(cases)
     assert counted["a"] == {"pass": 1, "warn": 0, "fail": 1, "cases": 2}
     assert counted["all"]["cases"] == 3
@@ -103,8 +120,10 @@ def test_h2spec_reports_become_cases():
     <failure>Expected: GOAWAY Frame Actual: PING Frame (opaque_data:h2spec\x00\x00)</failure></testcase><testcase package="http2/6.5"
     classname="Sends a SETTINGS frame" time="0.1"></testcase></testsuite></testsuites>"""
     found = h2spec_cases(junit)
-    assert [(c["id"], c["rfc"], c["verdict"]) for c in found] == [("http2/6.5/1", "RFC 7540 §6.5", "fail"),
-                                                                   ("http2/6.5/2", "RFC 7540 §6.5", "pass")]
+    assert [(c["id"], c["rfc"], c["verdict"]) for c in found] == [
+        ("http2/6.5/1", "RFC 7540 §6.5", "fail"),
+        ("http2/6.5/2", "RFC 7540 §6.5", "pass"),
+    ]
     assert "GOAWAY" in found[0]["got"]
 
 
@@ -115,11 +134,18 @@ def test_make_probe_writes_a_run_folder_and_its_report(tmp_path):
     responder = Path(__file__).parent / "responders" / "strict_http11.py"
     (folder / "manifest.toml").write_text(
         f'[[server]]\nname = "strict"\nport = 18399\nroutes = ["id", "hello"]\nbuild = "true"\n'
-        f'run = ["{sys.executable}", "{responder}", "{{port}}", "host-optional"]\n')
+        f'run = ["{sys.executable}", "{responder}", "{{port}}", "host-optional"]\n'
+    )
     run_id = f"test-probe-{os.getpid()}"
     env = {**os.environ, "BENCH_SERVERS_DIR": str(tmp_path / "servers"), "TWIN": ""}
-    proc = subprocess.run([sys.executable, "-m", "harness", "--runtime", "local", "--servers", "strict", "--run-id",
-                           run_id, "probe"], cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "--runtime", "local", "--servers", "strict", "--run-id", run_id, "probe"],
+        cwd=LOADGEN,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if "another harness command is running" in proc.stdout + proc.stderr:
         pytest.skip("another harness command holds the lock")
     folder = RESULTS / run_id
@@ -135,10 +161,12 @@ def test_make_probe_writes_a_run_folder_and_its_report(tmp_path):
 
 
 def test_the_ranking_column_names_http1_failures_apart_from_h2c():
-    counts = {"smuggling": {"pass": 8, "warn": 0, "fail": 5, "cases": 13},
-              "host": {"pass": 11, "warn": 0, "fail": 1, "cases": 12},
-              "h2c-http2": {"pass": 90, "warn": 0, "fail": 4, "cases": 94},
-              "all": {"pass": 109, "warn": 0, "fail": 10, "cases": 119}}
+    counts = {
+        "smuggling": {"pass": 8, "warn": 0, "fail": 5, "cases": 13},
+        "host": {"pass": 11, "warn": 0, "fail": 1, "cases": 12},
+        "h2c-http2": {"pass": 90, "warn": 0, "fail": 4, "cases": 94},
+        "all": {"pass": 109, "warn": 0, "fail": 10, "cases": 119},
+    }
     assert score_text({"counts": counts, "cases": []}) == "92 % · 6 fail (5 smuggling) · h2c 4 fail"
     assert score_text(None) == "-"
 

@@ -1,6 +1,7 @@
 """The one ordering rule (harness/results/ranking.py) on the recorded bench issue 23 was filed on, and its false-order rate:
 spread records ordered through their intervals, lower bounds where the load generator was the limit, CPU per request
 where that decides, ties, and dominance (never a server ranked below one whose interval lies wholly under its own)."""
+
 import itertools
 import math
 import random
@@ -93,11 +94,24 @@ def test_where_the_load_generator_is_the_limit_cost_orders_backend_close(bench):
 
 def test_cost_does_not_order_a_cheaper_server_that_ran_at_a_clearly_higher_rate():
     def rec(name, rps, cost, lower_bound):
-        return Record.from_dict({
-            "server": name, "scenario": "x", "rps": rps, "attempts": [],
-            "flags": [{"flag": "loadgen-saturated", "reason": ""}] if lower_bound else [],
-            "summary": {"rps": {"median": rps, "n": 4, "ci": {"low": rps * 0.98, "high": rps * 1.02, "level": 0.875}},
-                        "cost_us": {"median": cost, "n": 4, "ci": {"low": cost * 0.98, "high": cost * 1.02, "level": 0.875}}}})
+        return Record.from_dict(
+            {
+                "server": name,
+                "scenario": "x",
+                "rps": rps,
+                "attempts": [],
+                "flags": [{"flag": "loadgen-saturated", "reason": ""}] if lower_bound else [],
+                "summary": {
+                    "rps": {"median": rps, "n": 4, "ci": {"low": rps * 0.98, "high": rps * 1.02, "level": 0.875}},
+                    "cost_us": {
+                        "median": cost,
+                        "n": 4,
+                        "ci": {"low": cost * 0.98, "high": cost * 1.02, "level": 0.875},
+                    },
+                },
+            }
+        )
+
     cheap_fast, dear_slow = rec("a", 25000, 30.0, True), rec("b", 22000, 40.0, True)
     assert not ranking.above(cheap_fast, dear_slow)  # cheaper, but at 14 % more load: batching may explain it
     cheap_slow, dear_fast = rec("c", 22000, 30.0, True), rec("d", 23000, 40.0, True)
@@ -108,14 +122,27 @@ def test_cost_does_not_order_a_cheaper_server_that_ran_at_a_clearly_higher_rate(
 
 def test_ties_and_transitivity():
     def rec(name, low, high, lower_bound=False):
-        return Record.from_dict({
-            "server": name, "scenario": "x", "rps": (low + high) / 2, "attempts": [],
-            "flags": [{"flag": "loadgen-saturated", "reason": ""}] if lower_bound else [],
-            "summary": {"rps": {"median": (low + high) / 2, "n": 4, "ci": {"low": low, "high": high, "level": 0.875}}}})
+        return Record.from_dict(
+            {
+                "server": name,
+                "scenario": "x",
+                "rps": (low + high) / 2,
+                "attempts": [],
+                "flags": [{"flag": "loadgen-saturated", "reason": ""}] if lower_bound else [],
+                "summary": {
+                    "rps": {"median": (low + high) / 2, "n": 4, "ci": {"low": low, "high": high, "level": 0.875}}
+                },
+            }
+        )
+
     a, b, c, e = rec("a", 95, 105), rec("b", 88, 96), rec("c", 80, 90), rec("e", 50, 54)
     # a is above c (95 > 90), b overlaps both: b may be anywhere from first to third, c second or third
     assert [(s.record.server, s.label) for s in ranking.rank([e, c, b, a])] == [
-        ("a", "1–2"), ("b", "1–3"), ("c", "2–3"), ("e", "4")]
+        ("a", "1–2"),
+        ("b", "1–3"),
+        ("c", "2–3"),
+        ("e", "4"),
+    ]
     floor = rec("z", 60, 70, lower_bound=True)  # ≥ 60: above e only, overlapping the others
     labels = {s.record.server: s.label for s in ranking.rank([a, b, c, e, floor])}
     assert labels["z"] == "1–4" and labels["e"] == "5"
@@ -143,15 +170,26 @@ def test_simulated_twins_are_ordered_about_as_often_as_promised():
     def twin(name, saturated):
         rates = [rng.gauss(20000, 1000) for _ in range(4)]
         costs = [rng.gauss(30.0, 1.5) for _ in range(4)]
-        return Record.from_dict({
-            "server": name, "scenario": "x", "rps": sorted(rates)[1], "attempts": [],
-            "flags": [{"flag": "loadgen-saturated", "reason": ""}] if saturated else [],
-            "summary": {"rps": {"median": sorted(rates)[1], "n": 4, "ci": {"low": min(rates), "high": max(rates)}},
-                        "cost_us": {"median": sorted(costs)[1], "n": 4, "ci": {"low": min(costs), "high": max(costs)}}}})
+        return Record.from_dict(
+            {
+                "server": name,
+                "scenario": "x",
+                "rps": sorted(rates)[1],
+                "attempts": [],
+                "flags": [{"flag": "loadgen-saturated", "reason": ""}] if saturated else [],
+                "summary": {
+                    "rps": {"median": sorted(rates)[1], "n": 4, "ci": {"low": min(rates), "high": max(rates)}},
+                    "cost_us": {"median": sorted(costs)[1], "n": 4, "ci": {"low": min(costs), "high": max(costs)}},
+                },
+            }
+        )
+
     for saturated in (False, True):
         trials = 20000
-        ordered = sum(ranking.ordered(a, b, [a, b]) for a, b in ((twin("a", saturated), twin("b", saturated))
-                                                                  for _ in range(trials)))
+        ordered = sum(
+            ranking.ordered(a, b, [a, b])
+            for a, b in ((twin("a", saturated), twin("b", saturated)) for _ in range(trials))
+        )
         assert ordered / trials < 0.05, (saturated, ordered / trials)
 
 
@@ -184,8 +222,17 @@ def test_a_rank_is_the_range_of_places_its_interval_allows_so_imprecision_never_
     m = model.build(run)
     g = group(m, "low-compute", "c1000")
     assert [(s.record.server, s.rank, s.worst) for s in g.ranked] == [
-        ("rust", 1, 2), ("finagle", 2, 3), ("socko", 1, 5), ("node-twin", 3, 5), ("node", 3, 5), ("spray", 6, 6),
-        ("express", 7, 10), ("pekko", 7, 10), ("play", 7, 10), ("akka", 7, 10)]
+        ("rust", 1, 2),
+        ("finagle", 2, 3),
+        ("socko", 1, 5),
+        ("node-twin", 3, 5),
+        ("node", 3, 5),
+        ("spray", 6, 6),
+        ("express", 7, 10),
+        ("pekko", 7, 10),
+        ("play", 7, 10),
+        ("akka", 7, 10),
+    ]
     assert standings(g)["socko"] == "1–5" and standings(g)["finagle"] == "2–3" and standings(g)["spray"] == "6"
     # wherever a rank is shown: the report's table and at-a-glance, the CSV, the terminal (the charts' labels are
     # Group.rank_label, the same text)

@@ -1,4 +1,5 @@
 """The report written from a recorded results.json (fixtures/results_v2), the console table, and `compare`."""
+
 import copy
 import csv
 import io
@@ -41,8 +42,14 @@ def test_every_file_is_written(report):
     assert pngs and {p.name for p in pngs} <= names
     for png in pngs:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    expected = {"hello-c100-rps.png", "hello-c100-latency.png", "backend-keepalive-rps.png", "weather-rps-matrix.png",
-                "weather-p99-matrix.png", "tweets-c100-rps.png"}
+    expected = {
+        "hello-c100-rps.png",
+        "hello-c100-latency.png",
+        "backend-keepalive-rps.png",
+        "weather-rps-matrix.png",
+        "weather-p99-matrix.png",
+        "tweets-c100-rps.png",
+    }
     assert expected <= {p.name for p in pngs}
     assert not (run / "charts" / "tweets-c100-latency.png").exists()  # httperf gives no percentiles
 
@@ -115,8 +122,14 @@ def test_csv_has_one_row_per_record_with_its_flags(report, data):
     node = by["node", "backend", "keepalive"]
     assert node["rank"] == "2" and node["ranked"] == "yes" and node["attempts"] == "3"
     assert (node["rps_ci_low"], node["rps_ci_high"], node["rps_ci_level"], node["rps_ci_method"]) == (
-        "11415.03", "12260.37", "0.75", "min-max")
-    assert len(node["attempt_rps"].split(";")) == 3 and float(node["rps_min"]) <= float(node["rps_median"]) <= float(node["rps_max"])
+        "11415.03",
+        "12260.37",
+        "0.75",
+        "min-max",
+    )
+    assert len(node["attempt_rps"].split(";")) == 3 and float(node["rps_min"]) <= float(node["rps_median"]) <= float(
+        node["rps_max"]
+    )
     assert float(by["rust", "hello", "c1000-t1"]["loadgen_cpu_util"]) >= 0.9
 
 
@@ -150,10 +163,11 @@ def test_console_table_shows_what_is_kept_out_first(data):
     assert table.row_count == len(data.records)
     marks = list(table.columns[0].cells)
     assert marks[: len(flagged)] == ["⚑"] * len(flagged)
-    assert "⚑" not in marks[len(flagged):]
+    assert "⚑" not in marks[len(flagged) :]
 
 
 # -- compare -----------------------------------------------------------------------------------------------------------
+
 
 def scaled(d: dict, server: str, factor: float) -> dict:
     out = copy.deepcopy(d)
@@ -181,7 +195,10 @@ def test_compare_two_runs(tmp_path, data):
     assert rows["node", "hello", "c100"].rps.delta == 0 and rows["node", "hello", "c100"].rps.significant is False
     assert rows["py500", "hello", "c100"].b is None
     # rust hello climbed 35,266 → 38,757 → 40,867 in that run (a trend of +15 %): warming on both sides
-    assert hello.flags == ["A:warming", "B:warming"] and rows["rust", "backend", "close"].flags == ["A:spread", "B:spread"]
+    assert hello.flags == ["A:warming", "B:warming"] and rows["rust", "backend", "close"].flags == [
+        "A:spread",
+        "B:spread",
+    ]
     table, notes = compare.compare(a_dir, b_dir)
     assert table.row_count == len(rows) - 1  # py500 is listed under the table
     assert "1 measurements only in A: hello (py500)" in notes
@@ -195,7 +212,10 @@ def test_resolve_run_ids(tmp_path):
     (tmp_path / "latest").symlink_to("20261122-060000-bench")
     assert command.resolve("latest", tmp_path).name == "latest"
     assert command.resolve("20261122-05", tmp_path).name == "20261122-050300-hello"
-    assert command.resolve(str(tmp_path / "20261122-060000-bench" / "results.json"), tmp_path).name == "20261122-060000-bench"
+    assert (
+        command.resolve(str(tmp_path / "20261122-060000-bench" / "results.json"), tmp_path).name
+        == "20261122-060000-bench"
+    )
     with pytest.raises(command.RunNotFound, match="several runs"):
         command.resolve("20261122", tmp_path)
     with pytest.raises(command.RunNotFound, match="no run"):

@@ -1,6 +1,7 @@
 """results.json as types (harness.results.records): real files of both schemas read and written back, the one refusal of
 records without attempts, the store writing the typed run, the end of a run's life, and overhead's ratios and report
 from records that carry their runtime and round."""
+
 import copy
 import json
 import shutil
@@ -60,12 +61,46 @@ def test_a_schema_2_file_reads_and_keeps_every_field():
 def test_a_typed_record_has_todays_fields():
     (record,) = Run.from_dict(json.loads(V3.read_text())).records[:1]
     assert list(record.to_dict()) == [
-        "server", "scenario", "run", "runtime", "round", "tool", "path", "concurrency", "threads", "load", "requests",
-        "good_requests", "errors", "duration_s", "rps", "latency_ms", "failed", "attempts", "warmup", "summary",
-        "samples", "flags", "ranked"]
+        "server",
+        "scenario",
+        "run",
+        "runtime",
+        "round",
+        "tool",
+        "path",
+        "concurrency",
+        "threads",
+        "load",
+        "requests",
+        "good_requests",
+        "errors",
+        "duration_s",
+        "rps",
+        "latency_ms",
+        "failed",
+        "attempts",
+        "warmup",
+        "summary",
+        "samples",
+        "flags",
+        "ranked",
+    ]
     assert list(record.attempts[0].to_dict())[:14] == [
-        "attempt", "started_at", "tool_processes", "commands", "raw", "failed", "samples", "requests", "good_requests",
-        "errors", "duration_s", "rps", "latency_ms", "round_position"]
+        "attempt",
+        "started_at",
+        "tool_processes",
+        "commands",
+        "raw",
+        "failed",
+        "samples",
+        "requests",
+        "good_requests",
+        "errors",
+        "duration_s",
+        "rps",
+        "latency_ms",
+        "round_position",
+    ]
 
 
 def test_records_without_attempts_are_refused_with_one_message(tmp_path):
@@ -143,6 +178,7 @@ def test_a_report_that_fails_does_not_lose_the_results(tmp_path, monkeypatch, ca
 
 # -- overhead: records carry runtime and round ------------------------------------------------------------------------
 
+
 def overhead_record(template: Record, runtime: str, round_no: int, rps: float, errors: int = 0) -> Record:
     r = copy.deepcopy(template)
     r.runtime, r.round, r.rps, r.summary = runtime, round_no, rps, None
@@ -155,8 +191,14 @@ def overhead_record(template: Record, runtime: str, round_no: int, rps: float, e
 def overhead_run() -> Run:
     run = Run.from_dict(json.loads(V3.read_text()))
     rust = next(r for r in run.records if (r.server, r.scenario) == ("rust", "hello"))
-    figures = [("docker", 1, 95.0, 0), ("local", 1, 100.0, 0), ("docker", 2, 90.0, 0), ("local", 2, 100.0, 0),
-               ("docker", 3, 99.0, 3), ("local", 3, 100.0, 0)]  # round 3: errors on docker, no ratio
+    figures = [
+        ("docker", 1, 95.0, 0),
+        ("local", 1, 100.0, 0),
+        ("docker", 2, 90.0, 0),
+        ("local", 2, 100.0, 0),
+        ("docker", 3, 99.0, 3),
+        ("local", 3, 100.0, 0),
+    ]  # round 3: errors on docker, no ratio
     run.records = [overhead_record(rust, *f) for f in figures]
     return run
 

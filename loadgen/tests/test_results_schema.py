@@ -1,6 +1,7 @@
 """results.json against its published JSON Schema (loadgen/results.schema.json): every recorded run under fixtures/,
 and the results.json a real run writes (nginx on loopback, measured by ab and wrk through the harness's command line),
 whose attempts and records carry their whole latency distributions. The run starts nginx on port 9210."""
+
 import json
 import os
 import subprocess
@@ -43,8 +44,19 @@ def test_the_schema_refuses_what_the_harness_never_writes():
 
 def test_a_run_writes_results_that_validate_with_whole_distributions():
     run_id = f"test-schema-{os.getpid()}"
-    argv = [sys.executable, "-m", "harness", "--ports", "nginx=9210", "--servers", "nginx", "--run-id", run_id,
-            "run", "backend hello"]
+    argv = [
+        sys.executable,
+        "-m",
+        "harness",
+        "--ports",
+        "nginx=9210",
+        "--servers",
+        "nginx",
+        "--run-id",
+        run_id,
+        "run",
+        "backend hello",
+    ]
     env = {**os.environ, "RUNTIME": "local", "REPEAT": "2"}
     proc = subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

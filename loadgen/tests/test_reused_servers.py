@@ -1,6 +1,7 @@
 """Servers `make up` left running are reused by later commands only when they run as this run's plan says: on its CPUs,
 its ports, from the artifacts as they are now (issue 34). One that differs is restarted, with one line saying why,
 and stays up afterwards as `make up` left it. Real nginx processes under the local runtime, on ports 19210-19211."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -92,8 +93,9 @@ def test_a_server_left_up_on_another_port_is_restarted_on_this_runs(nginx, capsy
 def test_a_server_left_up_with_another_upstream_is_restarted_with_this_runs(nginx, capsys):
     """A server that fetches /weather from the upstream, left up with the upstream on 19210; a run that moves the
     upstream to 19211 restarts both (nginx, which ignores UPSTREAM_URL, stands in for such a server)."""
-    fetcher = dataclasses.replace(nginx, name="fetcher", roles=(), routes=(*nginx.routes, "weather"), h2c_port=None,
-                                  twin_of="nginx")  # it answers /id as nginx
+    fetcher = dataclasses.replace(
+        nginx, name="fetcher", roles=(), routes=(*nginx.routes, "weather"), h2c_port=None, twin_of="nginx"
+    )  # it answers /id as nginx
     servers = {"nginx": nginx, "fetcher": fetcher}
     before, after = {"nginx": 19210, "fetcher": 19212}, {"nginx": 19211, "fetcher": 19212}
     with Session(LocalRuntime(), PLAN_A, servers, before, keep=True) as up:
@@ -104,8 +106,9 @@ def test_a_server_left_up_with_another_upstream_is_restarted_with_this_runs(ngin
             second = run.ensure(fetcher)
         assert second.pid != first.pid and second.upstream_url == "http://127.0.0.1:19211/weather.json"
         lines = [line for line in capsys.readouterr().out.splitlines() if "restarting" in line]
-        assert any(line.startswith("fetcher is up fetching its upstream from http://127.0.0.1:19210")
-                   for line in lines), lines
+        assert any(
+            line.startswith("fetcher is up fetching its upstream from http://127.0.0.1:19210") for line in lines
+        ), lines
     finally:
         with Session(LocalRuntime(), PLAN_A, servers, after) as down:
             down.stop("fetcher")

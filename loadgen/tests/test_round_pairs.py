@@ -2,6 +2,7 @@
 (harness/results/noise.py), the paired rule chosen where the rounds share the noise (harness/results/round_pairs.py),
 checked on synthetic rounds at its stated power and false-order rate, and on the recorded benches: no order the
 intervals claimed is reversed by the rule now used."""
+
 import csv
 import io
 import math
@@ -30,8 +31,14 @@ def synthetic_group(rng: random.Random, shared_sd: float, own_sd: float, rounds:
     drift = [rng.gauss(0, shared_sd) for _ in range(rounds)]
     out = {}
     for position, (name, level) in enumerate(levels.items(), 1):
-        attempts = [{"attempt": k + 1, "rps": 10_000 * level * math.exp(drift[k] + rng.gauss(0, own_sd)),
-                     "round_position": {"position": position, "of": len(levels)}} for k in range(rounds)]
+        attempts = [
+            {
+                "attempt": k + 1,
+                "rps": 10_000 * level * math.exp(drift[k] + rng.gauss(0, own_sd)),
+                "round_position": {"position": position, "of": len(levels)},
+            }
+            for k in range(rounds)
+        ]
         record = Record.from_dict({"server": name, "scenario": "hello", "run": "c100", "attempts": attempts})
         record.summary = summarize(None, {}, record.attempts)
         record.rps = record.summary.rps["median"]
@@ -73,8 +80,13 @@ def test_a_shared_drift_is_paired_out_five_percent_told_apart_at_the_stated_powe
     assert wrong == 0
     assert twins <= stated_rate + binomial_slack(stated_rate, draws), twins
     # the unpaired intervals, on the same noise, tell the 5 % apart almost never: the drift is in each of them
-    unpaired = sum(ranking.above(g["fast"], g["slow"]) for g in
-                   (synthetic_group(random.Random(n), shared, own, rounds) for n in range(200))) / 200
+    unpaired = (
+        sum(
+            ranking.above(g["fast"], g["slow"])
+            for g in (synthetic_group(random.Random(n), shared, own, rounds) for n in range(200))
+        )
+        / 200
+    )
     assert unpaired < 0.2 < right
 
 
@@ -90,8 +102,9 @@ def test_without_a_shared_part_the_intervals_order_as_before():
 def test_the_shared_and_own_parts_are_read_back_from_rounds():
     """noise.round_sharing recovers the variances a group was drawn with (pooled over many groups)."""
     rng = random.Random(7)
-    found = noise.pooled([s for _ in range(300)
-                          if (s := noise.round_sharing(list(synthetic_group(rng, 0.06, 0.03, 4).values())))])
+    found = noise.pooled(
+        [s for _ in range(300) if (s := noise.round_sharing(list(synthetic_group(rng, 0.06, 0.03, 4).values())))]
+    )
     assert found is not None
     assert math.sqrt(found.shared) == pytest.approx(0.06, rel=0.1)
     assert math.sqrt(found.own) == pytest.approx(0.03, rel=0.05)

@@ -1,5 +1,6 @@
 """The sampler on a real process: its CPU seconds, its peak memory, and the once-a-second memory timeline that shows
 whether a server grows during a long run."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """The campaign's order and clock, and attempts sized by time: unit tests (no server, no tool runs). The rounds are
 driven through their executor interface with a fake executor (nothing is patched)."""
+
 import subprocess
 import threading
 import time
@@ -43,8 +44,20 @@ def test_ab_is_sized_in_whole_rounds_of_its_concurrency_from_the_warm_up_rate():
     sized = TOOLS["ab"].sized(spec, 2, 23.4)  # 46.8 requests in 2 s -> 5 rounds of 10
     assert (sized.requests, sized.duration_s, sized.sized_from_rps) == (50, None, 23.4)
     assert TOOLS["ab"].command(sized, SCRATCH) == [
-        "ab", "-r", "-s", "10000", "-n", "50", "-c", "10", "-e", "/scratch/percentiles.csv", "-g", "/scratch/requests.tsv",
-        "http://127.0.0.1:1/f"]
+        "ab",
+        "-r",
+        "-s",
+        "10000",
+        "-n",
+        "50",
+        "-c",
+        "10",
+        "-e",
+        "/scratch/percentiles.csv",
+        "-g",
+        "/scratch/requests.tsv",
+        "http://127.0.0.1:1/f",
+    ]
 
 
 def test_ab_takes_the_round_count_nearest_the_time_asked_not_the_next_above():
@@ -58,7 +71,7 @@ def test_ab_takes_the_round_count_nearest_the_time_asked_not_the_next_above():
 def test_ab_without_a_rate_runs_for_its_time_limit_with_n_after_t():
     spec = LoadSpec(url="http://127.0.0.1:1/f", concurrency=1000, duration_s=1.5)
     argv = TOOLS["ab"].command(TOOLS["ab"].sized(spec, 1.5, None), SCRATCH)
-    assert argv[argv.index("-t"):argv.index("-t") + 6] == ["-t", "2", "-n", "2000000", "-c", "1000"]
+    assert argv[argv.index("-t") : argv.index("-t") + 6] == ["-t", "2", "-n", "2000000", "-c", "1000"]
 
 
 def test_httperf_calls_per_connection_come_from_the_rate_and_wrk_keeps_its_duration():
@@ -104,10 +117,13 @@ def test_order_is_interleaved_where_the_servers_fit_up_at_once():
     assert choose_order("auto", chosen[:1], ports, 20 * GIB)[0] == "sequential"
 
 
-@pytest.mark.parametrize("ports_of, available, why", [
-    ({"rust": 9000, "node": 9000}, 20 * GIB, "servers share a port (rust and node), so they cannot be up at once"),
-    ({}, 5 * GIB, "3 servers up at once need about 6.5 GiB, 5.0 GiB is available"),
-])
+@pytest.mark.parametrize(
+    "ports_of, available, why",
+    [
+        ({"rust": 9000, "node": 9000}, 20 * GIB, "servers share a port (rust and node), so they cannot be up at once"),
+        ({}, 5 * GIB, "3 servers up at once need about 6.5 GiB, 5.0 GiB is available"),
+    ],
+)
 def test_order_falls_back_to_sequential_and_says_why(ports_of, available, why):
     chosen = servers("nginx", "rust", "node")
     ports = {s.name: ports_of.get(s.name, s.port) for s in chosen}
@@ -124,8 +140,15 @@ def scenario(name, tool, runs, route="hello"):
 
 
 SETTINGS = Settings(repeat=3, warmup=WarmupRule(duration_s=1.5, tolerance=0.1, max_runs=5))
-BACKEND = scenario("backend", "ab", [LoadRun("close", {"concurrency": 100, "duration_s": 2}),
-                                     LoadRun("keepalive", {"concurrency": 100, "duration_s": 2, "keepalive": True})], "backend")
+BACKEND = scenario(
+    "backend",
+    "ab",
+    [
+        LoadRun("close", {"concurrency": 100, "duration_s": 2}),
+        LoadRun("keepalive", {"concurrency": 100, "duration_s": 2, "keepalive": True}),
+    ],
+    "backend",
+)
 HELLO = scenario("hello", "wrk", [LoadRun("c100", {"concurrency": 100, "threads": 2, "duration_s": 2})])
 
 
@@ -197,29 +220,43 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first():
     executor = FakeExecutor()
     measure(executor, BACKEND)
     assert executor.calls == [
-        ("warm", "rust", "close", True), ("warm", "node", "close", True),  # each server's first: a longer warm-up
+        ("warm", "rust", "close", True),
+        ("warm", "node", "close", True),  # each server's first: a longer warm-up
         # each attempt is kept before the next starts, its record marked incomplete until its last (an interrupt
         # loses none, in the last round too)
         ("attempt", "rust", "close", 1, (1, 2)),
         ("partial", "rust", "close", 1, INCOMPLETE % 1),
         ("attempt", "node", "close", 1, (2, 2)),  # node, warmed last, waited only for rust's attempt
         ("partial", "node", "close", 1, INCOMPLETE % 1),
-        ("attempt", "node", "close", 2, (1, 2)), ("partial", "node", "close", 2, INCOMPLETE % 2),
-        ("attempt", "rust", "close", 2, (2, 2)), ("partial", "rust", "close", 2, INCOMPLETE % 2),
-        ("attempt", "rust", "close", 3, (1, 2)), ("record", "rust", "close", [1.0, 2.0, 3.0]),
-        ("attempt", "node", "close", 3, (2, 2)), ("record", "node", "close", [1.0, 2.0, 3.0]),
-        ("warm", "rust", "keepalive", True), ("warm", "node", "keepalive", True),  # keep-alive: a new pattern, first again
+        ("attempt", "node", "close", 2, (1, 2)),
+        ("partial", "node", "close", 2, INCOMPLETE % 2),
+        ("attempt", "rust", "close", 2, (2, 2)),
+        ("partial", "rust", "close", 2, INCOMPLETE % 2),
+        ("attempt", "rust", "close", 3, (1, 2)),
+        ("record", "rust", "close", [1.0, 2.0, 3.0]),
+        ("attempt", "node", "close", 3, (2, 2)),
+        ("record", "node", "close", [1.0, 2.0, 3.0]),
+        ("warm", "rust", "keepalive", True),
+        ("warm", "node", "keepalive", True),  # keep-alive: a new pattern, first again
         ("attempt", "rust", "keepalive", 1, (1, 2)),
         ("partial", "rust", "keepalive", 1, INCOMPLETE % 1),
         ("attempt", "node", "keepalive", 1, (2, 2)),  # node, warmed last, waited only for rust's attempt
         ("partial", "node", "keepalive", 1, INCOMPLETE % 1),
-        ("attempt", "node", "keepalive", 2, (1, 2)), ("partial", "node", "keepalive", 2, INCOMPLETE % 2),
-        ("attempt", "rust", "keepalive", 2, (2, 2)), ("partial", "rust", "keepalive", 2, INCOMPLETE % 2),
-        ("attempt", "rust", "keepalive", 3, (1, 2)), ("record", "rust", "keepalive", [1.0, 2.0, 3.0]),
-        ("attempt", "node", "keepalive", 3, (2, 2)), ("record", "node", "keepalive", [1.0, 2.0, 3.0]),
+        ("attempt", "node", "keepalive", 2, (1, 2)),
+        ("partial", "node", "keepalive", 2, INCOMPLETE % 2),
+        ("attempt", "rust", "keepalive", 2, (2, 2)),
+        ("partial", "rust", "keepalive", 2, INCOMPLETE % 2),
+        ("attempt", "rust", "keepalive", 3, (1, 2)),
+        ("record", "rust", "keepalive", [1.0, 2.0, 3.0]),
+        ("attempt", "node", "keepalive", 3, (2, 2)),
+        ("record", "node", "keepalive", [1.0, 2.0, 3.0]),
     ]
     assert [(r.server, r.run, r.incomplete) for r in executor.records] == [
-        ("rust", "close", None), ("node", "close", None), ("rust", "keepalive", None), ("node", "keepalive", None)]
+        ("rust", "close", None),
+        ("node", "close", None),
+        ("rust", "keepalive", None),
+        ("node", "keepalive", None),
+    ]
 
 
 def test_records_carry_the_runtime_and_the_round_they_were_measured_in():
@@ -253,6 +290,7 @@ def test_a_server_that_died_gets_the_record_of_what_it_did_and_no_further_attemp
 def test_every_finished_attempt_is_kept_before_the_next_starts_also_in_the_last_round():
     """Issue 32: records were written after every member's last attempt, so Ctrl-C during node's last attempt lost
     rust's, finished just before."""
+
     class Interrupted(FakeExecutor):
         def attempt(self, job, n, repeat, warm_rate, position):
             if (job.name, n) == ("node", 3):
@@ -278,16 +316,23 @@ def test_a_warm_up_comes_right_before_a_server_s_first_attempt_only_where_the_pl
     for sc in (LOW, LONG):
         rounds.measure_in_rounds(executor, clock, members, sc, SETTINGS)
     steps = [c[:4] for c in executor.calls if c[0] in ("warm", "attempt")]
-    assert steps[:6] == [("warm", "rust", "c1000", True), ("warm", "node", "c1000", True),
-                         ("warm", "akka", "c1000", True), ("attempt", "rust", "c1000", 1),
-                         ("attempt", "node", "c1000", 1), ("attempt", "akka", "c1000", 1)]
+    assert steps[:6] == [
+        ("warm", "rust", "c1000", True),
+        ("warm", "node", "c1000", True),
+        ("warm", "akka", "c1000", True),
+        ("attempt", "rust", "c1000", 1),
+        ("attempt", "node", "c1000", 1),
+        ("attempt", "akka", "c1000", 1),
+    ]
     assert [c for c in steps[6:] if c[0] != "attempt"] == []
     assert all("reprime" not in r.to_dict()["warmup"] for r in executor.records)
     # the plan decided once: the estimate planned the steps the rounds took (akka's JIT warm-up too)
     assert clock.done_estimate == pytest.approx(clock.total - 3 * START_S)
 
 
-LOW = scenario("low-compute", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})])
+LOW = scenario(
+    "low-compute", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 2, "continue_on_error": True})]
+)
 LONG = scenario("long", "ab", [LoadRun("c1000", {"concurrency": 1000, "duration_s": 3, "continue_on_error": True})])
 CLOSE_ONLY = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
 
@@ -299,14 +344,21 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
     rust, node = executor.records
     # rust climbed 100 → 130 → 160: a further warm-up (not its first), then three attempts back to back
     # (its first record is written before: an interrupt meanwhile keeps it)
-    assert executor.calls[-5:] == [("warm", "rust", "close", False), ("attempt", "rust", "close", 1, None),
-                                   ("attempt", "rust", "close", 2, None), ("attempt", "rust", "close", 3, None),
-                                   ("record", "rust", "close", [200.0, 201.0, 199.0])]
+    assert executor.calls[-5:] == [
+        ("warm", "rust", "close", False),
+        ("attempt", "rust", "close", 1, None),
+        ("attempt", "rust", "close", 2, None),
+        ("attempt", "rust", "close", 3, None),
+        ("record", "rust", "close", [200.0, 201.0, 199.0]),
+    ]
     assert ("record", "rust", "close", [100.0, 130.0, 160.0]) in executor.calls
     assert [a.rps for a in rust.attempts] == [200.0, 201.0, 199.0]
     assert rust.remeasured["first_attempts"] == [100.0, 130.0, 160.0] and "warming" in rust.remeasured["why"]
-    assert rust.remeasured["first_raw"] == [["raw/rust-close-1/output.txt"], ["raw/rust-close-2/output.txt"],
-                                            ["raw/rust-close-3/output.txt"]]  # the first attempts' outputs
+    assert rust.remeasured["first_raw"] == [
+        ["raw/rust-close-1/output.txt"],
+        ["raw/rust-close-2/output.txt"],
+        ["raw/rust-close-3/output.txt"],
+    ]  # the first attempts' outputs
     assert node.remeasured is None and [a.rps for a in node.attempts] == [50.0, 51.0, 49.0]
     assert allowance.left_s < 100.0
 
@@ -315,8 +367,10 @@ def test_the_run_budget_and_the_ceiling_are_not_measured_again():
     # rust: re-measuring time left, but the run's budget is spent; nginx: the ceiling, never measured again
     executor = FakeExecutor()  # attempts 1, 2, 3: climbing
     measure(executor, CLOSE_ONLY, ("rust", "nginx"), rounds.Allowance(100.0, lambda: 5.0))
-    assert [c for c in executor.calls if c[0] == "warm"] == [("warm", "rust", "close", True),
-                                                              ("warm", "nginx", "close", True)]
+    assert [c for c in executor.calls if c[0] == "warm"] == [
+        ("warm", "rust", "close", True),
+        ("warm", "nginx", "close", True),
+    ]
     assert all(r.remeasured is None for r in executor.records)
     executor = FakeExecutor()
     measure(executor, CLOSE_ONLY, ("rust", "nginx"), rounds.Allowance(100.0, lambda: 500.0))
@@ -338,11 +392,17 @@ def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again():
     warmed = [(c[1], c[2]) for c in executor.calls if c[0] == "warm"]
     # long repeats low-compute's load (only its length differs): sized from low-compute's last attempt (3.0 req/s);
     # backend is another path (and its keep-alive run another pattern): warmed again
-    assert warmed == [("rust", "c1000"), ("node", "c1000")] + [("rust", "close"), ("node", "close"),
-                                                               ("rust", "keepalive"), ("node", "keepalive")]
+    assert warmed == [("rust", "c1000"), ("node", "c1000")] + [
+        ("rust", "close"),
+        ("node", "close"),
+        ("rust", "keepalive"),
+        ("node", "keepalive"),
+    ]
     assert {rate for sc, _, rate in executor.sized_from if sc == "long"} == {3.0}
     long_records = [r for r in executor.records if r.scenario == "long"]
-    assert {(r.warmup.runs == [], r.warmup.after, r.warmup.rate) for r in long_records} == {(True, "low-compute c1000", 3.0)}
+    assert {(r.warmup.runs == [], r.warmup.after, r.warmup.rate) for r in long_records} == {
+        (True, "low-compute c1000", 3.0)
+    }
     assert long_records[0].to_dict()["warmup"]["after"] == "low-compute c1000"
     counts = estimate(Clock(), servers("rust"), [LOW, LONG, BACKEND], SETTINGS)
     assert counts["warmups"] == 3  # low-compute, backend close, backend keep-alive: the plan the rounds carried out
@@ -373,14 +433,25 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
     def load(target, tool, spec, stem, label, what, expected_rps):
         specs.append(spec)
         done = next(completed)
-        return Outcome(Measurement(requests=done, errors=Errors(), duration_s=1.0, rps=float(done), latency_ms={}), None)
+        return Outcome(
+            Measurement(requests=done, errors=Errors(), duration_s=1.0, rps=float(done), latency_ms={}), None
+        )
 
     order = Primed.order = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), Primed)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        running = RunningServer(name="rust", host="127.0.0.1", port=server.server_address[1], cpus=[0], pid=0, log="",
-                                started_at=0, startup_s=0, runtime="local")
+        running = RunningServer(
+            name="rust",
+            host="127.0.0.1",
+            port=server.server_address[1],
+            cpus=[0],
+            pid=0,
+            log="",
+            started_at=0,
+            startup_s=0,
+            runtime="local",
+        )
         target = Target(servers("rust")[0], running)
         # a sleeping server (interleaved rounds) is woken before its primer, which would otherwise wait out its timeout
         bench = SimpleNamespace(load=load, dead={}, raw=SCRATCH, turn=lambda name: order.append(f"wake {name}"))
@@ -397,8 +468,21 @@ def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing
 
 
 def fake_attempt(n):
-    return Attempt(attempt=n, started_at=None, tool_processes=1, commands=[], raw=[], failed=None, samples={},
-                   requests=10, good_requests=10, errors=Errors(), duration_s=1.0, rps=float(n), latency_ms={})
+    return Attempt(
+        attempt=n,
+        started_at=None,
+        tool_processes=1,
+        commands=[],
+        raw=[],
+        failed=None,
+        samples={},
+        requests=10,
+        good_requests=10,
+        errors=Errors(),
+        duration_s=1.0,
+        rps=float(n),
+        latency_ms={},
+    )
 
 
 def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
@@ -428,7 +512,11 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
         known = discover()
         turns = campaign.Turns(Session(), [Target(known[n], n) for n in sleepers])
         turns("rust")
-        assert (status("rust"), status("node"), status("nginx")) == ("sleeping", "stopped", "sleeping")  # nginx: upstream
+        assert (status("rust"), status("node"), status("nginx")) == (
+            "sleeping",
+            "stopped",
+            "sleeping",
+        )  # nginx: upstream
         turns("node")
         assert (status("rust"), status("node")) == ("stopped", "sleeping")
         turns.wake_all()
@@ -450,8 +538,15 @@ def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_conne
     assert first_connections(akka, BACKEND, keepalive) == 0 and first_connections(akka, HELLO, HELLO.runs[0]) == 0
     assert first_connections(rust, BACKEND, close) == 0
     # a scenario warmed by a load of its own (gatling-backend: ab on new connections) is judged by that load
-    own = Scenario("gatling-backend", "", "gatling", (("backend", "/backend"),), (LoadRun("ramp", {"users": 10}),), None,
-                   warmup=WarmupLoad("ab", LoadRun("warm-up", {"concurrency": 100, "duration_s": 1})))
+    own = Scenario(
+        "gatling-backend",
+        "",
+        "gatling",
+        (("backend", "/backend"),),
+        (LoadRun("ramp", {"users": 10}),),
+        None,
+        warmup=WarmupLoad("ab", LoadRun("warm-up", {"concurrency": 100, "duration_s": 1})),
+    )
     assert first_connections(akka, own, own.runs[0]) == akka.warmup_connections
     plain, jvm = Clock(), Clock()
     estimate(plain, [rust], [BACKEND], SETTINGS)

@@ -2,6 +2,7 @@
 against nginx, node, express and rust. Needs `make build` first (make test does it).
 
 Ports are the defaults + 10000 so the tests do not collide with servers a developer left up with `make up`."""
+
 import json
 from pathlib import Path
 
@@ -47,7 +48,9 @@ def test_server_meets_the_contract(session, name):
 def test_weather_answers_502_json_when_the_upstream_is_down(name):
     server = SERVERS[name]
     runtime = LocalRuntime()
-    running = runtime.start(server, list(plan().server), PORTS[name], {"UPSTREAM_URL": "http://127.0.0.1:1/weather.json"})
+    running = runtime.start(
+        server, list(plan().server), PORTS[name], {"UPSTREAM_URL": "http://127.0.0.1:1/weather.json"}
+    )
     try:
         response = httpclient.get(running.host, running.port, "/weather/Montpellier", timeout=30)
         assert response.status == 502
@@ -111,8 +114,12 @@ def test_a_load_split_into_two_processes_measures_like_one(session, tmp_path):
     for round_no in range(3):
         for processes in (1, 2):
             load = plan_load("ab", spec, session.plan.loadgen, override=processes)
-            outcome = measure(session.runtime, load, Naming(tmp_path / f"p{processes}-{round_no}", "t", "t"),
-                              Beside(running, len(running.cpus)))
+            outcome = measure(
+                session.runtime,
+                load,
+                Naming(tmp_path / f"p{processes}-{round_no}", "t", "t"),
+                Beside(running, len(running.cpus)),
+            )
             assert outcome.failure is None and outcome.measurement.requests == 20000
             rates[processes].append(outcome.measurement.rps)
             core = ",".join(map(str, session.plan.loadgen))
@@ -124,8 +131,9 @@ def test_a_load_split_into_two_processes_measures_like_one(session, tmp_path):
                 assert [p.requests for p in parts] == [10000, 10000]
                 for key, pct in (("p50", 50), ("p90", 90), ("p99", 99)):
                     # to the µs up to 32 ms, to 4 significant digits above (the histogram's resolution)
-                    assert outcome.measurement.latency_ms[key] == pytest.approx(union_percentile(parts, pct),
-                                                                                rel=1 / 16384, abs=0), key
+                    assert outcome.measurement.latency_ms[key] == pytest.approx(
+                        union_percentile(parts, pct), rel=1 / 16384, abs=0
+                    ), key
                 assert outcome.measurement.distribution.count == 20000
     one, two = sorted(rates[1])[1], sorted(rates[2])[1]
     assert 0.6 < two / one < 1.6, rates  # the same load: within this machine's noise, not a different regime

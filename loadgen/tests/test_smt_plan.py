@@ -1,6 +1,7 @@
 """SMT (issue 43): on a machine with two or more threads per physical core, the CPU plan gives each role whole cores
 (the kernel's thread_siblings_list), so the server's CPUs have no sibling running the load generator; `make plan
 ASSUME_CPUS=16 ASSUME_SMT=2` shows a larger machine's."""
+
 import json
 import os
 import subprocess
@@ -35,8 +36,11 @@ def test_a_16_thread_machine_of_8_cores():
 
 
 def test_without_smt_the_plan_is_as_it_was():
-    for count, server, loadgen, upstream in ((2, (0,), (1,), (1,)), (4, (0,), (2, 3), (1,)),
-                                             (16, (0, 1, 2, 3), tuple(range(5, 16)), (4,))):
+    for count, server, loadgen, upstream in (
+        (2, (0,), (1,), (1,)),
+        (4, (0,), (2, 3), (1,)),
+        (16, (0, 1, 2, 3), tuple(range(5, 16)), (4,)),
+    ):
         p = plan(tuple(range(count)), siblings={})
         assert (p.server, p.loadgen, p.upstream, p.threads_per_core) == (server, loadgen, upstream, 1)
 
@@ -62,11 +66,23 @@ def test_the_kernel_s_topology_is_read(tmp_path):
 def test_make_plan_shows_an_assumed_smt_machine():
     env = {k: v for k, v in os.environ.items() if k not in ("CPUS_SERVER", "CPUS_LOADGEN", "CPUS_UPSTREAM", "HOSTS")}
     run = [sys.executable, "-m", "harness", "plan", "hello"]
-    done = subprocess.run(run, cwd=LOADGEN, capture_output=True, text=True, timeout=60,
-                          env={**env, "ASSUME_CPUS": "16", "ASSUME_SMT": "2", "FORMAT": "json"})
+    done = subprocess.run(
+        run,
+        cwd=LOADGEN,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "ASSUME_CPUS": "16", "ASSUME_SMT": "2", "FORMAT": "json"},
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["machine"]["threads_per_core"] == 2 and data["cpu_plan"]["server"] == [0, 1, 8, 9]
-    text = subprocess.run(run, cwd=LOADGEN, capture_output=True, text=True, timeout=60,
-                          env={**env, "ASSUME_CPUS": "16", "ASSUME_SMT": "2"}).stdout
+    text = subprocess.run(
+        run,
+        cwd=LOADGEN,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "ASSUME_CPUS": "16", "ASSUME_SMT": "2"},
+    ).stdout
     assert "2 threads per physical core (SMT)" in text

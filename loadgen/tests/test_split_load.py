@@ -3,6 +3,7 @@ requests over the time all of them ran, on the harness's one clock, and each par
 Under a runtime that starts each part 0.3 s after the one before it: a tool of this test's own whose parts each
 answer a known count in a known time (the truth by construction), and real ab processes against the calibrated
 server (a 2 ms service time), the runtime noting on its own when each part's process started and ended."""
+
 from __future__ import annotations
 
 import subprocess
@@ -79,11 +80,21 @@ def test_three_parts_started_0_3_s_apart_are_merged_over_the_time_all_of_them_ra
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     runtime = StaggeredRuntime()
     try:
-        server = RunningServer(name="idle", host="127.0.0.1", port=1, cpus=[0], pid=idle.pid, log="", started_at=0,
-                               startup_s=0, runtime="local")
+        server = RunningServer(
+            name="idle",
+            host="127.0.0.1",
+            port=1,
+            cpus=[0],
+            pid=idle.pid,
+            log="",
+            started_at=0,
+            startup_s=0,
+            runtime="local",
+        )
         with register(Known()):  # type: ignore[arg-type]  # a tool of the test's own
-            load = plan_load("known-split", LoadSpec(url="http://127.0.0.1:1/", concurrency=3, requests=3000),
-                             (0,), override=3)
+            load = plan_load(
+                "known-split", LoadSpec(url="http://127.0.0.1:1/", concurrency=3, requests=3000), (0,), override=3
+            )
             outcome = measure(runtime, load, Naming(tmp_path, "known", "known"), Beside(server))
     finally:
         idle.kill()
@@ -108,8 +119,7 @@ def calibrated():
 
 def test_parts_started_apart_are_merged_over_the_time_all_of_them_ran(calibrated, tmp_path):
     runtime = StaggeredRuntime()
-    spec = LoadSpec(url=f"http://127.0.0.1:{PORT}/hello?service_us=2000", concurrency=8, requests=4000,
-                    keepalive=True)
+    spec = LoadSpec(url=f"http://127.0.0.1:{PORT}/hello?service_us=2000", concurrency=8, requests=4000, keepalive=True)
     load = plan_load("ab", spec, tuple(cpu_plan().loadgen), override=2)
     assert len(load.processes) == 2
     outcome = measure(runtime, load, Naming(tmp_path, "split", "calibrated"), Beside(calibrated))
@@ -149,9 +159,16 @@ def test_never_more_parts_than_requests():
 
 def test_each_part_s_cpu_share_is_over_its_own_time():
     """Two parts of a 1 s attempt, the second started 0.5 s late: its 0.5 CPU s over its own 0.5 s is a whole core."""
-    attempt = Attempt.from_dict({
-        "duration_s": 1.0, "rps": 1000.0, "samples": {"loadgen": {"cores": 2, "cpu_s": 1.0}},
-        "processes": [{"cores": [1], "threads": 1, "capacity": 1.0, "cpu_s": 0.5, "started_s": 0.0, "duration_s": 1.0},
-                      {"cores": [2], "threads": 1, "capacity": 1.0, "cpu_s": 0.5, "started_s": 0.5, "duration_s": 0.5}]})
+    attempt = Attempt.from_dict(
+        {
+            "duration_s": 1.0,
+            "rps": 1000.0,
+            "samples": {"loadgen": {"cores": 2, "cpu_s": 1.0}},
+            "processes": [
+                {"cores": [1], "threads": 1, "capacity": 1.0, "cpu_s": 0.5, "started_s": 0.0, "duration_s": 1.0},
+                {"cores": [2], "threads": 1, "capacity": 1.0, "cpu_s": 0.5, "started_s": 0.5, "duration_s": 0.5},
+            ],
+        }
+    )
     record = Record.from_dict({"server": "s", "scenario": "x", "tool": "ab", "attempts": []})
     assert flags.loadgen_busy(record, attempt) == pytest.approx(1.0)

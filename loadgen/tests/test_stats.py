@@ -1,4 +1,5 @@
 """Statistics over attempts and the comparison rule, on hand-made numbers and on a recorded run."""
+
 import json
 import statistics
 from pathlib import Path
@@ -21,9 +22,23 @@ def attempts(*rps, p99=None, failed_at=()):
     out = []
     for i, value in enumerate(rps, 1):
         failed = "no request completed" if i in failed_at else None
-        out.append(Attempt(attempt=i, started_at=None, tool_processes=1, commands=[], raw=[], failed=failed, samples={},
-                           requests=1000, good_requests=1000, errors=Errors(), duration_s=1.0,
-                           rps=None if failed else value, latency_ms={"p99": (p99 or {}).get(i)}))
+        out.append(
+            Attempt(
+                attempt=i,
+                started_at=None,
+                tool_processes=1,
+                commands=[],
+                raw=[],
+                failed=failed,
+                samples={},
+                requests=1000,
+                good_requests=1000,
+                errors=Errors(),
+                duration_s=1.0,
+                rps=None if failed else value,
+                latency_ms={"p99": (p99 or {}).get(i)},
+            )
+        )
     return out
 
 
@@ -47,8 +62,14 @@ def test_describe_one_value_has_no_spread_and_nothing_is_none():
 def test_summarize_ignores_failed_attempts():
     s = summaries.summarize("wrk", {}, attempts(1000.0, 0.0, 1200.0, p99={1: 5.0, 3: 7.0}, failed_at=(2,)))
     assert s.rps["n"] == 2 and s.rps["median"] == 1100.0
-    assert s.p99 == {"median": 6.0, "min": 5.0, "max": 7.0, "cv": pytest.approx(0.2357, abs=1e-4), "n": 2,
-                        "ci": {"low": 5.0, "high": 7.0, "level": 0.5, "method": "min-max", "k": 1}}
+    assert s.p99 == {
+        "median": 6.0,
+        "min": 5.0,
+        "max": 7.0,
+        "cv": pytest.approx(0.2357, abs=1e-4),
+        "n": 2,
+        "ci": {"low": 5.0, "high": 7.0, "level": 0.5, "method": "min-max", "k": 1},
+    }
 
 
 def test_summarize_without_latencies_httperf():
@@ -60,8 +81,13 @@ def made(rates, p99s):
     """A record aggregated from attempts of these req/s and p99 (the way the rounds make one)."""
     taken = attempts(*rates, p99=dict(enumerate(p99s, 1)))
     scenario = Scenario("hello", "", "wrk", (("hello", "/hello"),), (LoadRun("c100", {"concurrency": 100}),), None)
-    return aggregate(Measured("rust", "/hello", "local"), scenario, scenario.runs[0], taken,
-                     Warmup(tool="wrk", runs=[], steady=True, tolerance=0.1, max_runs=40))
+    return aggregate(
+        Measured("rust", "/hello", "local"),
+        scenario,
+        scenario.runs[0],
+        taken,
+        Warmup(tool="wrk", runs=[], steady=True, tolerance=0.1, max_runs=40),
+    )
 
 
 def test_a_record_of_an_even_count_of_attempts_is_the_mean_of_the_middle_two():
@@ -83,8 +109,11 @@ def test_a_record_holds_every_request_of_its_attempts_exactly():
     for attempt, name in zip(taken, ("ok", "h1")):
         m = H2load().parse((folder / name / "output.txt").read_text(), folder / name)
         attempt.latency_histogram = m.distribution.encode()
-        logged += [int(line.split("\t")[2]) for line in (folder / name / LOG).read_text().splitlines()
-                   if line.split("\t")[1] != "-1"]
+        logged += [
+            int(line.split("\t")[2])
+            for line in (folder / name / LOG).read_text().splitlines()
+            if line.split("\t")[1] != "-1"
+        ]
     whole = summaries.distribution(taken)
     logged.sort()
     assert whole.count == len(logged) == 704
@@ -98,8 +127,11 @@ def test_a_record_summary_is_computed_once_and_kept():
     record = made([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
     stored = record.summary
     assert summaries.completed(record) is stored  # evaluating flags later does not compute it again
-    record.summary = Summary(rps={"median": 42.0, "min": 42.0, "max": 42.0, "cv": None, "n": 1,
-                                  "ci": stats.median_interval([42.0])}, p99=None, cost_us={})
+    record.summary = Summary(
+        rps={"median": 42.0, "min": 42.0, "max": 42.0, "cv": None, "n": 1, "ci": stats.median_interval([42.0])},
+        p99=None,
+        cost_us={},
+    )
     assert summaries.completed(record).rps["median"] == 42.0
     record.summary = None
     assert summaries.completed(record).rps["median"] == 2.0

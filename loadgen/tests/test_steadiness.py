@@ -1,4 +1,5 @@
 """The machine's CPU-speed probe (harness/measuring/steadiness.py): real busy loops, pinned, and the arithmetic of windows."""
+
 import os
 
 import pytest
@@ -22,13 +23,19 @@ def test_a_real_probe_on_two_pinned_cpus_reports_each_cpus_variation_and_their_c
     assert set(result["cv"]) == {"server", "loadgen"} and all(0 <= c < 1 for c in result["cv"].values())
     assert set(result["rate"]) == {"server", "loadgen"} and all(r > 1000 for r in result["rate"].values())  # loops/s
     text = steadiness_text(result)
-    assert text.startswith("CPU speed varied ") and f"(server CPU {cpus[0]})" in text and "between 0.5 s windows over 2 s" in text
+    assert (
+        text.startswith("CPU speed varied ")
+        and f"(server CPU {cpus[0]})" in text
+        and "between 0.5 s windows over 2 s" in text
+    )
 
 
 def test_the_profiles_probe_with_windows_as_long_as_an_attempt_and_a_bad_setting_is_refused(tmp_path):
     assert scenarios.settings("quick").steadiness == {"seconds": 9, "window_s": 1.25}
     bad = tmp_path / "scenarios.toml"
-    bad.write_text('[settings.quick]\nrepeat = 3\nsteadiness = { seconds = 0, window_s = 2 }\n'
-                   'warmup = { duration_s = 1, tolerance = 0.1, max_runs = 2 }\n')
+    bad.write_text(
+        "[settings.quick]\nrepeat = 3\nsteadiness = { seconds = 0, window_s = 2 }\n"
+        "warmup = { duration_s = 1, tolerance = 0.1, max_runs = 2 }\n"
+    )
     with pytest.raises(scenarios.ScenarioError, match="steadiness = .* give positive seconds and window_s"):
         scenarios.settings("quick", path=bad)

@@ -1,4 +1,5 @@
 """The tool adapters parse real outputs of ab, wrk and httperf (saved under fixtures/, some from the seeds)."""
+
 import shutil
 from pathlib import Path
 
@@ -86,7 +87,9 @@ def test_ab_percentiles_past_the_end_of_a_small_run_are_its_slowest_request():
     assert m.latency_ms["p99"] == m.latency_ms["max"] == 386.495
     assert [ms for _, ms in m.quantiles] == sorted(ms for _, ms in m.quantiles)  # never falls
     # read off the histogram, which keeps values above 32 ms to 4 significant digits (here 16 µs): 353.589 -> 353.599
-    assert m.latency_ms["p50"] == pytest.approx(dict(m.quantiles)[50.0], rel=1 / 16384) and m.latency_ms["p50"] < 386.495
+    assert (
+        m.latency_ms["p50"] == pytest.approx(dict(m.quantiles)[50.0], rel=1 / 16384) and m.latency_ms["p50"] < 386.495
+    )
 
 
 def test_ab_keepalive():
@@ -125,8 +128,14 @@ def test_seed_ab_long_runs_with_failures():
 
 
 def test_ab_command_caps_concurrency_and_keeps_flags(tmp_path):
-    spec = LoadSpec(url="http://127.0.0.1:8080/x", concurrency=50, requests=10, keepalive=True, timeout_s=10000,
-                    continue_on_error=True)
+    spec = LoadSpec(
+        url="http://127.0.0.1:8080/x",
+        concurrency=50,
+        requests=10,
+        keepalive=True,
+        timeout_s=10000,
+        continue_on_error=True,
+    )
     argv = ApacheBench().command(spec, tmp_path)
     assert argv[:8] == ["ab", "-k", "-r", "-s", "10000", "-n", "10", "-c"]
     assert argv[8] == "10"

@@ -2,6 +2,7 @@
 (fixtures/fake_tool/fake_load.py, its adapter below) is registered, named by a scenario file of the test's own and
 measures the rust server on loopback through the harness's command line. The last test starts servers on fixed ports
 (29086, 29000): run this file under the integration lock, like tests/test_cli_integration.py."""
+
 import json
 import os
 import re
@@ -64,8 +65,12 @@ class FakeTool:
             raise ToolFailed("fake_load printed no summary")
         answered, non_2xx, failed = (int(g) for g in found.groups()[:3])
         seconds = float(found.group(4))
-        return Measurement(requests=answered, errors=Errors(non_2xx=non_2xx, other=failed), duration_s=seconds,
-                           rps=answered / seconds if seconds else 0.0)
+        return Measurement(
+            requests=answered,
+            errors=Errors(non_2xx=non_2xx, other=failed),
+            duration_s=seconds,
+            rps=answered / seconds if seconds else 0.0,
+        )
 
 
 @pytest.fixture
@@ -78,7 +83,9 @@ def scenario_file(tmp_path, monkeypatch):
 
 
 def test_a_scenario_cannot_name_a_tool_that_is_not_registered(scenario_file):
-    with pytest.raises(scenarios.ScenarioError, match="tool 'fake' is not one of ab, gatling, h2load, httperf, oha, oha-mix, wrk"):
+    with pytest.raises(
+        scenarios.ScenarioError, match="tool 'fake' is not one of ab, gatling, h2load, httperf, oha, oha-mix, wrk"
+    ):
         scenarios.load("quick")
 
 
@@ -97,8 +104,22 @@ def test_a_registered_tool_leaves_the_registry_when_its_block_ends_and_replaces_
 
 def test_a_registered_tool_measures_a_real_server_through_the_command_line(scenario_file):
     run_id = f"test-tool-plugin-{os.getpid()}"
-    argv = ["--runtime", "local", "--servers", "rust", "--ports", PORTS, "--profile", "quick", "--repeat", "1",
-            "--run-id", run_id, "run", "fake-hello"]
+    argv = [
+        "--runtime",
+        "local",
+        "--servers",
+        "rust",
+        "--ports",
+        PORTS,
+        "--profile",
+        "quick",
+        "--repeat",
+        "1",
+        "--run-id",
+        run_id,
+        "run",
+        "fake-hello",
+    ]
     sigterm = signal.getsignal(signal.SIGTERM)  # the command line installs its own handler: not this process's
     try:
         with register(FakeTool()):

@@ -1,5 +1,6 @@
 """The trend detector (harness/basics/trend.py) on recorded series: akka warming on new connections, flat rust, falling
 express; the warm-up's end; and the flags and re-measuring it drives."""
+
 import itertools
 import json
 from pathlib import Path
@@ -12,8 +13,28 @@ FIXTURE = Path(__file__).parent / "fixtures" / "bench_20261123" / "results.json"
 
 # akka by hand, cold, server on CPU 0 and ab -c1000 /factorial?param=1 on CPU 1 (loadgen/profiling/warm-by-hand.sh):
 # each ~2 s run's req/s, in order
-AKKA_BY_HAND = [620.56, 1235.90, 1494.55, 1733.64, 2218.89, 2878.13, 3224.70, 4743.63, 6301.64, 7630.26, 7683.16,
-                7613.65, 7673.95, 7709.45, 7736.22, 7808.19, 7770.20, 7956.51, 7836.46, 7720.50]
+AKKA_BY_HAND = [
+    620.56,
+    1235.90,
+    1494.55,
+    1733.64,
+    2218.89,
+    2878.13,
+    3224.70,
+    4743.63,
+    6301.64,
+    7630.26,
+    7683.16,
+    7613.65,
+    7673.95,
+    7709.45,
+    7736.22,
+    7808.19,
+    7770.20,
+    7956.51,
+    7836.46,
+    7720.50,
+]
 
 
 def recorded(server: str, scenario: str) -> tuple[list[float], list[float]]:
@@ -40,7 +61,7 @@ def test_the_old_two_run_rule_called_akka_steady_mid_climb_and_the_window_does_n
     assert not trend.settled(warmup, 3, 0.10)  # 1,110 → 1,386 → 1,482 is still a climb
     # by hand the same climb settles once it is flat over three runs, at the warm figure
     settled_at = next(i for i in range(3, len(AKKA_BY_HAND) + 1) if trend.settled(AKKA_BY_HAND[:i], 3, 0.10))
-    assert settled_at == 12 and min(AKKA_BY_HAND[settled_at - 3:settled_at]) > 7600  # 7,630 → 7,683 → 7,614
+    assert settled_at == 12 and min(AKKA_BY_HAND[settled_at - 3 : settled_at]) > 7600  # 7,630 → 7,683 → 7,614
 
 
 def test_flat_series_are_flat():
@@ -53,7 +74,9 @@ def test_flat_series_are_flat():
 
 def test_falling_series_are_drifting():
     d = json.loads(FIXTURE.read_text())
-    r = next(r for r in d["records"] if r["server"] == "express" and r["scenario"] == "weather" and r["run"] == "c256-t32")
+    r = next(
+        r for r in d["records"] if r["server"] == "express" and r["scenario"] == "weather" and r["run"] == "c256-t32"
+    )
     rates = [a["rps"] for a in r["attempts"]]
     assert [round(x) for x in rates] == [9268, 9244, 6251]
     found = trend.classify(rates, 0.10)

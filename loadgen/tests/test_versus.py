@@ -4,6 +4,7 @@ versions; and, on real node servers on loopback, two builds from two revisions o
 comparison kept, the page written, idle memory recorded), a BASE that does not exist (exit 2) or does not build
 (exit 1), and nothing left behind (worktree, servers, ports) after it ends, also after Ctrl-C in the middle of its
 rounds or of its build. Durations are kept short: mechanics are asserted, never speed."""
+
 from __future__ import annotations
 
 import json
@@ -34,6 +35,7 @@ PORTS = {"node": 9510, "nginx": 9520}  # this file's range; the base build lands
 
 
 # -- the interval and the words ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("df, expected", [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (30, 2.0423)])
 def test_t_quantile_matches_the_tables(df, expected):
@@ -87,8 +89,10 @@ def test_the_verdict_in_words():
     assert paired.verdict(same) == "no difference beyond ±1.8 % (95 %, 30 rounds, one start)"
     assert paired.verdict(slower, "cost_us") == "cheaper by 10.0 % (5.0–15.0 %, 95 %)"
     assert paired.verdict(faster, "p99") == "higher p99 by 4.1 % (2.0–6.3 %, 95 %)"
-    assert paired.verdict(paired.RatioInterval(1.0, 0.3, 3.2, 2)) == \
-        "not resolved: head ÷ base lies within 0.3×–3.2× (95 %, 2 rounds, one start)"
+    assert (
+        paired.verdict(paired.RatioInterval(1.0, 0.3, 3.2, 2))
+        == "not resolved: head ÷ base lies within 0.3×–3.2× (95 %, 2 rounds, one start)"
+    )
     assert paired.verdict(None).startswith("not enough rounds")
     assert not same.excludes_no_change() and slower.excludes_no_change() and faster.excludes_no_change()
 
@@ -106,8 +110,9 @@ def test_every_jvm_server_s_version_names_its_scala_version(name):
     """Its manifest's version command, run in its folder as the Servers table runs it: no empty or unresolved
     property (finagle and play printed "scala " where the property is the parent pom's)."""
     server = discover(REPO)[name]
-    printed = subprocess.run(["bash", "-c", server.version], cwd=server.folder, capture_output=True, text=True,
-                             timeout=60).stdout
+    printed = subprocess.run(
+        ["bash", "-c", server.version], cwd=server.folder, capture_output=True, text=True, timeout=60
+    ).stdout
     resolved = resolve_properties(printed, server.folder)
     assert "${" not in resolved and re.search(r"scala 2\.1[13]\.\d+", resolved), resolved
 
@@ -115,8 +120,10 @@ def test_every_jvm_server_s_version_names_its_scala_version(name):
 # -- real builds of a temporary clone ----------------------------------------------------------------------------------
 
 # a few tens of µs of computation per /hello, kept (the sink) so that the JIT cannot drop it
-SLOWER_HELLO = ("    case '/hello':\n"
-                "      { let x = 0; for (let i = 0; i < 20000; i++) x += Math.sqrt(i); globalThis.workSink = x; }\n")
+SLOWER_HELLO = (
+    "    case '/hello':\n"
+    "      { let x = 0; for (let i = 0; i < 20000; i++) x += Math.sqrt(i); globalThis.workSink = x; }\n"
+)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -135,8 +142,9 @@ def clone(tmp_path_factory) -> Path:
         git(path, *args)
     git(path, "checkout", "-q", "-b", "broken")
     manifest = path / "node" / "manifest.toml"
-    manifest.write_text(re.sub(r'(?m)^build = .*$', 'build = "echo this build is broken >&2; exit 3"',
-                               manifest.read_text(), count=1))
+    manifest.write_text(
+        re.sub(r"(?m)^build = .*$", 'build = "echo this build is broken >&2; exit 3"', manifest.read_text(), count=1)
+    )
     git(path, "commit", "-qam", "node's build broken")
     git(path, "checkout", "-q", "-")
     source = path / "node" / "node-server.js"
@@ -148,12 +156,17 @@ def clone(tmp_path_factory) -> Path:
 
 def harness(clone: Path, *args: str, launch: list[str] | None = None, **popen):
     """The harness's `versus` on node's hello; `launch`: its command line up to the command (default `-m harness`)."""
-    env = {**os.environ, "RUNTIME": "local", SERVERS_DIR_VAR: str(clone),
-           "PORTS": " ".join(f"{k}={v}" for k, v in PORTS.items())}
+    env = {
+        **os.environ,
+        "RUNTIME": "local",
+        SERVERS_DIR_VAR: str(clone),
+        "PORTS": " ".join(f"{k}={v}" for k, v in PORTS.items()),
+    }
     argv = [*(launch or [sys.executable, "-m", "harness"]), "versus", "--server", "node", "--scenarios", "hello", *args]
     if popen:
-        return subprocess.Popen(argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, **popen)
+        return subprocess.Popen(
+            argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen
+        )
     return subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=400)
 
 
@@ -162,9 +175,12 @@ def assert_nothing_left(clone: Path) -> None:
     assert git(clone, "worktree", "list").count("\n") == 0  # the clone itself only
     for port in (9510, 9511, 9520, 10510, 10511):
         assert port_owner("127.0.0.1", port) is None, port
-    strays = [p.info for p in psutil.process_iter(["pid", "cmdline", "cwd"])
-              if str(WORKTREES) in " ".join(p.info["cmdline"] or []) + (p.info["cwd"] or "")
-              or str(clone) in (p.info["cwd"] or "")]
+    strays = [
+        p.info
+        for p in psutil.process_iter(["pid", "cmdline", "cwd"])
+        if str(WORKTREES) in " ".join(p.info["cmdline"] or []) + (p.info["cwd"] or "")
+        or str(clone) in (p.info["cwd"] or "")
+    ]
     assert not strays
 
 
@@ -192,7 +208,9 @@ def test_two_revisions_compared_in_rounds_of_random_order(clone, short_bench):
     leaders = [result["order"][s[0] - 1][0] for s in starts]
     assert all(a != b for a, b in zip(leaders, leaders[1:]))
     for s in starts:
-        assert [result["order"][n - 1] for n in s[1::2]] == [result["order"][n - 1][::-1] for n in s[::2]][:len(s[1::2])]
+        assert [result["order"][n - 1] for n in s[1::2]] == [result["order"][n - 1][::-1] for n in s[::2]][
+            : len(s[1::2])
+        ]
     assert versus["seed"] == 7
     rps = result["metrics"]["rps"]
     assert len(rps["ratios"]) == result["rounds"] and rps["interval"]["n"] == result["rounds"]
@@ -290,8 +308,12 @@ def test_bad_input_is_one_line_and_exit_2_before_any_build(clone, tmp_path, monk
     launch = [sys.executable, "-c", COUNTING_LAUNCH]
     if case == "unknown scenario":
         argv = [*launch, "versus", "--server", "node", "--scenarios", "no-such-scenario", *args]
-        env = {**os.environ, "RUNTIME": "local", SERVERS_DIR_VAR: str(clone),
-               "PORTS": " ".join(f"{k}={v}" for k, v in PORTS.items())}
+        env = {
+            **os.environ,
+            "RUNTIME": "local",
+            SERVERS_DIR_VAR: str(clone),
+            "PORTS": " ".join(f"{k}={v}" for k, v in PORTS.items()),
+        }
         done = subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=120)
     else:
         with socket.socket() as holder:
@@ -303,7 +325,8 @@ def test_bad_input_is_one_line_and_exit_2_before_any_build(clone, tmp_path, monk
     assert done.returncode == 2, done.stdout + done.stderr
     errors = [line for line in done.stdout.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in done.stdout + done.stderr, done.stdout
-    assert {"unknown scenario": "no-such-scenario", "port in use": str(PORTS["node"]),
-            "missing tool": "wrk"}[case] in errors[0]
+    assert {"unknown scenario": "no-such-scenario", "port in use": str(PORTS["node"]), "missing tool": "wrk"}[
+        case
+    ] in errors[0]
     assert not builds.exists(), builds.read_text()  # nothing was built
     assert_nothing_left(clone)

@@ -42,7 +42,11 @@ def test_rounds_per_start_are_even_and_grow_with_the_set_up():
 
 def test_abba_order_with_the_leader_alternating_between_starts():
     assert [design.order(0, j, "base", "head") for j in range(4)] == [
-        ["base", "head"], ["head", "base"], ["base", "head"], ["head", "base"]]
+        ["base", "head"],
+        ["head", "base"],
+        ["base", "head"],
+        ["head", "base"],
+    ]
     assert design.order(1, 0, "base", "head") == ["head", "base"]
     assert [design.leader(k, "head", "base") for k in range(3)] == ["head", "base", "head"]
 
@@ -109,9 +113,21 @@ def test_the_rule_s_false_positives_are_at_most_its_stated_5_percent():
 
 def attempt(n: int, rps: float, errors: Errors | None = None) -> Attempt:
     errors = errors or Errors()
-    return Attempt(attempt=n, started_at=None, tool_processes=1, commands=[], raw=[], failed=None, samples={},
-                   requests=int(rps), good_requests=int(rps) - errors.total, errors=errors, duration_s=1.0, rps=rps,
-                   latency_ms={"p99": 1.0})
+    return Attempt(
+        attempt=n,
+        started_at=None,
+        tool_processes=1,
+        commands=[],
+        raw=[],
+        failed=None,
+        samples={},
+        requests=int(rps),
+        good_requests=int(rps) - errors.total,
+        errors=errors,
+        duration_s=1.0,
+        rps=rps,
+        latency_ms={"p99": 1.0},
+    )
 
 
 @dataclass
@@ -204,21 +220,55 @@ def recorded_sides(head_factor: float = 1.0, head_errors_every: int = 0) -> tupl
     return pair_sides[0], pair_sides[1], data["starts"]
 
 
-def record(name: str, saturated: bool = False, server_busy: float | None = None, offered: float | None = None) -> Record:
+def record(
+    name: str, saturated: bool = False, server_busy: float | None = None, offered: float | None = None
+) -> Record:
     flags = [Flag("loadgen-saturated", "...")] if saturated else []
     samples = {"server": SampleSummary(cpu_util=server_busy)} if server_busy is not None else {}
-    return Record(name, "hello", "c100", "local", None, "wrk", "/hello", 100, None, {}, 0, 0, Errors(), None, None, {},
-                  None, [], None, None, samples, flags=flags, details={"offered_rps": offered} if offered else {})
+    return Record(
+        name,
+        "hello",
+        "c100",
+        "local",
+        None,
+        "wrk",
+        "/hello",
+        100,
+        None,
+        {},
+        0,
+        0,
+        Errors(),
+        None,
+        None,
+        {},
+        None,
+        [],
+        None,
+        None,
+        samples,
+        flags=flags,
+        details={"offered_rps": offered} if offered else {},
+    )
 
 
 def judge(base: Side, head: Side, starts: list[list[int]], saturated: bool = False) -> str:
     records = {side.role: record(side.server.name, saturated) for side in (base, head)}
-    proof = evidence.Evidence(tuple(evidence.side_evidence(s.role, s.server.name, s.attempts, records[s.role])
-                                    for s in (base, head)), len(starts), 0.03)
+    proof = evidence.Evidence(
+        tuple(evidence.side_evidence(s.role, s.server.name, s.attempts, records[s.role]) for s in (base, head)),
+        len(starts),
+        0.03,
+    )
     comparison = compare((base, head), starts)
     interval = paired.grouped_interval(
-        [paired.paired_ratios({n: b.rps for b in base.attempts if (n := b.attempt) in rounds},
-                              {a.attempt: a.rps for a in head.attempts}) for rounds in starts])
+        [
+            paired.paired_ratios(
+                {n: b.rps for b in base.attempts if (n := b.attempt) in rounds},
+                {a.attempt: a.rps for a in head.attempts},
+            )
+            for rounds in starts
+        ]
+    )
     assert comparison["metrics"]["rps"]["interval"]["ratio"] == pytest.approx(interval.ratio, rel=1e-4)
     return evidence.verdict_line(interval, "rps", proof)
 

@@ -1,4 +1,5 @@
 """Which CPUs the server, the load generator and the upstream nginx get, chosen from the machine."""
+
 from __future__ import annotations
 
 import os
@@ -31,13 +32,21 @@ class CpuPlan:
     def describe(self) -> str:
         at = {role: f" of {self.hosts[role]}" if self.hosts else "" for role in ("server", "loadgen", "upstream")}
         same_host = not self.hosts or self.hosts["upstream"] == self.hosts["loadgen"]
-        shared = (" (shared with the load generator: no core is free)"
-                  if same_host and set(self.upstream) & set(self.loadgen) else "")
-        smt = (f"; {self.threads_per_core} threads per core, each core's threads in one role"
-               if self.threads_per_core > 1 else "")
-        return (f"server on CPU {format_cpus(self.server)}{at['server']}, load generator on CPU "
-                f"{format_cpus(self.loadgen)}{at['loadgen']}, upstream nginx on CPU {format_cpus(self.upstream)}"
-                f"{at['upstream']}{shared}{smt}")
+        shared = (
+            " (shared with the load generator: no core is free)"
+            if same_host and set(self.upstream) & set(self.loadgen)
+            else ""
+        )
+        smt = (
+            f"; {self.threads_per_core} threads per core, each core's threads in one role"
+            if self.threads_per_core > 1
+            else ""
+        )
+        return (
+            f"server on CPU {format_cpus(self.server)}{at['server']}, load generator on CPU "
+            f"{format_cpus(self.loadgen)}{at['loadgen']}, upstream nginx on CPU {format_cpus(self.upstream)}"
+            f"{at['upstream']}{shared}{smt}"
+        )
 
 
 def format_cpus(cpus: Iterable[int]) -> str:
@@ -114,8 +123,11 @@ def physical_cores(cpus: tuple[int, ...], siblings: dict[int, tuple[int, ...]]) 
     return sorted(cores, key=lambda core: core[0])
 
 
-def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | None = None,
-         siblings: dict[int, tuple[int, ...]] | None = None) -> CpuPlan:
+def plan(
+    available: tuple[int, ...] | None = None,
+    overrides: dict[str, str] | None = None,
+    siblings: dict[int, tuple[int, ...]] | None = None,
+) -> CpuPlan:
     """Server first, then one core for the upstream where one is free, the load generator on the rest; each role takes
     whole physical cores (`siblings`, else the kernel's topology), so no hyperthread of the server's cores runs the load
     generator, unless the machine has a single core.
@@ -124,7 +136,9 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
     """
     cpus = tuple(sorted(available if available is not None else os.sched_getaffinity(0)))
     if len(cpus) < 2:
-        raise CpuPlanError(f"need at least 2 CPUs (one for the server, one for the load generator); this process may use {len(cpus)}")
+        raise CpuPlanError(
+            f"need at least 2 CPUs (one for the server, one for the load generator); this process may use {len(cpus)}"
+        )
     siblings = siblings if siblings is not None else siblings_from_kernel(cpus)
     cores = physical_cores(cpus, siblings)
     if len(cores) < 2:  # one core's threads: they cannot be kept apart
@@ -139,40 +153,52 @@ def plan(available: tuple[int, ...] | None = None, overrides: dict[str, str] | N
     chosen = _overridden({"server": server, "loadgen": loadgen, "upstream": upstream}, cpus, overrides or {})
     apart = [c for c in cores if set(c) & set(chosen["server"]) and set(c) & set(chosen["loadgen"])]
     if apart:
-        raise CpuPlanError(f"CPU {format_cpus(apart[0])} are one physical core's threads: give them all to the server "
-                           "or all to the load generator (CPUS_SERVER / CPUS_LOADGEN)")
-    return CpuPlan(chosen["server"], chosen["loadgen"], chosen["upstream"],
-                   threads_per_core=max(map(len, cores)))
+        raise CpuPlanError(
+            f"CPU {format_cpus(apart[0])} are one physical core's threads: give them all to the server "
+            "or all to the load generator (CPUS_SERVER / CPUS_LOADGEN)"
+        )
+    return CpuPlan(chosen["server"], chosen["loadgen"], chosen["upstream"], threads_per_core=max(map(len, cores)))
 
 
 def _flat(cores: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(sorted(cpu for core in cores for cpu in core))
 
 
-def _overridden(chosen: dict[str, tuple[int, ...]], cpus: tuple[int, ...], overrides: dict[str, str]
-                ) -> dict[str, tuple[int, ...]]:
+def _overridden(
+    chosen: dict[str, tuple[int, ...]], cpus: tuple[int, ...], overrides: dict[str, str]
+) -> dict[str, tuple[int, ...]]:
     """The plan with CPUS_SERVER, CPUS_LOADGEN and CPUS_UPSTREAM applied and checked."""
     for role, text in overrides.items():
         if text:
             picked = parse_cpus(text)
             if not picked:  # " " or ",": an empty plan would fail later, far from its cause
-                raise CpuPlanError(f"CPUS_{role.upper()}={text!r} names no CPU: give a list like 0-3,6 or leave it unset")
+                raise CpuPlanError(
+                    f"CPUS_{role.upper()}={text!r} names no CPU: give a list like 0-3,6 or leave it unset"
+                )
             outside = set(picked) - set(cpus)
             if outside:
-                raise CpuPlanError(f"CPUS_{role.upper()}={text}: CPU {format_cpus(sorted(outside))} not available here ({format_cpus(cpus)})")
+                raise CpuPlanError(
+                    f"CPUS_{role.upper()}={text}: CPU {format_cpus(sorted(outside))} not available here ({format_cpus(cpus)})"
+                )
             chosen[role] = picked
     if set(chosen["server"]) & set(chosen["loadgen"]):
         raise CpuPlanError("the server and the load generator must not share CPUs: check CPUS_SERVER / CPUS_LOADGEN")
     if set(chosen["server"]) & set(chosen["upstream"]):
         wanted = overrides.get("upstream")
         if wanted:
-            raise CpuPlanError(f"CPUS_UPSTREAM={wanted}: the upstream nginx would share the server's CPU "
-                               f"{format_cpus(sorted(set(chosen['server']) & set(chosen['upstream'])))}; give it CPUs "
-                               f"apart from the server's ({format_cpus(chosen['server'])})")
-        chosen["upstream"] = chosen["loadgen"]  # a moved server: the upstream shares the load generator's, as on 2 cores
+            raise CpuPlanError(
+                f"CPUS_UPSTREAM={wanted}: the upstream nginx would share the server's CPU "
+                f"{format_cpus(sorted(set(chosen['server']) & set(chosen['upstream'])))}; give it CPUs "
+                f"apart from the server's ({format_cpus(chosen['server'])})"
+            )
+        chosen["upstream"] = chosen[
+            "loadgen"
+        ]  # a moved server: the upstream shares the load generator's, as on 2 cores
     return chosen
 
 
 def plan_from_env(available: tuple[int, ...] | None = None) -> CpuPlan:
-    return plan(available, overrides={role: os.environ.get(f"CPUS_{role.upper()}", "")
-                                      for role in ("server", "loadgen", "upstream")})
+    return plan(
+        available,
+        overrides={role: os.environ.get(f"CPUS_{role.upper()}", "") for role in ("server", "loadgen", "upstream")},
+    )

@@ -9,6 +9,7 @@ ones to within 1/16,384 of themselves (at 100 ms: 4 µs). A percentile read here
 recorded latencies: the value at rank int(p/100 · n + 0.5) (at least 1), HdrHistogram's own rule, read here with
 numpy over the histogram's counts (the library's own reader walks its 311,296 buckets in Python: 0.5 s a percentile).
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,7 +38,7 @@ def _empty() -> HdrHistogram:
 
 
 def key(percentile: float) -> str:
-    """"p50", "p99.9": a percentile's name in latency_ms."""
+    """ "p50", "p99.9": a percentile's name in latency_ms."""
     return f"p{percentile:g}"
 
 
@@ -57,8 +58,9 @@ class Distribution:
         return cls(histogram)
 
     @classmethod
-    def from_levels(cls, levels: Iterable[tuple[float, int]], requests: int,
-                    slowest_us: Sequence[int] = ()) -> Distribution | None:
+    def from_levels(
+        cls, levels: Iterable[tuple[float, int]], requests: int, slowest_us: Sequence[int] = ()
+    ) -> Distribution | None:
         """From a tool's quantile function: (percent, µs) levels in rising order, the last one 100 (the max), over
         `requests` requests. The requests up to each level's rank not yet counted are put at that level's latency,
         so percentiles at the levels are the tool's own and between two levels an upper bound. `slowest_us`: the
@@ -68,7 +70,9 @@ class Distribution:
         counted = 0
         below = requests - len(slowest_us)
         for pct, us in levels:
-            upto = min(requests if pct >= 100 else int(requests * pct / 100 + 0.5), below)  # the rank percentile_ms reads
+            upto = min(
+                requests if pct >= 100 else int(requests * pct / 100 + 0.5), below
+            )  # the rank percentile_ms reads
             if upto > counted:
                 counts[int(us)] = counts.get(int(us), 0) + upto - counted
                 counted = upto
@@ -138,7 +142,10 @@ class Distribution:
         total = 0
         for index, requests in self._recorded():
             value = histogram.get_value_from_index(index)
-            low, high = int(histogram.get_lowest_equivalent_value(value)), int(histogram.get_highest_equivalent_value(value))
+            low, high = (
+                int(histogram.get_lowest_equivalent_value(value)),
+                int(histogram.get_highest_equivalent_value(value)),
+            )
             total += requests * (low + (high - low + 1) // 2)
         return round(total / self.count / 1000, 3) if self.count else 0.0
 
@@ -147,8 +154,11 @@ class Distribution:
         if not self.count:
             return {**dict.fromkeys(key(p) for p in PERCENTILES), "max": None, "mean": None}
         values = self._values_us(list(PERCENTILES))
-        return {**{key(p): us / 1000 for p, us in zip(PERCENTILES, values)}, "max": self.max_ms(),
-                "mean": self.mean_ms()}
+        return {
+            **{key(p): us / 1000 for p, us in zip(PERCENTILES, values)},
+            "max": self.max_ms(),
+            "mean": self.mean_ms(),
+        }
 
     def spectrum(self, ticks_per_half: int = 5) -> list[tuple[float, float]]:
         """(percentile, ms) along HdrHistogram's percentile spectrum: `ticks_per_half` points for every halving of the
@@ -184,7 +194,7 @@ def problem(encoded: object) -> str | None:
         return "has no HdrHistogram V2 header"
     inflate = zlib.decompressobj()
     try:
-        payload = inflate.decompress(raw[EXTERNAL_HEADER.size:], MAX_DECODED_BYTES + 1)
+        payload = inflate.decompress(raw[EXTERNAL_HEADER.size :], MAX_DECODED_BYTES + 1)
     except zlib.error:
         return "does not decompress"
     if len(payload) > MAX_DECODED_BYTES or inflate.unconsumed_tail:
@@ -193,6 +203,11 @@ def problem(encoded: object) -> str | None:
         return "decompresses to less than its header"
     cookie, _, offset, digits, lowest, highest, ratio = PAYLOAD_HEADER.unpack_from(payload)
     if cookie & ~0xF0 != ENCODING_COOKIE_BASE or (digits, lowest, highest, offset, ratio) != (
-            SIGNIFICANT_DIGITS, LOWEST_US, HIGHEST_US, 0, 1.0):
+        SIGNIFICANT_DIGITS,
+        LOWEST_US,
+        HIGHEST_US,
+        0,
+        1.0,
+    ):
         return f"is not of this harness's shape ({LOWEST_US} µs to {HIGHEST_US:,} µs, {SIGNIFICANT_DIGITS} digits)"
     return None

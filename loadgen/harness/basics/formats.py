@@ -1,5 +1,6 @@
 """Numbers for people: req/s, µs, ms and a coverage level as the report prints them and the flags' reasons quote them
 (the reasons are written in results/, below the report, so these live here rather than in report/)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

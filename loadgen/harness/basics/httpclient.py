@@ -1,5 +1,6 @@
 """A minimal HTTP/1.x client over a raw socket: the contract checks need what http.client hides
 (HTTP/1.0, pipelined requests on one connection, whether the server closed the connection)."""
+
 from __future__ import annotations
 
 import re

@@ -8,6 +8,7 @@ stops the run within one turn of such a loop. Clean-up code (stopping servers an
 runs to its end after an interrupt, and so only the first signal raises: a second Ctrl-C (or the SIGTERM of an
 impatient supervisor) while servers are being stopped would end that clean-up half way and leave them running.
 """
+
 from __future__ import annotations
 
 import signal

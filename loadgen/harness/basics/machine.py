@@ -2,6 +2,7 @@
 pinning a child to CPUs, a process's start time, waiting for a condition.
 
 A leaf: the runtimes, the preflight checks and the run's conditions all read these, and it imports none of them."""
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,10 @@ def port_owner(host: str, port: int) -> str | None:
     if client is not None:
         low, high = ephemeral_ports()
         holder = _named(client.pid) if client.pid else "a process"
-        return (f"{holder}, as the local end of a connection (the kernel's ephemeral ports {low}-{high} are lent to "
-                f"outgoing connections: choose a port outside them)")
+        return (
+            f"{holder}, as the local end of a connection (the kernel's ephemeral ports {low}-{high} are lent to "
+            f"outgoing connections: choose a port outside them)"
+        )
     return "another process"
 
 
@@ -102,8 +105,9 @@ def wall_clock(ticks: int) -> float:
     return psutil.boot_time() + ticks / CLOCK_TICKS
 
 
-def started_as(ticks: int | None, created: float | None = None,
-               started_at: float | None = None) -> Callable[[int], bool]:
+def started_as(
+    ticks: int | None, created: float | None = None, started_at: float | None = None
+) -> Callable[[int], bool]:
     """The test a process's kernel start time must pass to be the process recorded: the same tick; for a record of
     an older harness (no ticks), its wall-clock create_time to 10 ms, or else a start by `started_at`."""
     if ticks is not None:
@@ -145,7 +149,9 @@ def shell_output(command: str, cwd: Path = REPO) -> str:
         return f"unknown ({exc})"
 
 
-def wait_until(predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.1, interruptible: bool = False) -> bool:
+def wait_until(
+    predicate: Callable[[], object], timeout_s: float, interval_s: float = 0.1, interruptible: bool = False
+) -> bool:
     """Whether `predicate` became true within `timeout_s`. `interruptible`: a Ctrl-C whose exception was lost still
     ends the wait (harness.basics.interrupt); clean-up waits are not."""
     deadline = time.monotonic() + timeout_s

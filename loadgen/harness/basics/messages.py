@@ -1,4 +1,5 @@
 """Messages of the harness (rich renders them; plain text in CI logs). The final table is report/terminal.py."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Where things are: the repository's root, the results folder, the harness's own state folder."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """CPU, memory and CPU waits of a set of processes while a load runs (psutil, /proc), sampled in a background
 thread."""
+
 from __future__ import annotations
 
 import os
@@ -141,15 +142,27 @@ class ProcessSampler:
         return sum(self._delay_last[pid] - self._delay_base[pid] for pid in self._delay_last)
 
     def result(self, cpu_s: float | None = None) -> dict[str, Any]:
-        out = usage(self.cores, self.cpu_s() if cpu_s is None else cpu_s, self.wall_s, self.peak_rss, self.timeline,
-                    self.run_delay())
+        out = usage(
+            self.cores,
+            self.cpu_s() if cpu_s is None else cpu_s,
+            self.wall_s,
+            self.peak_rss,
+            self.timeline,
+            self.run_delay(),
+        )
         if self.steal is not None:
             out["steal_s"] = round(self.steal, 3)
         return out
 
 
-def usage(cores: int, cpu_s: float, wall_s: float, peak_bytes: int, timeline: list[tuple[float, int]],
-          run_delay: float | None = None) -> dict[str, Any]:
+def usage(
+    cores: int,
+    cpu_s: float,
+    wall_s: float,
+    peak_bytes: int,
+    timeline: list[tuple[float, int]],
+    run_delay: float | None = None,
+) -> dict[str, Any]:
     """What every sampler reports (ProcessSampler here, EngineStatsSampler from a Docker engine's counters): CPU
     seconds, their share of `cores` over `wall_s`, peak memory and memory once a second, in MB, and where it is known
     the seconds the threads waited for a CPU while runnable."""

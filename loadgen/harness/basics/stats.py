@@ -33,6 +33,7 @@ Otherwise the two are a tie ("="), whatever the size of the change of the median
 benchstat does: with the default REPEAT=3 per side the smallest two-sided p-value it can give is 2/C(6,3) = 0.1, so
 at α = 0.05 no change would ever be significant.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,7 @@ def coverage(k: int, n: int) -> float:
     if n < 1 or not 1 <= k <= (n + 1) // 2:
         raise ValueError(f"no interval x_({k})..x_({n + 1 - k}) among {n} attempts")
     below = sum(math.comb(n, i) for i in range(k))  # 2^n · BinomCDF(k−1; n, ½)
-    return float((2 ** n - 2 * below) / 2 ** n)
+    return float((2**n - 2 * below) / 2**n)
 
 
 def interval_k(n: int, level: float = CI_LEVEL) -> int:
@@ -83,8 +84,13 @@ def interval_from_range(s: dict[str, Any]) -> dict[str, Any] | None:
     n = s.get("n")
     if not n or s.get("min") is None or s.get("max") is None:
         return None
-    return {"low": s["min"], "high": s["max"], "level": coverage(1, n),
-            "method": CI_SINGLE if n == 1 else CI_METHOD if coverage(1, n) >= CI_LEVEL else CI_MIN_MAX, "k": 1}
+    return {
+        "low": s["min"],
+        "high": s["max"],
+        "level": coverage(1, n),
+        "method": CI_SINGLE if n == 1 else CI_METHOD if coverage(1, n) >= CI_LEVEL else CI_MIN_MAX,
+        "k": 1,
+    }
 
 
 def cv(xs: list[float]) -> float | None:

@@ -15,12 +15,15 @@ sorted into flat, warming (still climbing) or drifting (falling) from its trend,
 - a warm-up asks more: it is `settled` only when |change| ≤ the tolerance over its latest runs, whatever their
   directions (a noisy climb is still a climb).
 """
+
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 
 FLAT, WARMING, DRIFTING = "flat", "warming", "drifting"
+
+
 # Kendall's S over its maximum n(n−1)/2 that a trend needs: up to 4 points strictly monotone (noise alone does that
 # with probability 1/n! per direction: 1/24 with 4), from 5 points 0.6 (one pair in ten against the direction)
 def min_agreement(n: int) -> float:

@@ -6,6 +6,7 @@ An empty value is an unset one (its default): `make bench TWIN=` is how the Make
 (spaces only) is refused: it is a value nobody meant. Names are checked against the servers' manifests (SERVERS,
 PORTS, TWIN, BENCH_MEM_LIMIT_<SERVER>); CPU lists against each other here, against this machine in the CPU plan
 (harness.basics.cpus.plan)."""
+
 from __future__ import annotations
 
 import math
@@ -34,12 +35,26 @@ MEMORY_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 MEMORY_MIN = 6 << 20  # Docker refuses a container less than 6 MiB
 WHOLE = re.compile(r"[0-9]{1,9}")
 # the variables read here, each with a value that works: the "what to do" of a message
-EXAMPLES = {"RUNTIME": "auto, docker or local", "SERVERS": '"node rust"', "PROFILE": "quick or seed",
-            "PORTS": '"node=9090 rust=9091"', "REPEAT": "3", "ORDER": ", ".join(ORDERS), "ROUNDS": "3",
-            "CPUS_SERVER": "0-3", "CPUS_LOADGEN": "4-7", "CPUS_UPSTREAM": "8", "SLO_P99_MS": "10",
-            "HOSTS": '"server=ssh://bench@10.1.0.2 loadgen=ssh://bench@10.1.0.3"', "HOSTS_INSECURE_TCP": "1",
-            "TWIN": "node (TWIN= turns the A/A control off)", "LOADGEN_PROCESSES": "2", "ASSUME_CPUS": "8",
-            "ASSUME_SMT": "2", "FORMAT": "text or json"}
+EXAMPLES = {
+    "RUNTIME": "auto, docker or local",
+    "SERVERS": '"node rust"',
+    "PROFILE": "quick or seed",
+    "PORTS": '"node=9090 rust=9091"',
+    "REPEAT": "3",
+    "ORDER": ", ".join(ORDERS),
+    "ROUNDS": "3",
+    "CPUS_SERVER": "0-3",
+    "CPUS_LOADGEN": "4-7",
+    "CPUS_UPSTREAM": "8",
+    "SLO_P99_MS": "10",
+    "HOSTS": '"server=ssh://bench@10.1.0.2 loadgen=ssh://bench@10.1.0.3"',
+    "HOSTS_INSECURE_TCP": "1",
+    "TWIN": "node (TWIN= turns the A/A control off)",
+    "LOADGEN_PROCESSES": "2",
+    "ASSUME_CPUS": "8",
+    "ASSUME_SMT": "2",
+    "FORMAT": "text or json",
+}
 
 
 class ConfigurationError(Exception):
@@ -88,7 +103,8 @@ def read(environ, servers: dict[str, Server], given: dict[str, str | None] | Non
         loadgen_processes=whole("LOADGEN_PROCESSES", value["LOADGEN_PROCESSES"], 1, MAX_PROCESSES),
         assume_cpus=whole("ASSUME_CPUS", value["ASSUME_CPUS"], 2, MAX_CPUS),
         assume_smt=whole("ASSUME_SMT", value["ASSUME_SMT"], 1, MAX_SMT),
-        format=one_of("FORMAT", value["FORMAT"], FORMATS, "text"))
+        format=one_of("FORMAT", value["FORMAT"], FORMATS, "text"),
+    )
 
 
 def text(name: str, raw: str | None) -> str | None:
@@ -96,7 +112,9 @@ def text(name: str, raw: str | None) -> str | None:
     if raw is None or raw == "":
         return None
     if not raw.strip():
-        raise ConfigurationError(f"{name}={raw!r} is blank: give a value (e.g. {name}={EXAMPLES[name]}) or leave it unset")
+        raise ConfigurationError(
+            f"{name}={raw!r} is blank: give a value (e.g. {name}={EXAMPLES[name]}) or leave it unset"
+        )
     return raw.strip()
 
 
@@ -146,8 +164,9 @@ def server_names(value: str | None, servers: dict[str, Server]) -> tuple[str, ..
     chosen = tuple(n for n in (value or "").replace(",", " ").split() if n)
     unknown = [n for n in chosen if n not in servers]
     if unknown:
-        raise ConfigurationError(f"SERVERS={value!r}: unknown server(s) {', '.join(unknown)}; known: "
-                                 f"{', '.join(servers)}")
+        raise ConfigurationError(
+            f"SERVERS={value!r}: unknown server(s) {', '.join(unknown)}; known: {', '.join(servers)}"
+        )
     return chosen
 
 
@@ -158,17 +177,20 @@ def ports(value: str | None, servers: dict[str, Server]) -> dict[str, int]:
     for item in (value or "").replace(",", " ").split():
         name, _, port = item.partition("=")
         if not WHOLE.fullmatch(port) or not 0 < int(port) < 65536:
-            raise ConfigurationError(f"PORTS={value!r}: bad port override {item!r}: use PORTS=\"node=9090 rust=9091\" "
-                                "(ports from 1 to 65535)")
+            raise ConfigurationError(
+                f'PORTS={value!r}: bad port override {item!r}: use PORTS="node=9090 rust=9091" (ports from 1 to 65535)'
+            )
         if name not in servers:
             raise ConfigurationError(f"PORTS={value!r}: {item!r} names no server; known: {', '.join(servers)}")
         if name in out:
             raise ConfigurationError(f"PORTS={value!r}: {name} is given two ports: give each server one")
         h2c = servers[name].h2c_port
         if h2c and not 0 < h2c + int(port) - servers[name].port < 65536:
-            raise ConfigurationError(f"PORTS={value!r}: {name}'s h2c port is {h2c - servers[name].port:+d} from its port, "
-                                f"{h2c + int(port) - servers[name].port} here, past 65535: give {name} a port up to "
-                                f"{65535 - h2c + servers[name].port}")
+            raise ConfigurationError(
+                f"PORTS={value!r}: {name}'s h2c port is {h2c - servers[name].port:+d} from its port, "
+                f"{h2c + int(port) - servers[name].port} here, past 65535: give {name} a port up to "
+                f"{65535 - h2c + servers[name].port}"
+            )
         out[name] = int(port)
     return out
 
@@ -186,21 +208,26 @@ def cpu_lists(given: dict[str, str | None]) -> dict[str, str]:
         except CpuPlanError:
             cpus[role] = ()
         if not cpus[role] or min(cpus[role]) < 0:
-            raise ConfigurationError(f"{name}={value!r}: not a CPU list; write one like {name}={EXAMPLES[name]} "
-                                "(0-3,6 for CPUs 0, 1, 2, 3 and 6)")
+            raise ConfigurationError(
+                f"{name}={value!r}: not a CPU list; write one like {name}={EXAMPLES[name]} "
+                "(0-3,6 for CPUs 0, 1, 2, 3 and 6)"
+            )
     for other in ("loadgen", "upstream"):
         shared = set(cpus.get("server", ())) & set(cpus.get(other, ()))
         if shared:
-            raise ConfigurationError(f"CPUS_SERVER={given['server']!r} and CPUS_{other.upper()}={given[other]!r} share CPU "
-                                f"{format_cpus(sorted(shared))}: the server's CPUs must be its own; give them "
-                                "CPUs apart")
+            raise ConfigurationError(
+                f"CPUS_SERVER={given['server']!r} and CPUS_{other.upper()}={given[other]!r} share CPU "
+                f"{format_cpus(sorted(shared))}: the server's CPUs must be its own; give them "
+                "CPUs apart"
+            )
     return {role: given[role] or "" for role in cpus}  # each role in `cpus` was given a value
 
 
 def hosts(value: str | None, insecure: str | None, environ) -> dict[str, Host] | None:
     if insecure not in (None, "0", "1"):
-        raise ConfigurationError(f"HOSTS_INSECURE_TCP={insecure!r}: say 1 to accept a Docker engine on plain TCP (no "
-                            "TLS), or leave it unset")
+        raise ConfigurationError(
+            f"HOSTS_INSECURE_TCP={insecure!r}: say 1 to accept a Docker engine on plain TCP (no TLS), or leave it unset"
+        )
     if not value:
         return None
     try:
@@ -214,8 +241,9 @@ def twin(raw: str | None, value: str | None, servers: dict[str, Server]) -> str:
     if raw is None:
         return DEFAULT_TWIN if DEFAULT_TWIN in servers else ""
     if value is not None and value not in servers:
-        raise ConfigurationError(f"TWIN={value!r}: no such server (known: {', '.join(servers)}); TWIN= turns the A/A "
-                            "control off")
+        raise ConfigurationError(
+            f"TWIN={value!r}: no such server (known: {', '.join(servers)}); TWIN= turns the A/A control off"
+        )
     return value or ""
 
 
@@ -231,7 +259,9 @@ def memory_limits(environ, servers: dict[str, Server]) -> dict[str, str]:
             raise ConfigurationError(f"{name}={value!r} names no server: use one of {', '.join(sorted(by_variable))}")
         found = MEMORY.fullmatch(value)
         if not found or int(found[1]) * MEMORY_UNITS[found[2].lower()] < MEMORY_MIN:
-            raise ConfigurationError(f"{name}={value!r}: give a memory limit of at least 6m, e.g. {name}=512m (b, k, m, g)")
+            raise ConfigurationError(
+                f"{name}={value!r}: give a memory limit of at least 6m, e.g. {name}=512m (b, k, m, g)"
+            )
         limits[by_variable[name]] = value
     return limits
 

@@ -9,6 +9,7 @@ maps each role to a Docker endpoint. Each entry is `role=endpoint[,address=IP][,
 
 server and loadgen are required; upstream defaults to the server's host when left out. Parsing only: nothing here
 connects anywhere."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -55,11 +56,18 @@ def parse(raw: str, environ=os.environ) -> dict[str, Host]:
         entries[role] = host(role, rest, environ)
     missing = [r for r in REQUIRED if r not in entries]
     if missing:
-        raise HostsError(f"HOSTS has no {' and no '.join(missing)} endpoint: "
-                         'e.g. HOSTS="server=ssh://bench@10.1.0.2 loadgen=ssh://bench@10.1.0.3"')
+        raise HostsError(
+            f"HOSTS has no {' and no '.join(missing)} endpoint: "
+            'e.g. HOSTS="server=ssh://bench@10.1.0.2 loadgen=ssh://bench@10.1.0.3"'
+        )
     if "upstream" not in entries:
-        entries["upstream"] = Host("upstream", entries["server"].endpoint, entries["server"].kind,
-                                   entries["server"].address, entries["server"].cpus)
+        entries["upstream"] = Host(
+            "upstream",
+            entries["server"].endpoint,
+            entries["server"].kind,
+            entries["server"].address,
+            entries["server"].cpus,
+        )
     return entries
 
 
@@ -94,17 +102,21 @@ def endpoint_kind(role: str, endpoint: str, environ=os.environ) -> tuple[str, st
             raise HostsError(f"HOSTS {role}={endpoint}: give the socket's path, e.g. unix:///var/run/docker.sock")
         return "unix", None
     if url.scheme not in ("ssh", "tcp") or not url.hostname:
-        raise HostsError(f"HOSTS {role}={endpoint}: use ssh://user@host (preferred), tcp://host:port with TLS, "
-                         "unix:///path or a Docker context name")
+        raise HostsError(
+            f"HOSTS {role}={endpoint}: use ssh://user@host (preferred), tcp://host:port with TLS, "
+            "unix:///path or a Docker context name"
+        )
     if url.scheme == "tcp":
         if not url.port:
             raise HostsError(f"HOSTS {role}={endpoint}: a tcp:// endpoint needs its port (2376 with TLS)")
         tls = environ.get("DOCKER_TLS_VERIFY") and environ.get("DOCKER_CERT_PATH")
         if not tls:
             if environ.get(INSECURE_ENV) != "1":
-                raise HostsError(f"HOSTS {role}={endpoint}: a Docker engine on plain TCP lets anyone on the network "
-                                 "run containers as root there; use ssh://, or TLS (DOCKER_TLS_VERIFY=1 "
-                                 f"DOCKER_CERT_PATH=...), or say {INSECURE_ENV}=1 to accept it")
+                raise HostsError(
+                    f"HOSTS {role}={endpoint}: a Docker engine on plain TCP lets anyone on the network "
+                    "run containers as root there; use ssh://, or TLS (DOCKER_TLS_VERIFY=1 "
+                    f"DOCKER_CERT_PATH=...), or say {INSECURE_ENV}=1 to accept it"
+                )
             warn(f"{role}: plain TCP to {endpoint} without TLS ({INSECURE_ENV}=1)")
     try:
         ipaddress.ip_address(url.hostname)
@@ -122,8 +134,10 @@ def check_docker_host(environ=os.environ) -> None:
         return
     endpoint = "tcp" + endpoint[3:]
     if environ.get(INSECURE_ENV) != "1":
-        raise HostsError(f"DOCKER_HOST={endpoint} is plain TCP: anyone on the network could run containers as root "
-                         f"there; use unix://, ssh:// or TLS (DOCKER_TLS_VERIFY=1), or {INSECURE_ENV}=1 to accept it")
+        raise HostsError(
+            f"DOCKER_HOST={endpoint} is plain TCP: anyone on the network could run containers as root "
+            f"there; use unix://, ssh:// or TLS (DOCKER_TLS_VERIFY=1), or {INSECURE_ENV}=1 to accept it"
+        )
     warn(f"DOCKER_HOST={endpoint}: plain TCP without TLS ({INSECURE_ENV}=1)")
 
 
@@ -147,6 +161,7 @@ def from_env(environ=os.environ) -> dict[str, Host] | None:
 @dataclass(frozen=True)
 class Engine:
     """What a host's Docker engine says of itself."""
+
     version: str
     cpus: int
     kernel: str
@@ -169,19 +184,30 @@ def probe(roles: dict[str, Host], run=None) -> dict[str, Engine]:
     for h in roles.values():
         if h.endpoint in engines:
             continue
-        command = ["docker", *docker_args(h), "info", "--format", "{{.ServerVersion}}|{{.NCPU}}|{{.KernelVersion}}|{{.Name}}"]
+        command = [
+            "docker",
+            *docker_args(h),
+            "info",
+            "--format",
+            "{{.ServerVersion}}|{{.NCPU}}|{{.KernelVersion}}|{{.Name}}",
+        ]
         try:
             done = run(command, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
         except FileNotFoundError:
             raise HostsError("HOSTS needs the Docker CLI here (`docker`): apt-get install docker.io") from None
         except subprocess.TimeoutExpired:
-            raise HostsError(f"{h.role}: {h.endpoint} did not answer `docker info` within {PROBE_TIMEOUT_S} s; "
-                             "check that the host is up and its engine running") from None
+            raise HostsError(
+                f"{h.role}: {h.endpoint} did not answer `docker info` within {PROBE_TIMEOUT_S} s; "
+                "check that the host is up and its engine running"
+            ) from None
         fields = done.stdout.strip().split("|")
         if done.returncode != 0 or len(fields) != 4 or not fields[1].isdigit():
             why = (done.stderr.strip().splitlines() or ["no answer"])[-1]
-            hint = (f"check key access: ssh {h.endpoint.removeprefix('ssh://')} docker info" if h.kind == "ssh"
-                    else "check that the engine runs and that you may use it")
+            hint = (
+                f"check key access: ssh {h.endpoint.removeprefix('ssh://')} docker info"
+                if h.kind == "ssh"
+                else "check that the engine runs and that you may use it"
+            )
             raise HostsError(f"{h.role}: the Docker engine at {h.endpoint} does not answer ({why}); {hint}")
         engines[h.endpoint] = Engine(fields[0], int(fields[1]), fields[2], fields[3])
     return engines
@@ -195,14 +221,18 @@ def cpu_plan(roles: dict[str, Host], engines: dict[str, Engine]) -> CpuPlan:
     machine is what HOSTS unset is for."""
     server, loadgen, upstream = roles["server"], roles["loadgen"], roles["upstream"]
     if server.endpoint == loadgen.endpoint:
-        raise HostsError(f"HOSTS puts the server and the load generator on the same engine ({server.endpoint}): to "
-                         "measure on one machine leave HOSTS unset")
+        raise HostsError(
+            f"HOSTS puts the server and the load generator on the same engine ({server.endpoint}): to "
+            "measure on one machine leave HOSTS unset"
+        )
     count = {endpoint: e.cpus for endpoint, e in engines.items()}
     for h in roles.values():
         outside = [c for c in h.cpus or () if c >= count[h.endpoint]]
         if outside:
-            raise HostsError(f"HOSTS {h.role}: cpus= names CPU {','.join(map(str, outside))}, but {h.endpoint} has "
-                             f"{count[h.endpoint]} CPUs (0-{count[h.endpoint] - 1})")
+            raise HostsError(
+                f"HOSTS {h.role}: cpus= names CPU {','.join(map(str, outside))}, but {h.endpoint} has "
+                f"{count[h.endpoint]} CPUs (0-{count[h.endpoint] - 1})"
+            )
     upstream_with_server = upstream.endpoint == server.endpoint
     n = count[server.endpoint]
     if server.cpus:
@@ -222,7 +252,13 @@ def cpu_plan(roles: dict[str, Host], engines: dict[str, Engine]) -> CpuPlan:
     else:
         upstream_cpus = tuple(range(count[upstream.endpoint]))
     if upstream_with_server and set(upstream_cpus) & set(server_cpus):
-        warn(f"the upstream shares the server's CPU {','.join(map(str, server_cpus))} on {server.endpoint}: "
-             "it has no other")
-    return CpuPlan(server=tuple(server_cpus), loadgen=tuple(loadgen_cpus), upstream=tuple(upstream_cpus),
-                   hosts={role: h.address for role, h in roles.items()})
+        warn(
+            f"the upstream shares the server's CPU {','.join(map(str, server_cpus))} on {server.endpoint}: "
+            "it has no other"
+        )
+    return CpuPlan(
+        server=tuple(server_cpus),
+        loadgen=tuple(loadgen_cpus),
+        upstream=tuple(upstream_cpus),
+        hosts={role: h.address for role, h in roles.items()},
+    )

@@ -1,6 +1,7 @@
 """Server discovery: every `<folder>/manifest.toml` at the repository's top level (or in the folder BENCH_SERVERS_DIR
 names) describes one or more servers. Every field is checked for its type, and names and default ports for being
 unique, so that a bad manifest is one clear error before anything starts, never a traceback halfway."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,11 +23,11 @@ UPSTREAM_COUNT_PATH = "/requests-served"
 # for a server's name.
 ROLES = {
     "upstream": "serves the weather document (its `upstream_document`) that every /weather/{city} route fetches; "
-                "it runs on the upstream CPUs and never sleeps while others are measured",
+    "it runs on the upstream CPUs and never sleeps while others are measured",
     "ceiling": "answers from static files with no framework: the ceiling the others are read against, never ranked "
-               "among them",
+    "among them",
     "calibrated": "answers known by construction (calibrated/): measured by `make calibrate` only, never chosen by "
-                  "default, never ranked",
+    "default, never ranked",
 }
 
 
@@ -146,8 +147,10 @@ def _strings(value) -> bool:
 
 # Every key a [[server]] table may have: what its value must be (said in the error), and the check.
 FIELDS = {
-    "name": ("a non-empty name of lowercase letters, digits and '-'",
-             lambda v: isinstance(v, str) and re.fullmatch(r"[a-z0-9-]+", v) is not None),
+    "name": (
+        "a non-empty name of lowercase letters, digits and '-'",
+        lambda v: isinstance(v, str) and re.fullmatch(r"[a-z0-9-]+", v) is not None,
+    ),
     "port": ("an integer from 1 to 65535", lambda v: _is_int(v) and 1 <= v <= 65535),
     "routes": ("a list of route names (strings)", _strings),
     "run": ("a non-empty list of strings (the command and its arguments)", lambda v: _strings(v) and len(v) > 0),
@@ -155,10 +158,14 @@ FIELDS = {
     "version": ("a string (a shell command)", lambda v: isinstance(v, str)),
     "stack": ("a string", lambda v: isinstance(v, str)),
     "artifacts": ("a list of strings (paths in the server's folder)", _strings),
-    "startup_timeout_s": ("a positive number of seconds",
-                          lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0),
-    "env": ("a table of strings (NAME = \"value\")",
-            lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values())),
+    "startup_timeout_s": (
+        "a positive number of seconds",
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    ),
+    "env": (
+        'a table of strings (NAME = "value")',
+        lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    ),
     "roles": (f"a list of {sorted(ROLES)}", lambda v: _strings(v) and set(v) <= set(ROLES)),
     "upstream_document": ("a string (a file in the server's folder)", lambda v: isinstance(v, str)),
     "warmup_connections": ("a non-negative integer (connections)", lambda v: _is_int(v) and v >= 0),
@@ -171,8 +178,10 @@ def _check_fields(table: dict, where: str) -> None:
     """Every key known and of its type, before any value is used: a wrong one is named with what it must be."""
     unknown = sorted(set(table) - set(FIELDS))
     if unknown:
-        raise ManifestError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a [[server]] has "
-                            f"{', '.join(FIELDS)} (README.md, \"Adding a server\")")
+        raise ManifestError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a [[server]] has "
+            f'{", ".join(FIELDS)} (README.md, "Adding a server")'
+        )
     for key in REQUIRED:
         if key not in table:
             raise ManifestError(f"{where}: missing required key {key!r}")
@@ -229,8 +238,13 @@ def twin(server: Server, taken_ports: set[int]) -> Server:
     shift = 100
     while ({server.port + shift} | ({server.h2c_port + shift} if server.h2c_port else set())) & taken_ports:
         shift += 1
-    return replace(server, name=server.name + TWIN_SUFFIX, port=server.port + shift, twin_of=server.name,
-                   h2c_port=server.h2c_port + shift if server.h2c_port else None)
+    return replace(
+        server,
+        name=server.name + TWIN_SUFFIX,
+        port=server.port + shift,
+        twin_of=server.name,
+        h2c_port=server.h2c_port + shift if server.h2c_port else None,
+    )
 
 
 def servers_dir() -> Path:
@@ -248,16 +262,20 @@ def discover(repo: Path | None = None) -> dict[str, Server]:
             raise ManifestError(f"{path}: {exc}") from exc
         tables = data.get("server", [])
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-            raise ManifestError(f"{path}: each server is a [[server]] table (README.md, \"Adding a server\")")
+            raise ManifestError(f'{path}: each server is a [[server]] table (README.md, "Adding a server")')
         for table in tables:
             server = _server(table, path.parent, path)
             if server.name in servers:
-                raise ManifestError(f"{path}: server name {server.name!r} is also used in {servers[server.name].folder}")
+                raise ManifestError(
+                    f"{path}: server name {server.name!r} is also used in {servers[server.name].folder}"
+                )
             servers[server.name] = server
     upstreams = with_role(servers, "upstream")
     if len(upstreams) > 1:
-        raise ManifestError(f"several servers have the role 'upstream' ({', '.join(s.name for s in upstreams)}); "
-                            "one serves the weather document to all")
+        raise ManifestError(
+            f"several servers have the role 'upstream' ({', '.join(s.name for s in upstreams)}); "
+            "one serves the weather document to all"
+        )
     _check_ports_unique(list(servers.values()))
     return servers
 
@@ -267,9 +285,11 @@ def _check_ports_unique(servers: list[Server]) -> None:
     for index, server in enumerate(servers):
         first = next((s for s in servers[:index] if s.port == server.port), None)
         if first:
-            raise ManifestError(f"{server.folder / 'manifest.toml'} ([[server]] {server.name!r}): 'port' {server.port} "
-                                f"is also the port of {first.name!r} ({first.folder / 'manifest.toml'}); give each "
-                                "server a port of its own")
+            raise ManifestError(
+                f"{server.folder / 'manifest.toml'} ([[server]] {server.name!r}): 'port' {server.port} "
+                f"is also the port of {first.name!r} ({first.folder / 'manifest.toml'}); give each "
+                "server a port of its own"
+            )
 
 
 def with_role(servers: dict[str, Server], role: str) -> list[Server]:

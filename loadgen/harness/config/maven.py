@@ -2,6 +2,7 @@
 `<scala.version>${scala-2.11.version}</scala.version>`, and a command that reads the module's pom prints the reference,
 not the version. Resolved here from the module's pom, then its parents' (the reactor's pom.xml at the top), on the
 host, so both runtimes give the same answer (under Docker the command runs in the image, without the parent pom)."""
+
 from __future__ import annotations
 
 import re

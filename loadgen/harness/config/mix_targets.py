@@ -2,6 +2,7 @@
 (docs/mixes.md). Weights are percentages of the requests: positive, in steps of 0.1, summing to 100. The load tool
 draws each request's target from a list in which each path is repeated in proportion to its weight (oha picks a line
 uniformly per request: harness/tools/oha_mix.py)."""
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,9 @@ def parse_mix(raw_targets: list[dict], where: str) -> tuple[MixTarget, ...]:
         at = f"{where} targets[{index}]"
         route, path, weight = raw.get("route"), raw.get("path"), raw.get("weight")
         if route not in CONTRACT_ROUTES:
-            raise MixError(f"{at} route = {route!r} is not a route of CONTRACT.md ({', '.join(sorted(CONTRACT_ROUTES))})")
+            raise MixError(
+                f"{at} route = {route!r} is not a route of CONTRACT.md ({', '.join(sorted(CONTRACT_ROUTES))})"
+            )
         if not isinstance(path, str) or not path.startswith("/"):
             raise MixError(f"{at} path = {path!r} must be a text starting with /")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0 or math.isinf(weight):
@@ -49,7 +52,7 @@ def parse_mix(raw_targets: list[dict], where: str) -> tuple[MixTarget, ...]:
         raise MixError(f"{where} targets: a path is listed twice ({', '.join(paths)}); give each path once")
     total = sum(t.weight for t in targets)
     if abs(total - WHOLE) > 1e-6:
-        raise MixError(f"{where} targets: the weights sum to {total:g}, not {WHOLE:g} (each is a percent of the "
-                       "mix's requests)")
+        raise MixError(
+            f"{where} targets: the weights sum to {total:g}, not {WHOLE:g} (each is a percent of the mix's requests)"
+        )
     return tuple(targets)
-

@@ -1,4 +1,5 @@
 """Scenarios are data (loadgen/scenarios.toml); this module reads and checks them."""
+
 from __future__ import annotations
 
 import tomllib
@@ -14,9 +15,20 @@ from harness.tools import TOOLS, LoadSpec
 SCENARIO_FILE = Path(__file__).resolve().parents[2] / "scenarios.toml"
 PROFILES = ("quick", "seed")
 LOAD_FIELDS = {
-    "concurrency": int, "requests": int, "duration_s": float, "threads": int, "keepalive": bool,
-    "timeout_s": float, "continue_on_error": bool, "rate": float, "calls_per_connection": int, "users": int,
-    "injection": str, "streams": int, "protocol": str, "processes": int,
+    "concurrency": int,
+    "requests": int,
+    "duration_s": float,
+    "threads": int,
+    "keepalive": bool,
+    "timeout_s": float,
+    "continue_on_error": bool,
+    "rate": float,
+    "calls_per_connection": int,
+    "users": int,
+    "injection": str,
+    "streams": int,
+    "protocol": str,
+    "processes": int,
 }
 PROTOCOLS = ("h1", "h2c")  # a load's `protocol` (h2load): HTTP/1.1, or cleartext HTTP/2 with prior knowledge
 # A run field that is not part of the load: `rate_share`, the run's rate as a share of the rate its warm-up reached
@@ -115,14 +127,17 @@ def _run(raw: dict, where: str, index: int) -> LoadRun:
     label = str(raw.get("label", f"c{raw.get('concurrency', '?')}"))
     load, share = {}, raw.get("rate_share")
     if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or share <= 0):
-        raise ScenarioError(f"{where} run {index + 1}: rate_share = {share!r} must be a positive number (0.5: half the "
-                            "warm-up's rate)")
+        raise ScenarioError(
+            f"{where} run {index + 1}: rate_share = {share!r} must be a positive number (0.5: half the warm-up's rate)"
+        )
     for key, value in raw.items():
         if key in ("label", "rate_share"):
             continue
         if key not in LOAD_FIELDS:
-            raise ScenarioError(f"{where} run {index + 1}: unknown field {key!r}; known: "
-                                f"{', '.join([*LOAD_FIELDS, 'rate_share', 'label'])}")
+            raise ScenarioError(
+                f"{where} run {index + 1}: unknown field {key!r}; known: "
+                f"{', '.join([*LOAD_FIELDS, 'rate_share', 'label'])}"
+            )
         kind = LOAD_FIELDS[key]
         if key == "protocol" and value not in PROTOCOLS:
             raise ScenarioError(f"{where} run {index + 1}: protocol = {value!r} must be one of {', '.join(PROTOCOLS)}")
@@ -131,7 +146,12 @@ def _run(raw: dict, where: str, index: int) -> LoadRun:
                 raise ScenarioError(f"{where} run {index + 1}: {key} = {value!r} must be a text")
             load[key] = value
             continue
-        if kind is bool and not isinstance(value, bool) or kind is not bool and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        if (
+            kind is bool
+            and not isinstance(value, bool)
+            or kind is not bool
+            and (isinstance(value, bool) or not isinstance(value, (int, float)))
+        ):
             raise ScenarioError(f"{where} run {index + 1}: {key} = {value!r} must be a {kind.__name__}")
         if kind is not bool and value <= 0:
             raise ScenarioError(f"{where} run {index + 1}: {key} = {value!r} must be positive")
@@ -156,8 +176,9 @@ def _warmup_load(raw, where: str) -> WarmupLoad | None:
     min_runs = raw.get("min_runs", 2)
     if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 2:
         raise ScenarioError(f"{where} warmup: min_runs = {min_runs!r} must be an integer of at least 2")
-    return WarmupLoad(tool=raw["tool"], run=_run({"label": "warm-up", **fields}, f"{where} warmup", 0),
-                      min_runs=min_runs)
+    return WarmupLoad(
+        tool=raw["tool"], run=_run({"label": "warm-up", **fields}, f"{where} warmup", 0), min_runs=min_runs
+    )
 
 
 def settings(profile: str, repeat: int | None = None, path: Path | None = None) -> Settings:
@@ -174,10 +195,14 @@ def settings(profile: str, repeat: int | None = None, path: Path | None = None) 
     if not isinstance(count, int) or count < 1:
         raise ScenarioError(f"REPEAT={count!r}: must be a positive integer")
     steadiness = table.get("steadiness")
-    if steadiness is not None and (set(steadiness) != {"seconds", "window_s"} or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in steadiness.values())):
-        raise ScenarioError(f"{path.name} [settings.{profile}] steadiness = {steadiness!r}: give positive seconds and "
-                            "window_s, e.g. {{ seconds = 20, window_s = 2 }}")
+    if steadiness is not None and (
+        set(steadiness) != {"seconds", "window_s"}
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in steadiness.values())
+    ):
+        raise ScenarioError(
+            f"{path.name} [settings.{profile}] steadiness = {steadiness!r}: give positive seconds and "
+            "window_s, e.g. {{ seconds = 20, window_s = 2 }}"
+        )
     try:
         times = {key: table.get(key) for key in ("remeasure_s", "budget_s")}
         for key, value in times.items():
@@ -185,11 +210,17 @@ def settings(profile: str, repeat: int | None = None, path: Path | None = None) 
                 raise ScenarioError(f"{path.name} [settings.{profile}] {key} = {value!r}: give seconds (0 or more)")
         for key, value in table["warmup"].items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ScenarioError(f"{path.name} [settings.{profile}] warmup {key} = {value!r}: must be a positive "
-                                    "number")
-        return Settings(repeat=count, warmup=WarmupRule(**table["warmup"]), forced=repeat is not None, steadiness=steadiness,
-                        remeasure_s=float(times["remeasure_s"] or 0.0),
-                        budget_s=None if times["budget_s"] is None else float(times["budget_s"]))
+                raise ScenarioError(
+                    f"{path.name} [settings.{profile}] warmup {key} = {value!r}: must be a positive number"
+                )
+        return Settings(
+            repeat=count,
+            warmup=WarmupRule(**table["warmup"]),
+            forced=repeat is not None,
+            steadiness=steadiness,
+            remeasure_s=float(times["remeasure_s"] or 0.0),
+            budget_s=None if times["budget_s"] is None else float(times["budget_s"]),
+        )
     except TypeError as exc:
         raise ScenarioError(f"{path.name} [settings.{profile}] warmup: {exc}") from None
 
@@ -212,10 +243,15 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
         if not isinstance(chosen, dict) or not isinstance(chosen.get("runs"), list) or not chosen["runs"]:
             raise ScenarioError(f"{where}: no runs defined (profile.{profile} = {{ runs = [{{ ... }}] }})")
         raw_targets = table.get("targets")
-        if (not isinstance(raw_targets, list) or not raw_targets
-                or not all(isinstance(t, dict) and {"route", "path"} <= set(t) for t in raw_targets)):
-            raise ScenarioError(f"{path.name} [{name}]: `targets` must list the routes it measures, e.g. "
-                                'targets = [{ route = "hello", path = "/hello" }]')
+        if (
+            not isinstance(raw_targets, list)
+            or not raw_targets
+            or not all(isinstance(t, dict) and {"route", "path"} <= set(t) for t in raw_targets)
+        ):
+            raise ScenarioError(
+                f"{path.name} [{name}]: `targets` must list the routes it measures, e.g. "
+                'targets = [{ route = "hello", path = "/hello" }]'
+            )
         targets = tuple((t["route"], t["path"]) for t in raw_targets)
         mix = _mix(raw_targets, f"{path.name} [{name}]")
         if "path" in chosen:  # a profile may change the path of the first target (e.g. a smaller fibonacci)
@@ -234,8 +270,18 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
         protocol = table.get("protocol")
         if protocol is not None and protocol not in PROTOCOLS:
             raise ScenarioError(f"{path.name} [{name}]: protocol = {protocol!r} must be one of {', '.join(PROTOCOLS)}")
-        scenarios[name] = Scenario(name, table.get("description", ""), table["tool"], targets, runs, attempts, in_bench,
-                                   _warmup_load(table.get("warmup"), where), protocol, mix)
+        scenarios[name] = Scenario(
+            name,
+            table.get("description", ""),
+            table["tool"],
+            targets,
+            runs,
+            attempts,
+            in_bench,
+            _warmup_load(table.get("warmup"), where),
+            protocol,
+            mix,
+        )
     return scenarios
 
 
@@ -256,7 +302,9 @@ def read(path: Path) -> dict:
     except FileNotFoundError:
         raise ScenarioError(f"{path} does not exist (git checkout {path.name} restores the project's)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path} is not valid TOML: {exc}; fix it (git diff {path.name} shows what changed)") from None
+        raise ScenarioError(
+            f"{path} is not valid TOML: {exc}; fix it (git diff {path.name} shows what changed)"
+        ) from None
 
 
 def select(scenarios: dict[str, Scenario], names: list[str] | None) -> list[Scenario]:

@@ -5,6 +5,7 @@ Two measures of the machine's speed: the steadiness probe's loops per second (ru
 for runs without it, a stand-in read from the runs themselves: the pure-CPU scenario's (`high-compute`) req/s ratio
 between the two runs, the median over the other servers (never the server's own, so that a server's own change is
 not divided away). The stand-in says what a perfect probe could remove; the probe's figure says what it does."""
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,9 @@ def _summed(pairs: list[tuple[str, float, float]]) -> list[Removed]:
     by_server: dict[str, list[tuple[float, float]]] = {}
     for server, raw, adjusted in pairs:
         by_server.setdefault(server, []).append((raw, adjusted))
-    return [Removed(s, sum(abs(r) for r, _ in v), sum(abs(a) for _, a in v), len(v)) for s, v in sorted(by_server.items())]
+    return [
+        Removed(s, sum(abs(r) for r, _ in v), sum(abs(a) for _, a in v), len(v)) for s, v in sorted(by_server.items())
+    ]
 
 
 def by_probe(series: list[Series]) -> list[Removed]:
@@ -101,6 +104,9 @@ def day_steps(series: list[Series]) -> list[RunToRun]:
     for (step, server), logs in sorted(ratios.items()):
         others = [steps[step] for name, steps in pure.items() if name != server and step in steps]
         if others:
-            out.append(RunToRun(step[0], step[1], server, math.exp(statistics.median(logs)),
-                            math.exp(statistics.median(others))))
+            out.append(
+                RunToRun(
+                    step[0], step[1], server, math.exp(statistics.median(logs)), math.exp(statistics.median(others))
+                )
+            )
     return out

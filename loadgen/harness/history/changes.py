@@ -2,6 +2,7 @@
 figure: a change is a ratio whatever the level), their size and confidence, and their cause: a change that most
 servers show at the same run (or that the machine's own probe shows) is the machine's; one a server shows alone is
 that server's, with the commits between the two runs that touched its folder beside it."""
+
 from __future__ import annotations
 
 import math
@@ -38,12 +39,23 @@ class SeriesChange:
     conditions_changed: list[str] = field(default_factory=list)  # what else differs between the two runs
 
     def to_dict(self) -> dict[str, object]:
-        return {"server": self.server, "scenario": self.scenario, "run": self.run, "metric": self.metric,
-                "at": self.at, "before": round(self.before, 4), "after": round(self.after, 4),
-                "change_percent": round(self.change_percent, 2), "confidence": round(self.confidence, 4),
-                "cause": self.cause, "previous": self.previous, "conditions": self.conditions,
-                "commit_range": "..".join(self.commit_range),
-                "commits": self.commits, "conditions_changed": self.conditions_changed}
+        return {
+            "server": self.server,
+            "scenario": self.scenario,
+            "run": self.run,
+            "metric": self.metric,
+            "at": self.at,
+            "before": round(self.before, 4),
+            "after": round(self.after, 4),
+            "change_percent": round(self.change_percent, 2),
+            "confidence": round(self.confidence, 4),
+            "cause": self.cause,
+            "previous": self.previous,
+            "conditions": self.conditions,
+            "commit_range": "..".join(self.commit_range),
+            "commits": self.commits,
+            "conditions_changed": self.conditions_changed,
+        }
 
 
 def series_changes(series: Series) -> list[SeriesChange]:
@@ -54,14 +66,26 @@ def series_changes(series: Series) -> list[SeriesChange]:
     cuts = [0, *(c.index for c in found), len(values)]
     out = []
     for k, cp in enumerate(found):
-        before = statistics.median(p.value for p in series.points[cuts[k]:cp.index])
-        after = statistics.median(p.value for p in series.points[cp.index:cuts[k + 2]])
+        before = statistics.median(p.value for p in series.points[cuts[k] : cp.index])
+        after = statistics.median(p.value for p in series.points[cp.index : cuts[k + 2]])
         last, first = series.points[cp.index - 1], series.points[cp.index]
-        out.append(SeriesChange(series.server, series.scenario, series.run, series.metric, first.run.run_id, before,
-                          after, (after / before - 1) * 100, 1 - cp.p_value, previous=last.run.run_id,
-                          commit_range=(last.run.commit, first.run.commit),
-                          conditions=series.conditions,
-                          conditions_changed=what_changed(last.run, first.run, last.version, first.version)))
+        out.append(
+            SeriesChange(
+                series.server,
+                series.scenario,
+                series.run,
+                series.metric,
+                first.run.run_id,
+                before,
+                after,
+                (after / before - 1) * 100,
+                1 - cp.p_value,
+                previous=last.run.run_id,
+                commit_range=(last.run.commit, first.run.commit),
+                conditions=series.conditions,
+                conditions_changed=what_changed(last.run, first.run, last.version, first.version),
+            )
+        )
     return out
 
 
@@ -90,8 +114,7 @@ def attribute(changes: list[SeriesChange], series: list[Series]) -> None:
         servers = covering.get((c.at, c.metric), set()) - {MACHINE}
         shared = changed[(c.at, c.metric)] - {MACHINE}
         probe_moved = c.at in probe_at and not c.metric.endswith(ADJUSTED)  # left after dividing: not the probe's
-        if c.server == MACHINE or probe_moved or (
-                len(shared) >= 2 and len(shared) > SHARED_SHARE * len(servers)):
+        if c.server == MACHINE or probe_moved or (len(shared) >= 2 and len(shared) > SHARED_SHARE * len(servers)):
             c.cause = "machine"
 
 
@@ -105,8 +128,9 @@ def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) 
         if folder is not None:
             c.commits = commits.between(*c.commit_range, folder)
     order = {p.run.run_id: p.run.started_at or p.run.run_id for s in series for p in s.points}
-    return sorted(changes, key=lambda c: (str(order.get(c.at, c.at)), c.server, c.scenario, c.run, c.metric),
-                  reverse=True)
+    return sorted(
+        changes, key=lambda c: (str(order.get(c.at, c.at)), c.server, c.scenario, c.run, c.metric), reverse=True
+    )
 
 
 class Commits:
@@ -120,9 +144,15 @@ class Commits:
             return []
         key = (a, b, folder)
         if key not in self.known:
-            proc = subprocess.run(["git", "-C", str(REPO), "log", "--oneline", f"{a}..{b}", "--", str(folder)],
-                                  capture_output=True, text=True, check=False)
-            self.known[key] = (proc.stdout.splitlines() if proc.returncode == 0 else
-                               [f"(git log {a}..{b} failed: {proc.stderr.strip().splitlines()[-1:] or ['?']})"])
+            proc = subprocess.run(
+                ["git", "-C", str(REPO), "log", "--oneline", f"{a}..{b}", "--", str(folder)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            self.known[key] = (
+                proc.stdout.splitlines()
+                if proc.returncode == 0
+                else [f"(git log {a}..{b} failed: {proc.stderr.strip().splitlines()[-1:] or ['?']})"]
+            )
         return self.known[key]
-

@@ -15,6 +15,7 @@ each segment shuffled within it R times, p = (1 + #{shuffled max >= observed}) /
 series and the search goes on in the pieces until a candidate is not significant. With no change at all, a series
 yields a change with probability at most `alpha` (the test's level): that is the method's stated false-change rate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,9 +76,11 @@ def _shuffled_maximum(distances: Matrix, bounds: list[tuple[int, int]], rng: np.
         orders = rng.permuted(np.tile(np.arange(start, end), (PERMUTATIONS, 1)), axis=1)
         batch = max(1, BATCH_CELLS // (size * size))  # a long series' shuffles in batches: memory stays small
         for first in range(0, PERMUTATIONS, batch):
-            chunk = orders[first:first + batch]
+            chunk = orders[first : first + batch]
             shuffled = distances[chunk[:, :, None], chunk[:, None, :]]
-            best[first:first + batch] = np.maximum(best[first:first + batch], _split_statistics(shuffled).max(axis=1))
+            best[first : first + batch] = np.maximum(
+                best[first : first + batch], _split_statistics(shuffled).max(axis=1)
+            )
     return best
 
 

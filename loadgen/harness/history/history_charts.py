@@ -1,6 +1,7 @@
 """The timeline's charts (matplotlib, Agg; loaded only when the page is drawn): per scenario, req/s, p99 and CPU µs per
 request of every server across the runs (and req/s divided by the machine's speed where the runs have it), each
 change point marked at its run and annotated; and the machine's own speed."""
+
 from __future__ import annotations
 
 import io
@@ -15,8 +16,13 @@ from harness.history.changes import SeriesChange  # noqa: E402
 from harness.history.timeline import ADJUSTED, MACHINE, PairedPoint, Series  # noqa: E402
 
 DPI = 100
-TITLES = {"rps": "req/s", "p99": "p99 (ms)", "cost_us": "CPU µs/req", "rps" + ADJUSTED: "req/s ÷ machine speed",
-          "loops_per_s": "loops/s (pinned busy loop)"}
+TITLES = {
+    "rps": "req/s",
+    "p99": "p99 (ms)",
+    "cost_us": "CPU µs/req",
+    "rps" + ADJUSTED: "req/s ÷ machine speed",
+    "loops_per_s": "loops/s (pinned busy loop)",
+}
 
 
 def _png(fig: Any) -> bytes:
@@ -39,10 +45,19 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
         low = [max(0.0, p.value - p.low) if p.low is not None else 0.0 for p in s.points]
         high = [max(0.0, p.high - p.value) if p.high is not None else 0.0 for p in s.points]
         other = conditions.index(s.conditions)
-        ax.errorbar(xs, ys, yerr=[low, high], marker="o", markersize=3, linewidth=1, capsize=2,
-                    color=palette(servers.index(s.run if s.server == MACHINE else s.server) % 20), linestyle="--" if other else "-",
-                    label=(s.run if s.server == MACHINE else f"{s.server} {s.run}") + (f" (conditions {other + 1})"
-                                                                                        if other else ""))
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[low, high],
+            marker="o",
+            markersize=3,
+            linewidth=1,
+            capsize=2,
+            color=palette(servers.index(s.run if s.server == MACHINE else s.server) % 20),
+            linestyle="--" if other else "-",
+            label=(s.run if s.server == MACHINE else f"{s.server} {s.run}")
+            + (f" (conditions {other + 1})" if other else ""),
+        )
     machine_days: dict[str, list[SeriesChange]] = {}
     for c in changes:
         if c.metric != metric or c.at not in order:
@@ -53,16 +68,31 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
             continue
         what = c.commits[0] if c.commits else (c.conditions_changed[0] if c.conditions_changed else "")
         ax.axvline(x, color="#b91c1c", linestyle=":", linewidth=1)
-        ax.annotate(f"{c.server} {c.run} {c.change_percent:+.0f} % (server; {'..'.join(c.commit_range)}"
-                    f"{'; ' + what[:50] if what else ''})", (x, 0.02), xycoords=("data", "axes fraction"), fontsize=7,
-                    rotation=90, va="bottom", ha="right", color="#7f1d1d")
+        ax.annotate(
+            f"{c.server} {c.run} {c.change_percent:+.0f} % (server; {'..'.join(c.commit_range)}"
+            f"{'; ' + what[:50] if what else ''})",
+            (x, 0.02),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            rotation=90,
+            va="bottom",
+            ha="right",
+            color="#7f1d1d",
+        )
     for at, shared in machine_days.items():
         x, sizes = order[at] - 0.5, [c.change_percent for c in shared]
         what = next((c.conditions_changed[0] for c in shared if c.conditions_changed), "")
         ax.axvline(x, color="#374151", linestyle="--", linewidth=1)
-        ax.annotate(f"machine: {len(shared)} series {min(sizes):+.0f}…{max(sizes):+.0f} %{'; ' + what[:50] if what else ''}",
-                    (x, 0.02), xycoords=("data", "axes fraction"), fontsize=7, rotation=90, va="bottom", ha="right",
-                    color="#374151")
+        ax.annotate(
+            f"machine: {len(shared)} series {min(sizes):+.0f}…{max(sizes):+.0f} %{'; ' + what[:50] if what else ''}",
+            (x, 0.02),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            rotation=90,
+            va="bottom",
+            ha="right",
+            color="#374151",
+        )
     ax.set_yscale("log")
     ax.set_ylabel(TITLES.get(metric, metric))
 
@@ -72,8 +102,9 @@ def scenario_chart(scenario: str, series: list[Series], changes: list[SeriesChan
     metrics = [m for m in TITLES if any(s.metric == m for s in series)]
     fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 2.8 * len(metrics)), sharex=True, squeeze=False)
     for ax, metric in zip(axes[:, 0], metrics):
-        _draw(ax, [s for s in series if s.metric == metric], [c for c in changes if c.scenario == scenario],
-              order, metric)
+        _draw(
+            ax, [s for s in series if s.metric == metric], [c for c in changes if c.scenario == scenario], order, metric
+        )
     last = axes[-1, 0]
     last.set_xticks(list(order.values()), [run[:13] for run in order], rotation=45, ha="right", fontsize=7)
     axes[0, 0].set_title(scenario)
@@ -91,9 +122,15 @@ def paired_chart(paired: list[PairedPoint], order: dict[str, int]) -> bytes:
         labels = sorted({f"{p.server} {p.scenario} {p.label}" for p in shown})
         for k, label in enumerate(labels):
             mine = [p for p in shown if f"{p.server} {p.scenario} {p.label}" == label]
-            ax.errorbar([order[p.run.run_id] for p in mine], [p.ratio for p in mine],
-                        yerr=[[p.ratio - p.low for p in mine], [p.high - p.ratio for p in mine]], fmt="o", capsize=3,
-                        color=plt.get_cmap("tab10")(k % 10), label=label)
+            ax.errorbar(
+                [order[p.run.run_id] for p in mine],
+                [p.ratio for p in mine],
+                yerr=[[p.ratio - p.low for p in mine], [p.high - p.ratio for p in mine]],
+                fmt="o",
+                capsize=3,
+                color=plt.get_cmap("tab10")(k % 10),
+                label=label,
+            )
         ax.axhline(1.0, color="#6b7280", linewidth=1)
         ax.set_yscale("log")
         ax.set_ylabel(f"head ÷ base, {TITLES.get(metric, metric)}")

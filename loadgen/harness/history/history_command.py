@@ -1,6 +1,7 @@
 """`make history`: the selected run folders on one timeline, its changes found, the page written
 (results/history/index.html and index.md), a summary or (FORMAT=json) one JSON object printed. Reads results only:
 starts nothing and takes no lock, so it runs beside a bench."""
+
 from __future__ import annotations
 
 import json
@@ -45,40 +46,78 @@ def _notes(series: list[Series]) -> list[str]:
     least = changes.minimum_runs()
     short = [s for s in series if len(s.points) < least]
     if short:
-        notes.append(f"{len(short)} of {len(series)} series have fewer than {least} runs, the fewest in which "
-                     f"E-divisive's permutation test (5 %) can find a change (both sides at least "
-                     f"{edivisive.MIN_SEGMENT} runs, and enough orderings for p to reach 5 %): they are drawn, and "
-                     "no change can be significant in them yet")
+        notes.append(
+            f"{len(short)} of {len(series)} series have fewer than {least} runs, the fewest in which "
+            f"E-divisive's permutation test (5 %) can find a change (both sides at least "
+            f"{edivisive.MIN_SEGMENT} runs, and enough orderings for p to reach 5 %): they are drawn, and "
+            "no change can be significant in them yet"
+        )
     split: dict[tuple[str, str, str, str], set[str]] = {}
     for s in series:
         split.setdefault((s.server, s.scenario, s.run, s.metric), set()).add(s.conditions)
     for (server, scenario, run, metric), keys in sorted(split.items()):
         if len(keys) > 1 and metric == "rps":
-            notes.append(f"{server} {scenario} {run}: {len(keys)} series, not joined, as their conditions differ: "
-                         + " | ".join(sorted(keys)))
+            notes.append(
+                f"{server} {scenario} {run}: {len(keys)} series, not joined, as their conditions differ: "
+                + " | ".join(sorted(keys))
+            )
     no_rate = sorted({p.run.run_id for s in series for p in s.points if not p.run.rate})
     if no_rate:
-        notes.append(f"{len(no_rate)} run(s) without the probe's absolute rate (kept from 2026-11-26 on): "
-                     f"{', '.join(no_rate)}; their figures have no machine-speed-adjusted series")
+        notes.append(
+            f"{len(no_rate)} run(s) without the probe's absolute rate (kept from 2026-11-26 on): "
+            f"{', '.join(no_rate)}; their figures have no machine-speed-adjusted series"
+        )
     return notes
 
 
 def _point_dict(p: Point) -> dict[str, Any]:
-    return {"run_id": p.run.run_id, "started_at": p.run.started_at.isoformat() if p.run.started_at else None,
-            "value": p.value, "low": p.low, "high": p.high, "level": p.level, "flags": list(p.flags),
-            "commit": p.run.commit, "runtime": p.run.runtime, "machine": p.run.conditions_key,
-            "server_version": p.version, "machine_speed": p.speed}
+    return {
+        "run_id": p.run.run_id,
+        "started_at": p.run.started_at.isoformat() if p.run.started_at else None,
+        "value": p.value,
+        "low": p.low,
+        "high": p.high,
+        "level": p.level,
+        "flags": list(p.flags),
+        "commit": p.run.commit,
+        "runtime": p.run.runtime,
+        "machine": p.run.conditions_key,
+        "server_version": p.version,
+        "machine_speed": p.speed,
+    }
 
 
 def as_json(history: Timeline) -> dict[str, Any]:
     return {
         "runs": history.runs,
         "changes": [c.to_dict() for c in history.changes],
-        "series": [{"server": s.server, "scenario": s.scenario, "run": s.run, "metric": s.metric,
-                    "conditions": s.conditions, "points": [_point_dict(p) for p in s.points]} for s in history.series],
-        "paired": [{"server": p.server, "scenario": p.scenario, "run": p.label, "metric": p.metric,
-                    "at": p.run.run_id, "ratio": p.ratio, "low": p.low, "high": p.high, "verdict": p.verdict,
-                    "base": p.base, "head": p.head} for p in history.paired],
+        "series": [
+            {
+                "server": s.server,
+                "scenario": s.scenario,
+                "run": s.run,
+                "metric": s.metric,
+                "conditions": s.conditions,
+                "points": [_point_dict(p) for p in s.points],
+            }
+            for s in history.series
+        ],
+        "paired": [
+            {
+                "server": p.server,
+                "scenario": p.scenario,
+                "run": p.label,
+                "metric": p.metric,
+                "at": p.run.run_id,
+                "ratio": p.ratio,
+                "low": p.low,
+                "high": p.high,
+                "verdict": p.verdict,
+                "base": p.base,
+                "head": p.head,
+            }
+            for p in history.paired
+        ],
         "notes": history.notes,
     }
 
@@ -87,9 +126,10 @@ def adjustment_lines(series: list[Series]) -> list[str]:
     """How much of each server's day-to-day req/s change the machine-speed division removes, by the probe and by
     the pure-CPU stand-in (harness.history.adjustment)."""
     lines = []
-    for name, removed in (("the probe's rate", adjustment.by_probe(series)),
-                          ("the pure-CPU stand-in (other servers' high-compute ratio)",
-                           adjustment.by_pure_cpu_stand_in(series))):
+    for name, removed in (
+        ("the probe's rate", adjustment.by_probe(series)),
+        ("the pure-CPU stand-in (other servers' high-compute ratio)", adjustment.by_pure_cpu_stand_in(series)),
+    ):
         total = adjustment.overall(removed)
         if total is None:
             lines.append(f"by {name}: not measurable here (no consecutive runs with it)")
@@ -105,27 +145,36 @@ def server_folder(servers: dict[str, Server], name: str) -> Path | None:
     return server.folder if server else None
 
 
-def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: str,
-                servers: dict[str, Server]) -> int:
+def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: str, servers: dict[str, Server]) -> int:
     """The command; `only`: the servers to show (any name a run recorded; none: all); `output`: text or json. 0, or
     2 when no run folder was found."""
     selection = Selection((runs or DEFAULT_RUNS).split(), frozenset(only), frozenset(scenarios.split()), since)
     history = gather(selection, lambda name: server_folder(servers, name))
     if not history.runs:
-        say(f"no run folder with a results.json under {' '.join(selection.patterns)} (RUNS=, relative to the "
-            "repository's root)")
+        say(
+            f"no run folder with a results.json under {' '.join(selection.patterns)} (RUNS=, relative to the "
+            "repository's root)"
+        )
         return 2
-    written = history_page.write(history.runs, (history.series, history.changes, history.paired),
-                                 history.notes + adjustment_lines(history.series), RESULTS / "history")
+    written = history_page.write(
+        history.runs,
+        (history.series, history.changes, history.paired),
+        history.notes + adjustment_lines(history.series),
+        RESULTS / "history",
+    )
     if output == "json":
         print(json.dumps(as_json(history), ensure_ascii=False))
         return 0
-    say(f"{len(history.runs)} runs, {len(history.series)} series, {len(history.changes)} changes, "
-        f"{len(history.paired)} paired answers")
+    say(
+        f"{len(history.runs)} runs, {len(history.series)} series, {len(history.changes)} changes, "
+        f"{len(history.paired)} paired answers"
+    )
     for c in history.changes[:30]:
-        say(f"  {c.at} {c.server} {c.scenario} {c.run} {c.metric}: {c.before:,.4g} → {c.after:,.4g} "
+        say(
+            f"  {c.at} {c.server} {c.scenario} {c.run} {c.metric}: {c.before:,.4g} → {c.after:,.4g} "
             f"({c.change_percent:+.1f} %, confidence {c.confidence:.1%}), {c.cause}"
-            + (f"; commits: {'; '.join(c.commits)}" if c.commits else ""))
+            + (f"; commits: {'; '.join(c.commits)}" if c.commits else "")
+        )
     for line in history.notes + adjustment_lines(history.series):
         say(f"  note: {line}")
     for path in written:

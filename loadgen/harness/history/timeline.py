@@ -6,6 +6,7 @@ A series never joins runs whose conditions differ in what moves every figure (ru
 those are series of their own, with `conditions` naming the difference. What may change inside a series (commit,
 kernel, tool versions, the server's version, attempts per record) is named at the run where it changed.
 """
+
 from __future__ import annotations
 
 import glob
@@ -132,12 +133,26 @@ def run_info(run: Run) -> RunInfo:
     machine = c.get("machine") or {}
     cpus = c.get("cpus") or {}
     plan = " ".join(f"{role} {','.join(map(str, cores))}" for role, cores in sorted(cpus.items()))
-    key = (f"{c.get('runtime', 'unknown runtime')} · CPUs {plan or '?'} · {machine.get('hostname', '?')} "
-           f"({machine.get('cpu_model', '?')}, {machine.get('logical_cpus', '?')} CPUs) · {c.get('profile', '?')}")
-    details = {"kernel": str(machine.get("kernel", "?")), "attempts": str(c.get("repeat", "?")),
-               "schema": str(run.schema), **{f"tool {t}": str(v) for t, v in (c.get("tools") or {}).items()}}
-    return RunInfo(run.run_id, _started(c, run.run_id), str(c.get("git_commit", "?")).removesuffix("-dirty"),
-                   str(c.get("runtime", "?")), key, details, _rate(c), c.get("versus"))
+    key = (
+        f"{c.get('runtime', 'unknown runtime')} · CPUs {plan or '?'} · {machine.get('hostname', '?')} "
+        f"({machine.get('cpu_model', '?')}, {machine.get('logical_cpus', '?')} CPUs) · {c.get('profile', '?')}"
+    )
+    details = {
+        "kernel": str(machine.get("kernel", "?")),
+        "attempts": str(c.get("repeat", "?")),
+        "schema": str(run.schema),
+        **{f"tool {t}": str(v) for t, v in (c.get("tools") or {}).items()},
+    }
+    return RunInfo(
+        run.run_id,
+        _started(c, run.run_id),
+        str(c.get("git_commit", "?")).removesuffix("-dirty"),
+        str(c.get("runtime", "?")),
+        key,
+        details,
+        _rate(c),
+        c.get("versus"),
+    )
 
 
 def read_runs(selection: Selection, skipped: list[str] | None = None) -> list[tuple[RunInfo, Run]]:
@@ -168,7 +183,7 @@ def _since(text: str) -> str:
     if digits[:8].isdigit():
         iso = f"{digits[0:4]}-{digits[4:6]}-{digits[6:8]}"
         rest = digits[8:14]
-        return iso + ("T" + ":".join(rest[i:i + 2] for i in range(0, len(rest), 2)) if rest else "")
+        return iso + ("T" + ":".join(rest[i : i + 2] for i in range(0, len(rest), 2)) if rest else "")
     return text
 
 
@@ -178,13 +193,23 @@ def _point(info: RunInfo, run: Run, record: Record, metric: str) -> Point | None
         return None
     ci = described.get("ci") or {}
     server = run.servers.get(record.server) or {}
-    return Point(info, float(described["median"]), ci.get("low"), ci.get("high"), ci.get("level"),
-                 tuple(f.name for f in record.flags), server.get("version"))
+    return Point(
+        info,
+        float(described["median"]),
+        ci.get("low"),
+        ci.get("high"),
+        ci.get("level"),
+        tuple(f.name for f in record.flags),
+        server.get("version"),
+    )
 
 
 def _wanted(record: Record, selection: Selection) -> bool:
-    return ((not selection.servers or record.server in selection.servers)
-            and (not selection.scenarios or record.scenario in selection.scenarios) and not record.failed)
+    return (
+        (not selection.servers or record.server in selection.servers)
+        and (not selection.scenarios or record.scenario in selection.scenarios)
+        and not record.failed
+    )
 
 
 def build_series(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[Series]:
@@ -212,8 +237,9 @@ def probe_series(infos: list[RunInfo]) -> list[Series]:
     out: dict[tuple[str, str], Series] = {}
     for info in infos:
         for role, rate in info.rate.items():
-            s = out.setdefault((role, info.conditions_key),
-                               Series(MACHINE, "probe", f"{role} CPU", PROBE_METRIC, info.conditions_key))
+            s = out.setdefault(
+                (role, info.conditions_key), Series(MACHINE, "probe", f"{role} CPU", PROBE_METRIC, info.conditions_key)
+            )
             s.points.append(Point(info, rate, None, None, None))
     return list(out.values())
 
@@ -233,8 +259,18 @@ def adjusted_series(raw: list[Series], machine: list[Series]) -> list[Series]:
                 break
             speed = rate / ref
             scale = 1 / speed if s.metric in FASTER_IS_HIGHER else speed
-            points.append(Point(p.run, p.value * scale, p.low * scale if p.low is not None else None,
-                                p.high * scale if p.high is not None else None, p.level, p.flags, p.version, speed))
+            points.append(
+                Point(
+                    p.run,
+                    p.value * scale,
+                    p.low * scale if p.low is not None else None,
+                    p.high * scale if p.high is not None else None,
+                    p.level,
+                    p.flags,
+                    p.version,
+                    speed,
+                )
+            )
         else:
             out.append(Series(s.server, s.scenario, s.run, s.metric + ADJUSTED, s.conditions, points))
     return out
@@ -254,17 +290,31 @@ def paired_points(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list
             for metric, answer in (result.get("metrics") or {}).items():
                 iv = answer.get("interval")
                 if iv:
-                    out.append(PairedPoint(info, server, result["scenario"], result["run"], metric, iv["ratio"],
-                                           iv["low"], iv["high"], str(answer.get("verdict", "")),
-                                           str((builds.get("base") or {}).get("label", "?")),
-                                           str((builds.get("head") or {}).get("label", "?"))))
+                    out.append(
+                        PairedPoint(
+                            info,
+                            server,
+                            result["scenario"],
+                            result["run"],
+                            metric,
+                            iv["ratio"],
+                            iv["low"],
+                            iv["high"],
+                            str(answer.get("verdict", "")),
+                            str((builds.get("base") or {}).get("label", "?")),
+                            str((builds.get("head") or {}).get("label", "?")),
+                        )
+                    )
     return out
 
 
 def what_changed(before: RunInfo, after: RunInfo, version_before: str | None, version_after: str | None) -> list[str]:
     """What differs between two runs of one series beside the numbers: the server's version, kernel, tools, ..."""
-    changed = [f"{name}: {before.details.get(name, '-')} → {value}" for name, value in after.details.items()
-               if before.details.get(name) != value]
+    changed = [
+        f"{name}: {before.details.get(name, '-')} → {value}"
+        for name, value in after.details.items()
+        if before.details.get(name) != value
+    ]
     if version_before != version_after:
         changed.insert(0, f"server version: {version_before or '-'} → {version_after or '-'}")
     return changed

@@ -12,6 +12,7 @@ A server that dies is noticed right after the warm-up run or attempt it died in 
 before the next): that attempt is recorded as failed with how it ended, the end of its log is kept in its servers
 entry (`deaths`), and it is not restarted: its remaining warm-up runs, attempts and scenarios are skipped.
 """
+
 from __future__ import annotations
 
 import time
@@ -71,8 +72,9 @@ class Bench:
     def warm_up(self, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
         return warming.warm_up(self, step, rule)
 
-    def attempt(self, job: Job, n: int, repeat: int, warm_rate: float | None,
-                position: tuple[int, int] | None) -> Attempt:
+    def attempt(
+        self, job: Job, n: int, repeat: int, warm_rate: float | None, position: tuple[int, int] | None
+    ) -> Attempt:
         return attempt(self, job, n, repeat, warm_rate, position)
 
     def put_record(self, record: Record) -> None:
@@ -85,8 +87,9 @@ class Bench:
         capacity.record(self.store)
 
     # -- one load ------------------------------------------------------------------------------------------------------
-    def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str, what: str,
-             expected_rps: float | None) -> Outcome:
+    def load(
+        self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str, what: str, expected_rps: float | None
+    ) -> Outcome:
         """`what` the load is, for a death's message ("hello c100 attempt 1"); `expected_rps` sets the deadline of a
         counted load. A server found dead before the load is not loaded; one that died during it fails it."""
         if self.died(target, f"before {what}"):
@@ -99,8 +102,13 @@ class Bench:
         frozen = self.idle_pids(target.name) if self.idle_pids else None
         idle = (lambda: frozen) if frozen is not None else None
         try:
-            plan = plan_load(tool, spec, session.plan.loadgen, tool_processes(tool, spec.concurrency),
-                             spec.processes or session.plan.loadgen_processes)
+            plan = plan_load(
+                tool,
+                spec,
+                session.plan.loadgen,
+                tool_processes(tool, spec.concurrency),
+                spec.processes or session.plan.loadgen_processes,
+            )
         except ValueError as exc:  # a load the plan cannot divide: this attempt is not run, and says why
             return Outcome(None, f"not run: {exc}")
         with session.measuring(target.running):
@@ -137,11 +145,12 @@ class Bench:
             when += f" ({runtime.name} runtime, round {self.round_no})"
         fail(f"{target.name} died {when} ({reason}); the end of its log:\n{log}\n  {target.name}: {AFTER_DEATH}")
         entry = dict(self.store.run.servers.get(target.name, {}))
-        entry["deaths"] = [*entry.get("deaths", []), {"when": when, "reason": reason, "log_tail": log,
-                                                      "then": AFTER_DEATH}]
+        entry["deaths"] = [
+            *entry.get("deaths", []),
+            {"when": when, "reason": reason, "log_tail": log, "then": AFTER_DEATH},
+        ]
         self.store.set_server(target.name, entry)
         return True
-
 
 
 def attempt_spec(scenario: Scenario, run: LoadRun, url: str, warm_rate: float | None) -> LoadSpec:
@@ -156,8 +165,9 @@ def attempt_spec(scenario: Scenario, run: LoadRun, url: str, warm_rate: float | 
     return spec
 
 
-def attempt(bench: Bench, job: Job, n: int, repeat: int, warm_rate: float | None,
-            round_position: tuple[int, int] | None = None) -> Attempt:
+def attempt(
+    bench: Bench, job: Job, n: int, repeat: int, warm_rate: float | None, round_position: tuple[int, int] | None = None
+) -> Attempt:
     """One measured attempt, recorded; `round_position` = (position, servers) in an interleaved round."""
     interrupt.check()
     target, scenario, run = cast(Target, job.target), job.scenario, job.run
@@ -170,8 +180,15 @@ def attempt(bench: Bench, job: Job, n: int, repeat: int, warm_rate: float | None
     except ValueError as exc:  # a rate share of a warm-up that measured nothing
         spec, outcome = None, Outcome(None, f"not run: {exc}")
     else:
-        outcome = bench.load(target, scenario.tool, spec, f"{job.name}-{scenario.name}-{run.label}-{n}", label,
-                             f"{job.label} attempt {n}", warm_rate)
+        outcome = bench.load(
+            target,
+            scenario.tool,
+            spec,
+            f"{job.name}-{scenario.name}-{run.label}-{n}",
+            label,
+            f"{job.label} attempt {n}",
+            warm_rate,
+        )
     entry = attempt_record(n, outcome, bench.store, started)
     if spec is not None:
         entry.sized_from_rps = spec.sized_from_rps
@@ -211,7 +228,7 @@ def _processes(outcome: Outcome) -> list[dict]:
     was split, its start after the first's and its own duration (one clock: the harness's)."""
     if not outcome.plan or not outcome.commands:
         return []
-    parts = outcome.plan.describe()[:len(outcome.commands)]
+    parts = outcome.plan.describe()[: len(outcome.commands)]
     cpus: list[float | None] = [*outcome.parts_cpu_s] if outcome.parts_cpu_s else [None] * len(parts)
     for part, cpu_s in zip(parts, cpus):
         part["cpu_s"] = cpu_s
@@ -225,7 +242,9 @@ def _line(label: str, a: Attempt) -> str:
     if a.failed:
         return f"  {label}: FAILED ({a.failed})"
     p99 = a.latency_ms.get("p99")
-    return (f"  {label}: {a.rps:,.0f} req/s, {a.requests:,} requests in {a.duration_s:.1f} s"
-            + (f", p99 {p99:.2f} ms" if p99 is not None else "")
-            + (f", {a.errors.total:,} ERRORS" if a.errors.total else ", 0 errors")
-            + (f"; {a.stopped}" if a.stopped else ""))
+    return (
+        f"  {label}: {a.rps:,.0f} req/s, {a.requests:,} requests in {a.duration_s:.1f} s"
+        + (f", p99 {p99:.2f} ms" if p99 is not None else "")
+        + (f", {a.errors.total:,} ERRORS" if a.errors.total else ", 0 errors")
+        + (f"; {a.stopped}" if a.stopped else "")
+    )

@@ -4,6 +4,7 @@ run (a campaign: contract check, warm-up, attempts, CPU sampling, flags) and jud
 p99.9, the server's CPU µs per request, and whether `loadgen-saturated` fired when, and only when, the tool was the
 limit. The plan is data: loadgen/calibrate.toml. The run's results.json keeps the judgement under "calibration"; the
 report shows it (harness/report/calibration_page.py)."""
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,11 @@ class CalibrationLoad:
         """Sent on a schedule rather than when answers come back: Gatling always, oha when given a rate, httperf where
         each connection makes one call (its rate is one of new connections; with more calls each is a closed loop)."""
         load = self.run.load
-        return (self.tool in ka.OPEN_LOOP_TOOLS or (self.tool == "oha" and bool(load.get("rate")))
-                or (self.tool == "httperf" and load.get("calls_per_connection") == 1))
+        return (
+            self.tool in ka.OPEN_LOOP_TOOLS
+            or (self.tool == "oha" and bool(load.get("rate")))
+            or (self.tool == "httperf" and load.get("calls_per_connection") == 1)
+        )
 
 
 @dataclass(frozen=True)
@@ -69,23 +73,39 @@ def read_plan(path: Path | None = None, attempts: int | None = None) -> Plan:
         raise ScenarioError(f"{path.name} [settings] attempts = {count!r}: give a positive integer")
     runs = max(2, int(warmup.get("runs", 2)))
     # the server has no JIT to warm: a fixed number of runs, whatever their trend (tolerance 100 %)
-    settings = Settings(repeat=count, warmup=WarmupRule(duration_s=float(warmup.get("duration_s", 1)), tolerance=1.0,
-                                                        max_runs=runs, window=runs, max_s=60.0), forced=True)
+    settings = Settings(
+        repeat=count,
+        warmup=WarmupRule(
+            duration_s=float(warmup.get("duration_s", 1)), tolerance=1.0, max_runs=runs, window=runs, max_s=60.0
+        ),
+        forced=True,
+    )
     loads = []
     for index, raw in enumerate(data.get("load") or []):
         where = f"{path.name} [[load]] {index + 1}"
         if not isinstance(raw, dict) or raw.get("tool") not in TOOLS:
-            raise ScenarioError(f"{where}: tool {raw.get('tool') if isinstance(raw, dict) else raw!r} is not one of "
-                                f"{', '.join(TOOLS)}")
+            raise ScenarioError(
+                f"{where}: tool {raw.get('tool') if isinstance(raw, dict) else raw!r} is not one of {', '.join(TOOLS)}"
+            )
         server = raw.get("server") or {}
         known_names = set(ka.ServerSettings.__dataclass_fields__)
-        if not isinstance(server, dict) or set(server) - known_names or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in server.values()):
-            raise ScenarioError(f"{where}: server = {server!r}: give whole numbers ≥ 0 for some of "
-                                f"{', '.join(sorted(known_names))}")
+        if (
+            not isinstance(server, dict)
+            or set(server) - known_names
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in server.values())
+        ):
+            raise ScenarioError(
+                f"{where}: server = {server!r}: give whole numbers ≥ 0 for some of {', '.join(sorted(known_names))}"
+            )
         label = str(raw.get("label") or f"load{index + 1}")
-        loads.append(CalibrationLoad(raw["tool"], label, ka.ServerSettings(**server),
-                          parse_run({"label": label, **(raw.get("run") or {})}, where, 0)))
+        loads.append(
+            CalibrationLoad(
+                raw["tool"],
+                label,
+                ka.ServerSettings(**server),
+                parse_run({"label": label, **(raw.get("run") or {})}, where, 0),
+            )
+        )
     if not loads:
         raise ScenarioError(f"{path.name} lists no [[load]]: add one (see the file's header)")
     return Plan(tuple(loads), settings)
@@ -93,9 +113,18 @@ def read_plan(path: Path | None = None, attempts: int | None = None) -> Plan:
 
 def scenarios(plan: Plan) -> list[Scenario]:
     """Each load as a scenario of its own on the calibrated server's /hello, its settings in the query."""
-    return [Scenario(load.scenario, f"calibration: {load.tool} {load.label}", load.tool,
-                     ((SERVER_ROUTE, "/hello" + load.server.query()),), (load.run,), None, in_bench=False)
-            for load in plan.loads]
+    return [
+        Scenario(
+            load.scenario,
+            f"calibration: {load.tool} {load.label}",
+            load.tool,
+            ((SERVER_ROUTE, "/hello" + load.server.query()),),
+            (load.run,),
+            None,
+            in_bench=False,
+        )
+        for load in plan.loads
+    ]
 
 
 def measured(record: Record) -> ka.Observed:
@@ -105,10 +134,17 @@ def measured(record: Record) -> ka.Observed:
     samples = [s for a in record.attempts if a.measured and (s := a.samples.get("server"))]
     waits = [s.run_delay_s for s in samples if s.run_delay_s is not None]
     steals = [s.steal_s for s in samples if s.steal_s is not None]
-    return ka.Observed(record.rps, latency, cost, kinds.LOADGEN_BOUND.name in flags.names(record),
-                       flags.utilization(record, "server"), flags.utilization(record, "loadgen"),
-                       round(sum(waits) * 1000, 2) if waits else None, round(sum(steals) * 1000) if steals else None,
-                       record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None))
+    return ka.Observed(
+        record.rps,
+        latency,
+        cost,
+        kinds.LOADGEN_BOUND.name in flags.names(record),
+        flags.utilization(record, "server"),
+        flags.utilization(record, "loadgen"),
+        round(sum(waits) * 1000, 2) if waits else None,
+        round(sum(steals) * 1000) if steals else None,
+        record.duration_s or next((a.duration_s for a in record.attempts if a.duration_s), None),
+    )
 
 
 def server_cores(record: Record) -> int:
@@ -116,7 +152,9 @@ def server_cores(record: Record) -> int:
     return (sample.cores if sample and sample.cores else None) or 1
 
 
-def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float | None, k: ka.Known) -> tuple[float | None, str]:
+def tool_note(
+    load: CalibrationLoad, record: Record, name: str, known_ms: float | None, k: ka.Known
+) -> tuple[float | None, str]:
     """What `load`'s tool should read for percentile `name` where it cannot be exact (None: the truth), and why."""
     if known_ms is None:
         return None, ""
@@ -129,13 +167,17 @@ def tool_note(load: CalibrationLoad, record: Record, name: str, known_ms: float 
         corrected = ka.wrk_corrected(k.latencies, interval)
         wrk_reads = ka.figure_ms(tuple(corrected), name)
         if wrk_reads is not None and abs(wrk_reads - known_ms) > 1e-9:
-            return wrk_reads, (f"wrk adds a sample every {interval:.2f} ms a slow answer held its connection "
-                               f"(coordinated omission): it should read {wrk_reads:.3f} ms, "
-                               f"{wrk_reads - known_ms:+.3f} ms from the truth")
+            return wrk_reads, (
+                f"wrk adds a sample every {interval:.2f} ms a slow answer held its connection "
+                f"(coordinated omission): it should read {wrk_reads:.3f} ms, "
+                f"{wrk_reads - known_ms:+.3f} ms from the truth"
+            )
         added = len(corrected) - len(k.latencies)
         if added:
-            return None, (f"wrk's correction of coordinated omission adds {added} sample(s) per delayed answer here "
-                          f"(every {interval:.2f} ms it held its connection): not enough to move {name}")
+            return None, (
+                f"wrk's correction of coordinated omission adds {added} sample(s) per delayed answer here "
+                f"(every {interval:.2f} ms it held its connection): not enough to move {name}"
+            )
     if load.tool == "httperf" and name != "mean":
         return None, "httperf gives no percentiles, only a mean"
     if load.tool == "gatling":
@@ -151,8 +193,10 @@ def rate_note(load: CalibrationLoad, record: Record) -> str:
     if load.tool == "gatling" and asked:
         span = asked + (load.server.service_us + load.server.delay_us) / 1e6  # the last users' answers come after
         low, high = math.floor(span), math.ceil(span)
-        return (f"Gatling divides its count by its run's span in whole seconds: {span:.2f} s reads as {low} or "
-                f"{high} s, {asked / low - 1:+.1%} or {asked / high - 1:+.1%} on its rate")
+        return (
+            f"Gatling divides its count by its run's span in whole seconds: {span:.2f} s reads as {low} or "
+            f"{high} s, {asked / low - 1:+.1%} or {asked / high - 1:+.1%} on its rate"
+        )
     return ""
 
 
@@ -170,23 +214,35 @@ def with_connection_opening(load: CalibrationLoad, record: Record, k: ka.Known) 
     calls = max(1, round(requests / connections))
     ramp_s = (connections - 1) / opened
     delayed = ka.expected_most(calls, 1 / s.every, connections) if s.every and s.delay_us else 0.0
-    slowest_s = (calls * max(s.service_us, s.burn_us) + delayed * s.delay_us) / 1e6 if s.service_us else requests / k.rps
-    return replace(k, rps=requests / (ramp_s + slowest_s),
-                   why=f"{k.why}; its connections opened at {opened:g}/s, the last {ramp_s * 1000:.0f} ms after the "
-                       f"first, and it ends with its slowest connection ({delayed:.1f} of its {calls} calls delayed, "
-                       "expected)")
+    slowest_s = (
+        (calls * max(s.service_us, s.burn_us) + delayed * s.delay_us) / 1e6 if s.service_us else requests / k.rps
+    )
+    return replace(
+        k,
+        rps=requests / (ramp_s + slowest_s),
+        why=f"{k.why}; its connections opened at {opened:g}/s, the last {ramp_s * 1000:.0f} ms after the "
+        f"first, and it ends with its slowest connection ({delayed:.1f} of its {calls} calls delayed, "
+        "expected)",
+    )
 
 
 def judge(load: CalibrationLoad, record: Record | None) -> dict:
     """One load's verdict: its known answers and, figure by figure, what was measured and whether it is within
     tolerance (the miss explained)."""
-    entry = {"tool": load.tool, "label": load.label, "scenario": load.scenario, "server_settings": vars(load.server),
-             "load": load.run.load}
+    entry = {
+        "tool": load.tool,
+        "label": load.label,
+        "scenario": load.scenario,
+        "server_settings": vars(load.server),
+        "load": load.run.load,
+    }
     if record is None or record.rps is None:
         return {**entry, "figures": [], "failed": (record.failed if record else None) or "not measured"}
     cores = server_cores(record)
     offered = load.run.load.get("rate") if load.open_loop else None
-    k = with_connection_opening(load, record, ka.known(load.server, load.run.load.get("concurrency") or 0, cores, offered))
+    k = with_connection_opening(
+        load, record, ka.known(load.server, load.run.load.get("concurrency") or 0, cores, offered)
+    )
     m = measured(record)
     rate = ka.judge_rate(k, m)
     extra = rate_note(load, record)
@@ -204,13 +260,21 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict:
         figures.append(figure)
     flag = ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)
     if load.tool == "httperf":  # its CPU cannot tell (it polls at 100 %): judged by its own pace (flags.httperf_held)
-        flag.note += (f"; httperf judged by what it shows, not its CPU: {ka.fmt_share(m.loadgen_util)} of each "
-                      "connection's cycle its own, its connect bursts, its connection rate against the one asked")
+        flag.note += (
+            f"; httperf judged by what it shows, not its CPU: {ka.fmt_share(m.loadgen_util)} of each "
+            "connection's cycle its own, its connect bursts, its connection rate against the one asked"
+        )
     figures += [ka.judge_cost(k, m), flag]
     if load.server.fail_every:
         figures.append(failures(load, record))
-    return {**entry, "server_cores": cores, "limit": k.limit, "why": k.why, "figures": [f.to_dict() for f in figures],
-            "failed": None}
+    return {
+        **entry,
+        "server_cores": cores,
+        "limit": k.limit,
+        "why": k.why,
+        "figures": [f.to_dict() for f in figures],
+        "failed": None,
+    }
 
 
 def failures(load: CalibrationLoad, record: Record) -> ka.Figure:
@@ -245,9 +309,16 @@ def print_verdicts(loads: list[dict]) -> tuple[int, int]:
             passed += f["ok"] is True
             missed += f["ok"] is False
             first = i == 0
-            table.add_row(entry["tool"] if first else "", entry["label"] if first else "",
-                          entry["limit"] if first else "", f["figure"], fmt_figure(f["known"]), fmt_figure(f["measured"]),
-                          verdict, f["note"])
+            table.add_row(
+                entry["tool"] if first else "",
+                entry["label"] if first else "",
+                entry["limit"] if first else "",
+                f["figure"],
+                fmt_figure(f["known"]),
+                fmt_figure(f["measured"]),
+                verdict,
+                f["note"],
+            )
         table.add_section()
     console.print(table)
     say(f"calibration: {passed} figure(s) within tolerance, {missed} missed (each miss explained above)")

@@ -12,6 +12,7 @@ upstream nginx never sleeps.
 Sequential (ORDER=sequential, or where interleaving cannot be done: one server, two servers on one port, not enough
 memory for all of them at once): one server after the other, its attempts back to back, as before.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -103,6 +104,7 @@ def verify(running: RunningServer, server: Server, session: Session) -> Report:
 
 # -- the order ---------------------------------------------------------------------------------------------------------
 
+
 def choose_order(requested: str, servers: list[Server], ports: dict[str, int], available_bytes: int) -> tuple[str, str]:
     """("interleaved" | "sequential", why). `ports`: each server's port as this run uses it."""
     if requested not in ORDERS:
@@ -116,19 +118,30 @@ def choose_order(requested: str, servers: list[Server], ports: dict[str, int], a
         by_port.setdefault(ports[s.name], []).append(s.name)
     shared = [names for names in by_port.values() if len(names) > 1]
     if shared:
-        return "sequential", ("servers share a port (" + "; ".join(" and ".join(n) for n in shared)
-                              + "), so they cannot be up at once")
+        return "sequential", (
+            "servers share a port (" + "; ".join(" and ".join(n) for n in shared) + "), so they cannot be up at once"
+        )
     need = len(servers) * SERVER_MEMORY_BYTES + MEMORY_RESERVE_BYTES
     if need > available_bytes:
-        return "sequential", (f"{len(servers)} servers up at once need about {need / 2**30:.1f} GiB, "
-                              f"{available_bytes / 2**30:.1f} GiB is available")
+        return "sequential", (
+            f"{len(servers)} servers up at once need about {need / 2**30:.1f} GiB, "
+            f"{available_bytes / 2**30:.1f} GiB is available"
+        )
     return "interleaved", f"all {len(servers)} servers fit up at once (ports distinct, memory available)"
 
 
 # -- the campaign ------------------------------------------------------------------------------------------------------
 
-def run_campaign(session: Session, store: RunStore, servers: list[Server], scenarios: list[Scenario], settings: Settings,
-                 order: str = "auto", round_no: int | None = None) -> bool:
+
+def run_campaign(
+    session: Session,
+    store: RunStore,
+    servers: list[Server],
+    scenarios: list[Scenario],
+    settings: Settings,
+    order: str = "auto",
+    round_no: int | None = None,
+) -> bool:
     """Returns False when a server could not start, failed its contract (it is then not measured) or died during the
     run. `round_no`: the round of a run in rounds (overhead), recorded on each record."""
     wanted, not_measured = [], {}
@@ -137,24 +150,37 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
             if s.protocol == "h2c" and not server.h2c_port:  # the report says so (conditions, not_measured)
                 not_measured[f"{server.name} {s.name}"] = "it speaks no h2c (its manifest gives no h2c_port)"
         if scenarios and not any(s.path_for(server) for s in scenarios):
-            say(f"{server.name}: serves none of the routes of {', '.join(s.name for s in scenarios)}"
-                + (" over h2c" if any(s.protocol == "h2c" for s in scenarios) else "") + "; skipped")
+            say(
+                f"{server.name}: serves none of the routes of {', '.join(s.name for s in scenarios)}"
+                + (" over h2c" if any(s.protocol == "h2c" for s in scenarios) else "")
+                + "; skipped"
+            )
         else:
             wanted.append(server)
     if not_measured:
         store.update_conditions(not_measured=not_measured)
-    mode, why = choose_order(order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available)
+    mode, why = choose_order(
+        order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available
+    )
     order_condition = {
-        "mode": mode, "why": why,
-        "idle": ("servers not being measured stay up and pinned to the server CPUs but sleep (their processes stopped "
-                 "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
-                 "is recorded in the attempt's samples.idle_servers") if mode == "interleaved" else None}
+        "mode": mode,
+        "why": why,
+        "idle": (
+            "servers not being measured stay up and pinned to the server CPUs but sleep (their processes stopped "
+            "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
+            "is recorded in the attempt's samples.idle_servers"
+        )
+        if mode == "interleaved"
+        else None,
+    }
     clock = Clock()
     counts = estimate(clock, wanted, scenarios, settings)
     say(f"order: {mode} ({why})")
     if scenarios:
-        say(f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
-            f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups)")
+        say(
+            f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
+            f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups)"
+        )
     store.update_conditions(order=order_condition, estimated_s=round(clock.total))
     groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
     all_ok = True
@@ -169,10 +195,17 @@ def run_campaign(session: Session, store: RunStore, servers: list[Server], scena
                 else:
                     targets.append(target)
             turns = Turns(session, targets) if len(targets) > 1 else None
-            bench = Bench(session, store, round_no=round_no, status=clock.status, turn=turns,
-                          idle_pids=_idle_pids(session, targets) if turns else None)
-            allowance = Allowance(settings.remeasure_s,
-                                  _time_left(settings.budget_s, clock) if settings.budget_s else None)
+            bench = Bench(
+                session,
+                store,
+                round_no=round_no,
+                status=clock.status,
+                turn=turns,
+                idle_pids=_idle_pids(session, targets) if turns else None,
+            )
+            allowance = Allowance(
+                settings.remeasure_s, _time_left(settings.budget_s, clock) if settings.budget_s else None
+            )
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
@@ -206,20 +239,35 @@ def start_and_verify(session: Session, store: RunStore, server: Server):
         running = session.ensure(server)
     except RuntimeFailure as exc:
         fail(str(exc))
-        store.set_server(server.name, {"started": False, "error": str(exc), "roles": list(server.roles),
-                                       **_earlier_deaths(store, server)})
+        store.set_server(
+            server.name,
+            {"started": False, "error": str(exc), "roles": list(server.roles), **_earlier_deaths(store, server)},
+        )
         return None
     started_here = server.name in session.started
     idle_mb = resident_mb(session, running) if started_here else None  # before the contract's requests
     report = verify(running, server, session)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
-    store.set_server(server.name, {
-        "started": True, "version": resolve_properties(session.runtime.version(server), server.folder), "stack": server.stack, "roles": list(server.roles),
-        "port": running.port, "runtime": session.runtime.name, "cpus": running.cpus,
-        "placement": session.runtime.describe(running), "startup_s": running.startup_s if started_here else None,
-        "started_by_this_run": started_here, "log": running.log, "rss_idle_mb": idle_mb,
-        **({"twin_of": server.twin_of} if server.twin_of else {}),
-        **inventory.describe(server, session.servers), **_earlier_deaths(store, server)})
+    store.set_server(
+        server.name,
+        {
+            "started": True,
+            "version": resolve_properties(session.runtime.version(server), server.folder),
+            "stack": server.stack,
+            "roles": list(server.roles),
+            "port": running.port,
+            "runtime": session.runtime.name,
+            "cpus": running.cpus,
+            "placement": session.runtime.describe(running),
+            "startup_s": running.startup_s if started_here else None,
+            "started_by_this_run": started_here,
+            "log": running.log,
+            "rss_idle_mb": idle_mb,
+            **({"twin_of": server.twin_of} if server.twin_of else {}),
+            **inventory.describe(server, session.servers),
+            **_earlier_deaths(store, server),
+        },
+    )
     if not report.ok:
         warn(f"{server.name} is not benchmarked: it fails the contract")
         return None
@@ -255,12 +303,12 @@ def _earlier_deaths(store: RunStore, server: Server) -> dict:
 
 def _idle_pids(session: Session, targets: list[Target]):
     """pids of the servers that sleep while `name` is measured (the upstream nginx, on its own CPUs, is not idle)."""
+
     def pids(name: str) -> list[int]:
         out = []
         for t in targets:
             if t.name != name and not session.is_upstream(t.name):
                 out.extend(session.runtime.pids(t.running))
         return out
+
     return pids
-
-

@@ -1,5 +1,6 @@
 """A campaign's clock: the whole run's estimate before it starts (the plan of schedule.py added up), and its remaining
 time as it goes."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Under which conditions the numbers were taken: machine, CPU sets, versions, commit, profile."""
+
 from __future__ import annotations
 
 import os

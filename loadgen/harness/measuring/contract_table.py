@@ -1,6 +1,7 @@
 """CONTRACT.md as one table: every route's requests and what each answer must be, in the order the checks make them.
 The HTTP/1.1 checker (verification.py) and the h2c checker (verification_h2c.py) both walk it; each adds only what
 belongs to its protocol (HTTP/1.0, pipelining and framing; streams in flight at once)."""
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,9 @@ class Step:
     kind: Kind = Kind.ANSWER
 
 
-def contract_table(name: str, routes: tuple[str, ...], upstream_document: bytes | None = None,
-                   upstream_counted: bool = False) -> list[Step]:
+def contract_table(
+    name: str, routes: tuple[str, ...], upstream_document: bytes | None = None, upstream_counted: bool = False
+) -> list[Step]:
     """The steps for a server named `name` serving `routes`. /weather.json is compared with `upstream_document`
     when it is known; the upstream-count step is there when the upstream can say how many requests it served."""
     steps = [Step("/id", Expected(200, name, "text/plain")), Step("/no-such-route", Expected(404))]
@@ -62,15 +64,18 @@ def contract_table(name: str, routes: tuple[str, ...], upstream_document: bytes 
     if "tweets" in routes:
         steps.append(Step("/v1/tweets", Expected(200, None, "application/json"), Kind.COUNTER))
     if "factorial" in routes:
-        steps += [Step(f"/factorial?param={n}", Expected(200, str(math.factorial(n)), "text/plain"))
-                  for n in FACTORIAL_PARAMS]
+        steps += [
+            Step(f"/factorial?param={n}", Expected(200, str(math.factorial(n)), "text/plain")) for n in FACTORIAL_PARAMS
+        ]
     if "fibonacci" in routes:
         steps += [Step(f"/fibonacci?param={n}", Expected(200, str(v), "text/plain")) for n, v in FIBONACCI.items()]
     for route, params in BAD_PARAMS.items():
         if route in routes:
             steps += [Step(f"/{route}", Expected(400)), *(Step(f"/{route}?param={p}", Expected(400)) for p in params)]
     if "weather" in routes:
-        steps += [Step(f"/weather/{city}", Expected(200, WEATHER, "application/json")) for city in ("Montpellier", "Paris")]
+        steps += [
+            Step(f"/weather/{city}", Expected(200, WEATHER, "application/json")) for city in ("Montpellier", "Paris")
+        ]
         if upstream_counted:
             steps.append(Step("/weather/Lyon", Expected(200, WEATHER, "application/json"), Kind.UPSTREAM))
     return steps
@@ -119,12 +124,19 @@ def media_type(value: str | None) -> tuple[str, str | None]:
     if not value:
         return "", None
     parts = [p.strip() for p in value.split(";")]
-    charset = next((p.split("=", 1)[1].strip().strip('"').lower() for p in parts[1:] if p.lower().startswith("charset=")), None)
+    charset = next(
+        (p.split("=", 1)[1].strip().strip('"').lower() for p in parts[1:] if p.lower().startswith("charset=")), None
+    )
     return parts[0].lower(), charset
 
 
-def expect_answer(report: Report, path: str, r: Answer, expected: Expected,
-                  names: tuple[str, str, str] = ("Content-Type", "Date", "Server")) -> None:
+def expect_answer(
+    report: Report,
+    path: str,
+    r: Answer,
+    expected: Expected,
+    names: tuple[str, str, str] = ("Content-Type", "Date", "Server"),
+) -> None:
     """The checks every answer gets, whatever its protocol: status, body, media type (and charset where the contract
     names one), a date and a server header. `names`: the headers as the protocol writes them, for the messages
     (HTTP/2: lower case)."""
@@ -137,8 +149,10 @@ def expect_answer(report: Report, path: str, r: Answer, expected: Expected,
         got_type, got_charset = media_type(r.header("content-type"))
         report.expect(got_type == mtype, f"GET {path}: {content_type} {r.header('content-type')!r}, expected {mtype}")
         if charset:
-            report.expect(got_charset == charset,
-                          f"GET {path}: {content_type} {r.header('content-type')!r} lacks charset={charset}")
+            report.expect(
+                got_charset == charset,
+                f"GET {path}: {content_type} {r.header('content-type')!r} lacks charset={charset}",
+            )
     report.expect(r.header("date") is not None, f"GET {path}: no {date} header")
     report.expect(r.header("server") is not None, f"GET {path}: no {server} header")
     if expected.document is not None:
@@ -148,8 +162,9 @@ def expect_answer(report: Report, path: str, r: Answer, expected: Expected,
 def tweet_id(report: Report, r: Answer | None) -> int | None:
     """The id of a tweet answer, or None (reported) when its body is not the compact tweet list."""
     found = TWEETS.match(r.text) if r else None
-    if not report.expect(found is not None,
-                         f"GET /v1/tweets: body {r.text[:100] if r else ''!r} is not the compact tweet list"):
+    if not report.expect(
+        found is not None, f"GET /v1/tweets: body {r.text[:100] if r else ''!r} is not the compact tweet list"
+    ):
         return None
     assert found is not None
     return int(found.group(1))
@@ -157,15 +172,16 @@ def tweet_id(report: Report, r: Answer | None) -> int | None:
 
 def expect_tweet_ids(report: Report, ids: list[int]) -> None:
     """Two tweet answers' ids: the counter starts at 1000000 and grows."""
-    report.expect(ids[0] >= TWEET_COUNTER_START, f"GET /v1/tweets: id {ids[0]} below the counter's start {TWEET_COUNTER_START}")
+    report.expect(
+        ids[0] >= TWEET_COUNTER_START, f"GET /v1/tweets: id {ids[0]} below the counter's start {TWEET_COUNTER_START}"
+    )
     report.expect(ids[1] > ids[0], f"GET /v1/tweets: id did not grow on the next request ({ids[0]} then {ids[1]})")
 
 
 UpstreamCount = Callable[[], int]  # the requests the upstream has served so far (its count's own reads left out)
 
 
-def expect_upstream_fetches(report: Report, step: Step, count: UpstreamCount,
-                            ask: Callable[[], Answer | None]) -> None:
+def expect_upstream_fetches(report: Report, step: Step, count: UpstreamCount, ask: Callable[[], Answer | None]) -> None:
     """UPSTREAM_FETCHES requests of `step.path` (each through `ask`, which checks its answer), counted by the
     upstream: each must reach it once. A server that caches the upstream's answer fails."""
     try:
@@ -177,6 +193,8 @@ def expect_upstream_fetches(report: Report, step: Step, count: UpstreamCount,
     except (OSError, ValueError) as exc:
         report.expect(False, f"GET {step.path}: the upstream's count of requests served could not be read: {exc}")
         return
-    report.expect(served == UPSTREAM_FETCHES,
-                  f"GET {step.path} {UPSTREAM_FETCHES} times: the upstream served {served} request(s) meanwhile, "
-                  f"not {UPSTREAM_FETCHES}; each /weather request must fetch the upstream's document (no cached answer)")
+    report.expect(
+        served == UPSTREAM_FETCHES,
+        f"GET {step.path} {UPSTREAM_FETCHES} times: the upstream served {served} request(s) meanwhile, "
+        f"not {UPSTREAM_FETCHES}; each /weather request must fetch the upstream's document (no cached answer)",
+    )

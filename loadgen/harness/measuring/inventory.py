@@ -11,6 +11,7 @@ generated, the harness's own manifest.toml, .gitignore, and documents served as 
 Text files pygount has no lexer for (HOCON application.conf, nginx.conf.template) are counted as configuration:
 non-blank lines that are not `#` or `//` comments.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,10 +22,32 @@ from pathlib import Path
 
 from harness.config.manifest import Server, discover
 
-EXCLUDED_DIRS = {"target", "node_modules", "dist", "build", ".git", ".run", "__pycache__", "static", ".bsp",
-                 ".idea", ".vscode"}
-EXCLUDED_NAMES = {"manifest.toml", ".gitignore", ".dockerignore", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
-                  "Cargo.lock", "poetry.lock", "Gemfile.lock", "go.sum", "composer.lock"}
+EXCLUDED_DIRS = {
+    "target",
+    "node_modules",
+    "dist",
+    "build",
+    ".git",
+    ".run",
+    "__pycache__",
+    "static",
+    ".bsp",
+    ".idea",
+    ".vscode",
+}
+EXCLUDED_NAMES = {
+    "manifest.toml",
+    ".gitignore",
+    ".dockerignore",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "Cargo.lock",
+    "poetry.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "composer.lock",
+}
 # build files and configuration rather than program code: counted in `config`, not in `program`
 CONFIG_LANGUAGES = {"Maven", "TOML", "JSON", "XML", "YAML", "INI", "Properties", "configuration", "Gradle", "Makefile"}
 EXCLUDED_SUFFIXES = {".lock", ".jar", ".class", ".log", ".md"}
@@ -147,9 +170,15 @@ def lines_of_code(server: Server, servers: dict[str, Server] | None = None) -> d
         code += lines
         languages[language] = languages.get(language, 0) + lines
     program = sum(n for language, n in languages.items() if language not in CONFIG_LANGUAGES)
-    return {"code": code, "program": program, "config": code - program, "comments": comments, "files": counted,
-            "languages": dict(sorted(languages.items(), key=lambda kv: -kv[1])),
-            "tool": f"pygount {pygount_version()}"}
+    return {
+        "code": code,
+        "program": program,
+        "config": code - program,
+        "comments": comments,
+        "files": counted,
+        "languages": dict(sorted(languages.items(), key=lambda kv: -kv[1])),
+        "tool": f"pygount {pygount_version()}",
+    }
 
 
 def describe(server: Server, servers: dict[str, Server] | None = None) -> dict:

@@ -2,6 +2,7 @@
 with the run's conditions, the run announced), the campaigns in between (the caller's), then `finish_run` (conditions
 closed, flags evaluated, results.json saved, the console table printed, the report written, and what failed listed
 last, so that a long run's faults are not lost in its scroll-back)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,15 +30,22 @@ class RunOptions:
     probe: bool = False  # each server's HTTP compliance probed once, at its start (make bench; measuring/probing.py)
 
 
-def open_run(run_id: str, runtime: Runtime, plan: CpuPlan, options: RunOptions, extra_conditions: dict | None = None,
-             how: str = "") -> RunStore:
+def open_run(
+    run_id: str,
+    runtime: Runtime,
+    plan: CpuPlan,
+    options: RunOptions,
+    extra_conditions: dict | None = None,
+    how: str = "",
+) -> RunStore:
     """The run's store, its conditions collected (`runtime`'s tool versions; `extra_conditions` added or overriding),
     and the run announced (`how` it goes, where there is more to say than its CPU plan and profile)."""
     settings = options.settings
     conditions = collect(runtime, options.profile, plan, options.command)
     conditions.update(repeat=settings.repeat, warmup=vars(settings.warmup), **(extra_conditions or {}))
-    store = RunStore(Run(run_id, conditions, verification={}, servers={}, records=[],
-                         compliance={} if options.probe else None))
+    store = RunStore(
+        Run(run_id, conditions, verification={}, servers={}, records=[], compliance={} if options.probe else None)
+    )
     say(f"run {run_id}: {plan.describe()}; " + (f"{how}; " if how else "") + f"profile {options.profile}")
     return store
 

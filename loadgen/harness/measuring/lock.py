@@ -6,6 +6,7 @@ flock rather than a pid file: the kernel releases the lock when its holder exits
 included), so a killed command never leaves a stale lock behind. The file holds the holder's pid and command line for
 the second command's message; the holder empties it before it lets go. The descriptor is not inherited (Python's
 default), so a server left running by `make up` does not keep the lock."""
+
 from __future__ import annotations
 
 import fcntl
@@ -51,8 +52,10 @@ def _busy_message(fd: int, path: Path) -> str:
     holder = _read_holder(fd)
     who = f"pid {holder['pid']} ({holder['command']})" if holder else f"a process that holds {path}"
     stop = f"kill {holder['pid']}" if holder else f"fuser {path}"
-    return (f"another harness command is running in this checkout: {who}. Wait for it to end, or stop it (Ctrl-C "
-            f"where it runs, or {stop}); two at once would start servers on the same ports and CPUs")
+    return (
+        f"another harness command is running in this checkout: {who}. Wait for it to end, or stop it (Ctrl-C "
+        f"where it runs, or {stop}); two at once would start servers on the same ports and CPUs"
+    )
 
 
 def _read_holder(fd: int) -> dict | None:

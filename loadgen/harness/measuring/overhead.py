@@ -5,6 +5,7 @@ Alternating, rather than all docker then all local, spreads whatever else the ma
 round starts the servers afresh under its runtime (same CPU plan, ports, artifacts, warm-up and attempts) and stops
 them before the other runtime's turn. `make docker-overhead` runs it; results/<run-id>/results.json keeps every record
 (each with its `runtime` and `round`) and the ratios under "overhead"."""
+
 from __future__ import annotations
 
 from rich.table import Table
@@ -45,22 +46,40 @@ def ratios(records: list[Record], rounds: int) -> dict[str, dict]:
             "local_rps": [local.get(n) for n in range(1, rounds + 1)],
             "ratio_per_round": per_round,
             "ratio_median": round(stats.median(list(per_round.values())), 3) if per_round else None,
-            "ratio_of_medians": (round(stats.median(list(docker.values())) / stats.median(list(local.values())), 3)
-                                 if docker and local else None),
+            "ratio_of_medians": (
+                round(stats.median(list(docker.values())) / stats.median(list(local.values())), 3)
+                if docker and local
+                else None
+            ),
         }
     return out
 
 
-def run(servers: dict[str, Server], chosen: list[Server], scenario: Scenario, plan: CpuPlan, ports: dict[str, int],
-        rounds: int, options: RunOptions) -> int:
+def run(
+    servers: dict[str, Server],
+    chosen: list[Server],
+    scenario: Scenario,
+    plan: CpuPlan,
+    ports: dict[str, int],
+    rounds: int,
+    options: RunOptions,
+) -> int:
     runtimes = {name: get_runtime(name, plan) for name in RUNTIMES}  # both must work before anything starts
     for runtime in runtimes.values():
         runtime.check_tools(tools_needed([scenario]))
     settings = options.settings
-    store = open_run(new_run_id(SCENARIO), runtimes["docker"], plan, options,
-                     {"runtime": "docker and local, alternating", "rounds": rounds,
-                      "local_tools": runtimes["local"].tool_versions()},
-                     how=f"{rounds} rounds of docker then local")
+    store = open_run(
+        new_run_id(SCENARIO),
+        runtimes["docker"],
+        plan,
+        options,
+        {
+            "runtime": "docker and local, alternating",
+            "rounds": rounds,
+            "local_tools": runtimes["local"].tool_versions(),
+        },
+        how=f"{rounds} rounds of docker then local",
+    )
     ok = True
     try:
         for n in range(1, rounds + 1):
@@ -88,11 +107,18 @@ def print_ratios(overhead: dict, rounds: int) -> None:
         table.add_column(column, justify="left" if column in ("server", "path") else "right")
     for server, o in overhead.items():
         median = o["ratio_median"]
-        table.add_row(server, o["path"], _figures(o["docker_rps"]), _figures(o["local_rps"]),
-                      ", ".join(f"{r:.3f}" for r in o["ratio_per_round"].values()) or "-",
-                      "-" if median is None else f"[{'green' if median >= TARGET else 'red'}]{median:.3f}[/]")
+        table.add_row(
+            server,
+            o["path"],
+            _figures(o["docker_rps"]),
+            _figures(o["local_rps"]),
+            ", ".join(f"{r:.3f}" for r in o["ratio_per_round"].values()) or "-",
+            "-" if median is None else f"[{'green' if median >= TARGET else 'red'}]{median:.3f}[/]",
+        )
     console.print(table)
     low = [s for s, o in overhead.items() if o["ratio_median"] is not None and o["ratio_median"] < TARGET]
     if low:
-        warn(f"docker/local is below {TARGET} for {', '.join(low)}: see the records' flags and spread before "
-             f"blaming the runtime")
+        warn(
+            f"docker/local is below {TARGET} for {', '.join(low)}: see the records' flags and spread before "
+            f"blaming the runtime"
+        )

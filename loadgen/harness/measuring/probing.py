@@ -1,5 +1,6 @@
 """`make probe` (and, once per server, `make bench`): each server's HTTP/1.1 compliance (harness.probe.suite) and,
 where it speaks h2c, h2spec's verdicts (harness.probe.h2c), kept in results.json as `compliance.<server>`."""
+
 from __future__ import annotations
 
 import sys
@@ -31,8 +32,9 @@ def summary(name: str, entry: dict[str, Any]) -> str:
     counts = entry["counts"]
     lines = [f"{name}: compliance {_counted(counts['all'])}"]
     lines += [f"  {category:18} {_counted(c)}" for category, c in counts.items() if category != "all"]
-    lines += [f"  fails MUST {c['id']} ({c['rfc']}): {c['what']}; got {c['got']}"
-              for c in verdicts.must_failures(entry)]
+    lines += [
+        f"  fails MUST {c['id']} ({c['rfc']}): {c['what']}; got {c['got']}" for c in verdicts.must_failures(entry)
+    ]
     if (entry.get("h2c") or {}).get("note"):
         lines.append(f"  h2c: {entry['h2c']['note']}")
     return "\n".join(lines)
@@ -54,8 +56,16 @@ def probe_servers(session: Session, store: RunStore, servers: list[Server]) -> b
             ok = False
             continue
         try:
-            store.set_server(server.name, {"started": True, "stack": server.stack, "roles": list(server.roles),
-                                           "port": running.port, "runtime": session.runtime.name})
+            store.set_server(
+                server.name,
+                {
+                    "started": True,
+                    "stack": server.stack,
+                    "roles": list(server.roles),
+                    "port": running.port,
+                    "runtime": session.runtime.name,
+                },
+            )
             probe(running, store)
         finally:
             session.release(server.name)
@@ -71,8 +81,9 @@ def wanted_in_bench(store: RunStore, server: Server) -> bool:
 
 def cmd_probe(args: Any, config: Configuration, session: Session, chosen: list[Server]) -> int:
     """`make probe`: every chosen server probed, in a run folder of its own (results.json, the report)."""
-    options = RunOptions(config.profile, scenarios.settings(config.profile, config.repeat), " ".join(sys.argv[1:]),
-                         probe=True)
+    options = RunOptions(
+        config.profile, scenarios.settings(config.profile, config.repeat), " ".join(sys.argv[1:]), probe=True
+    )
     run_id = claim_run_id(args.run_id) if args.run_id else new_run_id("probe")
     store = open_run(run_id, session.runtime, session.plan, options, how="the HTTP compliance probe")
     ok = False

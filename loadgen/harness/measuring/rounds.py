@@ -4,6 +4,7 @@ whose attempts still climb or fall measured again within the run's budget; the f
 
 What a warm-up, an attempt and a record's keeping do is an `Executor`'s (attempts.Bench runs the tools; the tests give
 the rounds a fake one): the rounds decide only the order, as hyperfine's scheduler does with its executor."""
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,9 @@ class Executor(Protocol):
 
     def warm_up(self, step: WarmupStep, rule) -> Warmup: ...
 
-    def attempt(self, job: Job, n: int, repeat: int, warm_rate: float | None,
-                position: tuple[int, int] | None) -> Attempt: ...
+    def attempt(
+        self, job: Job, n: int, repeat: int, warm_rate: float | None, position: tuple[int, int] | None
+    ) -> Attempt: ...
 
     def put_record(self, record: Record) -> None: ...
 
@@ -62,8 +64,14 @@ class Allowance:
     budget_left: Callable[[], float] | None = None
 
 
-def measure_in_rounds(executor: Executor, clock: Clock, members: list, scenario: Scenario, settings: Settings,
-                      allowance: Allowance | None = None) -> None:
+def measure_in_rounds(
+    executor: Executor,
+    clock: Clock,
+    members: list,
+    scenario: Scenario,
+    settings: Settings,
+    allowance: Allowance | None = None,
+) -> None:
     """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back). A server that
     dies gets the record of what it did, and no further round, run or warm-up. `members`: schedule.Target."""
     Rounds(executor, clock, settings, allowance or Allowance()).scenario(members, scenario)
@@ -98,8 +106,15 @@ class Rounds:
         job = step.job
         if step.after is not None:
             say(f"  {job.name} {job.label}: no warm-up, the same load as {step.after} just before")
-            return results.Warmup(tool=job.scenario.tool, runs=[], steady=True, tolerance=None, max_runs=None,
-                                  rate=round(step.rate, 1) if step.rate else None, after=step.after)
+            return results.Warmup(
+                tool=job.scenario.tool,
+                runs=[],
+                steady=True,
+                tolerance=None,
+                max_runs=None,
+                rate=round(step.rate, 1) if step.rate else None,
+                after=step.after,
+            )
         warmup = self.executor.warm_up(step, self.settings.warmup)
         self.clock.advance(step.seconds(self.settings))
         return warmup
@@ -129,8 +144,15 @@ class Rounds:
                     self.keep(job, attempts[job.name], warmups[job.name], repeat, again, complete=True)
         return attempts
 
-    def keep(self, job: Job, attempts: list[Attempt], warmup: Warmup, repeat: int, remeasured: dict | None = None,
-             complete: bool = False) -> None:
+    def keep(
+        self,
+        job: Job,
+        attempts: list[Attempt],
+        warmup: Warmup,
+        repeat: int,
+        remeasured: dict | None = None,
+        complete: bool = False,
+    ) -> None:
         """`job`'s record with the attempts taken so far, written to results.json (in place of the one written after
         its previous attempt): a record is kept from its first attempt on, marked incomplete until all were taken."""
         executor = self.executor
@@ -158,8 +180,11 @@ class Rounds:
         allowance = self.allowance
         budget = allowance.budget_left() if allowance.budget_left else math.inf
         if needed > min(allowance.left_s, budget):
-            why = (f"{max(budget, 0):.0f} s left in the run's time budget beyond what is still to measure"
-                   if budget < allowance.left_s else f"{allowance.left_s:.0f} s of the run's re-measuring time left")
+            why = (
+                f"{max(budget, 0):.0f} s left in the run's time budget beyond what is still to measure"
+                if budget < allowance.left_s
+                else f"{allowance.left_s:.0f} s of the run's re-measuring time left"
+            )
             say(f"{label}; not measured again ({why}, about {needed:.0f} s needed): flagged {found.kind}")
             return None
         say(f"{label}: warmed further and measured again")
@@ -171,5 +196,10 @@ class Rounds:
         allowance.left_s = max(0.0, allowance.left_s - (time.monotonic() - started))
         first_raw = [a.raw for a in attempts]  # files of their own: the attempts again were written beside them
         attempts[:] = again
-        return {"why": found.describe(), "first_attempts": rates, "first_raw": first_raw, "warmup": warmup.to_dict(),
-                "note": "measured again back to back after a further warm-up; the first attempts are not used"}
+        return {
+            "why": found.describe(),
+            "first_attempts": rates,
+            "first_raw": first_raw,
+            "warmup": warmup.to_dict(),
+            "note": "measured again back to back after a further warm-up; the first attempts are not used",
+        }

@@ -4,6 +4,7 @@ shows progress, samples, parses and merges.
 Every load ends within a bounded time, also on a server that hangs: a timed load at its duration plus a grace period,
 a counted one (which has no end of its own) at a deadline derived from the rate it is expected at. At the deadline the
 tool is interrupted (SIGINT: ab, wrk and httperf then print their summary), then killed if it lingers."""
+
 from __future__ import annotations
 
 import os
@@ -141,8 +142,10 @@ class ToolTree:
 
 
 def _samplers(runtime: Runtime, beside: Beside, tree: ToolTree, cores: list[int]) -> dict:
-    samplers = {"server": runtime.sampler(beside.server, beside.server_cores),
-                "loadgen": runtime.tool_sampler(tree, cores)}
+    samplers = {
+        "server": runtime.sampler(beside.server, beside.server_cores),
+        "loadgen": runtime.tool_sampler(tree, cores),
+    }
     if beside.idle_pids:  # what the sleeping servers take from the measured one's CPUs meanwhile
         samplers["idle_servers"] = ProcessSampler(beside.idle_pids, beside.server_cores)
     for neighbour in beside.neighbours:  # e.g. the upstream: its CPU is the load generator's too
@@ -165,6 +168,7 @@ def fresh_scratches(raw: Path, stem: str, parts: int) -> list[Path]:
     """The folders of one load's tool processes (`stem`, or `stem.partN` for each of several), none of which exists
     yet: a load measured again (a record re-measured, its warm-up run again) gets `stem-again`, `stem-again2`, ...,
     so the first measurement's outputs stay as they were, where its attempts point."""
+
     def named(base: str) -> list[Path]:
         return [raw / (base if parts == 1 else f"{base}.part{i + 1}") for i in range(parts)]
 
@@ -175,8 +179,9 @@ def fresh_scratches(raw: Path, stem: str, parts: int) -> list[Path]:
     return scratches
 
 
-def measure(runtime: Runtime, plan: LoadPlan, naming: Naming, beside: Beside,
-            expected_rps: float | None = None) -> Outcome:
+def measure(
+    runtime: Runtime, plan: LoadPlan, naming: Naming, beside: Beside, expected_rps: float | None = None
+) -> Outcome:
     """Runs the load as `plan` says (its processes, each pinned to its cores); while it runs, samples what `beside`
     names, the tool processes one by one, and this harness's own CPU (its polling and sampling threads run on the load
     generator's cores). `expected_rps` (the warm-up's rate) sets a counted load's deadline."""
@@ -274,7 +279,9 @@ class Load:
 def _read(outcome: Outcome, tool: LoadTool, scratches: list[Path]) -> None:
     """The tool's outputs parsed and, where several processes ran, merged (tools/output.merge says what that keeps)."""
     try:
-        measured = [tool.parse(path.read_text(errors="replace"), scratch) for path, scratch in zip(outcome.raw, scratches)]
+        measured = [
+            tool.parse(path.read_text(errors="replace"), scratch) for path, scratch in zip(outcome.raw, scratches)
+        ]
         first = min(outcome.parts_started_s, default=0.0)
         outcome.parts_started_s = [round(s - first, 4) for s in outcome.parts_started_s]
         outcome.parts_duration_s = [m.duration_s for m in measured]
@@ -284,8 +291,9 @@ def _read(outcome: Outcome, tool: LoadTool, scratches: list[Path]) -> None:
     except ToolFailed as exc:
         outcome.failure = str(exc)
     except Exception as exc:  # noqa: BLE001 - output the parser did not foresee costs this attempt, kept with its raw
-        outcome.failure = (f"{tool.name}'s output could not be read ({_what(exc)}); it is kept in "
-                           + ", ".join(str(p) for p in outcome.raw))
+        outcome.failure = f"{tool.name}'s output could not be read ({_what(exc)}); it is kept in " + ", ".join(
+            str(p) for p in outcome.raw
+        )
 
 
 def _what(exc: Exception) -> str:
@@ -295,8 +303,9 @@ def _what(exc: Exception) -> str:
 def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
     """The tool was stopped at the deadline: what it reported is kept, with the requests it was still waiting for
     (one per connection; tools count only the requests they saw time out) counted as timeouts, and the reason."""
-    outcome.stopped = (f"stopped by the harness at this load's deadline ({deadline:.0f} s): "
-                       "the server did not answer in time")
+    outcome.stopped = (
+        f"stopped by the harness at this load's deadline ({deadline:.0f} s): the server did not answer in time"
+    )
     m = outcome.measurement
     if m:
         m.errors = replace(m.errors, timeout=m.errors.timeout + spec.concurrency)
@@ -304,17 +313,31 @@ def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
         outcome.failure = f"{outcome.failure}; {outcome.stopped}"
 
 
-def _wait(procs: list[subprocess.Popen], tool_name: str, spec: LoadSpec, outputs: list[Path], label: str,
-          status: str, deadline: float) -> bool:
+def _wait(
+    procs: list[subprocess.Popen],
+    tool_name: str,
+    spec: LoadSpec,
+    outputs: list[Path],
+    label: str,
+    status: str,
+    deadline: float,
+) -> bool:
     """Until every tool process has ended (False), or `deadline` seconds have passed: then they are stopped (True).
     A tool that ends at a planned time (its `stop_after_s`, e.g. wrk at 1.5 s) is sent SIGINT then, which ends its run
     as its own duration would (not a stop: nothing is counted against the server)."""
     started = time.monotonic()
     planned = getattr(TOOLS[tool_name], "stop_after_s", None)
     stop_at = planned(spec) if planned else None
-    with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), TextColumn(status), console=console, transient=True,
-                  disable=not console.is_terminal) as progress:
+    with Progress(
+        TextColumn("  {task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        TextColumn(status),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
         task = progress.add_task(label, total=1.0)
         while any(p.poll() is None for p in procs):
             elapsed = time.monotonic() - started

@@ -5,6 +5,7 @@ before the run (clock.estimate), the rounds carry it out (rounds.py), and neithe
 Why a warm-up matches the scenario's own tool and connection pattern: a server warmed with keep-alive requests has not
 warmed its accept path (the akka-http family served 935 new connections/s after a keep-alive warm-up, 2,200 after one
 of new connections)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -165,5 +166,6 @@ def warmup_seconds(scenario: Scenario, settings: Settings) -> float:
 
 def remeasure_seconds(run: LoadRun, repeat: int, settings: Settings) -> float:
     """What measuring a record again costs: a further warm-up of `window` runs, then its attempts back to back."""
-    return (settings.warmup.window * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S)
-            + repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
+    return settings.warmup.window * (settings.warmup.duration_s + ATTEMPT_OVERHEAD_S) + repeat * (
+        attempt_seconds(run) + ATTEMPT_OVERHEAD_S
+    )

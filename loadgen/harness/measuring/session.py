@@ -2,6 +2,7 @@
 manifest gives it the role "upstream"), and what a killed harness command left running: the state lists every server
 and load tool with the command that started it, so the next command (`make down`, or any that starts servers) finds
 those whose command is gone and stops them."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -22,7 +23,9 @@ class Session:
     """Starts servers on demand and stops, on exit (also on failure and Ctrl-C), every server it started,
     unless `keep` is set (`make up`)."""
 
-    def __init__(self, runtime: Runtime, plan: CpuPlan, servers: dict[str, Server], ports: dict[str, int], keep: bool = False):
+    def __init__(
+        self, runtime: Runtime, plan: CpuPlan, servers: dict[str, Server], ports: dict[str, int], keep: bool = False
+    ):
         self.runtime, self.plan, self.servers, self.ports, self.keep = runtime, plan, servers, ports, keep
         self.state = State()
         self.started: list[str] = []
@@ -73,8 +76,11 @@ class Session:
             return
         up = self.running()
         # and those up on other ports than this run gives them: restarted there (ensure)
-        wanted = [s for s in servers if s.name not in up
-                  or (up[s.name].port, up[s.name].h2c_port) != (self.port(s), self.h2c_port(s))]
+        wanted = [
+            s
+            for s in servers
+            if s.name not in up or (up[s.name].port, up[s.name].h2c_port) != (self.port(s), self.h2c_port(s))
+        ]
         if any(s.needs_upstream for s in wanted) and self.upstream and self.upstream.name not in up:
             wanted.append(self.upstream)
         busy = []
@@ -84,8 +90,10 @@ class Session:
                 if owner:
                     busy.append(f"{server.name}'s {kind} {port} is in use by {owner}")
         if busy:
-            raise RuntimeFailure("; ".join(busy) + ". Stop those processes (`make down` if they are ours) or move the "
-                                "servers: PORTS=\"name=port ...\"")
+            raise RuntimeFailure(
+                "; ".join(busy) + ". Stop those processes (`make down` if they are ours) or move the "
+                'servers: PORTS="name=port ..."'
+            )
 
     def ensure(self, server: Server) -> RunningServer:
         """The server, running: the one already up when it runs as this run's plan says, else started now (its
@@ -98,8 +106,10 @@ class Session:
             if not differs:
                 return up[server.name]
             left_up = server.name not in self.started
-            say(f"{server.name} is up {differs}: restarting it as this run says"
-                + (" (it stays up after, as make up left it)" if left_up and not self.keep else ""))
+            say(
+                f"{server.name} is up {differs}: restarting it as this run says"
+                + (" (it stays up after, as make up left it)" if left_up and not self.keep else "")
+            )
             self.stop(server.name)
         if server.needs_upstream and self.upstream:
             self.ensure_upstream()
@@ -162,11 +172,16 @@ class Session:
         if (up.port, up.h2c_port) != (self.port(server), self.h2c_port(server)):
             return f"on port {up.port}, this run gives it port {self.port(server)}"
         if server.needs_upstream and self.upstream and up.upstream_url != self.upstream_url():
-            return f"fetching its upstream from {up.upstream_url or 'an address not recorded'}, this run's is " \
-                   f"{self.upstream_url()}"
+            return (
+                f"fetching its upstream from {up.upstream_url or 'an address not recorded'}, this run's is "
+                f"{self.upstream_url()}"
+            )
         if up.artifacts != self._stamp(server):
-            return ("from artifacts that have changed since it started (make build)" if up.artifacts else
-                    "from artifacts this harness did not record when it started")
+            return (
+                "from artifacts that have changed since it started (make build)"
+                if up.artifacts
+                else "from artifacts this harness did not record when it started"
+            )
         return None
 
     def ensure_upstream(self) -> RunningServer:
@@ -191,8 +206,10 @@ class Session:
         for name, (running, starter) in servers.items():
             found.setdefault(str(starter), []).append(f"{name} ({running.runtime}, port {running.port})")
         for command, what in found.items():
-            say(f"found what {command} left running when it was killed: {', '.join(what)}; stopping "
-                f"{'them' if len(what) > 1 else 'it'}")
+            say(
+                f"found what {command} left running when it was killed: {', '.join(what)}; stopping "
+                f"{'them' if len(what) > 1 else 'it'}"
+            )
         for tool in tools:
             _stop_tool(tool)
             self.state.drop_tools(tool.started_by)

@@ -10,6 +10,7 @@ host, not of this machine. Both cores are probed at once because in an attempt b
 
 Docker runtime: the probe runs as host processes on the same CPUs the containers are pinned to.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -61,7 +62,7 @@ def _rates(output: str) -> list[float]:
 
 def windows(rates: list[float], per_window: int) -> list[float]:
     """Mean rate of consecutive whole windows of `per_window` ticks."""
-    return [statistics.fmean(rates[i:i + per_window]) for i in range(0, len(rates) - per_window + 1, per_window)]
+    return [statistics.fmean(rates[i : i + per_window]) for i in range(0, len(rates) - per_window + 1, per_window)]
 
 
 def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
@@ -70,8 +71,11 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
     procs = {}
     try:
         for role, cpu in cpus.items():
-            procs[role] = subprocess.Popen(pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)], [cpu]),
-                                           stdout=subprocess.PIPE, text=True)
+            procs[role] = subprocess.Popen(
+                pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)], [cpu]),
+                stdout=subprocess.PIPE,
+                text=True,
+            )
         deadline = time.monotonic() + seconds + 30
         while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
             interrupt.sleep(0.1)  # a probe's output (a line per tick) fits the pipe: read once it has ended
@@ -93,8 +97,15 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
     # the absolute speed too (loops per second, the median window): `make history` puts it on the timeline and
     # divides every figure by it, so that a day when the whole machine is slower reads as the machine's day
     rate = {role: round(statistics.median(s)) if s else None for role, s in series.items()}
-    return {"seconds": seconds, "window_s": window_s, "cpus": cpus, "windows": min(len(s) for s in series.values()),
-            "cv": {role: stats.cv(s) for role, s in series.items()}, "correlation": correlation, "rate": rate}
+    return {
+        "seconds": seconds,
+        "window_s": window_s,
+        "cpus": cpus,
+        "windows": min(len(s) for s in series.values()),
+        "cv": {role: stats.cv(s) for role, s in series.items()},
+        "correlation": correlation,
+        "rate": rate,
+    }
 
 
 def probe_and_record(store: RunStore, plan: CpuPlan, settings: Settings, when: str) -> None:
@@ -103,15 +114,18 @@ def probe_and_record(store: RunStore, plan: CpuPlan, settings: Settings, when: s
     if not settings.steadiness:
         return
     if plan.hosts:  # the plan's CPUs are other machines', not this one's
-        store.update_conditions(steadiness_not_probed="the roles run on other hosts (HOSTS): this machine's CPU speed "
-                                                      "is not theirs")
+        store.update_conditions(
+            steadiness_not_probed="the roles run on other hosts (HOSTS): this machine's CPU speed is not theirs"
+        )
         return
     say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
     result = probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
     say(f"  {steadiness_text(result)}")
     worst = max((c for c in result["cv"].values() if c is not None), default=None)
     if worst is not None and worst > UNSTEADY_CV:
-        warn(f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
-             f"length will carry about as much spread, and records past {flag_kinds.SPREAD_MAX_CV:.0%} are flagged `spread`; "
-             "a quieter machine (or the seed profile's longer attempts) gives tighter intervals")
+        warn(
+            f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "
+            f"length will carry about as much spread, and records past {flag_kinds.SPREAD_MAX_CV:.0%} are flagged `spread`; "
+            "a quieter machine (or the seed profile's longer attempts) gives tighter intervals"
+        )
     store.update_conditions(steadiness={**store.run.conditions.get("steadiness", {}), when: result})

@@ -1,6 +1,7 @@
 """`ping`: checks a running server against CONTRACT.md over HTTP/1.1, byte for byte, walking the contract's table
 (contract_table.py), then what is HTTP/1.1's own: HTTP/1.0, pipelining, framing. A server that fails is not
 benchmarked."""
+
 from __future__ import annotations
 
 import socket
@@ -52,8 +53,10 @@ class StubStatus:
         self.reads += 1
         lines = r.text.splitlines()
         if r.status != 200 or len(lines) < 3 or len(lines[2].split()) != 3 or not lines[2].split()[2].isdigit():
-            raise ValueError(f"http://{self.host}:{self.port}{self.path} answered {r.status} {r.text[:60]!r}, "
-                             "not nginx's stub_status")
+            raise ValueError(
+                f"http://{self.host}:{self.port}{self.path} answered {r.status} {r.text[:60]!r}, "
+                "not nginx's stub_status"
+            )
         return int(lines[2].split()[2]) - self.reads
 
 
@@ -128,9 +131,14 @@ class Checker:
                 for attempt in range(2):
                     conn.send(request_bytes("/id", "HTTP/1.0", {"Connection": "keep-alive"}))
                     r = conn.read_response()
-                    expect(r.status == 200 and r.text == self.name, f"HTTP/1.0 keep-alive GET /id #{attempt + 1}: {r.status}")
-                    expect("keep-alive" in (r.header("connection") or "").lower(),
-                           "HTTP/1.0 with Connection: keep-alive: the response lacks Connection: keep-alive")
+                    expect(
+                        r.status == 200 and r.text == self.name,
+                        f"HTTP/1.0 keep-alive GET /id #{attempt + 1}: {r.status}",
+                    )
+                    expect(
+                        "keep-alive" in (r.header("connection") or "").lower(),
+                        "HTTP/1.0 with Connection: keep-alive: the response lacks Connection: keep-alive",
+                    )
         except (OSError, HttpError) as exc:
             expect(False, f"HTTP/1.0: {exc}")
 
@@ -148,14 +156,27 @@ class Checker:
 
     def check_survives_garbage(self) -> None:
         """A garbage request may get a 4xx/5xx or a closed connection; the server must keep serving."""
-        send_garbage(self.host, self.port, (b"GARBAGE\r\n\r\n", b"GET /id HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
-                                            b"\x00\xff" * 64 + b"\r\n\r\n"))
+        send_garbage(
+            self.host,
+            self.port,
+            (
+                b"GARBAGE\r\n\r\n",
+                b"GET /id HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                b"\x00\xff" * 64 + b"\r\n\r\n",
+            ),
+        )
         r = self.get("/id")
         self.report.expect(r is not None and r.status == 200, "after garbage requests the server no longer answers /id")
 
 
-def verify(name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None,
-           upstream_count: UpstreamCount | None = None) -> Report:
+def verify(
+    name: str,
+    host: str,
+    port: int,
+    routes: tuple[str, ...],
+    upstream_document: bytes | None = None,
+    upstream_count: UpstreamCount | None = None,
+) -> Report:
     """The contract over HTTP/1.1. `upstream_count`: how many requests the upstream has served (StubStatus), so that
     each /weather request is seen to reach it; None leaves that step out."""
     steps = contract_table(name, routes, upstream_document, upstream_counted=upstream_count is not None)

@@ -3,6 +3,7 @@ as h2load speaks it), walking the contract's table (contract_table.py) as the HT
 byte, status codes, content types, `date` and `server` headers, 404, 400 on bad params, the tweet counter, each
 /weather request reaching the upstream), then that several requests in flight at once on that connection are each
 answered with their own body. Every read has a deadline: a silent server fails the check, it never hangs it."""
+
 from __future__ import annotations
 
 import socket
@@ -91,9 +92,17 @@ class H2Client:
         responses: dict[int, H2Response] = {}
         for path in paths:
             stream_id = self.conn.get_next_available_stream_id()
-            self.conn.send_headers(stream_id, [(":method", "GET"), (":path", path), (":scheme", "http"),
-                                               (":authority", f"{self.host}:{self.port}"),
-                                               ("user-agent", "polyglot-bench-contract")], end_stream=True)
+            self.conn.send_headers(
+                stream_id,
+                [
+                    (":method", "GET"),
+                    (":path", path),
+                    (":scheme", "http"),
+                    (":authority", f"{self.host}:{self.port}"),
+                    ("user-agent", "polyglot-bench-contract"),
+                ],
+                end_stream=True,
+            )
             responses[stream_id] = H2Response(stream_id)
         self.sock.sendall(self.conn.data_to_send())
         deadline = time.monotonic() + self.timeout
@@ -147,8 +156,10 @@ class H2Client:
             r.reset = int(event.error_code)
         elif isinstance(event, h2.events.ConnectionTerminated):
             detail = f", {event.additional_data!r}" if event.additional_data else ""
-            raise H2Error(f"the server ended the connection (GOAWAY {event.error_code!s}, last stream "
-                          f"{event.last_stream_id}{detail})")
+            raise H2Error(
+                f"the server ended the connection (GOAWAY {event.error_code!s}, last stream "
+                f"{event.last_stream_id}{detail})"
+            )
 
 
 class H2Checker:
@@ -184,8 +195,10 @@ class H2Checker:
             return None
         expect_answer(self.report, path, r, step.expected, ("content-type", "date", "server"))
         if r.header("content-length") is not None:  # optional in HTTP/2, but right when given
-            expect(r.header("content-length") == str(len(r.body)),
-                   f"GET {path}: content-length {r.header('content-length')} differs from the body ({len(r.body)} bytes)")
+            expect(
+                r.header("content-length") == str(len(r.body)),
+                f"GET {path}: content-length {r.header('content-length')} differs from the body ({len(r.body)} bytes)",
+            )
         return r
 
     def run(self) -> Report:
@@ -195,16 +208,21 @@ class H2Checker:
                     self.check_tweets(step)
                 elif step.kind is Kind.UPSTREAM:
                     if self.upstream_count is not None:
-                        expect_upstream_fetches(self.report, step, self.upstream_count,
-                                                partial(self.check_response, step))
+                        expect_upstream_fetches(
+                            self.report, step, self.upstream_count, partial(self.check_response, step)
+                        )
                 else:
                     self.check_response(step)
                 if step.path == "/id" and self.client is None:
-                    return self.report  # the first exchange failed (no h2c at all): one line says why, not one per route
+                    return (
+                        self.report
+                    )  # the first exchange failed (no h2c at all): one line says why, not one per route
             self.check_in_flight(fixed_answers(self.steps))
             self.check_survives_garbage()
-            self.report.expect(self.connections == 1, f"the checks needed {self.connections} h2c connections, not one "
-                                                      "(the server broke the connection)")
+            self.report.expect(
+                self.connections == 1,
+                f"the checks needed {self.connections} h2c connections, not one (the server broke the connection)",
+            )
         finally:
             if self.client is not None:
                 self.client.close()
@@ -223,16 +241,29 @@ class H2Checker:
     def check_in_flight(self, fixed: dict[str, Expected]) -> None:
         """IN_FLIGHT requests to different routes, all sent before any answer is read, each answered on its own stream
         with its own body (tweets: each with its own id)."""
-        paths: list[str] = [p for p in ("/id", "/hello", "/backend", "/fibonacci?param=10", "/factorial?param=20",
-                             "/fibonacci?param=1", "/factorial?param=100", "/weather/Paris") if p in fixed]
+        paths: list[str] = [
+            p
+            for p in (
+                "/id",
+                "/hello",
+                "/backend",
+                "/fibonacci?param=10",
+                "/factorial?param=20",
+                "/fibonacci?param=1",
+                "/factorial?param=100",
+                "/weather/Paris",
+            )
+            if p in fixed
+        ]
         if any(s.kind is Kind.COUNTER for s in self.steps):
             paths[1:1] = ["/v1/tweets"]
             paths.append("/v1/tweets")
         paths = [paths[i % len(paths)] for i in range(IN_FLIGHT)]
         limit = self.client.max_streams() if self.client else IN_FLIGHT
-        if not self.report.expect(limit >= IN_FLIGHT, f"h2c: the server allows {limit} concurrent streams, "
-                                                      f"fewer than {IN_FLIGHT}"):
-            paths = paths[:max(limit, 1)]
+        if not self.report.expect(
+            limit >= IN_FLIGHT, f"h2c: the server allows {limit} concurrent streams, fewer than {IN_FLIGHT}"
+        ):
+            paths = paths[: max(limit, 1)]
         responses = self.get(paths)
         what = f"{len(paths)} streams in flight at once"
         wrong: list[str] = []
@@ -249,24 +280,42 @@ class H2Checker:
                 else:
                     wrong.append(f"{path} (stream {r.stream_id}) answered {r.text[:60]!r}")
             elif r.status != fixed[path].status or r.text != fixed[path].body:
-                wrong.append(f"{path} (stream {r.stream_id}) answered {r.status} {r.text[:60]!r}, "
-                             f"expected {(fixed[path].body or '')[:60]!r}")
+                wrong.append(
+                    f"{path} (stream {r.stream_id}) answered {r.status} {r.text[:60]!r}, "
+                    f"expected {(fixed[path].body or '')[:60]!r}"
+                )
         self.report.expect(not wrong, f"{what}: " + "; ".join(wrong))
         if len(tweet_ids) > 1:
-            self.report.expect(len(set(tweet_ids)) == len(tweet_ids),
-                               f"{what}: /v1/tweets streams got the same id {tweet_ids}")
+            self.report.expect(
+                len(set(tweet_ids)) == len(tweet_ids), f"{what}: /v1/tweets streams got the same id {tweet_ids}"
+            )
 
     def check_survives_garbage(self) -> None:
         """Connections with a broken preface or a garbage frame may be refused or closed; the server keeps serving."""
         preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-        send_garbage(self.host, self.port, (b"GARBAGE\r\n\r\n", preface + b"\x00\x00\x04\xff\xff\xff\xff\xff\xff" + b"\x00" * 4,
-                                            preface + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00" + b"\x00\xff" * 64))
+        send_garbage(
+            self.host,
+            self.port,
+            (
+                b"GARBAGE\r\n\r\n",
+                preface + b"\x00\x00\x04\xff\xff\xff\xff\xff\xff" + b"\x00" * 4,
+                preface + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00" + b"\x00\xff" * 64,
+            ),
+        )
         r = self.get(["/id"])[0]
-        self.report.expect(r is not None and r.status == 200, "after garbage connections the server no longer answers /id")
+        self.report.expect(
+            r is not None and r.status == 200, "after garbage connections the server no longer answers /id"
+        )
 
 
-def check_h2(name: str, host: str, port: int, routes: tuple[str, ...], upstream_document: bytes | None = None,
-             upstream_count: UpstreamCount | None = None) -> Report:
+def check_h2(
+    name: str,
+    host: str,
+    port: int,
+    routes: tuple[str, ...],
+    upstream_document: bytes | None = None,
+    upstream_count: UpstreamCount | None = None,
+) -> Report:
     """The contract over h2c: a Report whose failures are one readable line each. `upstream_count` as in
     verification.verify."""
     steps = contract_table(name, routes, upstream_document, upstream_counted=upstream_count is not None)

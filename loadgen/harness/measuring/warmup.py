@@ -11,6 +11,7 @@ attempts.
 Before any rate is known ab runs for its time (-t); a run in which no request completed (ten fibonacci(35) at once
 take longer than a second on one core, and ab -t drops the requests still under way) is followed by one twice as long
 (at most MAX_UNSIZED_S)."""
+
 from __future__ import annotations
 
 import time
@@ -43,8 +44,9 @@ class Loader(Protocol):
     @property
     def raw(self) -> Path: ...
 
-    def load(self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str, what: str,
-             expected_rps: float | None) -> Outcome: ...
+    def load(
+        self, target: Target, tool: str, spec: LoadSpec, stem: str, label: str, what: str, expected_rps: float | None
+    ) -> Outcome: ...
 
 
 @dataclass
@@ -62,13 +64,15 @@ class Progress:
     def enough(self) -> bool:
         return self.steady and self.made >= self.connections
 
-    def add(self, rps: float | None, duration_s: float | None, requests: int, errors: int | None,
-            tolerance: float) -> None:
+    def add(
+        self, rps: float | None, duration_s: float | None, requests: int, errors: int | None, tolerance: float
+    ) -> None:
         self.made += requests
-        self.runs.append(WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=duration_s,
-                                   errors=errors))
+        self.runs.append(
+            WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=duration_s, errors=errors)
+        )
         self.rate = rps or self.rate
-        latest = [r.rps for r in self.runs[-self.window:]]
+        latest = [r.rps for r in self.runs[-self.window :]]
         self.steady = all(latest) and trend.settled([r for r in latest if r is not None], self.window, tolerance)
 
 
@@ -82,25 +86,46 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
     done = Progress(window, step.connections)
     max_runs = max(rule.max_runs, window)
     unsized_s = run_s  # a run's length while no rate is known
-    while (len(done.runs) < max_runs and not done.enough() and job.name not in bench.dead
-           and (len(done.runs) < window or time.monotonic() - done.started < rule.max_s)):
+    while (
+        len(done.runs) < max_runs
+        and not done.enough()
+        and job.name not in bench.dead
+        and (len(done.runs) < window or time.monotonic() - done.started < rule.max_s)
+    ):
         interrupt.check()
         n = len(done.runs) + 1
         spec = TOOLS[tool_name].sized(base, run_s if done.rate else unsized_s, done.rate)
-        outcome = bench.load(target, tool_name, spec, f"warmup/{job.name}-{scenario.name}-{job.run.label}-{n}",
-                             f"{job.name} {scenario.name} warm-up {n}", f"{job.label} warm-up run {n}", done.rate)
+        outcome = bench.load(
+            target,
+            tool_name,
+            spec,
+            f"warmup/{job.name}-{scenario.name}-{job.run.label}-{n}",
+            f"{job.name} {scenario.name} warm-up {n}",
+            f"{job.label} warm-up run {n}",
+            done.rate,
+        )
         m = outcome.measurement
         rps = m.rps if m and not outcome.failure and m.requests else None
         if rps is None and done.rate is None:
             unsized_s = min(unsized_s * 2, MAX_UNSIZED_S)
-        done.add(rps, m.duration_s if m else None, m.requests if m else 0, m.errors.total if m else None,
-                 rule.tolerance)
+        done.add(
+            rps, m.duration_s if m else None, m.requests if m else 0, m.errors.total if m else None, rule.tolerance
+        )
     if done.rate is None and job.name not in bench.dead:
-        warn(f"{job.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
-             "attempts are sized without a rate and taken on a server that may not be warm")
+        warn(
+            f"{job.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
+            "attempts are sized without a rate and taken on a server that may not be warm"
+        )
     _announce(step, tool_name, run_s, done, rule)
-    return results.Warmup(tool=tool_name, runs=done.runs, steady=done.steady, tolerance=rule.tolerance,
-                          max_runs=max_runs, rate=round(done.rate, 1) if done.rate else None, window=done.window)
+    return results.Warmup(
+        tool=tool_name,
+        runs=done.runs,
+        steady=done.steady,
+        tolerance=rule.tolerance,
+        max_runs=max_runs,
+        rate=round(done.rate, 1) if done.rate else None,
+        window=done.window,
+    )
 
 
 def _load(job: Job, rule: WarmupRule) -> tuple[str, LoadSpec, float]:
@@ -129,10 +154,14 @@ def _prime(bench: Loader, target: Target, path: str) -> None:
 def _announce(step: WarmupStep, tool_name: str, run_s: float, done: Progress, rule: WarmupRule) -> None:
     job = step.job
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in done.runs)
-    verdict = (f"steady (the latest {done.window} within {rule.tolerance:.0%})" if done.steady
-               else f"NOT steady within {rule.tolerance:.0%} after {len(done.runs)} runs, "
-                    f"{time.monotonic() - done.started:.0f} s")
+    verdict = (
+        f"steady (the latest {done.window} within {rule.tolerance:.0%})"
+        if done.steady
+        else f"NOT steady within {rule.tolerance:.0%} after {len(done.runs)} runs, "
+        f"{time.monotonic() - done.started:.0f} s"
+    )
     first = f" (at least {step.connections:,} new connections: its JIT's first)" if step.connections else ""
-    say(f"  {job.name} {job.label} warm-up ({tool_name}): {len(done.runs)} run(s) of about {run_s:g} s, "
-        f"{done.made:,} requests{first}, {verdict} ({rates} req/s)")
-
+    say(
+        f"  {job.name} {job.label} warm-up ({tool_name}): {len(done.runs)} run(s) of about {run_s:g} s, "
+        f"{done.made:,} requests{first}, {verdict} ({rates} req/s)"
+    )

@@ -1,5 +1,6 @@
 """What a case is (the bytes it sends, what the RFC requires of the answer, where it says so) and the helpers the
 cases are written with (cases_syntax.py, cases_framing.py)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,6 +1,7 @@
 """The HTTP/2 half of the probe: h2spec (github.com/summerwind/h2spec, the maintained conformance suite for RFC 7540
 and RFC 7541, built from its Go module into .tools/go/bin by `make probe`) against a server's h2c port, its JUnit
 report read into cases like the HTTP/1.1 suite's. Where it is not built, the h2c part says so and is left out."""
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,11 @@ def run(host: str, port: int, scratch: Path) -> dict[str, Any]:
     """h2spec against host:port (prior knowledge, no TLS), its report kept in `scratch`; the cases, or why none."""
     h2spec = binary()
     if h2spec is None:
-        return {"tool": None, "note": "h2spec is not built (make probe builds it with `go install`); h2c not probed",
-                "cases": []}
+        return {
+            "tool": None,
+            "note": "h2spec is not built (make probe builds it with `go install`); h2c not probed",
+            "cases": [],
+        }
     report = scratch / f"h2spec-{port}.xml"
     command = [str(h2spec), "-h", host, "-p", str(port), "-o", "2", "-j", str(report)]
     try:
@@ -55,13 +59,19 @@ def cases(junit: str) -> list[dict[str, Any]]:
         for number, case in enumerate(suite.iter("testcase"), 1):
             failed = case.find("failure") if case.find("failure") is not None else case.find("error")
             skipped = case.find("skipped") is not None
-            out.append({
-                "id": f"{package}/{number}", "category": f"h2c-{spec}", "level": "MUST",
-                "rfc": f"{SPECS.get(spec, spec)} §{section}" if section else SPECS.get(spec, spec),
-                "what": f"{suite.get('name', '')}: {case.get('classname', '')}".strip(": "),
-                "sent": case.get("classname", ""), "expected": "what h2spec expects",
-                "got": "skipped" if skipped else _text(failed) if failed is not None else "as expected",
-                "verdict": "warn" if skipped else "fail" if failed is not None else "pass"})
+            out.append(
+                {
+                    "id": f"{package}/{number}",
+                    "category": f"h2c-{spec}",
+                    "level": "MUST",
+                    "rfc": f"{SPECS.get(spec, spec)} §{section}" if section else SPECS.get(spec, spec),
+                    "what": f"{suite.get('name', '')}: {case.get('classname', '')}".strip(": "),
+                    "sent": case.get("classname", ""),
+                    "expected": "what h2spec expects",
+                    "got": "skipped" if skipped else _text(failed) if failed is not None else "as expected",
+                    "verdict": "warn" if skipped else "fail" if failed is not None else "pass",
+                }
+            )
     return out
 
 

@@ -1,6 +1,7 @@
 """The HTTP/1.1 suite run against one server: every case of cases_syntax.py and cases_framing.py, each on its own
 connection (a few at a time: a case that waits for an answer it should not get costs seconds), judged, and gathered
 into the `compliance.<server>` entry of results.json."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -34,9 +35,17 @@ def _outcome(host: str, port: int, case: Case, timing: Timing) -> str:
 
 def judged(case: Case, got: str) -> dict[str, Any]:
     """A case as results.json holds it."""
-    return {"id": case.id, "category": case.category, "rfc": case.rfc, "level": case.level, "what": case.what,
-            "sent": shown(case.sent), "expected": verdicts.expected_text(case.passes, case.warns), "got": got,
-            "verdict": verdicts.verdict(case.passes, case.warns, got)}
+    return {
+        "id": case.id,
+        "category": case.category,
+        "rfc": case.rfc,
+        "level": case.level,
+        "what": case.what,
+        "sent": shown(case.sent),
+        "expected": verdicts.expected_text(case.passes, case.warns),
+        "got": got,
+        "verdict": verdicts.verdict(case.passes, case.warns, got),
+    }
 
 
 def shown(sent: bytes) -> str:

@@ -7,6 +7,7 @@
 
 `pass` where a pattern of the case's `passes` matches, `warn` where one of its `warns` does (an answer the RFC
 permits but that is lenient), `fail` otherwise."""
+
 from __future__ import annotations
 
 from collections import Counter

@@ -1,5 +1,6 @@
 """One case on the wire: the bytes sent on a fresh connection, and what came back (every response's status, whether
 the server closed the connection), read without an HTTP library: a library would repair what the case probes."""
+
 from __future__ import annotations
 
 import re
@@ -22,6 +23,7 @@ class Timing:
 
 
 DEFAULT_TIMING = Timing()
+
 
 @dataclass(frozen=True)
 class Reply:

@@ -8,6 +8,7 @@ model (model.py: groups, ranks, cells):
   versus.html   versus_page.py `make versus`'s own page (and versus.md): head ÷ base with intervals, rounds, footprints
 Flags are evaluated again here (they are a function of the data), so an older results.json reports with today's rules;
 results.json itself is not rewritten."""
+
 from __future__ import annotations
 
 import shutil
@@ -39,8 +40,11 @@ def write_report(run_dir: Path) -> list[Path]:
     if chart_dir.exists():
         shutil.rmtree(chart_dir)  # no stale chart of an earlier report of the same run
     made = charts.write(m, chart_dir)
-    written = [html.write(m, made, run_dir / "report.html"), markdown.write(m, run_dir / "summary.md"),
-               csv_export.write(m, run_dir / "summary.csv")]
+    written = [
+        html.write(m, made, run_dir / "report.html"),
+        markdown.write(m, run_dir / "summary.md"),
+        csv_export.write(m, run_dir / "summary.csv"),
+    ]
     return written + list(made.values()) + _versus_page(run, run_dir)
 
 
@@ -52,10 +56,14 @@ def _versus_page(run: Run, run_dir: Path) -> list[Path]:
         return []
     names = [str(r.get(k)) for r in results if isinstance(r, dict) for k in ("scenario", "run")]
     if any(model.slug(n) != n.lower() for n in names):
-        warn(f"{run_dir / 'results.json'}: conditions.versus names a scenario or run that is not a plain name; no versus page")
+        warn(
+            f"{run_dir / 'results.json'}: conditions.versus names a scenario or run that is not a plain name; no versus page"
+        )
         return []
     try:
         return versus_page.write(run, run_dir)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
-        warn(f"{run_dir / 'results.json'}: conditions.versus is incomplete ({type(exc).__name__}: {exc}); no versus page")
+        warn(
+            f"{run_dir / 'results.json'}: conditions.versus is incomplete ({type(exc).__name__}: {exc}); no versus page"
+        )
         return []

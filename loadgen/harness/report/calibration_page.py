@@ -1,5 +1,6 @@
 """The report's calibration section (`make calibrate`'s runs): per tool and load, the known and measured figures side
 by side with their verdicts, as results.json keeps them under "calibration" (harness/measuring/calibration.py)."""
+
 from __future__ import annotations
 
 from html import escape
@@ -8,12 +9,14 @@ from harness.basics.formats import fmt_figure
 from harness.results.records import Run
 
 HEADER = ["tool", "load", "limit", "figure", "known", "measured", "verdict", "why"]
-INTRO = ("Every load tool against the calibrated server (calibrated/), whose answers are known by construction: a "
-         "service time, 1 request in k held an exact delay, 1 answer in m a 503, a CPU burn per request, a rate cap. "
-         "Tolerances: req/s within 2 %, p50 to p99.9, max and mean within 5 % or 0.2 ms (a figure the tool gives and "
-         "the record lacks is a miss), the 503s counted as non_2xx to within one and the answers in flight, CPU µs "
-         "per request within 10 % of the burn where the server is the limit, and loadgen-saturated fired when, and "
-         "only when, the tool was the limit.")
+INTRO = (
+    "Every load tool against the calibrated server (calibrated/), whose answers are known by construction: a "
+    "service time, 1 request in k held an exact delay, 1 answer in m a 503, a CPU burn per request, a rate cap. "
+    "Tolerances: req/s within 2 %, p50 to p99.9, max and mean within 5 % or 0.2 ms (a figure the tool gives and "
+    "the record lacks is a miss), the 503s counted as non_2xx to within one and the answers in flight, CPU µs "
+    "per request within 10 % of the burn where the server is the limit, and loadgen-saturated fired when, and "
+    "only when, the tool was the limit."
+)
 VERDICTS = {True: "pass", False: "miss", None: "n/a"}
 
 
@@ -27,8 +30,18 @@ def rows(run: Run) -> list[list[str]]:
             out.append([entry["tool"], load, "", "", "", "", "failed", entry["failed"]])
             continue
         for f in entry.get("figures") or []:
-            out.append([entry["tool"], load, entry.get("limit", ""), f["figure"], fmt_figure(f["known"]),
-                        fmt_figure(f["measured"]), VERDICTS[f["ok"]], f.get("note") or ""])
+            out.append(
+                [
+                    entry["tool"],
+                    load,
+                    entry.get("limit", ""),
+                    f["figure"],
+                    fmt_figure(f["known"]),
+                    fmt_figure(f["measured"]),
+                    VERDICTS[f["ok"]],
+                    f.get("note") or "",
+                ]
+            )
     return out
 
 
@@ -48,8 +61,16 @@ def markdown(run: Run) -> list[str]:
     if not run.calibration:
         return []
     passed, missed = counts(run)
-    lines = ["## Calibration", "", INTRO, "", f"**{passed} figure(s) within tolerance, {missed} missed.**", "",
-             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines = [
+        "## Calibration",
+        "",
+        INTRO,
+        "",
+        f"**{passed} figure(s) within tolerance, {missed} missed.**",
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "---|" * len(HEADER),
+    ]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows(run)]
     return lines + [""]
 
@@ -64,6 +85,8 @@ def html(run: Run) -> str:
     for row in rows(run):
         style = ' style="background:var(--bad)"' if row[6] in ("miss", "failed") else ""
         body += f"<tr{style}>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-    return (f'<h2 id="calibration">Calibration</h2><p class="muted">{escape(INTRO)}</p>'
-            f'<p class="sub">{passed} figure(s) within tolerance, {missed} missed.</p>'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    return (
+        f'<h2 id="calibration">Calibration</h2><p class="muted">{escape(INTRO)}</p>'
+        f'<p class="sub">{passed} figure(s) within tolerance, {missed} missed.</p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )

@@ -1,5 +1,6 @@
 """One record's figures as every table shows them: req/s with its interval, CPU per request, latencies, errors, CPU
 and memory, flags; and the servers' own (artifact size, lines of code, start-up)."""
+
 from __future__ import annotations
 
 from harness.basics.formats import fmt_level, fmt_rate, fmt_us, interval_text
@@ -19,11 +20,12 @@ INTERVAL_NOTE = (
     "narrowest one reaching 95 % is used; with 5 attempts or fewer none does, and it is the attempts' min–max at the "
     "level it has (75 % with 3 attempts, 87.5 % with 4, 93.75 % with 5). The level shown is the one reached. Not a "
     "bootstrap: with 3–5 attempts a bootstrap of the median only ever draws the attempts themselves and labels their "
-    "min–max 95 % where it covers 75 %.")
+    "min–max 95 % where it covers 75 %."
+)
 
 
 def capacity_text(c: dict) -> str:
-    """"12,345 req/s", "≥ 12,345 req/s" (the load generator was the limit above it), or why there is none."""
+    """ "12,345 req/s", "≥ 12,345 req/s" (the load generator was the limit above it), or why there is none."""
     if not c["rps"]:
         return "none: " + c.get("why", "")
     return ("≥ " if c["lower_bound"] else "") + f"{fmt_rate(c['rps'])} req/s"

@@ -1,6 +1,7 @@
 """PNG charts (matplotlib, Agg backend: no display needed): req/s bars per (scenario, run) with the nginx ceiling,
 latency percentiles, the server's CPU per request per scenario, req/s and p99 against concurrency for a matrix
 scenario (weather), and each scenario's percentile spectrum (every record's whole latency distribution)."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -29,11 +30,20 @@ DPI = 110
 FLAGGED_ALPHA = 0.35
 PERCENTILES = (("p50", 0.45), ("p90", 0.7), ("p99", 1.0))  # key, opacity
 
-plt.rcParams.update({
-    "font.size": 9, "axes.titlesize": 11, "axes.titleweight": "bold", "axes.spines.top": False,
-    "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True,
-    "figure.facecolor": "white", "savefig.facecolor": "white",
-})
+plt.rcParams.update(
+    {
+        "font.size": 9,
+        "axes.titlesize": 11,
+        "axes.titleweight": "bold",
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.axisbelow": True,
+        "figure.facecolor": "white",
+        "savefig.facecolor": "white",
+    }
+)
 
 RATE_AXIS = FuncFormatter(lambda v, _: fmt_rate(v) if v else "0")
 
@@ -72,34 +82,77 @@ def rps_bars(model: Model, group: Group, path: Path) -> Path | None:
         s = summary(r).rps
         value = r.rps or 0.0
         clean = r.ranked
-        ax.bar(x, value, width=0.65, color=model.colors.get(r.server), alpha=1.0 if clean else FLAGGED_ALPHA,
-               hatch=None if clean else "//", edgecolor=model.colors.get(r.server), linewidth=0.8)
+        ax.bar(
+            x,
+            value,
+            width=0.65,
+            color=model.colors.get(r.server),
+            alpha=1.0 if clean else FLAGGED_ALPHA,
+            hatch=None if clean else "//",
+            edgecolor=model.colors.get(r.server),
+            linewidth=0.8,
+        )
         label_at = value
         if s and s["n"] >= 2 and s.get("ci"):
             low, high = s["ci"]["low"], s["ci"]["high"]
-            ax.errorbar(x, value, yerr=[[max(value - low, 0)], [max(high - value, 0)]], fmt="none", ecolor="#222",
-                        capsize=3, lw=1)
+            ax.errorbar(
+                x,
+                value,
+                yerr=[[max(value - low, 0)], [max(high - value, 0)]],
+                fmt="none",
+                ecolor="#222",
+                capsize=3,
+                lw=1,
+            )
             top = max(top, high)
             label_at = max(value, high)  # above the whisker, not through it
         top = max(top, value)
         bound = ranking.is_lower_bound(r)
         if bound and s and s.get("ci"):
-            ax.annotate("", (x, label_at * 1.06), (x, label_at), arrowprops={"arrowstyle": "->", "color": "#222", "lw": 1})
+            ax.annotate(
+                "", (x, label_at * 1.06), (x, label_at), arrowprops={"arrowstyle": "->", "color": "#222", "lw": 1}
+            )
             label_at *= 1.06
-        label = ("≥ " + fmt_rate(s["ci"]["low"]) if bound and s and s.get("ci") else fmt_rate(value)) if r.rps is not None else "failed"
-        ax.annotate(label, (x, label_at), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8,
-                    fontweight="bold" if clean else "normal")
+        label = (
+            ("≥ " + fmt_rate(s["ci"]["low"]) if bound and s and s.get("ci") else fmt_rate(value))
+            if r.rps is not None
+            else "failed"
+        )
+        ax.annotate(
+            label,
+            (x, label_at),
+            textcoords="offset points",
+            xytext=(0, 3),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            fontweight="bold" if clean else "normal",
+        )
     ceiling = group.ceiling.rps if group.ceiling else None
     if group.ceiling and ceiling:
         flagged = "" if group.ceiling.ranked else f" (⚑ {_short_flags(group.ceiling)})"
         ax.axhline(ceiling, color=CEILING_COLOR, ls="--", lw=1.3)
-        ax.annotate(f"{group.ceiling.server} ceiling {fmt_rate(ceiling)} req/s{flagged}", (0, ceiling), xycoords=("axes fraction", "data"),
-                    textcoords="offset points", xytext=(3, 3), fontsize=8, color=CEILING_COLOR, va="bottom",
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
+        ax.annotate(
+            f"{group.ceiling.server} ceiling {fmt_rate(ceiling)} req/s{flagged}",
+            (0, ceiling),
+            xycoords=("axes fraction", "data"),
+            textcoords="offset points",
+            xytext=(3, 3),
+            fontsize=8,
+            color=CEILING_COLOR,
+            va="bottom",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
+        )
         top = max(top, ceiling)
-    ax.set_xticks(xs, [(f"{group.rank_label(r)}\n" if r.ranked else "") + r.server  # the rank: a range of places
-                       + (("\n⚑ " if not r.ranked else "\n") + _short_flags(r).replace(", ", "\n") if r.flags else "")
-                       for r in rows])
+    ax.set_xticks(
+        xs,
+        [
+            (f"{group.rank_label(r)}\n" if r.ranked else "")
+            + r.server  # the rank: a range of places
+            + (("\n⚑ " if not r.ranked else "\n") + _short_flags(r).replace(", ", "\n") if r.flags else "")
+            for r in rows
+        ],
+    )
     for tick, r in zip(ax.get_xticklabels(), rows):
         if not r.ranked:
             tick.set_color("#a30000")
@@ -126,11 +179,26 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
             if not value:
                 continue
             clean = r.ranked
-            ax.bar(x + (i - 1) * width, value, width=width * 0.95, color=model.colors.get(r.server),
-                   alpha=alpha * (1.0 if clean else 0.5), hatch=None if clean else "//", edgecolor="white", lw=0.3)
+            ax.bar(
+                x + (i - 1) * width,
+                value,
+                width=width * 0.95,
+                color=model.colors.get(r.server),
+                alpha=alpha * (1.0 if clean else 0.5),
+                hatch=None if clean else "//",
+                edgecolor="white",
+                lw=0.3,
+            )
             if key == "p99":
-                ax.annotate(fmt_ms(value), (x + (i - 1) * width, value), textcoords="offset points", xytext=(0, 2),
-                            ha="center", va="bottom", fontsize=7)
+                ax.annotate(
+                    fmt_ms(value),
+                    (x + (i - 1) * width, value),
+                    textcoords="offset points",
+                    xytext=(0, 2),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
     _log_ms_axis(ax)
     drawn = [value for r in rows for k, _ in PERCENTILES if (value := latency(r, k))]
     ax.set_ylim(bottom=min(drawn) / 2.5)  # the smallest bar stays visible on the log scale
@@ -139,8 +207,13 @@ def latency_bars(model: Model, group: Group, path: Path) -> Path | None:
     ax.set_title(f"{group.scenario} · {group.run}: latency p50 / p90 / p99")
     pad = max(0, 3 - len(rows)) / 2
     ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
-    ax.legend(handles=[Patch(facecolor="#555", alpha=a, label=k) for k, a in PERCENTILES], loc="upper left",
-              fontsize=7, frameon=False, ncols=3)
+    ax.legend(
+        handles=[Patch(facecolor="#555", alpha=a, label=k) for k, a in PERCENTILES],
+        loc="upper left",
+        fontsize=7,
+        frameon=False,
+        ncols=3,
+    )
     ax.set_ylim(top=ax.get_ylim()[1] * 2.5)
     return save(fig, path)
 
@@ -151,8 +224,11 @@ def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
     the ranking faded."""
     panels = []
     for group in scenario.groups:
-        rows = [r for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked]
-                + group.flagged if cost(r)]
+        rows = [
+            r
+            for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged
+            if cost(r)
+        ]
         if rows:
             panels.append((group, sorted(rows, key=lambda r: (cost(r) or {})["median"])))
     if not panels:
@@ -163,16 +239,42 @@ def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
         for x, r in enumerate(rows):
             s = cost(r) or {}  # each row has one
             clean = r.ranked
-            ax.bar(x, s["median"], width=0.65, color=model.colors.get(r.server), alpha=1.0 if clean else FLAGGED_ALPHA,
-                   hatch=None if clean else "//", edgecolor=model.colors.get(r.server), linewidth=0.8)
+            ax.bar(
+                x,
+                s["median"],
+                width=0.65,
+                color=model.colors.get(r.server),
+                alpha=1.0 if clean else FLAGGED_ALPHA,
+                hatch=None if clean else "//",
+                edgecolor=model.colors.get(r.server),
+                linewidth=0.8,
+            )
             ci = s.get("ci")
             if ci and s["n"] >= 2:
-                ax.errorbar(x, s["median"], yerr=[[max(s["median"] - ci["low"], 0)], [max(ci["high"] - s["median"], 0)]],
-                            fmt="none", ecolor="#222", capsize=3, lw=1)
-            ax.annotate(fmt_us(s["median"]), (x, ci["high"] if ci else s["median"]), textcoords="offset points",
-                        xytext=(0, 3), ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(range(len(rows)), [("≥ " if ranking.is_lower_bound(r) else "") + r.server
-                                         + (" ⚑" if not r.ranked else "") for r in rows], rotation=45, ha="right")
+                ax.errorbar(
+                    x,
+                    s["median"],
+                    yerr=[[max(s["median"] - ci["low"], 0)], [max(ci["high"] - s["median"], 0)]],
+                    fmt="none",
+                    ecolor="#222",
+                    capsize=3,
+                    lw=1,
+                )
+            ax.annotate(
+                fmt_us(s["median"]),
+                (x, ci["high"] if ci else s["median"]),
+                textcoords="offset points",
+                xytext=(0, 3),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+        ax.set_xticks(
+            range(len(rows)),
+            [("≥ " if ranking.is_lower_bound(r) else "") + r.server + (" ⚑" if not r.ranked else "") for r in rows],
+            rotation=45,
+            ha="right",
+        )
         ax.set_title(group.run, fontsize=9)
         ax.set_ylim(0, max(((cost(r) or {})["ci"] or {}).get("high", (cost(r) or {})["median"]) for r in rows) * 1.2)
     axes[0][0].set_ylabel("server CPU µs per request")
@@ -182,10 +284,22 @@ def cost_bars(model: Model, scenario: ScenarioView, path: Path) -> Path | None:
 
 def _points(ax: Axes, xs: list[Any], ys: list[Any], flagged: list[bool], color: str | None) -> None:
     """A line's points: filled where clean, hollow where flagged."""
-    ax.scatter([x for x, f in zip(xs, flagged) if not f], [y for y, f in zip(ys, flagged) if not f], color=color,
-               s=28, zorder=4)
-    ax.scatter([x for x, f in zip(xs, flagged) if f], [y for y, f in zip(ys, flagged) if f], facecolor="white",
-               edgecolor=color, s=34, lw=1.4, zorder=4)
+    ax.scatter(
+        [x for x, f in zip(xs, flagged) if not f],
+        [y for y, f in zip(ys, flagged) if not f],
+        color=color,
+        s=28,
+        zorder=4,
+    )
+    ax.scatter(
+        [x for x, f in zip(xs, flagged) if f],
+        [y for y, f in zip(ys, flagged) if f],
+        facecolor="white",
+        edgecolor=color,
+        s=34,
+        lw=1.4,
+        zorder=4,
+    )
 
 
 def _legend_beside(ax) -> None:
@@ -217,7 +331,11 @@ def _matrix(model: Model, scenario: ScenarioView, path: Path, metric: str) -> Pa
         drawn = True
         color = model.colors.get(server)
         ceiling = model.is_ceiling(server)
-        name = f"{server} {scenario.groups[0].ceiling.path} (ceiling)" if ceiling and scenario.groups[0].ceiling else server
+        name = (
+            f"{server} {scenario.groups[0].ceiling.path} (ceiling)"
+            if ceiling and scenario.groups[0].ceiling
+            else server
+        )
         ax.plot(xs, ys, color=color, lw=2.2 if ceiling else 1.6, ls="--" if ceiling else "-", label=name, zorder=3)
         _points(ax, xs, ys, flagged, color)
         if metric == "rps":  # a band of the medians' confidence intervals
@@ -260,8 +378,12 @@ def latency_steps(model: Model, scenario: ScenarioView, path: Path) -> Path | No
     fig, ax = plt.subplots(figsize=(9.5, 4.2))
     drawn = False
     for server in scenario.servers:
-        points = sorted((flag_rules.offered_rps(r), latency(r, "p99"), r.ranked) for g in scenario.groups
-                        for r in g.records if r.server == server and latency(r, "p99") is not None)
+        points = sorted(
+            (flag_rules.offered_rps(r), latency(r, "p99"), r.ranked)
+            for g in scenario.groups
+            for r in g.records
+            if r.server == server and latency(r, "p99") is not None
+        )
         if not points:
             continue
         drawn = True
@@ -309,8 +431,16 @@ def _spectrum_panel(model: Model, group: Group, ax) -> bool:
             continue
         xs = [1 / (1 - p / 100) for p, _ in points] + [float(whole.count)]
         ys = [ms for _, ms in points] + [whole.max_ms()]
-        ax.plot(xs, ys, color=model.colors.get(r.server), lw=1.4, alpha=1.0 if r.ranked else FLAGGED_ALPHA,
-                ls="-" if r.ranked else "--", label=r.server, drawstyle="steps-post")
+        ax.plot(
+            xs,
+            ys,
+            color=model.colors.get(r.server),
+            lw=1.4,
+            alpha=1.0 if r.ranked else FLAGGED_ALPHA,
+            ls="-" if r.ranked else "--",
+            label=r.server,
+            drawstyle="steps-post",
+        )
         drawn = True
     return drawn
 
@@ -325,7 +455,7 @@ def latency_spectrum(model: Model, scenario: ScenarioView, path: Path) -> Path |
     columns = min(3, len(groups))
     rows = -(-len(groups) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns + 1.6, 3.4 * rows), squeeze=False)
-    for ax in axes.flat[len(groups):]:
+    for ax in axes.flat[len(groups) :]:
         ax.set_visible(False)
     for ax, group in zip(axes.flat, groups):
         _spectrum_panel(model, group, ax)
@@ -334,8 +464,9 @@ def latency_spectrum(model: Model, scenario: ScenarioView, path: Path) -> Path |
         ax.set_title(group.run, fontsize=9)
         ax.set_ylabel("latency, ms (log scale)")
     handles = {name: h for ax in axes.flat for h, name in zip(*ax.get_legend_handles_labels())}
-    fig.legend(handles.values(), handles.keys(), loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8,
-               frameon=False)
+    fig.legend(
+        handles.values(), handles.keys(), loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8, frameon=False
+    )
     fig.suptitle(f"{scenario.name}: latency by percentile (every request of every attempt)", fontweight="bold")
     fig.tight_layout()
     return save(fig, path)
@@ -372,12 +503,24 @@ def _jobs(model: Model, folder: Path) -> list[tuple[str, Any, tuple]]:
     jobs: list[tuple[str, Any, tuple]] = []
     for scenario in model.scenarios:
         if not scenario.is_stepped:
-            jobs.append((f"{scenario.name}-cost", cost_bars, (model, scenario, folder / f"{slug(scenario.name)}-cost.png")))
-        jobs.append((f"{scenario.name}-spectrum", latency_spectrum,
-                     (model, scenario, folder / f"{slug(scenario.name)}-spectrum.png")))
+            jobs.append(
+                (f"{scenario.name}-cost", cost_bars, (model, scenario, folder / f"{slug(scenario.name)}-cost.png"))
+            )
+        jobs.append(
+            (
+                f"{scenario.name}-spectrum",
+                latency_spectrum,
+                (model, scenario, folder / f"{slug(scenario.name)}-spectrum.png"),
+            )
+        )
         if scenario.is_stepped:
-            jobs.append((f"{scenario.name}-latency-steps", latency_steps,
-                         (model, scenario, folder / f"{slug(scenario.name)}-latency-steps.png")))
+            jobs.append(
+                (
+                    f"{scenario.name}-latency-steps",
+                    latency_steps,
+                    (model, scenario, folder / f"{slug(scenario.name)}-latency-steps.png"),
+                )
+            )
             continue
         if scenario.is_matrix:
             for kind, draw in (("rps-matrix", rps_matrix), ("p99-matrix", p99_matrix)):

@@ -1,6 +1,7 @@
 """`make report [RUN=...]`: the report of a run written again from its results.json (report/__init__.py), and how a
 run is named on the command line (`make report` and `make compare` alike): a run id under results/, `latest`, a unique
 prefix of a run id, a folder or a results.json path."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,14 +33,17 @@ def resolve(run: str, root: Path | None = None) -> Path:
             return candidate.parent
         if (candidate / "results.json").is_file():
             return candidate
-    matches = sorted(p for p in root.glob(f"{run}*") if (p / "results.json").is_file() and p.name != "latest") if root.is_dir() else []
+    matches = (
+        sorted(p for p in root.glob(f"{run}*") if (p / "results.json").is_file() and p.name != "latest")
+        if root.is_dir()
+        else []
+    )
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
         raise RunNotFound(f"{run!r} names several runs: {', '.join(p.name for p in matches)}")
     known = sorted(p.name for p in root.iterdir() if (p / "results.json").is_file()) if root.is_dir() else []
     raise RunNotFound(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
-
 
 
 def cmd_report(run: str = "latest") -> int:

@@ -7,6 +7,7 @@ side's interval; the CPU per request still compares.
 
   python -m harness compare A B    (A, B: run ids under results/, `latest`, a unique prefix, or paths)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,8 +60,13 @@ def compare_metric(a: dict[str, Any] | None, b: dict[str, Any] | None) -> Change
     if a["n"] < 2 or b["n"] < 2:
         return Change(a["median"], b["median"], delta, None, "one attempt: uncertainty unknown")
     apart = not stats.overlap(a, b)
-    return Change(a["median"], b["median"], delta, apart,
-                  f"intervals {'apart' if apart else 'overlap'}: {interval_text(a)} and {interval_text(b)}")
+    return Change(
+        a["median"],
+        b["median"],
+        delta,
+        apart,
+        f"intervals {'apart' if apart else 'overlap'}: {interval_text(a)} and {interval_text(b)}",
+    )
 
 
 # figures whose meaning a results schema changed: (the schema it changed in, tool, summary metric, how)
@@ -69,8 +75,14 @@ MEANING_CHANGES = ((4, "ab", "p99", "ab's percentiles were whole ms before schem
 
 def meaning_changed(a: Run, b: Run, tool: str | None, metric: str) -> str | None:
     """How `metric` of `tool` means something else in one run than in the other, or None where it does not."""
-    return next((why for since, t, m, why in MEANING_CHANGES
-                 if (t, m) == (tool, metric) and (a.schema < since) != (b.schema < since)), None)
+    return next(
+        (
+            why
+            for since, t, m, why in MEANING_CHANGES
+            if (t, m) == (tool, metric) and (a.schema < since) != (b.schema < since)
+        ),
+        None,
+    )
 
 
 def not_comparable(change: Change, why: str) -> Change:
@@ -95,6 +107,7 @@ class ComparedRow:
 
 def rows(a: Run, b: Run) -> list[ComparedRow]:
     """Every (server, scenario, run) of either run, in A's order then B's new ones."""
+
     def index(run: Run) -> dict[tuple[str, str, str], Record]:
         return {(r.server, r.scenario, r.label): r for r in run.records}
 
@@ -115,9 +128,13 @@ def rows(a: Run, b: Run) -> list[ComparedRow]:
                 # a lower bound moved: the change is real only where one side lies wholly above the other's bound
                 real = ranking.above_by_rate(rb, ra) or ranking.above_by_rate(ra, rb)
                 if not real:
-                    row.rps = Change(row.rps.a, row.rps.b, row.rps.delta, False,
-                                     "a side is a lower bound (the load generator was the limit) that the other's "
-                                     "interval reaches")
+                    row.rps = Change(
+                        row.rps.a,
+                        row.rps.b,
+                        row.rps.delta,
+                        False,
+                        "a side is a lower bound (the load generator was the limit) that the other's interval reaches",
+                    )
         out.append(row)
     return out
 
@@ -166,10 +183,21 @@ def _verdict(change: Change | None, higher_is_better: bool) -> tuple[str, str]:
 
 def table(a: Run, b: Run, compared: list[ComparedRow]) -> Table:
     t = Table(title=f"A = {a.run_id}   B = {b.run_id}: measurements in both runs", title_justify="left")
-    columns: tuple[tuple[str, JustifyMethod], ...] = (("server", "left"), ("scenario", "left"), ("run", "left"), ("A req/s", "right"),
-                      ("B req/s", "right"), ("Δ req/s", "right"), ("A µs/req", "right"), ("B µs/req", "right"),
-                      ("Δ µs/req", "right"), ("A p99 ms", "right"), ("B p99 ms", "right"),
-                      ("Δ p99", "right"), ("flags", "left"))
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("server", "left"),
+        ("scenario", "left"),
+        ("run", "left"),
+        ("A req/s", "right"),
+        ("B req/s", "right"),
+        ("Δ req/s", "right"),
+        ("A µs/req", "right"),
+        ("B µs/req", "right"),
+        ("Δ µs/req", "right"),
+        ("A p99 ms", "right"),
+        ("B p99 ms", "right"),
+        ("Δ p99", "right"),
+        ("flags", "left"),
+    )
     for col, just in columns:
         t.add_column(col, justify=just)
     for row in compared:
@@ -180,13 +208,20 @@ def table(a: Run, b: Run, compared: list[ComparedRow]) -> Table:
         d_p99, s_p99 = _verdict(row.p99, higher_is_better=False)
         d_cost, s_cost = _verdict(row.cost, higher_is_better=False)
         t.add_row(
-            row.server, row.scenario, row.run,
-            rps_text(row.a) + _spread(sa.rps), rps_text(row.b) + _spread(sb.rps),
+            row.server,
+            row.scenario,
+            row.run,
+            rps_text(row.a) + _spread(sa.rps),
+            rps_text(row.b) + _spread(sb.rps),
             f"[{s_rps}]{d_rps}[/{s_rps}]" if s_rps else d_rps,
-            cost_text(row.a), cost_text(row.b), f"[{s_cost}]{d_cost}[/{s_cost}]" if s_cost else d_cost,
-            fmt_ms((sa.p99 or {}).get("median")), fmt_ms((sb.p99 or {}).get("median")),
+            cost_text(row.a),
+            cost_text(row.b),
+            f"[{s_cost}]{d_cost}[/{s_cost}]" if s_cost else d_cost,
+            fmt_ms((sa.p99 or {}).get("median")),
+            fmt_ms((sb.p99 or {}).get("median")),
             f"[{s_p99}]{d_p99}[/{s_p99}]" if s_p99 else d_p99,
-            "[yellow]" + " ".join(row.flags) + "[/yellow]" if row.flags else "")
+            "[yellow]" + " ".join(row.flags) + "[/yellow]" if row.flags else "",
+        )
     return t
 
 
@@ -199,35 +234,41 @@ def only_in(compared: list[ComparedRow]) -> list[str]:
         for row in alone:
             by_scenario.setdefault(row.scenario, set()).add(row.server)
         if alone:
-            out.append(f"{len(alone)} measurements only in {side}: " + "; ".join(
-                f"{scenario} ({', '.join(sorted(servers))})" for scenario, servers in by_scenario.items()))
+            out.append(
+                f"{len(alone)} measurements only in {side}: "
+                + "; ".join(f"{scenario} ({', '.join(sorted(servers))})" for scenario, servers in by_scenario.items())
+            )
     return out
 
 
 def schema_notes(a: Run, b: Run, compared: list[ComparedRow]) -> list[str]:
     """One line per figure the two runs' schemas give different meanings, where the table shows it."""
     whys = sorted({row.p99.reason for row in compared if row.p99 and not row.p99.comparable})
-    return [f"A is results schema {a.schema}, B schema {b.schema}: {why.removeprefix('not comparable: ')}, so "
-            "their p99 are not comparable (Δ shown 'n/c', never significant)" for why in whys]
+    return [
+        f"A is results schema {a.schema}, B schema {b.schema}: {why.removeprefix('not comparable: ')}, so "
+        "their p99 are not comparable (Δ shown 'n/c', never significant)"
+        for why in whys
+    ]
 
 
 def geomean_line(compared: list[ComparedRow]) -> str | None:
     """benchstat's summary: the geometric mean of B/A over the pairs that are clean on both sides."""
-    ratios = [row.rps.b / row.rps.a for row in compared
-              if row.rps and row.rps.a and row.rps.b and not row.flags]
+    ratios = [row.rps.b / row.rps.a for row in compared if row.rps and row.rps.a and row.rps.b and not row.flags]
     g = stats.geomean_ratio(ratios)
     if g is None:
         return None
     return f"geomean of B/A req/s over {len(ratios)} measurements clean in both runs: {g:.3f} ({(g - 1) * 100:+.1f}%)"
 
 
-LEGEND = ("Δ: change of the medians from A to B (req/s: the attempts' median; µs/req: the server's CPU per request; "
-          "p99: the median of the attempts' p99); ≥: a lower bound, the load generator or the upstream was the limit. "
-          "= : a tie, the two medians' confidence intervals overlap (order-statistic intervals of the median: the "
-          "attempts' min–max with 3 attempts, at 75 %), whatever the size of Δ; ? : a side has a single attempt, so "
-          "nothing is known of its uncertainty; n/c: not comparable, the runs' schemas measure it differently; a coloured Δ is significant, the intervals are apart (green better, red "
-          "worse). ±N% after a figure is its spread (CV). "
-          "flags A:name / B:name: that side's number is flagged and should not be trusted as it stands.")
+LEGEND = (
+    "Δ: change of the medians from A to B (req/s: the attempts' median; µs/req: the server's CPU per request; "
+    "p99: the median of the attempts' p99); ≥: a lower bound, the load generator or the upstream was the limit. "
+    "= : a tie, the two medians' confidence intervals overlap (order-statistic intervals of the median: the "
+    "attempts' min–max with 3 attempts, at 75 %), whatever the size of Δ; ? : a side has a single attempt, so "
+    "nothing is known of its uncertainty; n/c: not comparable, the runs' schemas measure it differently; a coloured Δ is significant, the intervals are apart (green better, red "
+    "worse). ±N% after a figure is its spread (CV). "
+    "flags A:name / B:name: that side's number is flagged and should not be trusted as it stands."
+)
 
 
 def compare(a_dir: Path, b_dir: Path) -> tuple[Table, list[str]]:

@@ -1,6 +1,7 @@
 """The probe's findings in the report (harness.probe; docs/probe.md): a compliance table per server (passed, warned
 and failed cases by category, each failed case with its RFC section), and the score shown beside every ranking, so
 that a fast server's row also says what its parser lets through."""
+
 from __future__ import annotations
 
 from html import escape
@@ -9,11 +10,13 @@ from typing import Any
 from harness.probe import verdicts
 from harness.results.records import Run
 
-NOTE = ("Each server answered the probe's raw-socket cases (RFC 9112, RFC 9110 and published request-smuggling "
-        "vectors; h2spec over h2c where it speaks it). pass: the answer the RFC requires or prefers; warn: one it "
-        "permits but lenient; fail: one it forbids. The score beside each ranking is the share passed or warned. "
-        "Findings are facts: the rust server's HTTP/1.1 framing is this project's and is fixed where it fails a MUST "
-        "(rust/src/framing.rs); every other parser is its framework's, and its failures are reported as found.")
+NOTE = (
+    "Each server answered the probe's raw-socket cases (RFC 9112, RFC 9110 and published request-smuggling "
+    "vectors; h2spec over h2c where it speaks it). pass: the answer the RFC requires or prefers; warn: one it "
+    "permits but lenient; fail: one it forbids. The score beside each ranking is the share passed or warned. "
+    "Findings are facts: the rust server's HTTP/1.1 framing is this project's and is fixed where it fails a MUST "
+    "(rust/src/framing.rs); every other parser is its framework's, and its failures are reported as found."
+)
 
 
 def score_text(entry: dict[str, Any] | None) -> str:
@@ -43,8 +46,10 @@ def rows(entry: dict[str, Any]) -> list[list[str]]:
     """A server's table: category, cases, passed, warned, failed; `all` last."""
     counts = entry["counts"]
     order = [c for c in counts if c != "all"] + ["all"]
-    return [[c, str(counts[c]["cases"]), str(counts[c]["pass"]), str(counts[c]["warn"]), str(counts[c]["fail"])]
-            for c in order]
+    return [
+        [c, str(counts[c]["cases"]), str(counts[c]["pass"]), str(counts[c]["warn"]), str(counts[c]["fail"])]
+        for c in order
+    ]
 
 
 def failed_cases(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -73,8 +78,11 @@ def html(run: Run) -> str:
             out.append(f'<p class="muted">h2c: {escape(note)}</p>')
         failed = failed_cases(entry)
         if failed:
-            out.append(f"<details><summary>{len(failed)} failed cases</summary>"
-                       + _html_table(FAILED_HEADER, [_failed_row(c) for c in failed]) + "</details>")
+            out.append(
+                f"<details><summary>{len(failed)} failed cases</summary>"
+                + _html_table(FAILED_HEADER, [_failed_row(c) for c in failed])
+                + "</details>"
+            )
     return "\n".join(out)
 
 
@@ -99,8 +107,12 @@ def markdown(run: Run) -> list[str]:
         out += [f"### {_named(run, server)}: {score_text(entry)}", "", *_md_table(HEADER, rows(entry)), ""]
         failed = failed_cases(entry)
         if failed:
-            out += [f"Failed cases ({len(failed)}):", "", *_md_table(FAILED_HEADER, [_failed_row(c) for c in failed]),
-                    ""]
+            out += [
+                f"Failed cases ({len(failed)}):",
+                "",
+                *_md_table(FAILED_HEADER, [_failed_row(c) for c in failed]),
+                "",
+            ]
     return out
 
 
@@ -108,5 +120,6 @@ def _md_table(header: list[str], body: list[list[str]]) -> list[str]:
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(cell(v) for v in row) + " |" for row in body])
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(cell(v) for v in row) + " |" for row in body
+    ]

@@ -1,5 +1,6 @@
 """report.html: one self-contained page (inline CSS, charts embedded as data: URIs, no script, no external fetch), so
 it works opened from disk, offline, or mailed as one file."""
+
 from __future__ import annotations
 
 import base64
@@ -147,14 +148,17 @@ def group_tables(model: Model, group: Group) -> str:
         out.append(f'<p class="muted">{escape(group.rule_note)}</p>')
     if kept_out:
         out.append(f"<h4>{escape(KEPT_OUT_TITLE)} ({len(kept_out)})</h4>")
-        out.append(f'<div class="scroll"><table>{_head()}'
-                   + "".join(_row(model, row) for row in kept_out) + "</table></div>")
+        out.append(
+            f'<div class="scroll"><table>{_head()}' + "".join(_row(model, row) for row in kept_out) + "</table></div>"
+        )
     return "\n".join(out)
 
 
 def _matrix_table(model: Model, scenario: ScenarioView) -> str:
     header, rows = matrix(scenario)
-    head = "<tr>" + "".join(f"<th{' class=l' if i == 0 else ''}>{escape(h)}</th>" for i, h in enumerate(header)) + "</tr>"
+    head = (
+        "<tr>" + "".join(f"<th{' class=l' if i == 0 else ''}>{escape(h)}</th>" for i, h in enumerate(header)) + "</tr>"
+    )
     lines = []
     for row in rows:
         cells = []
@@ -173,8 +177,10 @@ def _matrix_table(model: Model, scenario: ScenarioView) -> str:
         css = ' class="ceiling"' if model.is_ceiling(row.server) else ""
         label = f"{row.server} (ceiling)" if model.is_ceiling(row.server) else row.server
         lines.append(f"<tr{css}><td class=l>{swatch}{escape(label)}</td>{''.join(cells)}</tr>")
-    return (f'<div class="scroll"><table>{head}{"".join(lines)}</table></div>'
-            '<p class="muted">Median req/s per load; ⚑ flagged (hover for the reasons; the tables below list them).</p>')
+    return (
+        f'<div class="scroll"><table>{head}{"".join(lines)}</table></div>'
+        '<p class="muted">Median req/s per load; ⚑ flagged (hover for the reasons; the tables below list them).</p>'
+    )
 
 
 def _simple_table(header: list[str], rows: list[list[str]]) -> str:
@@ -189,13 +195,20 @@ def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Pat
         out.append(f'<p class="sub">{escape(scenario.description)}</p>')
     spectrum = _img(charts.get(f"{scenario.name}-spectrum"), f"{scenario.name} latency by percentile")
     if scenario.is_stepped:
-        out.append(f'<div class="charts">{_img(charts.get(f"{scenario.name}-latency-steps"), f"{scenario.name} latency")}'
-                   f"{spectrum}</div>")
-        out.append(f"<h3>Capacity at p99 ≤ {model.slo_p99_ms:g} ms</h3><p class=muted>The highest offered rate held with no "
-                   "errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target "
-                   "(SLO_P99_MS).</p>" + _simple_table(CAPACITY_HEADER, capacity_rows(model, scenario)))
-        out.append("<details><summary>every step</summary>" + _simple_table(STEP_HEADER, step_rows(model, scenario))
-                   + "</details>")
+        out.append(
+            f'<div class="charts">{_img(charts.get(f"{scenario.name}-latency-steps"), f"{scenario.name} latency")}'
+            f"{spectrum}</div>"
+        )
+        out.append(
+            f"<h3>Capacity at p99 ≤ {model.slo_p99_ms:g} ms</h3><p class=muted>The highest offered rate held with no "
+            "errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target "
+            "(SLO_P99_MS).</p>" + _simple_table(CAPACITY_HEADER, capacity_rows(model, scenario))
+        )
+        out.append(
+            "<details><summary>every step</summary>"
+            + _simple_table(STEP_HEADER, step_rows(model, scenario))
+            + "</details>"
+        )
         return "\n".join(out)
     cost_chart = _img(charts.get(f"{scenario.name}-cost"), f"{scenario.name} CPU per request")
     if scenario.is_matrix:
@@ -204,10 +217,13 @@ def scenario_section(model: Model, scenario: ScenarioView, charts: dict[str, Pat
         out.append(_matrix_table(model, scenario))
         for group in scenario.groups:
             n_flagged = len(group.flagged)
-            label = (f"{scenario.name} · {group.run}: {len(group.ranked)} ranked"
-                     + (f", {n_flagged} kept out" if n_flagged else ""))
-            out.append(f"<details><summary>{escape(label)}</summary><p class=load>{escape(group.load)}</p>"
-                       f"{group_tables(model, group)}</details>")
+            label = f"{scenario.name} · {group.run}: {len(group.ranked)} ranked" + (
+                f", {n_flagged} kept out" if n_flagged else ""
+            )
+            out.append(
+                f"<details><summary>{escape(label)}</summary><p class=load>{escape(group.load)}</p>"
+                f"{group_tables(model, group)}</details>"
+            )
         return "\n".join(out)
     for group in scenario.groups:
         if len(scenario.groups) > 1:
@@ -232,9 +248,15 @@ def _glance(model: Model) -> str:
         group = next(g for g in scenario.groups if g.run == row.run)
         anchor = scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else group.key
         eq = ' <span class="muted">=</span> '
-        name = (eq.join(f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
-                        f'{escape(row.name_of(i))}' for i, r in enumerate(row.best))
-                if row.best else '<span class="muted">none ranked</span>')
+        name = (
+            eq.join(
+                f'<span class="sw" style="background:{model.colors.get(r.server, "#999")}"></span>'
+                f"{escape(row.name_of(i))}"
+                for i, r in enumerate(row.best)
+            )
+            if row.best
+            else '<span class="muted">none ranked</span>'
+        )
         p99 = " = ".join(fmt_ms(latency(r, "p99")) for r in row.best) or "-"
         ceiling = row.ceiling.rps if row.ceiling else None
         flagged = "".join(badge(n) for n in sorted({n for r in group.flagged for n in flag_names(r)}))
@@ -243,16 +265,21 @@ def _glance(model: Model) -> str:
             f"<td class=l>{name}</td><td class=rps>{escape(row.rates or '-')}</td><td>{escape(row.costs or '-')}</td>"
             f"<td>{p99}</td><td>{fmt_rate(ceiling) if ceiling else '-'}</td><td>{row.of_ceiling}</td>"
             f"<td>{row.ranked}</td><td class=l>{row.kept_out or ''} {flagged}</td>"
-            f'<td class="l muted">{escape(row.note)}</td></tr>')
-    head = ("<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best (places)</th><th>req/s</th>"
-            "<th>µs/req</th><th>p99 ms</th><th>ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>kept out</th>"
-            "<th class=l>note</th></tr>")
+            f'<td class="l muted">{escape(row.note)}</td></tr>'
+        )
+    head = (
+        "<tr><th class=l>scenario</th><th class=l>run</th><th class=l>best (places)</th><th>req/s</th>"
+        "<th>µs/req</th><th>p99 ms</th><th>ceiling</th><th>of ceiling</th><th>ranked</th><th class=l>kept out</th>"
+        "<th class=l>note</th></tr>"
+    )
     return f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
 
 
 def _servers(model: Model) -> str:
-    head = ("<tr><th class=l>server</th><th class=l>stack</th><th class=l>version</th><th>CPUs</th><th>start-up</th>"
-            "<th>idle memory</th><th>artifact</th><th>image</th><th>lines of code</th><th class=l>contract</th></tr>")
+    head = (
+        "<tr><th class=l>server</th><th class=l>stack</th><th class=l>version</th><th>CPUs</th><th>start-up</th>"
+        "<th>idle memory</th><th>artifact</th><th>image</th><th>lines of code</th><th class=l>contract</th></tr>"
+    )
     rows = []
     for name, s in model.run.servers.items():
         loc = s.get("loc") or {}
@@ -264,16 +291,19 @@ def _servers(model: Model) -> str:
         rows.append(
             f'<tr><td class=l><span class="sw" style="background:{model.colors.get(name, "#999")}"></span>{escape(name)}</td>'
             f'<td class="l wrap">{escape(s.get("stack", ""))}</td><td class="l wrap muted">{escape(s.get("version", "") or "")}</td>'
-            f'<td>{escape(",".join(map(str, s.get("cpus") or [])) or "-")}</td><td>{startup_text(s.get("startup_s"))}</td>'
+            f"<td>{escape(','.join(map(str, s.get('cpus') or [])) or '-')}</td><td>{startup_text(s.get('startup_s'))}</td>"
             f'<td>{memory_text(s)}</td><td>{bytes_text(s.get("artifact_bytes"))}</td><td>{image_text(s)}</td><td title="{escape(langs)}">{escape(loc_text(s.get("loc")))}</td>'
-            f'<td class="l wrap {css}">{escape(contract)}</td></tr>')
-    return (f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
-            '<p class="muted">Start-up: from launch to the first correct response (servers this run started). '
-            "Idle memory: resident memory of its processes after it answered (before any load) / after the run, "
-            "before it was stopped (the peak under load is each record's RSS). Artifact: the manifest's "
-            "<code>artifacts</code> on disk; image: its Docker image, under Docker. Lines of code: pygount over the server's own "
-            "source files (generated files, lockfiles and dependencies excluded), program + build/config lines; "
-            "hover for the languages.</p>")
+            f'<td class="l wrap {css}">{escape(contract)}</td></tr>'
+        )
+    return (
+        f'<div class="scroll"><table>{head}{"".join(rows)}</table></div>'
+        '<p class="muted">Start-up: from launch to the first correct response (servers this run started). '
+        "Idle memory: resident memory of its processes after it answered (before any load) / after the run, "
+        "before it was stopped (the peak under load is each record's RSS). Artifact: the manifest's "
+        "<code>artifacts</code> on disk; image: its Docker image, under Docker. Lines of code: pygount over the server's own "
+        "source files (generated files, lockfiles and dependencies excluded), program + build/config lines; "
+        "hover for the languages.</p>"
+    )
 
 
 def render(model: Model, charts: dict[str, Path]) -> str:
@@ -284,21 +314,28 @@ def render(model: Model, charts: dict[str, Path]) -> str:
     for r in records:
         for n in flag_names(r):
             counts[n] = counts.get(n, 0) + 1
-    cards = [f'<div class="card"><b>{len(records)}</b>measurements</div>',
-             f'<div class="card"><b>{ranked}</b>ranked</div>',
-             f'<div class="card{" bad" if ranked < len(records) else ""}"><b>{len(records) - ranked}</b>kept out (failures, errors, contract)</div>']
-    cards += [f'<div class="card bad"><b>{n}</b>{badge(name)}</div>' for name, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    cards = [
+        f'<div class="card"><b>{len(records)}</b>measurements</div>',
+        f'<div class="card"><b>{ranked}</b>ranked</div>',
+        f'<div class="card{" bad" if ranked < len(records) else ""}"><b>{len(records) - ranked}</b>kept out (failures, errors, contract)</div>',
+    ]
+    cards += [
+        f'<div class="card bad"><b>{n}</b>{badge(name)}</div>'
+        for name, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    ]
     nav = "".join(f'<a href="#{escape(s.name)}">{escape(s.name)}</a>' for s in model.scenarios)
-    nav += ('<a href="#compliance">compliance</a>' if model.run.compliance else '')
+    nav += '<a href="#compliance">compliance</a>' if model.run.compliance else ""
     nav += '<a href="#servers">servers</a><a href="#conditions">conditions</a><a href="#flags">flags</a>'
-    subtitle = (f"{escape(str(c.get('profile', '?')))} profile · {escape(str(c.get('runtime', '?')))} runtime · "
-                f"{escape(str(c.get('repeat', '?')))} attempts per measurement · CPUs "
-                f"{escape(cond.cpus_text(c.get('cpus')))} · started {escape(str(c.get('started_at', '?')))} · "
-                f"commit {escape(str(c.get('git_commit', '?')))}")
+    subtitle = (
+        f"{escape(str(c.get('profile', '?')))} profile · {escape(str(c.get('runtime', '?')))} runtime · "
+        f"{escape(str(c.get('repeat', '?')))} attempts per measurement · CPUs "
+        f"{escape(cond.cpus_text(c.get('cpus')))} · started {escape(str(c.get('started_at', '?')))} · "
+        f"commit {escape(str(c.get('git_commit', '?')))}"
+    )
     body = [
         f"<h1>HTTP framework benchmark · {escape(model.run_id)}</h1>",
         f'<p class="sub">{subtitle}</p>',
-        f'<nav>{nav}</nav>',
+        f"<nav>{nav}</nav>",
         f'<div class="cards">{"".join(cards)}</div>',
         *([f'<p class="sub">{escape(note)}</p>'] if (note := cond.machine_note(c)) else []),
         '<p class="muted">req/s is the median of the attempts, whiskers and bands its confidence interval, CV the '
@@ -310,24 +347,41 @@ def render(model: Model, charts: dict[str, Path]) -> str:
         f'<p class="muted">{escape(INTERVAL_NOTE)}</p>',
         f'<p class="muted">{escape(method_note(model))}</p>',
         *([f'<p class="sub">{escape(aa)}</p>'] if (aa := aa_text(model)) else []),
-        *(['<p class="sub"><a href="versus.html">make versus: head ÷ base, its rounds and the two builds\' '
-           'footprints</a></p>'] if c.get("versus") else []),
-        "<h2>At a glance</h2>", _glance(model),
+        *(
+            [
+                '<p class="sub"><a href="versus.html">make versus: head ÷ base, its rounds and the two builds\' '
+                "footprints</a></p>"
+            ]
+            if c.get("versus")
+            else []
+        ),
+        "<h2>At a glance</h2>",
+        _glance(model),
         calibration_page.html(model.run),
         compliance.html(model.run),
     ]
     missing = cond.not_measured(model.run)
     if missing:
-        body.append('<p class="bad">Not measured:</p><ul>' + "".join(f"<li>{escape(m)}</li>" for m in missing) + "</ul>")
+        body.append(
+            '<p class="bad">Not measured:</p><ul>' + "".join(f"<li>{escape(m)}</li>" for m in missing) + "</ul>"
+        )
     body += [scenario_section(model, s, charts) for s in model.scenarios]
     body += ['<h2 id="servers">Servers</h2>', _servers(model)]
-    body += ['<h2 id="conditions">Conditions</h2><dl class="cond">'
-             + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in cond.items(model.run)) + "</dl>"]
-    body += ['<h2 id="flags">Flags</h2><ul class="legend">'
-             + "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in flag_kinds.legend()) + "</ul>"]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>benchmark {escape(model.run_id)}</title>"
-            f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n")
+    body += [
+        '<h2 id="conditions">Conditions</h2><dl class="cond">'
+        + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in cond.items(model.run))
+        + "</dl>"
+    ]
+    body += [
+        '<h2 id="flags">Flags</h2><ul class="legend">'
+        + "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in flag_kinds.legend())
+        + "</ul>"
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>benchmark {escape(model.run_id)}</title>'
+        f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
+    )
 
 
 def write(model: Model, charts: dict[str, Path], path: Path) -> Path:

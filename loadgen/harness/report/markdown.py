@@ -1,6 +1,7 @@
 """summary.md: the report's tables in Markdown (GitHub flavour): per scenario and run, the ranked records (flags
 beside them), then those kept out (harness.results.flag_kinds.kept_out), every flag's reason; the servers; the run's
 conditions."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,27 @@ from harness.report.model import (
 from harness.report.tables import BY_COST_NOTE, HEADER, KEPT_OUT_TITLE, KEYS, flag_reasons, matrix, measurement_rows
 from harness.results import flag_kinds
 
-RIGHT = {"#", "req/s", "CV", "p99 CV", "µs/req", "µs/req interval", "p50 ms", "p99 ms", "server CPU", "loadgen CPU", "server RSS",
-         "errors", "start-up", "artifact", "checks", "interval (level)", "of ceiling", "ranked", "kept out"}
+RIGHT = {
+    "#",
+    "req/s",
+    "CV",
+    "p99 CV",
+    "µs/req",
+    "µs/req interval",
+    "p50 ms",
+    "p99 ms",
+    "server CPU",
+    "loadgen CPU",
+    "server RSS",
+    "errors",
+    "start-up",
+    "artifact",
+    "checks",
+    "interval (level)",
+    "of ceiling",
+    "ranked",
+    "kept out",
+}
 
 
 def _cell(text) -> str:
@@ -71,27 +91,57 @@ def glance_lines(model: Model) -> list[str]:
         if scenario.is_stepped:  # ranked by capacity at the latency target, not per step
             caps = model.capacities(scenario.name)
             top = caps[0] if caps and caps[0][1]["rps"] else None
-            rows.append([scenario.name, f"capacity at p99 ≤ {model.slo_p99_ms:g} ms", top[0] if top else "_none_",
-                         capacity_text(top[1]) if top else "-", "-", "-", sum(1 for _, c in caps if c["rps"]),
-                         sum(1 for _, c in caps if not c["rps"]), ""])
+            rows.append(
+                [
+                    scenario.name,
+                    f"capacity at p99 ≤ {model.slo_p99_ms:g} ms",
+                    top[0] if top else "_none_",
+                    capacity_text(top[1]) if top else "-",
+                    "-",
+                    "-",
+                    sum(1 for _, c in caps if c["rps"]),
+                    sum(1 for _, c in caps if not c["rps"]),
+                    "",
+                ]
+            )
     for row in glance(model):
-        rows.append([row.scenario, row.run, row.names or "_none ranked_", row.rates or "-", row.costs or "-",
-                     row.of_ceiling, row.ranked, row.kept_out, row.note])
-    return _table(["scenario", "run", "best (places)", "req/s", "µs/req", "of ceiling", "ranked", "kept out", "note"],
-                  rows)
+        rows.append(
+            [
+                row.scenario,
+                row.run,
+                row.names or "_none ranked_",
+                row.rates or "-",
+                row.costs or "-",
+                row.of_ceiling,
+                row.ranked,
+                row.kept_out,
+                row.note,
+            ]
+        )
+    return _table(
+        ["scenario", "run", "best (places)", "req/s", "µs/req", "of ceiling", "ranked", "kept out", "note"], rows
+    )
 
 
 def render(model: Model) -> str:
     c = model.conditions
     records = model.records
     ranked = sum(1 for r in records if r.ranked)
-    lines = [f"# Benchmark run {model.run_id}", "",
-             f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
-             f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out ("
-             f"{flag_kinds.kept_out()}). req/s is the median of the attempts (≥: a lower bound, the load generator or the "
-             "upstream was the limit); CV is their spread (coefficient of variation); µs/req is the server's CPU time "
-             "per request (median of the attempts, with its interval); p50/p99 are those of the median attempt; CPU is "
-             "the share of the CPUs each side was pinned to.", "", INTERVAL_NOTE, "", method_note(model), ""]
+    lines = [
+        f"# Benchmark run {model.run_id}",
+        "",
+        f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
+        f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out ("
+        f"{flag_kinds.kept_out()}). req/s is the median of the attempts (≥: a lower bound, the load generator or the "
+        "upstream was the limit); CV is their spread (coefficient of variation); µs/req is the server's CPU time "
+        "per request (median of the attempts, with its interval); p50/p99 are those of the median attempt; CPU is "
+        "the share of the CPUs each side was pinned to.",
+        "",
+        INTERVAL_NOTE,
+        "",
+        method_note(model),
+        "",
+    ]
     if c.get("versus"):
         lines += ["The comparison of the two builds (`make versus`): [versus.md](versus.md).", ""]
     aa = aa_text(model)
@@ -111,27 +161,60 @@ def render(model: Model) -> str:
         if scenario.description:
             lines += [scenario.description, ""]
         if scenario.is_stepped:
-            lines += [f"**Capacity at p99 ≤ {model.slo_p99_ms:g} ms** (SLO_P99_MS): the highest offered rate held with "
-                      "no errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target.", ""]
+            lines += [
+                f"**Capacity at p99 ≤ {model.slo_p99_ms:g} ms** (SLO_P99_MS): the highest offered rate held with "
+                "no errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target.",
+                "",
+            ]
             lines += _table(CAPACITY_HEADER, capacity_rows(model, scenario)) + [""]
             lines += _table(STEP_HEADER, step_rows(model, scenario)) + [""]
             continue
         if scenario.is_matrix:
             lines += ["req/s (median) per load; ⚑ flagged", ""]
             header, matrix_rows = matrix(scenario)
-            rows = [[row.server] + ["" if r is None else rps_text(r) + ("" if r.ranked else " ⚑") for r in row.records]
-                    + ([row.change] if row.change is not None else []) for row in matrix_rows]
+            rows = [
+                [row.server]
+                + ["" if r is None else rps_text(r) + ("" if r.ranked else " ⚑") for r in row.records]
+                + ([row.change] if row.change is not None else [])
+                for row in matrix_rows
+            ]
             lines += _table(header, rows) + [""]
         for group in scenario.groups:
             lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]
         lines += mix_tables.markdown(model.run, scenario.name)
-    lines += ["## Servers", ""] + _table(
-        ["server", "stack", "version", "CPUs", "start-up", "idle memory (after start / after run)", "artifact",
-         "image", "lines of code", "contract"],
-        [[name, s.get("stack", ""), s.get("version", ""), ",".join(map(str, s.get("cpus") or [])) or "-",
-          startup_text(s.get("startup_s")), memory_text(s), bytes_text(s.get("artifact_bytes")), image_text(s),
-          loc_text(s.get("loc")),
-          cond.contract_text(model.run, name)] for name, s in model.run.servers.items()]) + [""]
+    lines += (
+        ["## Servers", ""]
+        + _table(
+            [
+                "server",
+                "stack",
+                "version",
+                "CPUs",
+                "start-up",
+                "idle memory (after start / after run)",
+                "artifact",
+                "image",
+                "lines of code",
+                "contract",
+            ],
+            [
+                [
+                    name,
+                    s.get("stack", ""),
+                    s.get("version", ""),
+                    ",".join(map(str, s.get("cpus") or [])) or "-",
+                    startup_text(s.get("startup_s")),
+                    memory_text(s),
+                    bytes_text(s.get("artifact_bytes")),
+                    image_text(s),
+                    loc_text(s.get("loc")),
+                    cond.contract_text(model.run, name),
+                ]
+                for name, s in model.run.servers.items()
+            ],
+        )
+        + [""]
+    )
     lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.run)] + [""]
     lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flag_kinds.legend()] + [""]
     return "\n".join(lines)
@@ -140,4 +223,3 @@ def render(model: Model) -> str:
 def write(model: Model, path: Path) -> Path:
     path.write_text(render(model))
     return path
-

@@ -6,6 +6,7 @@ records have a round (an overhead run measures the same run once per runtime and
 Ranking: harness.results.ranking, the one ordering rule (the report's exports, the console table and `make compare` use it):
 every record with a figure takes part (a lower bound where the load generator or the upstream was the limit, ordered
 by CPU per request where that decides); only failures, errors and a failed contract are listed apart, unranked."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -58,10 +59,16 @@ class Group:
             return f"Ordered by intervals: {rule.why}."
         pairs = [s.record.server for s in self.ranked if s.paired]
         rest = [s.record.server for s in self.ranked if not s.paired]
-        return (f"Ordered by paired rounds (the geometric mean of per-round ratios, its interval at "
-                f"{round_pairs.FALSE_ORDER_RATE:.1%} false orders) between {', '.join(pairs)}: {rule.why}"
-                + (f"; by intervals wherever {', '.join(rest)} is one of the two (a lower bound, or measured again "
-                   "outside the rounds)." if rest else "."))
+        return (
+            f"Ordered by paired rounds (the geometric mean of per-round ratios, its interval at "
+            f"{round_pairs.FALSE_ORDER_RATE:.1%} false orders) between {', '.join(pairs)}: {rule.why}"
+            + (
+                f"; by intervals wherever {', '.join(rest)} is one of the two (a lower bound, or measured again "
+                "outside the rounds)."
+                if rest
+                else "."
+            )
+        )
 
     @property
     def twins_ordered(self) -> bool | None:
@@ -83,7 +90,7 @@ class Group:
         return describe_load(self.records[0]) if self.records else ""
 
     def rank_label(self, record: Record) -> str:
-        """"1", "1–5" (the range of places the intervals allow), or "" for a record that is not ranked."""
+        """ "1", "1–5" (the range of places the intervals allow), or "" for a record that is not ranked."""
         return next((s.label for s in self.ranked if s.record is record), "")
 
     def leaders(self) -> list[Record]:
@@ -216,8 +223,20 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
 
 
 # tab10 without its red (red means errors in this report) and grey (nginx), then a few more
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22", "#637939",
-           "#843c39", "#7b4173"]
+PALETTE = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#393b79",
+    "#bcbd22",
+    "#637939",
+    "#843c39",
+    "#7b4173",
+]
 CEILING_COLOR = "#333333"
 
 
@@ -292,10 +311,23 @@ class Glance:
 
 def glance(model: Model) -> list[Glance]:
     """The at-a-glance rows of every closed-loop group (stepped scenarios are read by capacity instead)."""
-    return [Glance(scenario.name, group.run, group.leaders(), group.ceiling, len(group.ranked), len(group.flagged),
-                   group.by_cost, group.twins_ordered, tuple(group.rank_label(r) for r in group.leaders()),
-                   group.paired)
-            for scenario in model.scenarios if not scenario.is_stepped for group in scenario.groups]
+    return [
+        Glance(
+            scenario.name,
+            group.run,
+            group.leaders(),
+            group.ceiling,
+            len(group.ranked),
+            len(group.flagged),
+            group.by_cost,
+            group.twins_ordered,
+            tuple(group.rank_label(r) for r in group.leaders()),
+            group.paired,
+        )
+        for scenario in model.scenarios
+        if not scenario.is_stepped
+        for group in scenario.groups
+    ]
 
 
 def aa_result(model: Model) -> dict | None:
@@ -306,9 +338,14 @@ def aa_result(model: Model) -> dict | None:
     if not twins:
         return None
     n = min(len([a for a in t.attempts if a.measured]) for g in groups for t in g.twins or ())
-    return {"server": twins[1].server, "twin": twins[0].server, "groups": len(groups),
-            "ordered": [f"{g.scenario} {g.run}" for g in groups if g.twins_ordered],
-            "expected_rate": ranking.false_order_rate(n) if n else None, "attempts": n}
+    return {
+        "server": twins[1].server,
+        "twin": twins[0].server,
+        "groups": len(groups),
+        "ordered": [f"{g.scenario} {g.run}" for g in groups if g.twins_ordered],
+        "expected_rate": ranking.false_order_rate(n) if n else None,
+        "attempts": n,
+    }
 
 
 def aa_text(model: Model) -> str | None:
@@ -317,21 +354,34 @@ def aa_text(model: Model) -> str | None:
         return None
     ordered = result["ordered"]
     rate = result["expected_rate"]
-    return (f"A/A control: {result['server']} was measured twice, as {result['server']} and {result['twin']}, in "
-            f"{result['groups']} groups; the ranking ordered the twins in {len(ordered)}"
-            + (f" ({', '.join(ordered)})" if ordered else "")
-            + (f". With {result['attempts']} attempts each the method orders two identical servers "
-               f"{rate:.1%} of the time per group, so about {rate * result['groups']:.1f} of {result['groups']} is "
-               "expected by chance." if rate is not None else "."))
+    return (
+        f"A/A control: {result['server']} was measured twice, as {result['server']} and {result['twin']}, in "
+        f"{result['groups']} groups; the ranking ordered the twins in {len(ordered)}"
+        + (f" ({', '.join(ordered)})" if ordered else "")
+        + (
+            f". With {result['attempts']} attempts each the method orders two identical servers "
+            f"{rate:.1%} of the time per group, so about {rate * result['groups']:.1f} of {result['groups']} is "
+            "expected by chance."
+            if rate is not None
+            else "."
+        )
+    )
 
 
 def method_note(model: Model) -> str:
     """The ranking rule with the false-order rate of the attempts this run took."""
     counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})
     rates = ", ".join(f"{ranking.false_order_rate(n):.1%} with {n} attempts" for n in counts)
-    return (ranking.METHOD_NOTE + (f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
-                            "exchangeable, all of one above all of the other)." if rates else "")
-            + f" By paired rounds, {round_pairs.FALSE_ORDER_RATE:.1%} whatever the rounds.")
+    return (
+        ranking.METHOD_NOTE
+        + (
+            f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
+            "exchangeable, all of one above all of the other)."
+            if rates
+            else ""
+        )
+        + f" By paired rounds, {round_pairs.FALSE_ORDER_RATE:.1%} whatever the rounds."
+    )
 
 
 # -- cells shared by the exports ---------------------------------------------------------------------------------------
@@ -357,8 +407,16 @@ def has_protocol_change(scenario: ScenarioView) -> bool:
 
 def capacity_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
     """The capacity table of a stepped scenario: server, capacity, the step that set it, its p99, notes."""
-    return [[server, capacity_text(c), c["step"] or "-", "-" if c["p99_ms"] is None else f"{c['p99_ms']:.2f}",
-             c.get("why", "") if c["rps"] else ""] for server, c in model.capacities(scenario.name)]
+    return [
+        [
+            server,
+            capacity_text(c),
+            c["step"] or "-",
+            "-" if c["p99_ms"] is None else f"{c['p99_ms']:.2f}",
+            c.get("why", "") if c["rps"] else "",
+        ]
+        for server, c in model.capacities(scenario.name)
+    ]
 
 
 CAPACITY_HEADER = ["server", "capacity", "step", "p99 ms", "note"]
@@ -369,9 +427,17 @@ def step_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
     rows = []
     for server, c in model.capacities(scenario.name):
         for s in c["steps"]:
-            rows.append([server, s["step"], fmt_rate(s["offered_rps"]), fmt_rate(s["achieved_rps"]) if s["achieved_rps"] else "-",
-                         "-" if s["p99_ms"] is None else f"{s['p99_ms']:.2f}", f"{s['errors']:,}",
-                         "held" if s["held"] else s["why_not"]])
+            rows.append(
+                [
+                    server,
+                    s["step"],
+                    fmt_rate(s["offered_rps"]),
+                    fmt_rate(s["achieved_rps"]) if s["achieved_rps"] else "-",
+                    "-" if s["p99_ms"] is None else f"{s['p99_ms']:.2f}",
+                    f"{s['errors']:,}",
+                    "held" if s["held"] else s["why_not"],
+                ]
+            )
     return rows
 
 

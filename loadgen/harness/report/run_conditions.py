@@ -1,5 +1,6 @@
 """The run's conditions as (label, text) pairs, and which servers were not measured: shared by the HTML and Markdown
 exports."""
+
 from __future__ import annotations
 
 from harness.results.records import Run
@@ -16,29 +17,38 @@ def cpus_text(cpus) -> str:
 def _placement(p: dict) -> str:
     """A container's or process's placement as read back: CPU set and quota, memory, open files, network."""
     nofile = next((u.get("Hard") for u in p.get("ulimits") or [] if u.get("Name") == "nofile"), None)
-    return ", ".join(x for x in [
-        p.get("host") and f"on the {p['host']} host {p.get('address')}",
-        p.get("container") and f"{p['container']} ({p.get('image')})",
-        p.get("cpuset") and f"cpuset {p['cpuset']}",
-        p.get("cpus") and f"cpus {p['cpus']:g}",
-        f"may run on CPU {cpus_text(p.get('allowed_cpus'))}",
-        p.get("memory_bytes") and f"memory {p['memory_bytes'] / 2**30:.1f} GiB",
-        nofile and f"nofile {nofile}",
-        p.get("network_mode") and f"network {p['network_mode']}",
-        p.get("processes") and f"{p['processes']} process(es)"] if x)
+    return ", ".join(
+        x
+        for x in [
+            p.get("host") and f"on the {p['host']} host {p.get('address')}",
+            p.get("container") and f"{p['container']} ({p.get('image')})",
+            p.get("cpuset") and f"cpuset {p['cpuset']}",
+            p.get("cpus") and f"cpus {p['cpus']:g}",
+            f"may run on CPU {cpus_text(p.get('allowed_cpus'))}",
+            p.get("memory_bytes") and f"memory {p['memory_bytes'] / 2**30:.1f} GiB",
+            nofile and f"nofile {nofile}",
+            p.get("network_mode") and f"network {p['network_mode']}",
+            p.get("processes") and f"{p['processes']} process(es)",
+        ]
+        if x
+    )
 
 
 def _warmup(w) -> str:
     if not w:
         return "-"
     if "window" not in w:  # an older harness: two runs in a row within the tolerance
-        return (f"runs of the scenario's own load, each about {w.get('duration_s')} s, until two in a row agree within "
-                f"{w.get('tolerance', 0):.0%} (at most {w.get('max_runs')} runs)")
-    return (f"runs of the scenario's own load (its tool and connection pattern), each sized to about "
-            f"{w.get('duration_s')} s, until the latest {w['window']} show no trend beyond {w.get('tolerance', 0):.0%} "
-            f"(Theil–Sen; at most {w.get('max_runs')} runs or {w.get('max_s'):g} s); a JVM server's first "
-            "connection-per-request warm-up also makes its manifest's `warmup_connections`; none where the server was "
-            "just measured with the same load (quick `long` after `low-compute`)")
+        return (
+            f"runs of the scenario's own load, each about {w.get('duration_s')} s, until two in a row agree within "
+            f"{w.get('tolerance', 0):.0%} (at most {w.get('max_runs')} runs)"
+        )
+    return (
+        f"runs of the scenario's own load (its tool and connection pattern), each sized to about "
+        f"{w.get('duration_s')} s, until the latest {w['window']} show no trend beyond {w.get('tolerance', 0):.0%} "
+        f"(Theil–Sen; at most {w.get('max_runs')} runs or {w.get('max_s'):g} s); a JVM server's first "
+        "connection-per-request warm-up also makes its manifest's `warmup_connections`; none where the server was "
+        "just measured with the same load (quick `long` after `low-compute`)"
+    )
 
 
 def machine_note(conditions: dict) -> str | None:
@@ -49,10 +59,12 @@ def machine_note(conditions: dict) -> str | None:
     if not cvs:
         return None
     window = next(iter(probes.values()))["window_s"]
-    return (f"The machine itself: a pinned busy loop's speed varied {min(cvs) * 100:.0f}–{max(cvs) * 100:.0f} % "
-            f"(coefficient of variation) between {window:g} s windows in the probes before and after this run. "
-            "Attempts of that length cannot be steadier than the machine: a `spread` whose CV is of that size is the "
-            "machine's noise as much as the server's (see the conditions).")
+    return (
+        f"The machine itself: a pinned busy loop's speed varied {min(cvs) * 100:.0f}–{max(cvs) * 100:.0f} % "
+        f"(coefficient of variation) between {window:g} s windows in the probes before and after this run. "
+        "Attempts of that length cannot be steadier than the machine: a `spread` whose CV is of that size is the "
+        "machine's noise as much as the server's (see the conditions)."
+    )
 
 
 def items(run: Run) -> list[tuple[str, str]]:
@@ -65,35 +77,69 @@ def items(run: Run) -> list[tuple[str, str]]:
         ("profile", c.get("profile", "-")),
         ("attempts per measurement (REPEAT)", str(c.get("repeat", "-"))),
         ("warm-up", _warmup(c.get("warmup"))),
-        *((f"machine steadiness {when} the run", steadiness_text(result))
-          for when, result in (c.get("steadiness") or {}).items()),
+        *(
+            (f"machine steadiness {when} the run", steadiness_text(result))
+            for when, result in (c.get("steadiness") or {}).items()
+        ),
         ("runtime", c.get("runtime", "-")),
         ("CPU sets", cpus_text(c.get("cpus"))),
-        ("harness machine" if c.get("machine_is") else "machine", ", ".join(x for x in [
-            m.get("cpu_model"), f"{m.get('logical_cpus')} logical CPUs" if m.get("logical_cpus") else None,
-            f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,
-            f"kernel {m.get('kernel')}" if m.get("kernel") else None,
-            f"host {m.get('hostname')}" if m.get("hostname") else None] if x) or "-"),
-        ("limits", ", ".join(x for x in [
-            f"open files {m.get('nofile_hard_limit')}" if m.get("nofile_hard_limit") else None,
-            f"somaxconn {m.get('somaxconn')}" if m.get("somaxconn") else None] if x) or "-"),
+        (
+            "harness machine" if c.get("machine_is") else "machine",
+            ", ".join(
+                x
+                for x in [
+                    m.get("cpu_model"),
+                    f"{m.get('logical_cpus')} logical CPUs" if m.get("logical_cpus") else None,
+                    f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,
+                    f"kernel {m.get('kernel')}" if m.get("kernel") else None,
+                    f"host {m.get('hostname')}" if m.get("hostname") else None,
+                ]
+                if x
+            )
+            or "-",
+        ),
+        (
+            "limits",
+            ", ".join(
+                x
+                for x in [
+                    f"open files {m.get('nofile_hard_limit')}" if m.get("nofile_hard_limit") else None,
+                    f"somaxconn {m.get('somaxconn')}" if m.get("somaxconn") else None,
+                ]
+                if x
+            )
+            or "-",
+        ),
         ("git commit", c.get("git_commit", "-")),
         ("command", c.get("command", "-")),
     ]
     details = c.get("runtime_details") or {}
     if details.get("engine"):
-        out.append(("Docker engine", f"{details['engine']}, {details.get('storage_driver')}, cgroup "
-                                     f"{details.get('cgroup')}, {details.get('compose')}"))
+        out.append(
+            (
+                "Docker engine",
+                f"{details['engine']}, {details.get('storage_driver')}, cgroup "
+                f"{details.get('cgroup')}, {details.get('compose')}",
+            )
+        )
     if details.get("loadgen"):
         out.append(("loadgen container", _placement(details["loadgen"])))
     for role, h in (details.get("hosts") or {}).items():  # HOSTS: which host ran what
-        out.append((f"{role} host", f"{h.get('host_name')} at {h.get('address')} ({h.get('endpoint')}), engine "
-                                    f"{h.get('engine')}, kernel {h.get('kernel')}, CPU {cpus_text(h.get('cpus'))} "
-                                    f"of {h.get('host_cpus')}"))
+        out.append(
+            (
+                f"{role} host",
+                f"{h.get('host_name')} at {h.get('address')} ({h.get('endpoint')}), engine "
+                f"{h.get('engine')}, kernel {h.get('kernel')}, CPU {cpus_text(h.get('cpus'))} "
+                f"of {h.get('host_cpus')}",
+            )
+        )
     path = details.get("path_loadgen_to_server")
     if path:
-        rtt = (f"round trip {path['rtt_min_ms']}/{path['rtt_avg_ms']}/{path['rtt_max_ms']} ms (min/avg/max)"
-               if "rtt_avg_ms" in path else f"round trip not measured ({path.get('rtt_error')})")
+        rtt = (
+            f"round trip {path['rtt_min_ms']}/{path['rtt_avg_ms']}/{path['rtt_max_ms']} ms (min/avg/max)"
+            if "rtt_avg_ms" in path
+            else f"round trip not measured ({path.get('rtt_error')})"
+        )
         mtu = f"path MTU {path['mtu']}" if "mtu" in path else f"path MTU not measured ({path.get('mtu_error')})"
         out.append(("loadgen to server", f"{path.get('from')} to {path.get('to')}: {rtt}, {mtu}"))
     for name, server in run.servers.items():
@@ -141,12 +187,17 @@ def steadiness_text(result: dict | None) -> str:
     if not result:
         return "-"
     names = {"server": "server", "loadgen": "load generator"}
-    parts = [f"{c * 100:.1f} % ({names.get(role, role)} CPU {result['cpus'][role]})"
-             for role, c in result["cv"].items() if c is not None]
+    parts = [
+        f"{c * 100:.1f} % ({names.get(role, role)} CPU {result['cpus'][role]})"
+        for role, c in result["cv"].items()
+        if c is not None
+    ]
     if not parts:
         return f"too few windows in {result['seconds']:g} s to tell"
-    text = (f"CPU speed varied {' and '.join(parts)} between {result['window_s']:g} s windows over "
-            f"{result['seconds']:g} s (coefficient of variation of a pinned busy loop)")
+    text = (
+        f"CPU speed varied {' and '.join(parts)} between {result['window_s']:g} s windows over "
+        f"{result['seconds']:g} s (coefficient of variation of a pinned busy loop)"
+    )
     if result.get("correlation") is not None:
         text += f"; the two moved together with correlation {result['correlation']:.2f}"
     return text

@@ -2,6 +2,7 @@
 hyperfine's markup exporters: a measurement's table (its ceiling, its ranked records, those kept out) and a scenario's
 req/s matrix. An exporter renders the cells and may dress some of them (html.py: colour swatches, CPU bars, flag
 badges) by their column key."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,14 +26,31 @@ from harness.results import flag_kinds
 from harness.results.records import Record
 
 # (header, key) of a measurement's table, in order
-COLUMNS = [("#", "rank"), ("server", "server"), ("req/s", "rps"), ("interval (level)", "interval"), ("CV", "cv"),
-           ("µs/req", "cost"), ("µs/req interval", "cost_interval"), ("p50 ms", "p50"), ("p99 ms", "p99"),
-           ("p99 CV", "p99_cv"), ("errors", "errors"), ("server CPU", "server_cpu"), ("loadgen CPU", "loadgen_cpu"),
-           ("server RSS", "rss"), ("attempts (req/s)", "attempts"), ("compliance", "compliance"), ("flags", "flags")]
+COLUMNS = [
+    ("#", "rank"),
+    ("server", "server"),
+    ("req/s", "rps"),
+    ("interval (level)", "interval"),
+    ("CV", "cv"),
+    ("µs/req", "cost"),
+    ("µs/req interval", "cost_interval"),
+    ("p50 ms", "p50"),
+    ("p99 ms", "p99"),
+    ("p99 CV", "p99_cv"),
+    ("errors", "errors"),
+    ("server CPU", "server_cpu"),
+    ("loadgen CPU", "loadgen_cpu"),
+    ("server RSS", "rss"),
+    ("attempts (req/s)", "attempts"),
+    ("compliance", "compliance"),
+    ("flags", "flags"),
+]
 HEADER = [h for h, _ in COLUMNS]
 KEYS = [k for _, k in COLUMNS]
-BY_COST_NOTE = ("≥: the load generator was the limit; where such intervals overlap, the server CPU per request "
-                "(µs/req) orders the servers")
+BY_COST_NOTE = (
+    "≥: the load generator was the limit; where such intervals overlap, the server CPU per request "
+    "(µs/req) orders the servers"
+)
 KEPT_OUT_TITLE = f"kept out of the ranking: {flag_kinds.kept_out()}"
 
 
@@ -46,12 +64,25 @@ class Row:
     @property
     def cells(self) -> dict[str, str]:
         r = self.record
-        return {"rank": self.rank, "server": r.server, "rps": rps_text(r) if r.rps is not None else "failed",
-                "interval": rps_interval(r), "cv": cv_text(r), "cost": cost_text(r),
-                "cost_interval": cost_interval_text(r), "p50": fmt_ms(latency(r, "p50")),
-                "p99": fmt_ms(latency(r, "p99")), "p99_cv": cv_text(r, "p99"), "errors": errors_text(r),
-                "server_cpu": cpu_text(r, "server"), "loadgen_cpu": cpu_text(r, "loadgen"), "rss": rss_text(r),
-                "attempts": attempts_text(r), "compliance": self.compliance, "flags": ", ".join(flag_names(r)) or "-"}
+        return {
+            "rank": self.rank,
+            "server": r.server,
+            "rps": rps_text(r) if r.rps is not None else "failed",
+            "interval": rps_interval(r),
+            "cv": cv_text(r),
+            "cost": cost_text(r),
+            "cost_interval": cost_interval_text(r),
+            "p50": fmt_ms(latency(r, "p50")),
+            "p99": fmt_ms(latency(r, "p99")),
+            "p99_cv": cv_text(r, "p99"),
+            "errors": errors_text(r),
+            "server_cpu": cpu_text(r, "server"),
+            "loadgen_cpu": cpu_text(r, "loadgen"),
+            "rss": rss_text(r),
+            "attempts": attempts_text(r),
+            "compliance": self.compliance,
+            "flags": ", ".join(flag_names(r)) or "-",
+        }
 
 
 def measurement_rows(group: Group) -> tuple[list[Row], list[Row]]:
@@ -79,6 +110,12 @@ def matrix(scenario: ScenarioView) -> tuple[list[str], list[MatrixRow]]:
     """A scenario of several runs as req/s per server and run: (header, rows)."""
     change = has_protocol_change(scenario)
     header = ["server"] + [g.run for g in scenario.groups] + ([PROTOCOL_CHANGE_HEADER] if change else [])
-    rows = [MatrixRow(server, [next((r for r in g.records if r.server == server), None) for g in scenario.groups],
-                      protocol_change(scenario, server) if change else None) for server in scenario.servers]
+    rows = [
+        MatrixRow(
+            server,
+            [next((r for r in g.records if r.server == server), None) for g in scenario.groups],
+            protocol_change(scenario, server) if change else None,
+        )
+        for server in scenario.servers
+    ]
     return header, rows

@@ -2,6 +2,7 @@
 (harness.results.flag_kinds.kept_out) first, each with its reasons, then per scenario and run nginx, the ceiling, and
 the ranked records in the model's ranking (harness.results.ranking; each rank the range of places its interval allows, "1–5",
 lower bounds as "≥", flags beside)."""
+
 from __future__ import annotations
 
 from rich.console import JustifyMethod
@@ -14,9 +15,23 @@ from harness.results import flag_kinds
 from harness.results.records import Record
 
 SEVERE = tuple(k.name for k in flag_kinds.ALL if k.severe)  # a record flagged so is shown red, otherwise yellow
-COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (("", "left"), ("server", "left"), ("scenario", "left"), ("run", "left"), ("req/s", "right"),
-           ("interval", "right"), ("CV", "right"), ("µs/req", "right"), ("p50 ms", "right"), ("p99 ms", "right"), ("errors", "right"),
-           ("srv CPU", "right"), ("lg CPU", "right"), ("RSS MB", "right"), ("flags", "left"))
+COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("", "left"),
+    ("server", "left"),
+    ("scenario", "left"),
+    ("run", "left"),
+    ("req/s", "right"),
+    ("interval", "right"),
+    ("CV", "right"),
+    ("µs/req", "right"),
+    ("p50 ms", "right"),
+    ("p99 ms", "right"),
+    ("errors", "right"),
+    ("srv CPU", "right"),
+    ("lg CPU", "right"),
+    ("RSS MB", "right"),
+    ("flags", "left"),
+)
 
 
 def _cv(r: Record) -> str:
@@ -49,8 +64,10 @@ def rows(model: Model) -> tuple[list[tuple[str, Record]], list[tuple[str, str, R
     for scenario in model.scenarios:
         for group in scenario.groups:
             ceiling = [group.ceiling] if group.ceiling else []
-            flagged += [(group.run, r) for r in sorted([r for r in ceiling if not r.ranked] + group.flagged, key=rps_of,
-                                                       reverse=True)]
+            flagged += [
+                (group.run, r)
+                for r in sorted([r for r in ceiling if not r.ranked] + group.flagged, key=rps_of, reverse=True)
+            ]
             clean += [("ceil", group.run, r) for r in ceiling if r.ranked]
             clean += [(s.label, group.run, s.record) for s in group.ranked]
     return flagged, clean
@@ -65,9 +82,24 @@ def table(model: Model, title: str = "") -> Table:
 
     def add(r: Record, mark: str, run: str, style: str | None, note: str) -> None:
         rps = rps_text(r) if r.rps is not None else "failed"
-        out.add_row(mark, r.server, r.scenario, run, rps, _interval(r), _cv(r), cost_text(r), fmt_ms(latency(r, "p50")),
-                    fmt_ms(latency(r, "p99")), errors_text(r), _percent(cpu(r, "server")), _percent(cpu(r, "loadgen")),
-                    _rss(r), note, style=style)
+        out.add_row(
+            mark,
+            r.server,
+            r.scenario,
+            run,
+            rps,
+            _interval(r),
+            _cv(r),
+            cost_text(r),
+            fmt_ms(latency(r, "p50")),
+            fmt_ms(latency(r, "p99")),
+            errors_text(r),
+            _percent(cpu(r, "server")),
+            _percent(cpu(r, "loadgen")),
+            _rss(r),
+            note,
+            style=style,
+        )
 
     for run, r in flagged:
         reasons = "; ".join(f"{f.name}: {f.reason}" for f in r.flags)
@@ -79,6 +111,11 @@ def table(model: Model, title: str = "") -> Table:
         if mark == "ceil":
             add(r, mark, run, "dim", f"{explained or 'clean'} ({r.server}: the ceiling)")
         else:
-            add(r, mark, run, "yellow" if r.flags else None,
-                explained or ("clean, place a range" if "–" in mark else "clean"))
+            add(
+                r,
+                mark,
+                run,
+                "yellow" if r.flags else None,
+                explained or ("clean, place a range" if "–" in mark else "clean"),
+            )
     return out

@@ -1,5 +1,6 @@
 """`make versus`'s charts (matplotlib, as charts.py): head ÷ base per scenario run with its intervals, and the
 rounds' series of both builds."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,10 +27,22 @@ def versus_ratios(results: list[dict], resolution: float, path: Path) -> Path | 
             if not iv:
                 continue
             y = i + (j - 1) * 0.22
-            ax.errorbar(iv["ratio"], y, xerr=[[iv["ratio"] - iv["low"]], [iv["high"] - iv["ratio"]]], fmt="o",
-                        color=color, capsize=3, label=title if i == 0 else None)
-    ends = [e for r in rows for m, _, _ in VERSUS_METRICS if r["metrics"][m]["interval"]
-            for e in (r["metrics"][m]["interval"]["low"], r["metrics"][m]["interval"]["high"])]
+            ax.errorbar(
+                iv["ratio"],
+                y,
+                xerr=[[iv["ratio"] - iv["low"]], [iv["high"] - iv["ratio"]]],
+                fmt="o",
+                color=color,
+                capsize=3,
+                label=title if i == 0 else None,
+            )
+    ends = [
+        e
+        for r in rows
+        for m, _, _ in VERSUS_METRICS
+        if r["metrics"][m]["interval"]
+        for e in (r["metrics"][m]["interval"]["low"], r["metrics"][m]["interval"]["high"])
+    ]
     ax.set_xlim(max(min(ends + [1 - resolution]) / 1.05, 0.25), min(max(ends + [1 + resolution]) * 1.05, 4))  # 0.25–4×
     ax.set_yticks(range(len(rows)), [f"{r['scenario']} {r['run']}\n{r['rounds']} rounds" for r in rows])
     ax.invert_yaxis()
@@ -48,7 +61,10 @@ def versus_rounds(result: dict, names: tuple[str, str], path: Path) -> Path | No
     if not rps["base"] or not rps["head"]:
         return None
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 4.2), sharex=True, height_ratios=(2, 1))
-    for role, name, color in (("base", names[0], "#888"), ("head", names[1], "#1f77b4")):  # by round: a missed one leaves a gap
+    for role, name, color in (
+        ("base", names[0], "#888"),
+        ("head", names[1], "#1f77b4"),
+    ):  # by round: a missed one leaves a gap
         rounds = rps.get(f"{role}_rounds") or range(1, len(rps[role]) + 1)  # older runs: by index
         top.plot(rounds, rps[role], marker="o", ms=3, lw=1, color=color, label=name)
     top.yaxis.set_major_formatter(RATE_AXIS)
@@ -56,8 +72,14 @@ def versus_rounds(result: dict, names: tuple[str, str], path: Path) -> Path | No
     top.legend(fontsize=8)
     top.set_title(f"{result['scenario']} {result['run']}: the rounds")
     bottom.axhline(1, color="#444", lw=1)
-    bottom.plot(rps.get("ratio_rounds") or range(1, len(rps["ratios"]) + 1), rps["ratios"], marker="o", ms=3, lw=1,
-                color="#d62728")
+    bottom.plot(
+        rps.get("ratio_rounds") or range(1, len(rps["ratios"]) + 1),
+        rps["ratios"],
+        marker="o",
+        ms=3,
+        lw=1,
+        color="#d62728",
+    )
     bottom.set_ylabel("head ÷ base")
     bottom.set_xlabel("round")
     return save(fig, path)

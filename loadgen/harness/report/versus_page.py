@@ -1,6 +1,7 @@
 """The page of a `make versus` run (versus.md and versus.html beside the run's report): the two revisions, per scenario
 and run head ÷ base for req/s, p99 and CPU per request with their intervals and verdicts (a chart), the rounds'
 series, the A/A line, the two builds' footprints side by side, and the conditions."""
+
 from __future__ import annotations
 
 import base64
@@ -31,11 +32,15 @@ def aa_line(run: Run) -> str:
     run one (an older run's split-halves pass is not repeated: it saw one process only)."""
     v = run.conditions["versus"]
     if v.get("same_build"):
-        return ("A/A: both builds are the same code, run as two processes; a 95 % interval excludes no change for at "
-                f"most {FALSE_POSITIVE_RATE:.0%} of such sittings, so a 'faster' or 'slower' here is the method's "
-                "false positive (or a process-to-process difference the starts did not average out)")
-    return ("A/A: `make versus BASE=HEAD` on a clean tree runs one build against itself as two processes; its verdict "
-            f"should read no difference in at least {1 - FALSE_POSITIVE_RATE:.0%} of sittings (README, make versus)")
+        return (
+            "A/A: both builds are the same code, run as two processes; a 95 % interval excludes no change for at "
+            f"most {FALSE_POSITIVE_RATE:.0%} of such sittings, so a 'faster' or 'slower' here is the method's "
+            "false positive (or a process-to-process difference the starts did not average out)"
+        )
+    return (
+        "A/A: `make versus BASE=HEAD` on a clean tree runs one build against itself as two processes; its verdict "
+        f"should read no difference in at least {1 - FALSE_POSITIVE_RATE:.0%} of sittings (README, make versus)"
+    )
 
 
 def result_rows(run: Run) -> list[list[str]]:
@@ -57,11 +62,21 @@ def footprint_rows(run: Run) -> list[list[str]]:
     peak under load (over their records), the image under Docker."""
     base, head = builds(run)
     entries = [run.servers.get(b["name"], {}) for b in (base, head)]
-    peaks = [max((r.samples["server"].peak_rss_mb or 0 for r in run.records if r.server == b["name"]
-                  and "server" in (r.samples or {})), default=None) for b in (base, head)]
+    peaks = [
+        max(
+            (
+                r.samples["server"].peak_rss_mb or 0
+                for r in run.records
+                if r.server == b["name"] and "server" in (r.samples or {})
+            ),
+            default=None,
+        )
+        for b in (base, head)
+    ]
 
     def mb(x):
         return "-" if x is None else f"{x:,.1f} MB"
+
     return [
         ["version", *(e.get("version") or "-" for e in entries)],
         ["start-up", *(startup_text(e.get("startup_s")) for e in entries)],
@@ -74,19 +89,31 @@ def footprint_rows(run: Run) -> list[list[str]]:
 
 
 def revision_lines(run: Run) -> list[str]:
-    return [f"{role}: {b['name']} = {b['asked']} ({b.get('sha') or 'uncommitted'}): {b['subject']}"
-            + (" (with uncommitted changes)" if b.get("uncommitted_changes") else "")
-            for role, b in zip(("base", "head"), builds(run))]
+    return [
+        f"{role}: {b['name']} = {b['asked']} ({b.get('sha') or 'uncommitted'}): {b['subject']}"
+        + (" (with uncommitted changes)" if b.get("uncommitted_changes") else "")
+        for role, b in zip(("base", "head"), builds(run))
+    ]
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     def cell(text) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
-    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
+
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(cell(c) for c in row) + " |" for row in rows
+    ]
 
 
-HEADER = ["scenario run", "rounds", "answer", "req/s head ÷ base", "p99 head ÷ base", "CPU µs/req head ÷ base", "stopped"]
+HEADER = [
+    "scenario run",
+    "rounds",
+    "answer",
+    "req/s head ÷ base",
+    "p99 head ÷ base",
+    "CPU µs/req head ÷ base",
+    "stopped",
+]
 
 
 def markdown(run: Run, charts: dict[str, Path]) -> str:
@@ -113,25 +140,34 @@ def _img(path: Path) -> str:
     return f'<img alt="{escape(path.stem)}" src="data:image/png;base64,{data}">'
 
 
-CSS = ("body{font:14px/1.45 sans-serif;max-width:1200px;margin:0 auto;padding:24px}table{border-collapse:collapse;"
-       "margin:8px 0}td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}"
-       "img{max-width:100%}.muted{color:#656d76}")
+CSS = (
+    "body{font:14px/1.45 sans-serif;max-width:1200px;margin:0 auto;padding:24px}table{border-collapse:collapse;"
+    "margin:8px 0}td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}"
+    "img{max-width:100%}.muted{color:#656d76}"
+)
 
 
 def html(run: Run, charts: dict[str, Path]) -> str:
     v = run.conditions["versus"]
     base, head = builds(run)
-    body = [f"<h1>{escape(v['server'])}: {escape(head['name'])} against {escape(base['name'])}</h1>",
-            "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in revision_lines(run)) + "</ul>",
-            f'<p class="muted">{v["budget_s"]:g} s of rounds, against a goal of ±{v["resolution"] * 100:g} %; '
-            f"{escape(v['method'])}.</p>",
-            _html_table(HEADER, result_rows(run)), f"<p>{escape(aa_line(run))}</p>",
-            *(_img(path) for path in charts.values()),
-            "<h2>Footprints</h2>", _html_table(["", base["name"], head["name"]], footprint_rows(run)),
-            "<h2>Conditions</h2><dl>" + "".join(f"<dt><b>{escape(k)}</b></dt><dd>{escape(str(val))}</dd>"
-                                                for k, val in cond.items(run)) + "</dl>"]
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>versus {escape(run.run_id)}"
-            f"</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    body = [
+        f"<h1>{escape(v['server'])}: {escape(head['name'])} against {escape(base['name'])}</h1>",
+        "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in revision_lines(run)) + "</ul>",
+        f'<p class="muted">{v["budget_s"]:g} s of rounds, against a goal of ±{v["resolution"] * 100:g} %; '
+        f"{escape(v['method'])}.</p>",
+        _html_table(HEADER, result_rows(run)),
+        f"<p>{escape(aa_line(run))}</p>",
+        *(_img(path) for path in charts.values()),
+        "<h2>Footprints</h2>",
+        _html_table(["", base["name"], head["name"]], footprint_rows(run)),
+        "<h2>Conditions</h2><dl>"
+        + "".join(f"<dt><b>{escape(k)}</b></dt><dd>{escape(str(val))}</dd>" for k, val in cond.items(run))
+        + "</dl>",
+    ]
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>versus {escape(run.run_id)}'
+        f"</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
 
 
 def write(run: Run, run_dir: Path) -> list[Path]:

@@ -1,5 +1,6 @@
 """A record made of its attempts: the counts summed, the medians of their rates and latencies (harness.results.summary),
 their latency histograms added, the samples' medians and peaks, every attempt kept, its summary computed once."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -37,8 +38,11 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
     whole = summaries.distribution(attempts)
 
     def sample(role: str, key: str, pick: Callable[[list[float]], float]) -> float | None:
-        values: list[float] = [getattr(a.samples[role], key) for a in attempts
-                               if role in a.samples and getattr(a.samples[role], key) is not None]
+        values: list[float] = [
+            getattr(a.samples[role], key)
+            for a in attempts
+            if role in a.samples and getattr(a.samples[role], key) is not None
+        ]
         return pick(values) if values else None
 
     record = Record(
@@ -62,8 +66,12 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
         attempts=attempts,
         warmup=warmup,
         summary=None,
-        samples={role: SampleSummary(cpu_util=sample(role, "cpu_util", stats.median),
-                                     peak_rss_mb=sample(role, "peak_rss_mb", max)) for role in ("server", "loadgen")},
+        samples={
+            role: SampleSummary(
+                cpu_util=sample(role, "cpu_util", stats.median), peak_rss_mb=sample(role, "peak_rss_mb", max)
+            )
+            for role in ("server", "loadgen")
+        },
         # a mix's per-attempt endpoints stay with their attempts: the record's own are pooled (`endpoints` below)
         details={k: v for k, v in middle.details.items() if k != "endpoints"} if middle else {},
         latency_histogram=whole.encode() if whole else None,
@@ -72,5 +80,3 @@ def aggregate(of: Measured, scenario: Scenario, run: LoadRun, attempts: list[Att
     if scenario.mix:
         record.endpoints = mix.endpoints(attempts, [(t.path, t.weight) for t in scenario.mix])
     return record
-
-

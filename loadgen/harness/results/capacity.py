@@ -7,6 +7,7 @@ rate (flag `rate-not-held`), or whose load generator was saturated, says nothing
 above the capacity is such a step, the capacity is only a lower bound, and says so. Pure functions of the records, so
 the report computes them again from an older results.json.
 """
+
 from __future__ import annotations
 
 import os
@@ -83,18 +84,26 @@ def of_steps(records: list[Record], slo_p99_ms: float) -> dict[str, Any]:
         "step": best.run if best else None,
         "p99_ms": best.latency_ms.get("p99") if best else None,
         "path": ordered[0].path,
-        "steps": [{"step": r.run, "offered_rps": flags.offered_rps(r), "achieved_rps": r.rps,
-                   "p99_ms": r.latency_ms.get("p99"), "errors": r.errors.total,
-                   "held": why is None, "why_not": why}
-                  for r, why in zip(ordered, why_not)],
+        "steps": [
+            {
+                "step": r.run,
+                "offered_rps": flags.offered_rps(r),
+                "achieved_rps": r.rps,
+                "p99_ms": r.latency_ms.get("p99"),
+                "errors": r.errors.total,
+                "held": why is None,
+                "why_not": why,
+            }
+            for r, why in zip(ordered, why_not)
+        ],
         "lower_bound": tool_bound,
     }
     if best is None:
-        result["why"] = (f"no step held the rate within p99 ≤ {slo_p99_ms:g} ms without errors (lowest: "
-                         f"{why_not[0]})")
+        result["why"] = f"no step held the rate within p99 ≤ {slo_p99_ms:g} ms without errors (lowest: {why_not[0]})"
     elif tool_bound:
-        result["why"] = (f"the next step ({above[0].run}) measured the load generator, not the server: at least this "
-                         "much")
+        result["why"] = (
+            f"the next step ({above[0].run}) measured the load generator, not the server: at least this much"
+        )
     return result
 
 
@@ -106,7 +115,10 @@ def record(store: RunStore) -> None:
         store.set_server(name, {**store.run.servers.get(name, {}), "capacity": by_scenario})
         for scenario, c in by_scenario.items():
             if c["rps"]:
-                say(f"  {name} {scenario}: capacity {c['rps']:,.0f} req/s at p99 ≤ {slo_p99_ms:g} ms "
-                    f"(step {c['step']}, p99 {c['p99_ms']:.2f} ms)" + (" — at least: " + c["why"] if c["lower_bound"] else ""))
+                say(
+                    f"  {name} {scenario}: capacity {c['rps']:,.0f} req/s at p99 ≤ {slo_p99_ms:g} ms "
+                    f"(step {c['step']}, p99 {c['p99_ms']:.2f} ms)"
+                    + (" — at least: " + c["why"] if c["lower_bound"] else "")
+                )
             else:
                 warn(f"{name} {scenario}: no capacity at p99 ≤ {slo_p99_ms:g} ms: {c['why']}")

@@ -9,6 +9,7 @@ What each flag means, and the thresholds its explanation quotes, are written onc
 one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_rate_not_held`, `_upstream`,
 `_unsettled`, `_trend`, `_spread`) writing the reason with the record's own figures.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -55,8 +56,10 @@ def _errors(record: Record) -> Flag | None:
         return None
     causes = ", ".join(f"{k} {v:,}" for k, v in errors.items() if v)
     attempted = record.good_requests + total
-    return Flag(kinds.ERRORS.name, f"{total:,} of {attempted:,} requests failed ({error_rate(record):.2%})"
-                + (f": {causes}" if causes else ""))
+    return Flag(
+        kinds.ERRORS.name,
+        f"{total:,} of {attempted:,} requests failed ({error_rate(record):.2%})" + (f": {causes}" if causes else ""),
+    )
 
 
 def _pct(value: float) -> str:
@@ -137,12 +140,16 @@ def loadgen_busy(record: Record, attempt: Attempt) -> float | None:
     if sample.cpu_s is None or not sample.cores or not duration:
         return sample.cpu_util
     # each part over its own time where it was split (a part started later or done sooner ran for less than the whole)
-    values: list[float] = [p["cpu_s"] / ((p.get("duration_s") or duration) * p["capacity"]) for p in attempt.processes
-                           if p.get("cpu_s") is not None and p.get("capacity")]
+    values: list[float] = [
+        p["cpu_s"] / ((p.get("duration_s") or duration) * p["capacity"])
+        for p in attempt.processes
+        if p.get("cpu_s") is not None and p.get("capacity")
+    ]
     values.append(sample.cpu_s / (duration * usable_cores(record, attempt, sample.cores)))
     # what else ran there, each as the share of the load generator's cores it took over its own sampled time
-    beside = sum(s.cpu_util or 0 for role, s in attempt.samples.items()
-                 if role == HARNESS or role.startswith(BESIDE_LOADGEN))
+    beside = sum(
+        s.cpu_util or 0 for role, s in attempt.samples.items() if role == HARNESS or role.startswith(BESIDE_LOADGEN)
+    )
     values.append(sample.cpu_s / (duration * sample.cores) + beside)
     return max(values)
 
@@ -155,18 +162,27 @@ def _saturated(record: Record) -> Flag | None:
     if server is not None and server >= SERVER_BUSY:
         return None
     if record.tool == "httperf" and any(httperf_held(record, a) is not None for a in record.attempts):
-        return Flag(kinds.LOADGEN_BOUND.name, f"httperf set the pace ({_pct(loadgen)} of each connection's cycle was "
-                    "its own, or it fell behind its connection rate, or could not open connections): the number "
-                    "measures the tool, not the server")
+        return Flag(
+            kinds.LOADGEN_BOUND.name,
+            f"httperf set the pace ({_pct(loadgen)} of each connection's cycle was "
+            "its own, or it fell behind its connection rate, or could not open connections): the number "
+            "measures the tool, not the server",
+        )
     cores = _cores(record, "loadgen")
     server_cores = _cores(record, "server")
     last = next((a for a in reversed(record.attempts) if a.measured), None)
     usable = usable_cores(record, last, cores) if last and cores else None
     processes = f"{last.tool_processes} {record.tool or 'tool'} process(es) on " if last else ""
-    what = (f"load generator at {_pct(loadgen)} of the {f'{usable:g}' if usable else '?'} core(s) its tool could use "
-            f"({processes}{cores or '?'} CPU(s)) while the server used "
-            + (f"{_pct(server)} of its {server_cores or '?'}" if server is not None else "an unknown share of its CPUs (not sampled)")
-            + ": the number measures the tool, not the server")
+    what = (
+        f"load generator at {_pct(loadgen)} of the {f'{usable:g}' if usable else '?'} core(s) its tool could use "
+        f"({processes}{cores or '?'} CPU(s)) while the server used "
+        + (
+            f"{_pct(server)} of its {server_cores or '?'}"
+            if server is not None
+            else "an unknown share of its CPUs (not sampled)"
+        )
+        + ": the number measures the tool, not the server"
+    )
     return Flag(kinds.LOADGEN_BOUND.name, what)
 
 
@@ -182,10 +198,13 @@ def _rate_not_held(record: Record) -> Flag | None:
     server, loadgen = utilization(record, "server"), utilization(record, "loadgen")
     if server is not None and server >= SERVER_BUSY and (loadgen is None or loadgen < LOADGEN_SATURATED):
         return None  # the server is the limit: that is what the step measures
-    return Flag(kinds.RATE_NOT_HELD.name, f"{formats.fmt_rate(record.rps)} req/s achieved of {formats.fmt_rate(offered)} offered "
-                                 f"({record.rps / offered:.1%}) while the server used "
-                                 + (f"{_pct(server)} of its CPUs" if server is not None else "an unknown share of its CPUs")
-                                 + (f" and the load generator {_pct(loadgen)} of its own" if loadgen is not None else ""))
+    return Flag(
+        kinds.RATE_NOT_HELD.name,
+        f"{formats.fmt_rate(record.rps)} req/s achieved of {formats.fmt_rate(offered)} offered "
+        f"({record.rps / offered:.1%}) while the server used "
+        + (f"{_pct(server)} of its CPUs" if server is not None else "an unknown share of its CPUs")
+        + (f" and the load generator {_pct(loadgen)} of its own" if loadgen is not None else ""),
+    )
 
 
 def _cores(record: Record, role: str) -> int | None:
@@ -196,9 +215,16 @@ def _upstream_rates(run: Run) -> dict[str, tuple[str, float]]:
     """Per run label, the upstream's own /weather.json req/s (and its name), from records that measured something
     without errors."""
     upstreams = run.with_role("upstream")
-    return {r.label: (r.server, r.rps) for r in run.records
-            if r.server in upstreams and r.scenario == UPSTREAM_SCENARIO and r.path == UPSTREAM_PATH
-            and r.rps and not r.failed and not r.errors.total}
+    return {
+        r.label: (r.server, r.rps)
+        for r in run.records
+        if r.server in upstreams
+        and r.scenario == UPSTREAM_SCENARIO
+        and r.path == UPSTREAM_PATH
+        and r.rps
+        and not r.failed
+        and not r.errors.total
+    }
 
 
 def _upstream(record: Record, upstream_rates: dict[str, tuple[str, float]]) -> Flag | None:
@@ -208,9 +234,12 @@ def _upstream(record: Record, upstream_rates: dict[str, tuple[str, float]]) -> F
     rps = record.rps
     if record.server == upstream or not rps or rps < ceiling * (1 - UPSTREAM_MARGIN):
         return None
-    return Flag(kinds.UPSTREAM_BOUND.name, f"{formats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
-                                  f"{UPSTREAM_PATH} ({formats.fmt_rate(ceiling)} req/s at {record.label}): the upstream "
-                                  "is the limit, not the server")
+    return Flag(
+        kinds.UPSTREAM_BOUND.name,
+        f"{formats.fmt_rate(rps)} req/s is {rps / ceiling:.0%} of {upstream}'s own "
+        f"{UPSTREAM_PATH} ({formats.fmt_rate(ceiling)} req/s at {record.label}): the upstream "
+        "is the limit, not the server",
+    )
 
 
 def spread_reasons(s: dict[str, Any]) -> list[str]:
@@ -218,14 +247,18 @@ def spread_reasons(s: dict[str, Any]) -> list[str]:
     neither does. The rules: CV > SPREAD_MAX_CV; interval (high − low) > 2 × SPREAD_MAX_HALF_WIDTH × median."""
     out = []
     if s.get("cv") is not None and s["cv"] > SPREAD_MAX_CV:
-        out.append(f"CV {s['cv']:.1%} between attempts, above {SPREAD_MAX_CV:.0%} "
-                   f"({formats.fmt_rate(s['min'])} to {formats.fmt_rate(s['max'])})")
+        out.append(
+            f"CV {s['cv']:.1%} between attempts, above {SPREAD_MAX_CV:.0%} "
+            f"({formats.fmt_rate(s['min'])} to {formats.fmt_rate(s['max'])})"
+        )
     ci, median = s.get("ci"), s.get("median")
     if ci and median and (ci["high"] - ci["low"]) > 2 * SPREAD_MAX_HALF_WIDTH * median:
         half = (ci["high"] - ci["low"]) / 2 / median
-        out.append(f"interval {formats.fmt_rate(ci['low'])} – {formats.fmt_rate(ci['high'])} "
-                   f"({formats.fmt_level(ci['level'])}) is ±{half:.1%} of the median {formats.fmt_rate(median)}, "
-                   f"wider than ±{SPREAD_MAX_HALF_WIDTH:.0%}")
+        out.append(
+            f"interval {formats.fmt_rate(ci['low'])} – {formats.fmt_rate(ci['high'])} "
+            f"({formats.fmt_level(ci['level'])}) is ±{half:.1%} of the median {formats.fmt_rate(median)}, "
+            f"wider than ±{SPREAD_MAX_HALF_WIDTH:.0%}"
+        )
     return out
 
 
@@ -257,8 +290,11 @@ def _trend(record: Record) -> Flag | None:
     if not found or not found.moving:
         return None
     rates = " → ".join(formats.fmt_rate(a.rps) for a in record.attempts if a.measured)
-    return Flag(TREND_FLAGS[found.kind], f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
-                            f"direction agreement {found.agreement:+.2f}")
+    return Flag(
+        TREND_FLAGS[found.kind],
+        f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
+        f"direction agreement {found.agreement:+.2f}",
+    )
 
 
 WARMUP_WINDOW = 3  # the runs a warm-up's end is judged on, where an older file does not say (scenarios.toml's window)
@@ -270,7 +306,7 @@ def _unsettled(record: Record) -> Flag | None:
     warmup = record.warmup
     if warmup is None or warmup.steady or warmup.after is not None:
         return None
-    runs = warmup.runs[-(warmup.window or WARMUP_WINDOW):]
+    runs = warmup.runs[-(warmup.window or WARMUP_WINDOW) :]
     latest = [r.rps for r in runs if r.rps]
     tolerance = warmup.tolerance if warmup.tolerance is not None else TREND_TOLERANCE
     if len(latest) < 2 or len(latest) < len(runs):  # a failed run among them: judged as failed, not as climbing
@@ -279,8 +315,11 @@ def _unsettled(record: Record) -> Flag | None:
     if change <= tolerance:
         return None
     rates = " → ".join(formats.fmt_rate(r) for r in latest)
-    return Flag(kinds.UNSETTLED.name, f"the warm-up stopped after {len(warmup.runs)} runs, not settled: its latest "
-                                      f"{len(latest)} runs {rates} req/s, {change:+.0%} (more than {tolerance:.0%})")
+    return Flag(
+        kinds.UNSETTLED.name,
+        f"the warm-up stopped after {len(warmup.runs)} runs, not settled: its latest "
+        f"{len(latest)} runs {rates} req/s, {change:+.0%} (more than {tolerance:.0%})",
+    )
 
 
 def _contract(record: Record, verification: dict[str, Verification] | None) -> Flag | None:
@@ -310,7 +349,9 @@ def _incomplete(record: Record) -> Flag | None:
     return Flag(kinds.INCOMPLETE.name, record.incomplete) if record.incomplete else None
 
 
-def flags_for(record: Record, upstream_rates: dict[str, tuple[str, float]], verification: dict[str, Verification] | None) -> list[Flag]:
+def flags_for(
+    record: Record, upstream_rates: dict[str, tuple[str, float]], verification: dict[str, Verification] | None
+) -> list[Flag]:
     """The record's flags in the reported order; `record.summary` must be set (evaluate sets it)."""
     found = [
         _failed(record),

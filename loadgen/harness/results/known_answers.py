@@ -13,6 +13,7 @@ The tools' own inexactness is known too and said beside each figure (`tool_notes
 milliseconds, wrk's correction of coordinated omission (it adds samples for every answer slower than its expected
 interval), httperf's lack of percentiles, Gatling's millisecond resolution and new connection per user.
 """
+
 from __future__ import annotations
 
 import math
@@ -104,10 +105,20 @@ def known(s: ServerSettings, concurrency: int, server_cores: int, offered_rps: f
     cap = s.cap or math.inf
     if offered_rps:
         if offered_rps >= min(cpu_bound, cap):
-            return Known(SERVER_LIMIT if cpu_bound <= cap else CAP_LIMIT, min(cpu_bound, cap), (),
-                         s.burn_us or None, f"offered {offered_rps:g}/s is beyond the server's bound")
-        return Known(PACE_LIMIT, offered_rps, _two_point(s), None,
-                     f"open loop: the offered {offered_rps:g}/s, under every bound of the server")
+            return Known(
+                SERVER_LIMIT if cpu_bound <= cap else CAP_LIMIT,
+                min(cpu_bound, cap),
+                (),
+                s.burn_us or None,
+                f"offered {offered_rps:g}/s is beyond the server's bound",
+            )
+        return Known(
+            PACE_LIMIT,
+            offered_rps,
+            _two_point(s),
+            None,
+            f"open loop: the offered {offered_rps:g}/s, under every bound of the server",
+        )
     cycle_us = s.service_us + (s.delay_us / s.every if s.every else 0)
     pace = concurrency * 1e6 / cycle_us if cycle_us else math.inf
     bound = min(pace, cpu_bound, cap)
@@ -118,10 +129,21 @@ def known(s: ServerSettings, concurrency: int, server_cores: int, offered_rps: f
     if bound == cpu_bound:
         return _cpu_bound(s, concurrency, server_cores, bound)
     if bound == cap:
-        return Known(CAP_LIMIT, bound, ((concurrency * 1000 / s.cap, 1.0),), None,
-                     f"the cap: {concurrency} connections wait their turn at {s.cap}/s")
-    return Known(PACE_LIMIT, bound, _two_point(s), None,
-                 f"{concurrency} connections, each a request every {cycle_us / 1000:g} ms (S + D/k)", concurrency)
+        return Known(
+            CAP_LIMIT,
+            bound,
+            ((concurrency * 1000 / s.cap, 1.0),),
+            None,
+            f"the cap: {concurrency} connections wait their turn at {s.cap}/s",
+        )
+    return Known(
+        PACE_LIMIT,
+        bound,
+        _two_point(s),
+        None,
+        f"{concurrency} connections, each a request every {cycle_us / 1000:g} ms (S + D/k)",
+        concurrency,
+    )
 
 
 def _cpu_bound(s: ServerSettings, concurrency: int, server_cores: int, bound: float) -> Known:
@@ -130,15 +152,30 @@ def _cpu_bound(s: ServerSettings, concurrency: int, server_cores: int, bound: fl
     (EPOLLEXCLUSIVE wakes one loop, not a balanced one): then said, and the latency known; otherwise the rate is
     min(c, N)/B at best and the latency not known."""
     if server_cores == 1:
-        return Known(SERVER_LIMIT, bound, ((concurrency * s.burn_us / 1000, 1.0),), s.burn_us,
-                     f"{concurrency} requests share 1 core, {s.burn_us} µs of CPU each")
+        return Known(
+            SERVER_LIMIT,
+            bound,
+            ((concurrency * s.burn_us / 1000, 1.0),),
+            s.burn_us,
+            f"{concurrency} requests share 1 core, {s.burn_us} µs of CPU each",
+        )
     if concurrency % server_cores:
-        return Known(SERVER_LIMIT, bound, (), s.burn_us,
-                     f"{concurrency} connections cannot spread evenly over {server_cores} loops: the rate at best, "
-                     "no latency known")
-    return Known(SERVER_LIMIT, bound, ((concurrency * s.burn_us / server_cores / 1000, 1.0),), s.burn_us,
-                 f"{concurrency} requests share {server_cores} cores, {s.burn_us} µs of CPU each, if their "
-                 f"connections spread evenly over its {server_cores} loops (not promised by the kernel)")
+        return Known(
+            SERVER_LIMIT,
+            bound,
+            (),
+            s.burn_us,
+            f"{concurrency} connections cannot spread evenly over {server_cores} loops: the rate at best, "
+            "no latency known",
+        )
+    return Known(
+        SERVER_LIMIT,
+        bound,
+        ((concurrency * s.burn_us / server_cores / 1000, 1.0),),
+        s.burn_us,
+        f"{concurrency} requests share {server_cores} cores, {s.burn_us} µs of CPU each, if their "
+        f"connections spread evenly over its {server_cores} loops (not promised by the kernel)",
+    )
 
 
 def expected_most(calls: int, share: float, connections: int) -> float:
@@ -146,8 +183,8 @@ def expected_most(calls: int, share: float, connections: int) -> float:
     calls the unluckiest connection has delayed, E[max] = Σ_j (1 − F(j)^c)."""
     cumulative, total = 0.0, 0.0
     for j in range(calls + 1):
-        cumulative = min(1.0, cumulative + math.comb(calls, j) * share ** j * (1 - share) ** (calls - j))
-        total += 1 - cumulative ** connections
+        cumulative = min(1.0, cumulative + math.comb(calls, j) * share**j * (1 - share) ** (calls - j))
+        total += 1 - cumulative**connections
     return total
 
 
@@ -207,29 +244,38 @@ def judge_rate(k: Known, m: Observed) -> Figure:
         # the same share at S = 10 and 40 ms (ab -3.7 / -3.1 %, httperf -8.1 / -7.5 %): a fixed time, not a cost per
         # request or per cycle
         lost_ms = -off * m.duration_s * 1000
-        note += (f": as if {lost_ms:.0f} ms of the {m.duration_s:.1f} s carried no requests (the load's ends: a tool "
-                 "that opens its connections one by one starts late, the wait for the last answers counts); a fixed "
-                 "loss shrinks with a longer load")
+        note += (
+            f": as if {lost_ms:.0f} ms of the {m.duration_s:.1f} s carried no requests (the load's ends: a tool "
+            "that opens its connections one by one starts late, the wait for the last answers counts); a fixed "
+            "loss shrinks with a longer load"
+        )
     elif not ok and k.limit == CAP_LIMIT and off < 0:
-        note += (": slots that passed with no request waiting are lost (the cap keeps no credit), so every stall of "
-                 "the machine or the tool costs rate")
+        note += (
+            ": slots that passed with no request waiting are lost (the cap keeps no credit), so every stall of "
+            "the machine or the tool costs rate"
+        )
     elif not ok and k.limit == SERVER_LIMIT and off < 0:
         note += ": the server spends more than its burn per request (its own HTTP work)"
         if m.server_util is not None and m.server_util < BUSY:
-            note = (f"{off:+.1%}: the server had {fmt_share(m.server_util)} of its cores, not all of them (other processes "
-                    f"took the rest): at that share the known rate is {k.rps * m.server_util:,.0f} req/s")
+            note = (
+                f"{off:+.1%}: the server had {fmt_share(m.server_util)} of its cores, not all of them (other processes "
+                f"took the rest): at that share the known rate is {k.rps * m.server_util:,.0f} req/s"
+            )
     return Figure("req/s", round(k.rps, 1), m.rps, ok, note)
 
 
-def judge_latency(name: str, known_ms: float | None, measured_ms: float | None, tool_note: str = "",
-                  given: bool = True) -> Figure:
+def judge_latency(
+    name: str, known_ms: float | None, measured_ms: float | None, tool_note: str = "", given: bool = True
+) -> Figure:
     """`given`: whether the tool gives this figure at all; one it gives and did not is a miss (a parser that lost
     it), one it never gives is n/a."""
     if known_ms is None:
         return Figure(name, None, measured_ms, None, "not known for this load")
     if measured_ms is None:
         if given:
-            return Figure(name, round(known_ms, 3), None, False, "missing: the tool gives this figure, the record has none")
+            return Figure(
+                name, round(known_ms, 3), None, False, "missing: the tool gives this figure, the record has none"
+            )
         return Figure(name, round(known_ms, 3), None, None, tool_note or "the tool does not give it")
     off = measured_ms - known_ms
     ok = abs(off) <= max(LATENCY_TOLERANCE * known_ms, LATENCY_FLOOR_MS)
@@ -242,7 +288,9 @@ def latency_context(k: Known, m: Observed, known_ms: float | None, miss_ms: floa
     given less than its cores takes proportionally longer per request; `miss_ms` (measured − known) beside the
     server's waits for a CPU."""
     if m.saturated and k.limit != TOOL_LIMIT:
-        return f"the tool was saturated ({fmt_share(m.loadgen_util)} of its CPU): its own queueing is in these latencies"
+        return (
+            f"the tool was saturated ({fmt_share(m.loadgen_util)} of its CPU): its own queueing is in these latencies"
+        )
     if k.limit == SERVER_LIMIT and known_ms and m.server_util and m.server_util < BUSY:
         return f"at the {fmt_share(m.server_util)} of its cores the server had, the known latency is {known_ms / m.server_util:.1f} ms"
     return cpu_wait_context(m, miss_ms)
@@ -255,17 +303,26 @@ def cpu_wait_context(m: Observed, miss_ms: float | None = None) -> str:
     request's miss cannot be its cause."""
     if m.server_wait_ms is None:
         return ""
-    steal = "" if m.server_steal_ms is None else (
-        f", and the hypervisor stole {m.server_steal_ms:.0f} ms of its CPUs (/proc/stat, 10 ms ticks)")
+    steal = (
+        ""
+        if m.server_steal_ms is None
+        else (f", and the hypervisor stole {m.server_steal_ms:.0f} ms of its CPUs (/proc/stat, 10 ms ticks)")
+    )
     if m.server_wait_ms < 0.1 and not m.server_steal_ms:
-        return (f"the server never waited for its CPU (run delay 0{steal}): the tail is on the tool's side or below "
-                "what the machine shows")
-    waited = (f"the server's threads waited {m.server_wait_ms:.1f} ms in all for a CPU while runnable (other work on its "
-              f"cores, /proc schedstat){steal}")
+        return (
+            f"the server never waited for its CPU (run delay 0{steal}): the tail is on the tool's side or below "
+            "what the machine shows"
+        )
+    waited = (
+        f"the server's threads waited {m.server_wait_ms:.1f} ms in all for a CPU while runnable (other work on its "
+        f"cores, /proc schedstat){steal}"
+    )
     if miss_ms is not None and m.server_wait_ms + (m.server_steal_ms or 0) < abs(miss_ms):
-        return (f"{waited}: less in all than this one figure's {miss_ms:+.3f} ms, so not its cause; the rest is "
-                "elsewhere: the tool's side, the server's order of service, or a stall of the whole virtual machine "
-                "shorter than steal's 10 ms ticks")
+        return (
+            f"{waited}: less in all than this one figure's {miss_ms:+.3f} ms, so not its cause; the rest is "
+            "elsewhere: the tool's side, the server's order of service, or a stall of the whole virtual machine "
+            "shorter than steal's 10 ms ticks"
+        )
     return f"{waited}: each wait holds every request in flight that much longer"
 
 
@@ -276,8 +333,9 @@ def judge_failures(fail_every: int, requests: int, counted: int, in_flight: int,
     known = requests / fail_every
     slack = 1 + in_flight / fail_every
     ok = abs(counted - known) <= slack
-    note = "; ".join(n for n in ("" if ok else f"{counted - known:+.0f} against 1 in {fail_every} (±{slack:.0f})",
-                                 tool_note) if n)
+    note = "; ".join(
+        n for n in ("" if ok else f"{counted - known:+.0f} against 1 in {fail_every} (±{slack:.0f})", tool_note) if n
+    )
     return Figure("non_2xx", round(known, 1), counted, ok, note)
 
 
@@ -288,31 +346,47 @@ def judge_cost(k: Known, m: Observed) -> Figure:
         return Figure("CPU µs/req", k.cost_us, None, False, "the server's CPU was not sampled")
     off = m.cost_us / k.cost_us - 1
     ok = abs(off) <= COST_TOLERANCE
-    note = "" if ok else (f"{off:+.1%}: the server's own work per request (parsing, syscalls, a thread's wake-up) "
-                          f"is {m.cost_us - k.cost_us:.0f} µs beside the burn")
+    note = (
+        ""
+        if ok
+        else (
+            f"{off:+.1%}: the server's own work per request (parsing, syscalls, a thread's wake-up) "
+            f"is {m.cost_us - k.cost_us:.0f} µs beside the burn"
+        )
+    )
     return Figure("CPU µs/req", k.cost_us, m.cost_us, ok, note)
 
 
 def judge_flag(k: Known, m: Observed, flag_name: str) -> Figure:
     expected = k.limit == TOOL_LIMIT
     ok = expected == m.saturated
-    shares = f"server at {fmt_share(m.server_util)} of its cores, the tool at {fmt_share(m.loadgen_util)} of what it can use"
+    shares = (
+        f"server at {fmt_share(m.server_util)} of its cores, the tool at {fmt_share(m.loadgen_util)} of what it can use"
+    )
     if ok:
         return Figure(flag_name, expected, m.saturated, ok, shares)
     if expected and m.server_util is not None and m.server_util >= BUSY:  # the premise, checked: it did not hold
-        return Figure(flag_name, expected, m.saturated, None,
-                      f"not judged: the load's premise did not hold here, the server reached its cores too ({shares}; "
-                      f"{m.cost_us or 0:.0f} µs of CPU per request costs it about what this tool spends), so either "
-                      "side could be the limit: a miss of the plan on this machine, not of the flag")
-    note = (f"{flag_name} {'did not fire' if expected else 'fired'} although the "
-            f"{'tool' if expected else k.limit} was the limit by construction: {shares}")
+        return Figure(
+            flag_name,
+            expected,
+            m.saturated,
+            None,
+            f"not judged: the load's premise did not hold here, the server reached its cores too ({shares}; "
+            f"{m.cost_us or 0:.0f} µs of CPU per request costs it about what this tool spends), so either "
+            "side could be the limit: a miss of the plan on this machine, not of the flag",
+        )
+    note = (
+        f"{flag_name} {'did not fire' if expected else 'fired'} although the "
+        f"{'tool' if expected else k.limit} was the limit by construction: {shares}"
+    )
     if expected and all(u is not None and u < BUSY for u in (m.server_util, m.loadgen_util)):
-        note += ("; neither side kept its cores busy, so other processes took them (the machine is not quiet) or the "
-                 "tool waits on something else than its CPU")
+        note += (
+            "; neither side kept its cores busy, so other processes took them (the machine is not quiet) or the "
+            "tool waits on something else than its CPU"
+        )
     return Figure(flag_name, expected, m.saturated, ok, note)
 
 
 def fmt_share(value: float | None) -> str:
     """A share of a side's cores in words: "93%", "?" when not sampled."""
     return "?" if value is None else f"{value:.0%}"
-

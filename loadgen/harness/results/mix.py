@@ -7,6 +7,7 @@ path of weight w among n requests gets a binomial share, of standard error sqrt(
 beyond 4 of them about 6 times in 100,000; a share further off says the tool did not send what the mix asks (a path
 answered so slowly that it held its connections while the others were drawn on is not such a case: each connection
 draws its next path only once an answer is in, whatever the path, so the shares stay those of the draw)."""
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,11 @@ def endpoints(attempts: list[Attempt], weights: list[tuple[str, float]]) -> dict
         tolerance = tolerance_pct(weight, answered)
         figures = pooled.latency_ms()
         out[path] = {
-            "weight": weight, "requests": requests, "errors": sum(int(p["errors"]) for p in parts),
-            "share_pct": round(share, 3), "share_tolerance_pct": round(tolerance, 3),
+            "weight": weight,
+            "requests": requests,
+            "errors": sum(int(p["errors"]) for p in parts),
+            "share_pct": round(share, 3),
+            "share_tolerance_pct": round(tolerance, 3),
             "share_within_tolerance": abs(share - weight) <= tolerance,
             "latency_ms": {key(p): figures[key(p)] for p in PERCENTILES},
             "latency_histogram": pooled.encode() if pooled.count else None,
@@ -53,6 +57,9 @@ def endpoints(attempts: list[Attempt], weights: list[tuple[str, float]]) -> dict
 
 def shares_flag(endpoints_of_record: dict[str, dict[str, Any]] | None) -> Flag | None:
     """`mix-shares` when a path's share of the requests strayed beyond its tolerance from its weight."""
-    off = [f"{path} {e['share_pct']:.2f} % for a weight of {e['weight']:g} % (± {e['share_tolerance_pct']:.2f})"
-           for path, e in (endpoints_of_record or {}).items() if not e["share_within_tolerance"]]
+    off = [
+        f"{path} {e['share_pct']:.2f} % for a weight of {e['weight']:g} % (± {e['share_tolerance_pct']:.2f})"
+        for path, e in (endpoints_of_record or {}).items()
+        if not e["share_within_tolerance"]
+    ]
     return Flag(kinds.MIX_SHARES.name, "; ".join(off)) if off else None

@@ -12,6 +12,7 @@ A server that still climbs from round to round (a JVM warming) shows in its own 
 `round_sharing` is what the ranking reads (harness.results.round_pairs); `main` prints the figures of recorded runs:
     python -m harness.results.noise ../../shared/runs/*/results.json
 """
+
 from __future__ import annotations
 
 import math
@@ -43,8 +44,11 @@ def rounds_of(record: Record) -> dict[int, float]:
     measured again back to back (rounds.remeasure: they left the rounds)."""
     if record.remeasured:
         return {}
-    return {a.attempt: math.log(a.rps) for a in record.attempts
-            if a.measured and a.rps and a.rps > 0 and a.round_position is not None}
+    return {
+        a.attempt: math.log(a.rps)
+        for a in record.attempts
+        if a.measured and a.rps and a.rps > 0 and a.round_position is not None
+    }
 
 
 def common_rounds(records: list[Record]) -> tuple[list[Record], list[int]]:
@@ -136,8 +140,12 @@ def within_round_lag(groups: list[list[Record]], apart: tuple[int, int]) -> floa
         members, rounds = common_rounds(records)
         table = _table(records)
         for k, n in enumerate(rounds):
-            turns = [(a.round_position[0], table[i][k]) for i, r in enumerate(members) for a in r.attempts
-                     if a.attempt == n and a.round_position]
+            turns = [
+                (a.round_position[0], table[i][k])
+                for i, r in enumerate(members)
+                for a in r.attempts
+                if a.attempt == n and a.round_position
+            ]
             squares += [d * d for _, d in turns]
             products += [d1 * d2 for p1, d1 in turns for p2, d2 in turns if apart[0] <= p2 - p1 <= apart[1]]
     if not products or not squares:
@@ -166,12 +174,14 @@ def describe_run(path: Path) -> str:
         return f"{path.parent.name}: no interleaved rounds"
     near, far = within_round_lag(groups, (1, 1)), within_round_lag(groups, (4, 20))
     lag = correlation(successive_rounds(groups))
-    return (f"{path.parent.name}: attempts {'/'.join(f'{x:g}' for x in lengths)} s, probe CV "
-            f"{min(cvs, default=0):.0%}–{max(cvs, default=0):.0%}; "
-            f"per attempt: shared {math.sqrt(sharing.shared):.1%}, "
-            f"own {math.sqrt(sharing.own):.1%} (shared {sharing.shared_fraction:.0%} of the variance); "
-            f"alike within a round: next turn {_figure(near)}, 4+ turns apart {_figure(far)}; "
-            f"shared effect, round to round: r = {_figure(lag)}")
+    return (
+        f"{path.parent.name}: attempts {'/'.join(f'{x:g}' for x in lengths)} s, probe CV "
+        f"{min(cvs, default=0):.0%}–{max(cvs, default=0):.0%}; "
+        f"per attempt: shared {math.sqrt(sharing.shared):.1%}, "
+        f"own {math.sqrt(sharing.own):.1%} (shared {sharing.shared_fraction:.0%} of the variance); "
+        f"alike within a round: next turn {_figure(near)}, 4+ turns apart {_figure(far)}; "
+        f"shared effect, round to round: r = {_figure(lag)}"
+    )
 
 
 def by_length(groups: list[list[Record]]) -> str:
@@ -184,8 +194,9 @@ def by_length(groups: list[list[Record]]) -> str:
     for length, found in sorted(lengths.items()):
         p = pooled(found)
         if p is not None:
-            parts.append(f"{length:g} s ({len(found)} groups): own {math.sqrt(p.own):.1%}, "
-                         f"shared {math.sqrt(p.shared):.1%}")
+            parts.append(
+                f"{length:g} s ({len(found)} groups): own {math.sqrt(p.own):.1%}, shared {math.sqrt(p.shared):.1%}"
+            )
     return "; ".join(parts)
 
 

@@ -32,6 +32,7 @@ code, so that the process-to-process spread is in it; its interval excludes 1 fo
 (tests/test_versus_design.py simulates the rule; the README gives the sittings measured here). Splitting one build's
 own rounds in two, as an earlier pass did, saw one process only, and is gone.
 """
+
 from __future__ import annotations
 
 import math
@@ -95,11 +96,21 @@ class RatioInterval:
         return self.low > 1 or self.high < 1
 
     def to_dict(self) -> dict[str, float | int | str]:
-        method = (f"t over the {self.starts} starts' mean ln(head/base)" if self.starts > 1 else
-                  "paired t on ln(head/base) over the rounds of one start (how two processes differ is left out)")
-        return {"ratio": round(self.ratio, 5), "low": round(self.low, 5), "high": round(self.high, 5), "n": self.n,
-                "starts": self.starts, "level": self.level, "half_width": round(self.half_width, 5),
-                "method": method}
+        method = (
+            f"t over the {self.starts} starts' mean ln(head/base)"
+            if self.starts > 1
+            else "paired t on ln(head/base) over the rounds of one start (how two processes differ is left out)"
+        )
+        return {
+            "ratio": round(self.ratio, 5),
+            "low": round(self.low, 5),
+            "high": round(self.high, 5),
+            "n": self.n,
+            "starts": self.starts,
+            "level": self.level,
+            "half_width": round(self.half_width, 5),
+            "method": method,
+        }
 
     def extent(self) -> str:
         """How much the interval rests on: "30 rounds in 6 starts", or "8 rounds, one start"."""
@@ -158,10 +169,11 @@ def verdict(interval: RatioInterval | None, metric: str = "rps") -> str:
     if interval.low > 1:  # the head's value is higher
         return f"{up} by {_pct(interval.ratio - 1)} % ({_pct(interval.low - 1)}–{_pct(interval.high - 1)} %, {level})"
     if interval.high < 1:
-        return (f"{down} by {_pct(1 - interval.ratio)} % ({_pct(1 - interval.high)}–{_pct(1 - interval.low)} %, "
-                f"{level})")
+        return f"{down} by {_pct(1 - interval.ratio)} % ({_pct(1 - interval.high)}–{_pct(1 - interval.low)} %, {level})"
     reach = max(interval.high - 1, 1 - interval.low)
     if reach >= 1:  # an interval from near 0× to 2× and beyond: too few rounds to bound the change at all
-        return (f"not resolved: head ÷ base lies within {interval.low:.2g}×–{interval.high:.3g}× ({level}, "
-                f"{interval.extent()})")
+        return (
+            f"not resolved: head ÷ base lies within {interval.low:.2g}×–{interval.high:.3g}× ({level}, "
+            f"{interval.extent()})"
+        )
     return f"no difference beyond ±{_pct(reach)} % ({level}, {interval.extent()})"

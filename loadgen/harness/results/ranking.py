@@ -34,6 +34,7 @@ round-by-round ratio's interval, held to the profiles' rate (2.9 %) whatever its
 from all its servers' rounds, never from the pair, and every export reads it from here (`GroupRule`,
 `Standing.paired`, `ordered_by`).
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,9 @@ EQUAL_RATE = 0.05  # rates within 5 % count as equal for the cost relation (the 
 
 def takes_part(record: Record) -> bool:
     s = record.summary.rps if record.summary else None
-    return (record.rps is not None and bool(s) and s.get("n", 0) >= 2
-            and not any(f.name in EXCLUDING for f in record.flags))
+    return (
+        record.rps is not None and bool(s) and s.get("n", 0) >= 2 and not any(f.name in EXCLUDING for f in record.flags)
+    )
 
 
 def is_lower_bound(record: Record) -> bool:
@@ -132,7 +134,7 @@ class Standing:
 
     @property
     def label(self) -> str:
-        """"2", or "1–5" where the place is a range."""
+        """ "2", or "1–5" where the place is a range."""
         return f"{self.rank}–{self.worst}" if self.tied else str(self.rank)
 
 
@@ -170,12 +172,19 @@ def rank(records: list[Record]) -> list[Standing]:
     rule = group_rule(records)
     anc = ancestors(records, rule)
     below = descendants(anc)
-    cost_linked = {i for i, r in enumerate(records) for j, o in enumerate(records)
-                   if i != j and (above_by_cost(r, o) or above_by_cost(o, r))}
-    paired = {i for i, r in enumerate(records) for o in records if o is not r
-              and ordered_by(r, o, rule) == "paired rounds"}
-    standings = [Standing(r, 1 + len(anc[i]), len(records) - len(below[i]), i in cost_linked, i in paired)
-                 for i, r in enumerate(records)]
+    cost_linked = {
+        i
+        for i, r in enumerate(records)
+        for j, o in enumerate(records)
+        if i != j and (above_by_cost(r, o) or above_by_cost(o, r))
+    }
+    paired = {
+        i for i, r in enumerate(records) for o in records if o is not r and ordered_by(r, o, rule) == "paired rounds"
+    }
+    standings = [
+        Standing(r, 1 + len(anc[i]), len(records) - len(below[i]), i in cost_linked, i in paired)
+        for i, r in enumerate(records)
+    ]
     return sorted(standings, key=lambda s: (s.rank + s.worst, -(s.record.rps or 0)))
 
 
@@ -193,7 +202,7 @@ false_order_rate = round_pairs.false_order_rate
 METHOD_NOTE = (
     "Ranks: every record with a figure is ranked; only failures, errors and a failed contract keep one out. A server "
     "is above another when its req/s interval lies wholly above the other's. A figure limited by the load generator "
-    "(⚑ loadgen-saturated) or the upstream is a lower bound, shown \"≥\": above every server whose interval lies wholly "
+    '(⚑ loadgen-saturated) or the upstream is a lower bound, shown "≥": above every server whose interval lies wholly '
     "below it, tied with the rest; where such a lower bound's interval overlaps another's, the server CPU per request "
     "(µs/req) decides when the two cost intervals are apart and the cheaper one ran at an equal or lower rate (cost "
     "falls as load rises, so a cost measured at a lower rate is an upper bound of the cost at a higher one). A rank "
@@ -202,4 +211,5 @@ METHOD_NOTE = (
     "interval never earns a better-looking rank than a precise one. Where a group's rounds share enough of the "
     "machine's noise (the servers of a round read high or low together), two servers measured in those rounds are "
     "compared by their ratio round by round instead: the geometric mean of the per-round ratios, with a t interval "
-    "held to the same false-order rate; each group says which rule it used.")
+    "held to the same false-order rate; each group says which rule it used."
+)

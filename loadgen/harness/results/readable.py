@@ -4,6 +4,7 @@ nested no deeper than the harness writes, the published JSON Schema (loadgen/res
 histogram decodable within its bound (harness.basics.distribution.problem), then the types of records.py.
 A record's names (server, scenario, run) may still hold anything: the charts' file names are slugs of them
 (harness.report.model.slug)."""
+
 from __future__ import annotations
 
 import json
@@ -27,32 +28,101 @@ _NUMBER, _TEXT, _INT = {"type": ["number", "null"]}, {"type": ["string", "null"]
 _IDS = {"type": "array", "items": {"type": "integer"}}
 _OBJECT = {"type": ["object", "null"]}
 _CPUS = {"type": ["array", "object", "null"], "items": {"type": "integer"}, "additionalProperties": _IDS}
-_PLACEMENT = {"type": ["object", "null"], "properties": {
-    "ulimits": {"type": ["array", "null"], "items": {"type": "object"}}, "cpus": _NUMBER, "memory_bytes": _NUMBER,
-    "allowed_cpus": _CPUS, "image_bytes": _NUMBER}}
-REPORTED_SECTIONS = {"type": "object", "properties": {
-    "conditions": {"type": "object", "properties": {
-        **dict.fromkeys(("started_at", "finished_at", "profile", "runtime", "git_commit", "command"), _TEXT),
-        "repeat": _INT, "machine": {"type": ["object", "null"], "properties": {
-            "logical_cpus": _INT, "memory_gib": _NUMBER, **dict.fromkeys(("cpu_model", "kernel", "hostname"), _TEXT),
-            **dict.fromkeys(("nofile_hard_limit", "somaxconn"), {"type": ["string", "integer", "null"]})}},
-        "steadiness": {"type": ["object", "null"], "additionalProperties": {
-            "type": "object", "required": ["cv", "cpus", "seconds", "window_s"], "properties": {
-            "cv": {"type": ["object", "null"], "additionalProperties": _NUMBER}, "cpus": _OBJECT,
-            "seconds": _NUMBER, "window_s": _NUMBER, "correlation": _NUMBER}}},
-        "warmup": {"type": ["object", "null"], "properties": {
-            "tolerance": _NUMBER, "max_s": _NUMBER, "duration_s": _NUMBER, "window": _INT, "max_runs": _INT}},
-        "cpus": _CPUS, "tools": _OBJECT, "limit_notes": {"type": ["array", "null"]}, "not_measured": _OBJECT,
-        "versus": _OBJECT, "runtime_details": {"type": ["object", "null"], "properties": {
-            "loadgen": _PLACEMENT, "hosts": {"type": ["object", "null"], "additionalProperties": {"type": "object"}},
-            "path_loadgen_to_server": _OBJECT}}}},
-    "servers": {"type": "object", "additionalProperties": {"type": "object", "properties": {
-        "roles": {"type": "array", "items": {"type": "string"}}, "twin_of": _TEXT, "cpus": _CPUS,
-        "stack": {"type": "string"}, "version": _TEXT, "error": _TEXT, "started": {"type": "boolean"},
-        "placement": _PLACEMENT, "startup_s": _NUMBER, "rss_idle_mb": _NUMBER, "rss_after_run_mb": _NUMBER,
-        "artifact_bytes": _NUMBER, "loc": {"type": ["object", "null"], "properties": {
-            **dict.fromkeys(("code", "program", "config", "comments", "files"), _INT),
-            "languages": {"type": ["object", "null"], "additionalProperties": {"type": "integer"}}}}}}}}}
+_PLACEMENT = {
+    "type": ["object", "null"],
+    "properties": {
+        "ulimits": {"type": ["array", "null"], "items": {"type": "object"}},
+        "cpus": _NUMBER,
+        "memory_bytes": _NUMBER,
+        "allowed_cpus": _CPUS,
+        "image_bytes": _NUMBER,
+    },
+}
+REPORTED_SECTIONS = {
+    "type": "object",
+    "properties": {
+        "conditions": {
+            "type": "object",
+            "properties": {
+                **dict.fromkeys(("started_at", "finished_at", "profile", "runtime", "git_commit", "command"), _TEXT),
+                "repeat": _INT,
+                "machine": {
+                    "type": ["object", "null"],
+                    "properties": {
+                        "logical_cpus": _INT,
+                        "memory_gib": _NUMBER,
+                        **dict.fromkeys(("cpu_model", "kernel", "hostname"), _TEXT),
+                        **dict.fromkeys(("nofile_hard_limit", "somaxconn"), {"type": ["string", "integer", "null"]}),
+                    },
+                },
+                "steadiness": {
+                    "type": ["object", "null"],
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["cv", "cpus", "seconds", "window_s"],
+                        "properties": {
+                            "cv": {"type": ["object", "null"], "additionalProperties": _NUMBER},
+                            "cpus": _OBJECT,
+                            "seconds": _NUMBER,
+                            "window_s": _NUMBER,
+                            "correlation": _NUMBER,
+                        },
+                    },
+                },
+                "warmup": {
+                    "type": ["object", "null"],
+                    "properties": {
+                        "tolerance": _NUMBER,
+                        "max_s": _NUMBER,
+                        "duration_s": _NUMBER,
+                        "window": _INT,
+                        "max_runs": _INT,
+                    },
+                },
+                "cpus": _CPUS,
+                "tools": _OBJECT,
+                "limit_notes": {"type": ["array", "null"]},
+                "not_measured": _OBJECT,
+                "versus": _OBJECT,
+                "runtime_details": {
+                    "type": ["object", "null"],
+                    "properties": {
+                        "loadgen": _PLACEMENT,
+                        "hosts": {"type": ["object", "null"], "additionalProperties": {"type": "object"}},
+                        "path_loadgen_to_server": _OBJECT,
+                    },
+                },
+            },
+        },
+        "servers": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "roles": {"type": "array", "items": {"type": "string"}},
+                    "twin_of": _TEXT,
+                    "cpus": _CPUS,
+                    "stack": {"type": "string"},
+                    "version": _TEXT,
+                    "error": _TEXT,
+                    "started": {"type": "boolean"},
+                    "placement": _PLACEMENT,
+                    "startup_s": _NUMBER,
+                    "rss_idle_mb": _NUMBER,
+                    "rss_after_run_mb": _NUMBER,
+                    "artifact_bytes": _NUMBER,
+                    "loc": {
+                        "type": ["object", "null"],
+                        "properties": {
+                            **dict.fromkeys(("code", "program", "config", "comments", "files"), _INT),
+                            "languages": {"type": ["object", "null"], "additionalProperties": {"type": "integer"}},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
 
 
 def load(path: Path) -> Run:
@@ -98,7 +168,8 @@ def _schema_problem(data: Any) -> str | None:
     if _validator is None:
         _validator = Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
     error = next(iter(_validator.iter_errors(data)), None) or next(
-        iter(Draft202012Validator(REPORTED_SECTIONS).iter_errors(data)), None)
+        iter(Draft202012Validator(REPORTED_SECTIONS).iter_errors(data)), None
+    )
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the top level"
@@ -112,4 +183,3 @@ def _histogram_problem(data: dict[str, Any]) -> str | None:
             if wrong:
                 return f"record {i}{where}: latency histogram {wrong}"
     return None
-

@@ -12,6 +12,7 @@ JSON Schema, loadgen/results.schema.json. Older files read as what they are; eac
   measured attempts (the mean of the middle two of an even count). Optional, added within 5: `endpoints` on a request
   mix's record (harness/results/mix.py), which a reader without it ignores.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,23 +72,43 @@ class Attempt:
     def from_dict(cls, d: dict[str, Any]) -> Attempt:
         position = d.get("round_position")
         return cls(
-            attempt=d.get("attempt", 0), started_at=d.get("started_at"), tool_processes=d.get("tool_processes", 1),
-            commands=d.get("commands") or [], raw=d.get("raw") or [], failed=d.get("failed"),
+            attempt=d.get("attempt", 0),
+            started_at=d.get("started_at"),
+            tool_processes=d.get("tool_processes", 1),
+            commands=d.get("commands") or [],
+            raw=d.get("raw") or [],
+            failed=d.get("failed"),
             samples={role: Sample.from_dict(s) for role, s in (d.get("samples") or {}).items()},
-            requests=d.get("requests") or 0, good_requests=d.get("good_requests") or 0,
-            errors=Errors.from_dict(d.get("errors") or {}), duration_s=d.get("duration_s"), rps=d.get("rps"),
-            latency_ms=d.get("latency_ms") or {}, sized_from_rps=d.get("sized_from_rps"),
-            round_position=(position["position"], position["of"]) if position else None, stopped=d.get("stopped"),
-            details=d.get("details") or {}, processes=d.get("processes") or [], loadgen_note=d.get("loadgen_note"),
-            latency_histogram=d.get("latency_histogram"))
+            requests=d.get("requests") or 0,
+            good_requests=d.get("good_requests") or 0,
+            errors=Errors.from_dict(d.get("errors") or {}),
+            duration_s=d.get("duration_s"),
+            rps=d.get("rps"),
+            latency_ms=d.get("latency_ms") or {},
+            sized_from_rps=d.get("sized_from_rps"),
+            round_position=(position["position"], position["of"]) if position else None,
+            stopped=d.get("stopped"),
+            details=d.get("details") or {},
+            processes=d.get("processes") or [],
+            loadgen_note=d.get("loadgen_note"),
+            latency_histogram=d.get("latency_histogram"),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "attempt": self.attempt, "started_at": self.started_at, "tool_processes": self.tool_processes,
-            "commands": self.commands, "raw": self.raw, "failed": self.failed,
+            "attempt": self.attempt,
+            "started_at": self.started_at,
+            "tool_processes": self.tool_processes,
+            "commands": self.commands,
+            "raw": self.raw,
+            "failed": self.failed,
             "samples": {role: s.to_dict() for role, s in self.samples.items()},
-            "requests": self.requests, "good_requests": self.good_requests, "errors": self.errors.to_dict(),
-            "duration_s": self.duration_s, "rps": self.rps, "latency_ms": self.latency_ms,
+            "requests": self.requests,
+            "good_requests": self.good_requests,
+            "errors": self.errors.to_dict(),
+            "duration_s": self.duration_s,
+            "rps": self.rps,
+            "latency_ms": self.latency_ms,
         }
         if self.sized_from_rps:
             out["sized_from_rps"] = self.sized_from_rps
@@ -134,14 +155,25 @@ class Warmup:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Warmup:
-        return cls(tool=d.get("tool"), runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
-                   steady=bool(d.get("steady")), tolerance=d.get("tolerance"), max_runs=d.get("max_runs"),
-                   rate=d.get("rate"), after=d.get("after"), window=d.get("window"),
-                   reprime=WarmupRun.from_dict(d["reprime"]) if d.get("reprime") else None)
+        return cls(
+            tool=d.get("tool"),
+            runs=[WarmupRun.from_dict(r) for r in d.get("runs") or []],
+            steady=bool(d.get("steady")),
+            tolerance=d.get("tolerance"),
+            max_runs=d.get("max_runs"),
+            rate=d.get("rate"),
+            after=d.get("after"),
+            window=d.get("window"),
+            reprime=WarmupRun.from_dict(d["reprime"]) if d.get("reprime") else None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for optional in ("after", "window", "reprime"):  # absent unless set: older files read and written back unchanged
+        for optional in (
+            "after",
+            "window",
+            "reprime",
+        ):  # absent unless set: older files read and written back unchanged
             if out[optional] is None:
                 del out[optional]
         return out
@@ -214,7 +246,9 @@ class Record:
     samples: dict[str, SampleSummary]
     flags: list[Flag] = field(default_factory=list)
     ranked: bool = True
-    details: dict[str, Any] = field(default_factory=dict)  # the middle attempt's (Attempt.details); written only when present
+    details: dict[str, Any] = field(
+        default_factory=dict
+    )  # the middle attempt's (Attempt.details); written only when present
     # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
     # req/s), "first_raw" (their outputs, kept apart), "warmup" (the further warm-up)}; written only when present
     remeasured: dict[str, Any] | None = None
@@ -240,30 +274,61 @@ class Record:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Record:
         return cls(
-            server=d["server"], scenario=d["scenario"], run=d.get("run", ""), runtime=d.get("runtime"),
-            round=d.get("round"), tool=d.get("tool"), path=d.get("path"), concurrency=d.get("concurrency"),
-            threads=d.get("threads"), load=d.get("load") or {}, requests=d.get("requests") or 0,
-            good_requests=d.get("good_requests") or 0, errors=Errors.from_dict(d.get("errors") or {}),
-            duration_s=d.get("duration_s"), rps=d.get("rps"), latency_ms=d.get("latency_ms") or {},
-            failed=d.get("failed"), attempts=[Attempt.from_dict(a) for a in d["attempts"]],
+            server=d["server"],
+            scenario=d["scenario"],
+            run=d.get("run", ""),
+            runtime=d.get("runtime"),
+            round=d.get("round"),
+            tool=d.get("tool"),
+            path=d.get("path"),
+            concurrency=d.get("concurrency"),
+            threads=d.get("threads"),
+            load=d.get("load") or {},
+            requests=d.get("requests") or 0,
+            good_requests=d.get("good_requests") or 0,
+            errors=Errors.from_dict(d.get("errors") or {}),
+            duration_s=d.get("duration_s"),
+            rps=d.get("rps"),
+            latency_ms=d.get("latency_ms") or {},
+            failed=d.get("failed"),
+            attempts=[Attempt.from_dict(a) for a in d["attempts"]],
             warmup=Warmup.from_dict(d["warmup"]) if d.get("warmup") else None,
             summary=Summary.from_dict(d["summary"]) if d.get("summary") else None,
             samples={role: SampleSummary.from_dict(s) for role, s in (d.get("samples") or {}).items()},
-            flags=[Flag.from_dict(f) for f in d.get("flags") or []], ranked=d.get("ranked", True),
-            details=d.get("details") or {}, remeasured=d.get("remeasured"), incomplete=d.get("incomplete"),
-            latency_histogram=d.get("latency_histogram"), endpoints=d.get("endpoints"))
+            flags=[Flag.from_dict(f) for f in d.get("flags") or []],
+            ranked=d.get("ranked", True),
+            details=d.get("details") or {},
+            remeasured=d.get("remeasured"),
+            incomplete=d.get("incomplete"),
+            latency_histogram=d.get("latency_histogram"),
+            endpoints=d.get("endpoints"),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = {
-            "server": self.server, "scenario": self.scenario, "run": self.run, "runtime": self.runtime,
-            "round": self.round, "tool": self.tool, "path": self.path, "concurrency": self.concurrency,
-            "threads": self.threads, "load": self.load, "requests": self.requests, "good_requests": self.good_requests,
-            "errors": self.errors.to_dict(), "duration_s": self.duration_s, "rps": self.rps,
-            "latency_ms": self.latency_ms, "failed": self.failed, "attempts": [a.to_dict() for a in self.attempts],
+            "server": self.server,
+            "scenario": self.scenario,
+            "run": self.run,
+            "runtime": self.runtime,
+            "round": self.round,
+            "tool": self.tool,
+            "path": self.path,
+            "concurrency": self.concurrency,
+            "threads": self.threads,
+            "load": self.load,
+            "requests": self.requests,
+            "good_requests": self.good_requests,
+            "errors": self.errors.to_dict(),
+            "duration_s": self.duration_s,
+            "rps": self.rps,
+            "latency_ms": self.latency_ms,
+            "failed": self.failed,
+            "attempts": [a.to_dict() for a in self.attempts],
             "warmup": self.warmup.to_dict() if self.warmup else None,
             "summary": self.summary.to_dict() if self.summary else None,
             "samples": {role: asdict(s) for role, s in self.samples.items()},
-            "flags": [f.to_dict() for f in self.flags], "ranked": self.ranked,
+            "flags": [f.to_dict() for f in self.flags],
+            "ranked": self.ranked,
         }
         if self.details:
             out["details"] = self.details
@@ -301,7 +366,9 @@ class Run:
     servers: dict[str, dict[str, Any]]
     records: list[Record]
     overhead: dict[str, Any] | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
-    calibration: list[dict[str, Any]] | None = None  # make calibrate: known and measured (harness.measuring.calibration)
+    calibration: list[dict[str, Any]] | None = (
+        None  # make calibrate: known and measured (harness.measuring.calibration)
+    )
     # make probe, make bench: each server's HTTP compliance, {"cases": [...], "counts": {...}} (harness.probe.suite)
     compliance: dict[str, dict[str, Any]] | None = None
     schema: int = SCHEMA  # the schema the file was written in
@@ -310,19 +377,32 @@ class Run:
     def from_dict(cls, d: dict[str, Any], source: str = "the results file") -> Run:
         schema = d.get("schema", UNVERSIONED_SCHEMA)
         if schema > SCHEMA:
-            raise ResultsError(f"{source} was written by a newer harness (schema {schema}; this one reads up to "
-                               f"{SCHEMA})")
+            raise ResultsError(
+                f"{source} was written by a newer harness (schema {schema}; this one reads up to {SCHEMA})"
+            )
         if any(isinstance(r, dict) and not isinstance(r.get("attempts"), list) for r in d.get("records") or []):
-            raise ResultsError(f"{source} was written by an older harness (records without their attempts); "
-                               "measure again")
+            raise ResultsError(
+                f"{source} was written by an older harness (records without their attempts); measure again"
+            )
         verification = d.get("verification")
         return cls(
-            run_id=d.get("run_id", "?"), conditions=d.get("conditions") or {},
-            verification=None if verification is None else {
-                name: _read(Verification.from_dict, v, f"verification {name!r}", source) for name, v in verification.items()},
+            run_id=d.get("run_id", "?"),
+            conditions=d.get("conditions") or {},
+            verification=None
+            if verification is None
+            else {
+                name: _read(Verification.from_dict, v, f"verification {name!r}", source)
+                for name, v in verification.items()
+            },
             servers=d.get("servers") or {},
-            records=[_read(Record.from_dict, r, f"record {i}", source) for i, r in enumerate(d.get("records") or [], 1)],
-            overhead=d.get("overhead"), calibration=d.get("calibration"), compliance=d.get("compliance"), schema=schema)
+            records=[
+                _read(Record.from_dict, r, f"record {i}", source) for i, r in enumerate(d.get("records") or [], 1)
+            ],
+            overhead=d.get("overhead"),
+            calibration=d.get("calibration"),
+            compliance=d.get("compliance"),
+            schema=schema,
+        )
 
     def with_role(self, role: str) -> set[str]:
         """The servers of this run with `role` (manifest.ROLES), as recorded when each was started; a run whose
@@ -338,10 +418,14 @@ class Run:
 
     def to_dict(self) -> dict[str, Any]:
         out = {
-            "schema": self.schema, "run_id": self.run_id, "conditions": self.conditions,
-            "verification": None if self.verification is None else {
-                name: asdict(v) for name, v in self.verification.items()},
-            "servers": self.servers, "records": [r.to_dict() for r in self.records],
+            "schema": self.schema,
+            "run_id": self.run_id,
+            "conditions": self.conditions,
+            "verification": None
+            if self.verification is None
+            else {name: asdict(v) for name, v in self.verification.items()},
+            "servers": self.servers,
+            "records": [r.to_dict() for r in self.records],
         }
         if self.overhead is not None:
             out["overhead"] = self.overhead

@@ -19,6 +19,7 @@ B is above A where the interval lies wholly above 1. So the A/A twin, judged by 
 ordered at the same stated rate as before (for normal noise on the log scale; the twin checks it on real noise).
 A lower bound (a saturated load generator) has no ratio to pair: its pairs stay with the intervals.
 """
+
 from __future__ import annotations
 
 import math
@@ -86,8 +87,9 @@ class GroupRule:
     def why(self) -> str:
         if self.sharing is None:
             return "no interleaved rounds to pair (or too few servers to read their shared part)"
-        share = (f"the servers of a round share {self.sharing.shared_fraction:.0%} of the variance over "
-                 f"{self.rounds} rounds")
+        share = (
+            f"the servers of a round share {self.sharing.shared_fraction:.0%} of the variance over {self.rounds} rounds"
+        )
         if self.paired:
             return f"{share}, above the {pairing_threshold(self.rounds):.0%} where pairing narrows the comparison"
         if self.rounds < MIN_ROUNDS:
@@ -99,8 +101,9 @@ def group_rule(records: list[Record]) -> GroupRule:
     """The rule of a group (its ranked records): paired where its rounds share enough of the noise (above)."""
     sharing = noise.round_sharing(records)
     _, rounds = noise.common_rounds(records)
-    paired = (sharing is not None and len(rounds) >= MIN_ROUNDS
-              and sharing.shared_fraction > pairing_threshold(len(rounds)))
+    paired = (
+        sharing is not None and len(rounds) >= MIN_ROUNDS and sharing.shared_fraction > pairing_threshold(len(rounds))
+    )
     return GroupRule(paired, sharing, len(rounds))
 
 

@@ -1,5 +1,6 @@
 """What the sampler saw of a role's processes, per attempt (`Sample`) and over a record's attempts (`SampleSummary`),
 as results.json holds them: kept apart from harness/results/records.py, which reads and writes them with the records."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields

@@ -4,6 +4,7 @@ run keeps everything it measured; raw/ holds the tools' own outputs.
 Each rewrite goes to a temporary file, is fsynced, then renamed over results.json (and the folder fsynced): a harness
 killed at any moment, even the machine losing power, leaves the previous results.json or the new one, never half of
 one. A full disk (ENOSPC) keeps the last results.json written and says so (`DiskFull`)."""
+
 from __future__ import annotations
 
 import errno
@@ -42,12 +43,16 @@ def check_run_id(run_id: str, root: Path | None = None) -> None:
     """Refuses, before anything starts, a run id that would leave results/ or overwrite a run."""
     root = root or RESULTS
     if not RUN_ID.fullmatch(run_id) or run_id == "latest":
-        raise RunIdError(f"--run-id {run_id!r}: give a folder name under results/ (letters, digits, '.', '_', '-'; "
-                         "not starting with '.' or '-', not 'latest'), e.g. --run-id my-test-1")
+        raise RunIdError(
+            f"--run-id {run_id!r}: give a folder name under results/ (letters, digits, '.', '_', '-'; "
+            "not starting with '.' or '-', not 'latest'), e.g. --run-id my-test-1"
+        )
     folder = root / run_id
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):  # an empty folder (a mount point) is free
-        raise RunIdError(f"--run-id {run_id!r}: {folder} already holds a run; give another id, or remove "
-                         "that folder to measure under this one again")
+        raise RunIdError(
+            f"--run-id {run_id!r}: {folder} already holds a run; give another id, or remove "
+            "that folder to measure under this one again"
+        )
 
 
 def claim_run_id(run_id: str, root: Path | None = None) -> str:
@@ -89,8 +94,9 @@ def _make_folder(folder: Path) -> bool:
         return False
     except OSError as exc:
         if is_out_of_space(exc):
-            raise DiskFull(f"no space left on the device holding {folder.parent}: free some space; nothing was "
-                           "measured yet") from None
+            raise DiskFull(
+                f"no space left on the device holding {folder.parent}: free some space; nothing was measured yet"
+            ) from None
         raise
     return True
 

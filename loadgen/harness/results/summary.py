@@ -3,6 +3,7 @@ record's figures (the median of its attempts' req/s and latencies, by harness.ba
 middle two of an even count), its whole latency distribution (every measured attempt's histogram added), and its
 `Summary` (stats.describe of req/s, p99 and CPU per request), computed once when the record is made (`summarize`) and
 completed only for files an older harness wrote (`completed`)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -81,7 +82,9 @@ def summarize(tool: str | None, load: dict[str, Any], attempts: Sequence[Attempt
         p99=stats.describe([a.latency_ms.get("p99") for a in taken]),
         cost_us=stats.describe(costs),
         cost_us_per_connection=stats.describe([c * per_connection if c is not None else None for c in costs])
-        if per_connection else None)
+        if per_connection
+        else None,
+    )
 
 
 def completed(record: Record) -> Summary:
@@ -98,8 +101,9 @@ def completed(record: Record) -> Summary:
     if not missing and not costs_missing:
         return stored
     fresh = summarize(record.tool, record.load, record.attempts)
-    out = Summary(rps=stored.rps, p99=stored.p99, cost_us=stored.cost_us,
-                  cost_us_per_connection=stored.cost_us_per_connection)
+    out = Summary(
+        rps=stored.rps, p99=stored.p99, cost_us=stored.cost_us, cost_us_per_connection=stored.cost_us_per_connection
+    )
     if costs_missing:
         out.cost_us, out.cost_us_per_connection = fresh.cost_us, fresh.cost_us_per_connection
     for name in missing:

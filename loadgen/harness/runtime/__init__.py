@@ -2,6 +2,7 @@
 
 The shared types live in runtime/protocol.py and runtime/state.py (the runtimes import them from there, so this
 package's own import of the runtimes below is no cycle) and are re-exported here for the harness's other modules."""
+
 from __future__ import annotations
 
 from harness.basics.cpus import CpuPlan

@@ -1,4 +1,5 @@
 """The local runtime: servers and tools as host processes, pinned to their CPUs (taskset)."""
+
 from __future__ import annotations
 
 import os
@@ -86,35 +87,64 @@ class LocalRuntime(OnThisMachine):
             if owner:
                 raise RuntimeFailure(
                     f"cannot start {server.name}: {kind} {taken} is in use by {owner}. "
-                    f"Stop it (make down, if it is ours) or choose another port: PORTS=\"{server.name}=<port>\""
+                    f'Stop it (make down, if it is ours) or choose another port: PORTS="{server.name}=<port>"'
                 )
         run_dir = STATE_DIR / server.name
         run_dir.mkdir(parents=True, exist_ok=True)
         log = run_dir / "server.log"
-        values = {"port": str(port), "host": host, "cores": str(len(cpus)), "run_dir": str(run_dir),
-                  "upstream_url": env.get("UPSTREAM_URL", "")}
+        values = {
+            "port": str(port),
+            "host": host,
+            "cores": str(len(cpus)),
+            "run_dir": str(run_dir),
+            "upstream_url": env.get("UPSTREAM_URL", ""),
+        }
         argv = [arg.format(**values) for arg in server.run]
-        child_env = {**os.environ, **server.env, **env, "PORT": str(port), "HOST": host,
-                     "SERVER_CORES": str(len(cpus)), "RUN_DIR": str(run_dir)}
+        child_env = {
+            **os.environ,
+            **server.env,
+            **env,
+            "PORT": str(port),
+            "HOST": host,
+            "SERVER_CORES": str(len(cpus)),
+            "RUN_DIR": str(run_dir),
+        }
         program = argv[0] if "/" not in argv[0] else str(server.folder / argv[0])
         if not shutil.which(program, path=os.environ.get("PATH") if "/" not in argv[0] else None):
-            raise RuntimeFailure(f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). "
-                                "Did `make build` run?")
+            raise RuntimeFailure(
+                f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). Did `make build` run?"
+            )
         started = time.monotonic()
         proc: subprocess.Popen | None = None
         try:
             with log.open("wb") as log_file, interrupt.deferred():  # a Ctrl-C during the Popen raises with `proc` set
                 try:
-                    proc = subprocess.Popen(pinned(argv, cpus), cwd=server.folder, env=child_env, stdout=log_file,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
+                    proc = subprocess.Popen(
+                        pinned(argv, cpus),
+                        cwd=server.folder,
+                        env=child_env,
+                        stdout=log_file,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
                 except OSError as exc:
                     raise RuntimeFailure(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
             self._children[proc.pid] = proc
-            running = RunningServer(name=server.name, host=host, port=port, cpus=list(cpus), pid=proc.pid,
-                                    log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name,
-                                    pid_created=process_create_time(proc.pid), pid_start=kernel_start(proc.pid),
-                                    h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
+            running = RunningServer(
+                name=server.name,
+                host=host,
+                port=port,
+                cpus=list(cpus),
+                pid=proc.pid,
+                log=str(log),
+                started_at=time.time(),
+                startup_s=0.0,
+                runtime=self.name,
+                pid_created=process_create_time(proc.pid),
+                pid_start=kernel_start(proc.pid),
+                h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None,
+            )
         except BaseException:  # a Ctrl-C before await_start, which stops it from here on: not yet listed, so now
             if proc is not None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -187,8 +217,11 @@ class LocalRuntime(OnThisMachine):
         return server_version(server)
 
     def tool_versions(self) -> dict[str, str]:
-        return {name: tool_version(tool.binary, list(tool.version_args)) for name, tool in TOOLS.items()
-                if find_binary(tool)}
+        return {
+            name: tool_version(tool.binary, list(tool.version_args))
+            for name, tool in TOOLS.items()
+            if find_binary(tool)
+        }
 
     def describe(self, running: RunningServer) -> dict:
         """The CPUs each of the server's processes may run on, as the kernel reports them."""

@@ -1,6 +1,7 @@
 """What every runtime and its callers share: the runtime's interface (`Runtime`), a running server's record
 (`RunningServer`), its failure (`RuntimeFailure`) and how a process's end is told (`exit_reason`). What the harness
 has running is runtime/state.py's; waiting for a started server, runtime/starting.py's."""
+
 from __future__ import annotations
 
 import signal
@@ -19,6 +20,7 @@ from harness.config.manifest import Server
 
 class RuntimeFailure(Exception):
     """A runtime could not do what was asked; the message says what to do."""
+
 
 @dataclass
 class RunningServer:
@@ -57,6 +59,7 @@ class RunningServer:
                 raise RuntimeFailure(f"{self.name} was started without an h2c port")
             return f"http://{self.host}:{self.h2c_port}"
         return self.base_url
+
 
 class Runtime(Protocol):
     """Every capability a runtime has: callers call these, they never probe for one."""
@@ -128,6 +131,7 @@ class Runtime(Protocol):
     def conditions(self) -> dict:
         """The runtime's own conditions (engine, compose, the load generator's placement), for the run's record."""
 
+
 class OnThisMachine:
     """What the local and the one-machine Docker runtime share: the servers are processes of this machine, reached on
     loopback, sampled with psutil and frozen with SIGSTOP/SIGCONT (the Docker runtime freezes through its engine
@@ -155,13 +159,17 @@ class OnThisMachine:
             except psutil.Error:
                 pass  # gone: the next attempt on it fails and says so
         if denied:
-            warn(f"could not {'freeze' if asleep else 'thaw'} {running.name}: this user may not signal its "
-                 f"process(es) {', '.join(map(str, denied))} (started by another user: make down, then run again as "
-                 f"one user)")
+            warn(
+                f"could not {'freeze' if asleep else 'thaw'} {running.name}: this user may not signal its "
+                f"process(es) {', '.join(map(str, denied))} (started by another user: make down, then run again as "
+                f"one user)"
+            )
+
 
 def indent(text: str) -> str:
     """Lines of a log or of a command's output, indented under an error message."""
     return "\n".join("    " + line for line in text.splitlines())
+
 
 def exit_reason(returncode: int) -> str:
     """A process's end in words, from its status as subprocess reports it (negative: the signal that killed it) or as

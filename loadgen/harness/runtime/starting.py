@@ -1,5 +1,6 @@
 """The end of every runtime's start: waiting until the server answers GET /id, its CPU set read back, and the server
 stopped on any failure (Ctrl-C included)."""
+
 from __future__ import annotations
 
 import time
@@ -10,8 +11,9 @@ from harness.config.manifest import Server
 from harness.runtime.protocol import RunningServer, Runtime, RuntimeFailure
 
 
-def await_start(runtime: Runtime, server: Server, running: RunningServer, began: float, read_cpus=None,
-                listed=None) -> RunningServer:
+def await_start(
+    runtime: Runtime, server: Server, running: RunningServer, began: float, read_cpus=None, listed=None
+) -> RunningServer:
     """The end of every runtime's `start`: `listed(running)` first (the server is in the state while it starts), then
     until the server answers GET /id (`wait_ready`), then its CPU set read back (`read_cpus()`, where the runtime
     can); on any failure, Ctrl-C and a full disk included, the server is stopped. `began`: when the start began
@@ -44,5 +46,7 @@ def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:
         return response.status == 200 and response.text == server.identity
 
     if not wait_until(answers, server.startup_timeout_s, interval_s=0.05, interruptible=True):
-        raise RuntimeFailure(f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
-                            f"its log:\n{log_tail()}")
+        raise RuntimeFailure(
+            f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
+            f"its log:\n{log_tail()}"
+        )

@@ -1,5 +1,6 @@
 """What the harness has running, in .run/state.json: servers and load tools, each with the command that started it,
 so that what a killed command left is found and stopped by the next one."""
+
 from __future__ import annotations
 
 import errno
@@ -89,8 +90,10 @@ class State:
         return data
 
     def corrupt(self, what: str) -> RuntimeFailure:
-        return RuntimeFailure(f"{self.path} {what}: it lists the servers and tools the harness started. Stop any still "
-                             f"running (`ss -ltnp` shows who holds the servers' ports), then delete it: rm {self.path}")
+        return RuntimeFailure(
+            f"{self.path} {what}: it lists the servers and tools the harness started. Stop any still "
+            f"running (`ss -ltnp` shows who holds the servers' ports), then delete it: rm {self.path}"
+        )
 
     def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,8 +104,10 @@ class State:
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
-            raise StateFull(f"no space left on the device holding {self.path.parent}: {self.path} could not be "
-                            "written; free some space") from None
+            raise StateFull(
+                f"no space left on the device holding {self.path.parent}: {self.path} could not be "
+                "written; free some space"
+            ) from None
 
     def load(self) -> dict[str, RunningServer]:
         try:
@@ -146,7 +151,9 @@ class State:
 
     def tools(self) -> list[ToolProcess]:
         try:
-            return [ToolProcess(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])]
+            return [
+                ToolProcess(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])
+            ]
         except (TypeError, AttributeError, KeyError) as exc:
             raise self.corrupt(f"has a tool entry this harness cannot read ({exc!r})") from None
 

@@ -5,6 +5,7 @@ adapter.LoadTool)
 is found when the package is imported, so adding a tool means adding one module (README.md, "Adding a load tool").
 A tool defined elsewhere, such as a test's, joins the registry for a while through `register`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -30,7 +31,9 @@ def _discover() -> dict[str, LoadTool]:
         if tool is None:
             continue
         if tool.name in found:
-            raise ValueError(f"{module.name} and {type(found[tool.name]).__module__} both name a load tool {tool.name!r}")
+            raise ValueError(
+                f"{module.name} and {type(found[tool.name]).__module__} both name a load tool {tool.name!r}"
+            )
         found[tool.name] = tool
     return found
 

@@ -8,6 +8,7 @@ what -e says of that slice (p99 at least, the max at most) and the slowest at -e
 nearest ms (±0.5 ms), where -e alone knows only that it lies between p99 and the max. -g's file is cut to that top
 slice once read (`slowest.tsv`): the whole of it, a line per request, would be most of a run's disk (a run too small
 to have a top slice, high-compute's few dozen requests, keeps it whole)."""
+
 from __future__ import annotations
 
 import csv
@@ -80,9 +81,7 @@ class ApacheBench:
         if "Complete requests:" not in output:
             last = [line for line in output.strip().splitlines() if line.strip()][-1:] or ["no output"]
             raise ToolFailed(f"ab printed no summary: {last[0].strip()}")
-        failed = re.search(
-            r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", output
-        )
+        failed = re.search(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", output)
         connect, receive, length, exceptions = (int(g) for g in failed.groups()) if failed else (0, 0, 0, 0)
         errors = Errors(
             connect=connect,
@@ -134,8 +133,10 @@ def _read_percentiles(path: Path, done: int) -> list[tuple[float, float]]:
     with path.open() as f:
         rows = [(float(p), float(ms)) for p, ms in list(csv.reader(f))[1:] if p and ms and float(p) > 0]
     slowest = dict(rows).get(100.0)
-    return [(p, slowest if 0 < p < 100 and done and int(0.5 + done * p / 100) >= done and slowest is not None else ms)
-            for p, ms in rows]
+    return [
+        (p, slowest if 0 < p < 100 and done and int(0.5 + done * p / 100) >= done and slowest is not None else ms)
+        for p, ms in rows
+    ]
 
 
 def _top_slice(scratch: Path, done: int, levels: list[tuple[float, int]]) -> list[int] | None:

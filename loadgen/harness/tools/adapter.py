@@ -1,5 +1,6 @@
 """What every load tool adapter shares: the load it is given (LoadSpec), the shape it must have (LoadTool) and its
 failure. Adapters import these from here, not from the package, so the registry in `__init__` can import them."""
+
 from __future__ import annotations
 
 import shutil
@@ -27,7 +28,9 @@ class LoadSpec:
     keepalive: bool = False  # ab -k (wrk and httperf always keep connections alive)
     timeout_s: float | None = None  # per request/socket timeout
     continue_on_error: bool = False  # ab -r
-    rate: float | None = None  # httperf: new connections per second; oha: requests per second; gatling: users per second
+    rate: float | None = (
+        None  # httperf: new connections per second; oha: requests per second; gatling: users per second
+    )
     users: int | None = None  # gatling: users injected in all (each sends one request)
     injection: str | None = None  # gatling: how users arrive: "ramp" (over duration_s), "at-once", "constant" (rate)
     calls_per_connection: int | None = None  # httperf --num-calls

@@ -1,5 +1,6 @@
 """Whether the load tools a run needs are here: those the project builds itself (oha, Gatling) built first, the
 others installed; and how many processes of a tool a load of so many connections takes (the open-file limits)."""
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,9 @@ def provision(tools: set[str]) -> None:
         except OSError as exc:
             raise PreflightError(f"could not build {name} ({exc}); {tool.install_hint}") from None
         if proc.returncode != 0 or not find_binary(tool):
-            raise PreflightError(f"building {name} failed (exit {proc.returncode}); see its output above. "
-                                 f"To retry: {' '.join(argv)}")
+            raise PreflightError(
+                f"building {name} failed (exit {proc.returncode}); see its output above. To retry: {' '.join(argv)}"
+            )
         say(f"{name} built in {time.monotonic() - started:.0f} s: {tool.binary}")
 
 

@@ -2,6 +2,7 @@
 rate), each sends one GET and leaves. The project builds it (loadgen/gatling: a Java DSL simulation driven by -Dbench.*
 properties, and a launcher); figures come from the js/stats.json of the HTML report the run's own output names, not
 the console text (nor the newest report in the folder)."""
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,9 @@ class Gatling:
     version_args = ("--version",)
     threading = "own"  # a JVM with threads of its own: one process on every load-generator core
     provision = ("bash", "loadgen/gatling/build.sh")
-    provision_note = "builds Gatling 3.11.5 with Maven: the first build downloads about 70 MB from Maven Central (about 35 s)"
+    provision_note = (
+        "builds Gatling 3.11.5 with Maven: the first build downloads about 70 MB from Maven Central (about 35 s)"
+    )
 
     def completed(self, output_tail: bytes) -> int | None:
         return None  # a profile is timed, not counted
@@ -46,8 +49,11 @@ class Gatling:
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
         if spec.injection not in INJECTIONS:
             raise ValueError(f"gatling needs an injection, one of {', '.join(INJECTIONS)}; got {spec.injection!r}")
-        values = {"users": spec.users or (spec.concurrency if spec.injection == "at-once" else None),
-                  "rate": spec.rate, "duration_s": spec.duration_s}
+        values = {
+            "users": spec.users or (spec.concurrency if spec.injection == "at-once" else None),
+            "rate": spec.rate,
+            "duration_s": spec.duration_s,
+        }
         missing = [f for f in INJECTIONS[spec.injection] if not values[f] or values[f] <= 0]
         if missing:
             raise ValueError(f"gatling's {spec.injection} injection needs {' and '.join(missing)} (a positive number)")
@@ -57,8 +63,16 @@ class Gatling:
             props["timeout_s"] = _number(spec.timeout_s)
         scratch.mkdir(parents=True, exist_ok=True)
         description = " ".join(f"{k}={v}" for k, v in props.items() if k != "url")
-        return [self.binary, *(f"-Dbench.{k}={v}" for k, v in props.items()),
-                "-s", SIMULATION, "-rf", str(scratch / "gatling"), "-rd", description]
+        return [
+            self.binary,
+            *(f"-Dbench.{k}={v}" for k, v in props.items()),
+            "-s",
+            SIMULATION,
+            "-rf",
+            str(scratch / "gatling"),
+            "-rd",
+            description,
+        ]
 
     def parse(self, output: str, scratch: Path) -> Measurement:
         stats = json.loads(own_report(output, scratch).read_text())["stats"]  # "All Requests": every request
@@ -77,14 +91,16 @@ class Gatling:
             duration_s=requests / rps if rps else 0.0,
             rps=rps,
             latency_ms=latency,
-            details={"gatling": {
-                "ok": stats["numberOfRequests"]["ok"],
-                "ko": stats["numberOfRequests"]["ko"],
-                "mean_rps": rps,
-                "std_dev_ms": total("standardDeviation"),
-                "min_ms": total("minResponseTime"),
-                "distribution": {g["name"]: g["count"] for g in groups},
-            }},
+            details={
+                "gatling": {
+                    "ok": stats["numberOfRequests"]["ok"],
+                    "ko": stats["numberOfRequests"]["ko"],
+                    "mean_rps": rps,
+                    "std_dev_ms": total("standardDeviation"),
+                    "min_ms": total("minResponseTime"),
+                    "distribution": {g["name"]: g["count"] for g in groups},
+                }
+            },
         )
 
 
@@ -96,13 +112,18 @@ def own_report(output: str, scratch: Path) -> Path:
     if not named:
         # a crash ends in a stack trace: its frames say less than the exception lines above them
         said = [line.strip() for line in output.splitlines() if line.strip() and not STACK_FRAME.match(line)]
-        raise ToolFailed(f"Gatling wrote no report (its output names none, no js/stats.json under {scratch}): "
-                         + " | ".join(said[-3:] or ["no output"]))
+        raise ToolFailed(
+            f"Gatling wrote no report (its output names none, no js/stats.json under {scratch}): "
+            + " | ".join(said[-3:] or ["no output"])
+        )
     folder = named[-1]
     found = sorted(scratch.rglob(f"{folder}/js/stats.json"))
     if len(found) != 1:
-        raise ToolFailed(f"Gatling's report {folder} (named in its output) has no js/stats.json under {scratch}"
-                         if not found else f"Gatling's report {folder} is found twice under {scratch}: {found}")
+        raise ToolFailed(
+            f"Gatling's report {folder} (named in its output) has no js/stats.json under {scratch}"
+            if not found
+            else f"Gatling's report {folder} is found twice under {scratch}: {found}"
+        )
     return found[0]
 
 

@@ -23,6 +23,7 @@ Facts of Debian bookworm's h2load 1.52 this adapter is built on:
 - "failed" counts answers outside 2xx/3xx and errored streams; "errored" includes "timeout"; req/s counts every answer
   (4xx too) over the time, as wrk's Requests/sec does.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,11 @@ STALL_MIN_S = 0.1
 
 _NUM = r"([\d.]+)(us|ms|s)"
 FINISHED = re.compile(r"^finished in " + _NUM + r", ([\d.]+) req/s", re.MULTILINE)
-REQUESTS = re.compile(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
-                      r"(\d+) errored, (\d+) timeout", re.MULTILINE)
+REQUESTS = re.compile(
+    r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+    r"(\d+) errored, (\d+) timeout",
+    re.MULTILINE,
+)
 STATUS = re.compile(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", re.MULTILINE)
 TIME_FOR = r"^time for {}:\s+" + r"\s+".join([_NUM] * 4) + r"\s+([\d.]+)%"
 REQUEST_TIME = re.compile(TIME_FOR.format("request"), re.MULTILINE)
@@ -73,7 +77,9 @@ class H2load:
     threading = "option"  # as many threads as it is given: one per load-generator core (tools/load_plan.py)
 
     def completed(self, output_tail: bytes) -> int | None:
-        return None  # a counted run prints "progress: 10% done", a share of -n that this method cannot turn into a count
+        return (
+            None  # a counted run prints "progress: 10% done", a share of -n that this method cannot turn into a count
+        )
 
     def max_connections_per_process(self, nofile_limit: int) -> int:
         return nofile_limit - FD_MARGIN
@@ -126,8 +132,14 @@ class H2load:
         else:
             errors.read = others
         answered = s2 + s3 + s4 + s5
-        latency: dict[str, float | None] = {"p50": None, "p90": None, "p99": None, "p99.9": None, "max": None,
-                                            "mean": None}
+        latency: dict[str, float | None] = {
+            "p50": None,
+            "p90": None,
+            "p99": None,
+            "p99.9": None,
+            "max": None,
+            "mean": None,
+        }
         times = REQUEST_TIME.search(output)
         if distribution:  # from the per-request log
             latency.update(distribution.latency_ms())
@@ -142,13 +154,22 @@ class H2load:
             rps=float(finished.group(3)),
             latency_ms=latency,
             distribution=distribution,
-            details={"h2load": {
-                "total": total, "started": started, "done": done, "succeeded": succeeded, "failed": failed,
-                "errored": errored, "timeout": timeout, "status": {"2xx": s2, "3xx": s3, "4xx": s4, "5xx": s5},
-                "clients": clients, "protocol": protocol.group(1) if protocol else None,
-                "unanswered": unanswered,
-                "latency_sd_ms": _ms(times.group(7), times.group(8)) if times and answered else None,
-            }},
+            details={
+                "h2load": {
+                    "total": total,
+                    "started": started,
+                    "done": done,
+                    "succeeded": succeeded,
+                    "failed": failed,
+                    "errored": errored,
+                    "timeout": timeout,
+                    "status": {"2xx": s2, "3xx": s3, "4xx": s4, "5xx": s5},
+                    "clients": clients,
+                    "protocol": protocol.group(1) if protocol else None,
+                    "unanswered": unanswered,
+                    "latency_sd_ms": _ms(times.group(7), times.group(8)) if times and answered else None,
+                }
+            },
         )
 
 

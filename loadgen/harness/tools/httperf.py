@@ -1,4 +1,5 @@
 """httperf: opens connections at a fixed rate, each sending a number of calls (keep-alive, not pipelined)."""
+
 from __future__ import annotations
 
 import math
@@ -100,10 +101,15 @@ def _pace(output: str, reply_ms: float | None, client_errors: int) -> dict:
     burst = re.search(r"Maximum connect burst length: (\d+)", output)
     rate = re.search(r"Connection rate: ([\d.]+) conn/s", output)
     length = re.search(r"Connection length \[replies/conn\]: ([\d.]+)", output)
-    return {"httperf": {"connect_burst": int(burst.group(1)) if burst else None,
-                        "connection_rate": float(rate.group(1)) if rate else None,
-                        "replies_per_connection": float(length.group(1)) if length else None,
-                        "reply_ms": reply_ms, "client_errors": client_errors}}
+    return {
+        "httperf": {
+            "connect_burst": int(burst.group(1)) if burst else None,
+            "connection_rate": float(rate.group(1)) if rate else None,
+            "replies_per_connection": float(length.group(1)) if length else None,
+            "reply_ms": reply_ms,
+            "client_errors": client_errors,
+        }
+    }
 
 
 TOOL = Httperf()  # what the registry (tools/__init__.py) finds

@@ -8,6 +8,7 @@ then it keeps them exactly and the plan says it was not given all the cores. A t
 JVM) runs as one process on all the cores. `LOADGEN_PROCESSES=N` sets the count of a single-threaded tool's processes
 (several may then share a core), so that a split can be exercised on a machine with one load-generator core.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -58,8 +59,10 @@ class LoadPlan:
 
     def describe(self) -> list[dict]:
         """Each process as results.json keeps it (with `cpu_s` added once measured)."""
-        return [{"cores": list(p.cores), "threads": p.threads, "capacity": round(self.capacity(i), 3)}
-                for i, p in enumerate(self.processes)]
+        return [
+            {"cores": list(p.cores), "threads": p.threads, "capacity": round(self.capacity(i), 3)}
+            for i, p in enumerate(self.processes)
+        ]
 
 
 def shares(total: int, parts: int) -> list[int]:
@@ -74,7 +77,7 @@ def in_proportion(total: int, weights: list[int]) -> list[int]:
     whole = sum(weights)
     out = [total * w // whole for w in weights]
     by_remainder = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % whole), i))
-    for i in by_remainder[:total - sum(out)]:
+    for i in by_remainder[: total - sum(out)]:
         out[i] += 1
     return out
 
@@ -106,7 +109,7 @@ def core_sets(cores: tuple[int, ...], processes: int) -> list[tuple[int, ...]]:
         return one_core_each(cores, processes)
     out, at = [], 0
     for size in shares(len(cores), processes):
-        out.append(cores[at:at + size])
+        out.append(cores[at : at + size])
         at += size
     return out
 
@@ -120,8 +123,9 @@ def process_count(tool_name: str, spec: LoadSpec, cores: int, needed: int, overr
     return max(needed, min(wanted, spec.concurrency, spec.requests or spec.concurrency))
 
 
-def plan_load(tool_name: str, spec: LoadSpec, cores: tuple[int, ...], needed: int = 1,
-              override: int | None = None) -> LoadPlan:
+def plan_load(
+    tool_name: str, spec: LoadSpec, cores: tuple[int, ...], needed: int = 1, override: int | None = None
+) -> LoadPlan:
     """The processes that run `spec` on the load generator's `cores` (see the module's docstring); `needed` is the
     open-file limits' least count of processes, `override` LOADGEN_PROCESSES."""
     if not cores:
@@ -140,11 +144,15 @@ def plan_load(tool_name: str, spec: LoadSpec, cores: tuple[int, ...], needed: in
     threads = sum(p.threads for p in processes)
     note = None
     if threading == OPTION and named and threads < len(cores):
-        note = (f"{tool_name} ran the {named} thread(s) the run names, on {threads} of the load generator's "
-                f"{len(cores)} cores")
+        note = (
+            f"{tool_name} ran the {named} thread(s) the run names, on {threads} of the load generator's "
+            f"{len(cores)} cores"
+        )
     elif threading == SINGLE and count < len(cores) and override is None:
-        note = (f"{count} {tool_name} process(es) for {spec.concurrency} connection(s): {count} of the load "
-                f"generator's {len(cores)} cores")
+        note = (
+            f"{count} {tool_name} process(es) for {spec.concurrency} connection(s): {count} of the load "
+            f"generator's {len(cores)} cores"
+        )
     elif override is not None and threading == SINGLE:
         note = f"LOADGEN_PROCESSES={override}: {count} {tool_name} process(es) on {len(cores)} core(s)"
     return LoadPlan(tool_name, spec, tuple(processes), tuple(cores), note)

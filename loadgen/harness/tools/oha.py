@@ -12,6 +12,7 @@ that succeeded, so failures would go uncounted; the harness reads the JSON, whos
 p25, p50, p75, p90, p95, p99, p99.9, p99.99, to the ns) and the max. The attempt's histogram is made of those: exact
 at the levels (p99.9 among them), an upper bound between them.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,12 +32,16 @@ FD_MARGIN = 64
 class Oha:
     name = "oha"
     binary = str(ROOT / "bin" / "oha")
-    install_hint = f"make setup-oha (bash loadgen/build-oha.sh {VERSION}: cargo install oha --version {VERSION} --locked)"
+    install_hint = (
+        f"make setup-oha (bash loadgen/build-oha.sh {VERSION}: cargo install oha --version {VERSION} --locked)"
+    )
     version_args = ("--version",)
     threading = "option"  # as many threads as it is given: one per load-generator core (tools/load_plan.py)
     provision = ("bash", "loadgen/build-oha.sh", VERSION)  # the one place the version is pinned
-    provision_note = (f"oha {VERSION} is built with cargo once per machine (about 6-12 min on 2 cores, kept in "
-                      "~/.cache/polyglot-bench) and copied into .tools/oha")
+    provision_note = (
+        f"oha {VERSION} is built with cargo once per machine (about 6-12 min on 2 cores, kept in "
+        "~/.cache/polyglot-bench) and copied into .tools/oha"
+    )
 
     def completed(self, output_tail: bytes) -> int | None:
         return None  # silent until it ends (--no-tui)
@@ -51,8 +56,19 @@ class Oha:
             raise ValueError("oha needs a concurrency (its connections)")
         # -w: requests still under way at the end are waited for, not counted as "aborted due to deadline" errors;
         # --worker-threads: oha's default is the machine's cores, not the CPUs it is pinned to
-        argv = [self.binary, "-z", f"{math.ceil(spec.duration_s)}s", "-c", str(spec.concurrency), "-w", "--no-tui",
-                "--output-format", "json", "--worker-threads", str(spec.threads or 1)]
+        argv = [
+            self.binary,
+            "-z",
+            f"{math.ceil(spec.duration_s)}s",
+            "-c",
+            str(spec.concurrency),
+            "-w",
+            "--no-tui",
+            "--output-format",
+            "json",
+            "--worker-threads",
+            str(spec.threads or 1),
+        ]
         if spec.rate:
             argv += ["-q", f"{spec.rate:g}", "--latency-correction"]
         if spec.timeout_s:
@@ -84,8 +100,9 @@ def _errors(data: dict) -> Errors:
             errors.connect += count
         else:
             errors.other += count
-    errors.non_2xx = sum(n for status, n in (data.get("statusCodeDistribution") or {}).items()
-                         if not status.startswith("2"))
+    errors.non_2xx = sum(
+        n for status, n in (data.get("statusCodeDistribution") or {}).items() if not status.startswith("2")
+    )
     return errors
 
 
@@ -96,16 +113,28 @@ def from_json(data: dict) -> Measurement:
     errors = _errors(data)
     failed = sum((data.get("errorDistribution") or {}).values())
     requests = answered + failed
-    pct_ms = {key: round(value * 1000, 4) for key, value in (data.get("latencyPercentiles") or {}).items()
-              if value is not None}
+    pct_ms = {
+        key: round(value * 1000, 4)
+        for key, value in (data.get("latencyPercentiles") or {}).items()
+        if value is not None
+    }
     slowest = summary.get("slowest")
     average = summary.get("average")
-    levels = sorted((float(key[1:]), round(value * 1e6)) for key, value in (data.get("latencyPercentiles") or {}).items()
-                    if value is not None)
-    distribution = Distribution.from_levels([*levels, (100.0, round(slowest * 1e6))], answered) \
-        if levels and slowest is not None and answered else None
+    levels = sorted(
+        (float(key[1:]), round(value * 1e6))
+        for key, value in (data.get("latencyPercentiles") or {}).items()
+        if value is not None
+    )
+    distribution = (
+        Distribution.from_levels([*levels, (100.0, round(slowest * 1e6))], answered)
+        if levels and slowest is not None and answered
+        else None
+    )
     latency = {
-        "p50": pct_ms.get("p50"), "p90": pct_ms.get("p90"), "p99": pct_ms.get("p99"), "p99.9": pct_ms.get("p99.9"),
+        "p50": pct_ms.get("p50"),
+        "p90": pct_ms.get("p90"),
+        "p99": pct_ms.get("p99"),
+        "p99.9": pct_ms.get("p99.9"),
         "max": round(slowest * 1000, 4) if slowest is not None else None,
         "mean": round(average * 1000, 4) if average is not None else None,
     }
@@ -116,8 +145,13 @@ def from_json(data: dict) -> Measurement:
         rps=answered / duration if duration else 0.0,
         latency_ms=latency,  # oha's own figures; no `quantiles`: its points are not equal slices of its requests
         distribution=distribution,
-        details={"oha": {"percentiles_ms": pct_ms, "errors": data.get("errorDistribution") or {},
-                         "status": data.get("statusCodeDistribution") or {}}},
+        details={
+            "oha": {
+                "percentiles_ms": pct_ms,
+                "errors": data.get("errorDistribution") or {},
+                "status": data.get("statusCodeDistribution") or {},
+            }
+        },
     )
 
 

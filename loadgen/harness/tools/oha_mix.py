@@ -12,6 +12,7 @@ What oha's database lacks: requests that got no answer (refused, timed out, rese
 in the mix's whole (its JSON summary) and not given to an endpoint (`details.unattributed_errors`).
 Keep-alive unless the run says otherwise: `keepalive = false` is a connection per request (--disable-keepalive).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,14 +45,18 @@ def per_path(database: Path) -> dict[str, dict]:
     latencies in µs ({µs: requests}), exact to oha's nanoseconds rounded to the µs."""
     try:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
-            rows = db.execute("SELECT url, CAST(ROUND(duration * 1000000) AS INTEGER), status >= 200 AND status < 300, "
-                              "COUNT(*) FROM oha GROUP BY 1, 2, 3").fetchall()
+            rows = db.execute(
+                "SELECT url, CAST(ROUND(duration * 1000000) AS INTEGER), status >= 200 AND status < 300, "
+                "COUNT(*) FROM oha GROUP BY 1, 2, 3"
+            ).fetchall()
     except sqlite3.Error as exc:
         raise ToolFailed(f"oha's per-request database {database.name} cannot be read: {exc}") from None
     out: dict[str, dict] = {}
     for url, us, ok, count in rows:
-        entry = out.setdefault(urlsplit(url).path + (f"?{urlsplit(url).query}" if urlsplit(url).query else ""),
-                               {"requests": 0, "errors": 0, "counts_us": {}})
+        entry = out.setdefault(
+            urlsplit(url).path + (f"?{urlsplit(url).query}" if urlsplit(url).query else ""),
+            {"requests": 0, "errors": 0, "counts_us": {}},
+        )
         entry["requests"] += count
         entry["errors"] += 0 if ok else count
         entry["counts_us"][us] = entry["counts_us"].get(us, 0) + count
@@ -65,8 +70,9 @@ class OhaMix(Oha):
         if not spec.mix:
             raise ValueError("oha-mix needs a mix (a scenario whose targets carry weights)")
         origin = urlsplit(spec.url)
-        lines = [f"{origin.scheme}://{origin.netloc}{path}" for path, count in repetitions(spec.mix)
-                 for _ in range(count)]
+        lines = [
+            f"{origin.scheme}://{origin.netloc}{path}" for path, count in repetitions(spec.mix) for _ in range(count)
+        ]
         if scratch.is_dir():  # the runner's fresh folder; `make plan` only prints the command, naming a folder to be
             (scratch / URLS_FILE).write_text("\n".join(lines) + "\n")
             (scratch / DATABASE).unlink(missing_ok=True)
@@ -82,21 +88,28 @@ class OhaMix(Oha):
         paths = per_path(scratch / DATABASE)
         answered = sum(e["requests"] for e in paths.values())
         if answered != whole.requests - whole.errors.total + whole.errors.non_2xx:
-            raise ToolFailed(f"oha's database holds {answered} answers, its summary "
-                             f"{whole.requests - whole.errors.total + whole.errors.non_2xx}")
+            raise ToolFailed(
+                f"oha's database holds {answered} answers, its summary "
+                f"{whole.requests - whole.errors.total + whole.errors.non_2xx}"
+            )
         endpoints = {}
         for path, entry in paths.items():
             distribution = Distribution.from_counts(entry["counts_us"])
-            endpoints[path] = {"requests": entry["requests"], "errors": entry["errors"],
-                               "latency_histogram": distribution.encode()}
+            endpoints[path] = {
+                "requests": entry["requests"],
+                "errors": entry["errors"],
+                "latency_histogram": distribution.encode(),
+            }
         exact = Distribution.merged(Distribution.from_counts(e["counts_us"]) for e in paths.values())
         whole.distribution = exact if exact.count else whole.distribution
         if exact.count:  # the whole's figures from every answer's own latency, not oha's 9 quantile levels
             whole.latency_ms = exact.latency_ms()
-        whole.details = {**whole.details, "endpoints": endpoints,
-                         "unattributed_errors": whole.errors.total - whole.errors.non_2xx}
+        whole.details = {
+            **whole.details,
+            "endpoints": endpoints,
+            "unattributed_errors": whole.errors.total - whole.errors.non_2xx,
+        }
         return whole
 
 
 TOOL = OhaMix()  # what the registry (tools/__init__.py) finds
-

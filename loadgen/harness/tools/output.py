@@ -1,4 +1,5 @@
 """The one result format every load tool adapter parses its output into (results.json's types: harness.results.records)."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

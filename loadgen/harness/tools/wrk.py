@@ -5,6 +5,7 @@ but its Lua API serves only `latency:percentile(p)`; the report script asks it a
 every 0.01 % to 99.99 %, every 0.001 % to 99.999 %, and the max), and the attempt's histogram gives each slice between
 two levels its share of the requests at the upper level's latency. So its percentiles are wrk's own, to the µs, at
 those levels (p50, p90, p99, p99.9 among them), and an upper bound between them."""
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,9 @@ class Wrk:
         argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{seconds}s", "--latency"]
         if spec.timeout_s:
             if spec.timeout_s > MAX_TIMEOUT_S:  # wrk allocates its latency histogram by timeout (10000 s: 80 GB)
-                raise ValueError(f"wrk timeout {spec.timeout_s:g} s is above {MAX_TIMEOUT_S} s: wrk could not allocate its histogram")
+                raise ValueError(
+                    f"wrk timeout {spec.timeout_s:g} s is above {MAX_TIMEOUT_S} s: wrk could not allocate its histogram"
+                )
             argv += ["--timeout", f"{spec.timeout_s:g}s"]
         return [*argv, "-s", str(REPORT_SCRIPT), spec.url]
 
@@ -64,22 +67,29 @@ class Wrk:
         line = next((text for text in output.splitlines() if text.startswith("WRK_JSON ")), None)
         if line is None:
             return parse_text(output)
-        data = json.loads(line[len("WRK_JSON "):])
+        data = json.loads(line[len("WRK_JSON ") :])
         e = data["errors"]
         duration = data["duration_us"] / 1e6
         quantiles = [(float(p), float(ms)) for p, ms in data["quantiles_ms"]]
         by_pct = dict(quantiles)
         # older report scripts wrote no spectrum_us: no distribution
-        distribution = Distribution.from_levels(((float(p), int(us)) for p, us in data.get("spectrum_us") or []),
-                                                data["requests"])
+        distribution = Distribution.from_levels(
+            ((float(p), int(us)) for p, us in data.get("spectrum_us") or []), data["requests"]
+        )
         latency: dict[str, float | None] = {
-            "p50": by_pct[50.0], "p90": by_pct[90.0], "p99": by_pct[99.0],
-            "max": data["latency_us"]["max"] / 1000, "mean": round(data["latency_us"]["mean"] / 1000, 3)}
+            "p50": by_pct[50.0],
+            "p90": by_pct[90.0],
+            "p99": by_pct[99.0],
+            "max": data["latency_us"]["max"] / 1000,
+            "mean": round(data["latency_us"]["mean"] / 1000, 3),
+        }
         if distribution:  # the percentiles read off it, as they are after a merge; the mean stays wrk's own
             latency.update({k: v for k, v in distribution.latency_ms().items() if k != "mean"})
         return Measurement(
             requests=data["requests"],
-            errors=Errors(connect=e["connect"], read=e["read"], write=e["write"], timeout=e["timeout"], non_2xx=e["status"]),
+            errors=Errors(
+                connect=e["connect"], read=e["read"], write=e["write"], timeout=e["timeout"], non_2xx=e["status"]
+            ),
             duration_s=duration,
             rps=data["requests"] / duration if duration else 0.0,
             latency_ms=latency,
@@ -112,7 +122,9 @@ def parse_text(output: str) -> Measurement:
     rps = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.MULTILINE)
     return Measurement(
         requests=requests,
-        errors=Errors(connect=connect, read=read, write=write, timeout=timeout, non_2xx=int(non_2xx.group(1)) if non_2xx else 0),
+        errors=Errors(
+            connect=connect, read=read, write=write, timeout=timeout, non_2xx=int(non_2xx.group(1)) if non_2xx else 0
+        ),
         duration_s=duration,
         rps=float(rps.group(1)) if rps else requests / duration,
         latency_ms=latency,

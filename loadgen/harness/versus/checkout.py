@@ -5,6 +5,7 @@ command left removed by the next `make versus`.
 The worktree holds the whole repository at that revision (a Maven module is built by the reactor at its top, as
 `make build` does), under .run/versus/, outside the repository's tracked files. A build runs in a process group of its
 own, so that Ctrl-C stops Maven's JVM, cargo's rustc and npm's children with it, not only the shell."""
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,13 @@ class Revision:
         return self.sha[:7] if self.sha else "worktree"
 
     def to_dict(self) -> dict[str, object]:
-        return {"asked": self.asked or "(the working tree)", "sha": self.sha, "label": self.label,
-                "subject": self.subject, **({"uncommitted_changes": True} if self.dirty else {})}
+        return {
+            "asked": self.asked or "(the working tree)",
+            "sha": self.sha,
+            "label": self.label,
+            "subject": self.subject,
+            **({"uncommitted_changes": True} if self.dirty else {}),
+        }
 
 
 def repository_of(folder: Path) -> Path:
@@ -170,8 +176,10 @@ def server_at(folder_in_checkout: Path, name: str, revision: Revision, what: str
     except ManifestError as exc:
         raise RevisionError(f"{what}={revision.asked}: its manifests cannot be read ({exc})") from None
     if name not in servers:
-        raise RevisionError(f"{what}={revision.asked}: there is no server {name!r} at {revision.label} "
-                            f"(its servers: {', '.join(servers) or 'none'})")
+        raise RevisionError(
+            f"{what}={revision.asked}: there is no server {name!r} at {revision.label} "
+            f"(its servers: {', '.join(servers) or 'none'})"
+        )
     return servers[name]
 
 
@@ -184,8 +192,15 @@ def build(server: Server, label: str, log: Path) -> None:
             proc = None
             try:
                 with interrupt.deferred():  # a Ctrl-C during the Popen raises once `proc` holds the build
-                    proc = subprocess.Popen(step.command, shell=True, cwd=step.cwd, stdout=out,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                    proc = subprocess.Popen(
+                        step.command,
+                        shell=True,
+                        cwd=step.cwd,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
                 code = proc.wait()
             except BaseException:  # Ctrl-C: the whole build's process group, not just its shell
                 if proc is not None:
@@ -193,8 +208,10 @@ def build(server: Server, label: str, log: Path) -> None:
                 raise
         if code != 0:  # the end of its output, then one line saying what failed
             say("\n".join(f"    {line}" for line in log.read_text(errors="replace").splitlines()[-LOG_LINES:]))
-            raise BuildFailed(f"building {label} failed (exit {code}): `{step.command}` in {step.cwd}; the end of its "
-                              f"output is above, all of it in {log}")
+            raise BuildFailed(
+                f"building {label} failed (exit {code}): `{step.command}` in {step.cwd}; the end of its "
+                f"output is above, all of it in {log}"
+            )
 
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:

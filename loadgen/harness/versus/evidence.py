@@ -46,8 +46,10 @@ class SideEvidence:
     def errors_text(self) -> str:
         total = self.good + self.failed
         causes = ", ".join(f"{k} {v:,}" for k, v in self.errors.items() if v)
-        return (f"{self.role} {self.name} answered {self.failed:,} of {total:,} requests with errors "
-                f"({self.failed / total:.1%}: {causes})")
+        return (
+            f"{self.role} {self.name} answered {self.failed:,} of {total:,} requests with errors "
+            f"({self.failed / total:.1%}: {causes})"
+        )
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,9 @@ class Evidence:
     rounds_spread: float | None = None  # the sd of ln(head/base) within starts
 
 
-def side_evidence(role: str, name: str, attempts: list[Attempt], record: Record | None,
-                  contract: str | None = None) -> SideEvidence:
+def side_evidence(
+    role: str, name: str, attempts: list[Attempt], record: Record | None, contract: str | None = None
+) -> SideEvidence:
     """A build's evidence from its attempts of a run and its record (flags evaluated)."""
     measured = [a for a in attempts if a.measured]
     causes = sum((a.errors for a in measured), Errors()).to_dict()
@@ -101,8 +104,11 @@ def withheld(evidence: Evidence) -> str | None:
         return "withheld: " + "; ".join(f"{s.role} {s.name} failed the contract ({s.contract})" for s in failing)
     erring = [s for s in evidence.sides if s.failed]
     if erring:
-        return ("withheld: " + "; ".join(s.errors_text() for s in erring)
-                + ": a build that answers with errors is not comparable by speed")
+        return (
+            "withheld: "
+            + "; ".join(s.errors_text() for s in erring)
+            + ": a build that answers with errors is not comparable by speed"
+        )
     return None
 
 
@@ -112,8 +118,10 @@ def caveats(evidence: Evidence) -> list[str]:
     saturated = [s for s in evidence.sides if s.saturated]
     if saturated:
         who = " and ".join(f"{s.role} {s.name}" for s in saturated)
-        out.append(f"LOADGEN-SATURATED for {who}: the load generator, not the server, set the pace, so the builds may "
-                   "differ by more than this shows")
+        out.append(
+            f"LOADGEN-SATURATED for {who}: the load generator, not the server, set the pace, so the builds may "
+            "differ by more than this shows"
+        )
     if evidence.starts < 2:
         out.append("ONE START: how two processes of one build differ is not in this interval")
     cv = evidence.machine_cv
@@ -155,8 +163,15 @@ def headline(records: list[Record | None]) -> tuple[str, str]:
     saturated = [loadgen_saturated(r) for r in known]
     bound = [s or (b is not None and b >= flag_kinds.SERVER_BUSY) for b, s in zip(busy, saturated)]
     if len(bound) == 2 and all(bound):
-        why = ("the load generator set the pace" if all(saturated) else
-               "the server's CPU was busy" if not any(saturated) else "the server's CPU or the load generator was busy")
-        return "cost_us", (f"both builds were bound by CPU ({why}): req/s then says the cores over the CPU µs per "
-                           "request, or the tool's pace; the server's CPU per request is the figure that tells them apart")
+        why = (
+            "the load generator set the pace"
+            if all(saturated)
+            else "the server's CPU was busy"
+            if not any(saturated)
+            else "the server's CPU or the load generator was busy"
+        )
+        return "cost_us", (
+            f"both builds were bound by CPU ({why}): req/s then says the cores over the CPU µs per "
+            "request, or the tool's pace; the server's CPU per request is the figure that tells them apart"
+        )
     return "rps", "neither the server's CPU nor the load generator was the limit: req/s is the answer"

@@ -71,7 +71,10 @@ def checked_out(options: VersusOptions, servers: dict[str, Server], stack: ExitS
         raise RevisionError(f"SERVER={options.server!r}: no such server (known: {', '.join(servers)})")
     here = servers[options.server]
     repo = checkout.repository_of(here.folder)
-    revisions = {"base": checkout.resolve(repo, options.base, "BASE"), "head": checkout.resolve(repo, options.head, "HEAD")}
+    revisions = {
+        "base": checkout.resolve(repo, options.base, "BASE"),
+        "head": checkout.resolve(repo, options.head, "HEAD"),
+    }
     checkout.clear_leftovers(repo)
     relative = servers_dir().resolve().relative_to(repo.resolve())
     sides = []
@@ -99,8 +102,11 @@ def both_take(base: Side, head: Side, profile: str, names: tuple[str, ...]) -> l
         if paths[0] and paths[0] == paths[1]:
             out.append(scenario)
             continue
-        why = (f"{scenario.name}: base takes it on {paths[0] or 'no path'}, head on {paths[1] or 'no path'}"
-               if any(paths) else f"{scenario.name}: neither build takes part in it")
+        why = (
+            f"{scenario.name}: base takes it on {paths[0] or 'no path'}, head on {paths[1] or 'no path'}"
+            if any(paths)
+            else f"{scenario.name}: neither build takes part in it"
+        )
         if names:
             raise RevisionError(f"SCENARIOS={' '.join(names)}: {why} (both builds must measure the same endpoint)")
         left.append(why)
@@ -121,8 +127,9 @@ def place(base: Side, head: Side, ports: dict[str, int], servers: dict[str, Serv
     shift = 1
     while True:
         moved = _moved(base.server, port + shift)
-        if not set(_ports(moved)) & (taken | set(_ports(head.server))) and \
-                not any(port_owner("127.0.0.1", p) for p in _ports(moved)):
+        if not set(_ports(moved)) & (taken | set(_ports(head.server))) and not any(
+            port_owner("127.0.0.1", p) for p in _ports(moved)
+        ):
             base.server = moved
             return
         shift += 1
@@ -145,19 +152,32 @@ def build_both(base: Side, head: Side) -> None:
         checkout.build(side.server, side.server.name, log)
 
 
-def start_note(options: VersusOptions, base: Side, head: Side, scenarios: list[Scenario], budget: float) -> dict[str, Any]:
+def start_note(
+    options: VersusOptions, base: Side, head: Side, scenarios: list[Scenario], budget: float
+) -> dict[str, Any]:
     """The run's `versus` conditions before any round: what is compared, and how."""
-    return {"server": options.server, "resolution": options.resolution, "budget_s": budget, "seed": options.seed,
-            "level": paired.LEVEL, "rounds_per_start": [design.MIN_ROUNDS, design.MAX_ROUNDS],
-            "builds": {side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
-                       for side in (base, head)},
-            "same_build": base.revision.same_as(head.revision),
-            "scenarios": [s.name for s in scenarios], "results": [],
-            "method": ("paired rounds in starts: for each start both builds started afresh and warmed for the run's "
-                       "load, then rounds of one attempt of each build in ABBA order, the leader alternating from "
-                       "start to start; the number of starts set by the budget and the measured cost of a start (the "
-                       "clock, never the figures); head ÷ base per round, each start's geometric mean, and the "
-                       "Student t interval of those on the log scale (over the rounds while there is one start)")}
+    return {
+        "server": options.server,
+        "resolution": options.resolution,
+        "budget_s": budget,
+        "seed": options.seed,
+        "level": paired.LEVEL,
+        "rounds_per_start": [design.MIN_ROUNDS, design.MAX_ROUNDS],
+        "builds": {
+            side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
+            for side in (base, head)
+        },
+        "same_build": base.revision.same_as(head.revision),
+        "scenarios": [s.name for s in scenarios],
+        "results": [],
+        "method": (
+            "paired rounds in starts: for each start both builds started afresh and warmed for the run's "
+            "load, then rounds of one attempt of each build in ABBA order, the leader alternating from "
+            "start to start; the number of starts set by the budget and the measured cost of a start (the "
+            "clock, never the figures); head ÷ base per round, each start's geometric mean, and the "
+            "Student t interval of those on the log scale (over the rounds while there is one start)"
+        ),
+    }
 
 
 def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int:
@@ -179,22 +199,36 @@ def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int
         check_tools(tools_needed(picked))
         build_both(base, head)
         budget = options.budget_s or DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
-        store = open_run(new_run_id(f"versus-{options.server}"), where.runtime, where.plan,
-                         RunOptions(where.profile, where.settings, where.command),
-                         {"versus": start_note(options, base, head, picked, budget)},
-                         how=f"{head.server.name} against {base.server.name}, rounds in ABBA order")
+        store = open_run(
+            new_run_id(f"versus-{options.server}"),
+            where.runtime,
+            where.plan,
+            RunOptions(where.profile, where.settings, where.command),
+            {"versus": start_note(options, base, head, picked, budget)},
+            how=f"{head.server.name} against {base.server.name}, rounds in ABBA order",
+        )
         try:
             steadiness.probe_and_record(store, where.plan, where.settings, "before")
             results = measure(session, store, where.settings, (base, head), picked, budget, seed)
         finally:
             finish_run(store, where.runtime)
         announce(results)
-        return 0 if results and all(r["reached"] for r in results) and len(results) == sum(
-            len(s.runs) for s in picked) else 1
+        return (
+            0
+            if results and all(r["reached"] for r in results) and len(results) == sum(len(s.runs) for s in picked)
+            else 1
+        )
 
 
-def measure(session: Session, store: RunStore, settings: Settings, sides: tuple[Side, Side],
-            scenarios: list[Scenario], budget_s: float, seed: int) -> list[dict[str, Any]]:
+def measure(
+    session: Session,
+    store: RunStore,
+    settings: Settings,
+    sides: tuple[Side, Side],
+    scenarios: list[Scenario],
+    budget_s: float,
+    seed: int,
+) -> list[dict[str, Any]]:
     """Both builds started and verified, then every scenario run compared within its share of `budget_s`."""
     results: list[dict[str, Any]] = []
     for side in sides:
@@ -232,14 +266,26 @@ def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) ->
     intervals = {metric: paired.grouped_interval(ratios) for metric, ratios in by_start.items()}
     proof = evidence.Evidence(
         tuple(evidence.side_evidence(s.role, s.server.name, s.attempts, records.get(s.server.name)) for s in sides),  # type: ignore[arg-type]
-        len([s for s in result["starts"] if s]), cv, evidence.rounds_spread(by_start["rps"]))
+        len([s for s in result["starts"] if s]),
+        cv,
+        evidence.rounds_spread(by_start["rps"]),
+    )
     for metric, figures in result["metrics"].items():
         figures["verdict"] = evidence.verdict_line(intervals[metric], metric, proof)
     metric, why = evidence.headline([records.get(s.server.name) for s in sides])
-    return {**result, "answer": {"metric": metric, "why": why, "verdict": result["metrics"][metric]["verdict"]},
-            "reached": evidence.reached(intervals[metric], proof), "evidence": {
-        "machine_cv": cv, "rounds_spread": proof.rounds_spread, "starts_spread": evidence.starts_spread(by_start["rps"]),
-        "sides": {s.role: {"good": s.good, "errors": s.errors, "loadgen_saturated": s.saturated} for s in proof.sides}}}
+    return {
+        **result,
+        "answer": {"metric": metric, "why": why, "verdict": result["metrics"][metric]["verdict"]},
+        "reached": evidence.reached(intervals[metric], proof),
+        "evidence": {
+            "machine_cv": cv,
+            "rounds_spread": proof.rounds_spread,
+            "starts_spread": evidence.starts_spread(by_start["rps"]),
+            "sides": {
+                s.role: {"good": s.good, "errors": s.errors, "loadgen_saturated": s.saturated} for s in proof.sides
+            },
+        },
+    }
 
 
 def time_text(result: dict[str, Any]) -> str:
@@ -247,10 +293,20 @@ def time_text(result: dict[str, Any]) -> str:
     t, spread = result.get("timing") or {}, result.get("evidence") or {}
     restarts, warmups = sum(t.get("restart_s") or []), sum(t.get("warmup_s") or [])
     rounds = (t.get("round_s") or 0) * result["rounds"]
-    parts = [f"restarts {restarts:.0f} s", f"warm-ups {warmups:.0f} s", f"rounds {rounds:.0f} s",
-             f"of {result['seconds']:g} s"]
-    sds = [f"{name} ±{value:.1%}" for name, value in (("a round's ratio", spread.get("rounds_spread")),
-                                                      ("a start's mean", spread.get("starts_spread"))) if value]
+    parts = [
+        f"restarts {restarts:.0f} s",
+        f"warm-ups {warmups:.0f} s",
+        f"rounds {rounds:.0f} s",
+        f"of {result['seconds']:g} s",
+    ]
+    sds = [
+        f"{name} ±{value:.1%}"
+        for name, value in (
+            ("a round's ratio", spread.get("rounds_spread")),
+            ("a start's mean", spread.get("starts_spread")),
+        )
+        if value
+    ]
     return ", ".join(parts) + (f"; spread: {', '.join(sds)}" if sds else "")
 
 
@@ -260,8 +316,10 @@ def announce(results: list[dict[str, Any]]) -> None:
     if not results:
         warn("nothing was compared")
     for r in results:
-        say(f"{r['scenario']} {r['run']} ({r['rounds']} rounds in {len(r['starts'])} starts, {r['seconds']:g} s; "
-            f"{r['stopped']}):")
+        say(
+            f"{r['scenario']} {r['run']} ({r['rounds']} rounds in {len(r['starts'])} starts, {r['seconds']:g} s; "
+            f"{r['stopped']}):"
+        )
         answer = r.get("answer") or {}
         if answer:
             say(f"  ANSWER, by {paired.METRICS[answer['metric']][1]}: {answer['verdict']}\n    ({answer['why']})")

@@ -110,8 +110,11 @@ class Pair:
         key = (side.server.name, pattern(job.scenario, job.run))
         fresh = key not in self.warmed
         self.warmed.add(key)
-        step = WarmupStep(replace(job, target=side.target), first=fresh,
-                          connections=first_connections(side.server, job.scenario, job.run) if fresh else 0)
+        step = WarmupStep(
+            replace(job, target=side.target),
+            first=fresh,
+            connections=first_connections(side.server, job.scenario, job.run) if fresh else 0,
+        )
         return self.bench.warm_up(step, self.settings.warmup)
 
     def attempt(self, side: Side, job: Job, n: int, position: tuple[int, int]) -> Attempt:
@@ -191,11 +194,18 @@ class Sitting:
             planned = design.replan(budget_s - (self.clock() - began), len(starts), measured, rounds_per_start)
             say(f"  start {len(starts)} done; {planned - len(starts)} more in the time left")
         ex.evaluate()
-        return {"scenario": scenario.name, "run": run.label, "rounds": len(orders), "starts": starts,
-                "rounds_per_start": rounds_per_start, "order": orders, "stopped": stop,
-                "seconds": round(self.clock() - began, 1),
-                "timing": {**timing, "round_s": round(sum(rounds_s) / len(rounds_s), 2) if rounds_s else None},
-                **compare(self.sides, starts)}
+        return {
+            "scenario": scenario.name,
+            "run": run.label,
+            "rounds": len(orders),
+            "starts": starts,
+            "rounds_per_start": rounds_per_start,
+            "order": orders,
+            "stopped": stop,
+            "seconds": round(self.clock() - began, 1),
+            "timing": {**timing, "round_s": round(sum(rounds_s) / len(rounds_s), 2) if rounds_s else None},
+            **compare(self.sides, starts),
+        }
 
     @property
     def other(self) -> str:
@@ -234,7 +244,9 @@ def ratios_by_start(sides: tuple[Side, Side], starts: list[list[int]], metric: s
     return _grouped(base, head, starts)
 
 
-def _grouped(base: dict[int, float | None], head: dict[int, float | None], starts: list[list[int]]) -> list[list[float]]:
+def _grouped(
+    base: dict[int, float | None], head: dict[int, float | None], starts: list[list[int]]
+) -> list[list[float]]:
     """head ÷ base per round, one list per start."""
     return [paired.paired_ratios({n: base[n] for n in rounds if n in base}, head) for rounds in starts]
 
@@ -247,11 +259,16 @@ def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]
         b, h = (per_round(side.attempts, metric) for side in sides)
         both = [(n, bv, hv) for n in sorted(b) if (bv := b[n]) and (hv := h.get(n))]
         interval = paired.grouped_interval(_grouped(b, h, starts))
-        metrics[metric] = {"base": [b[n] for n in sorted(b)], "base_rounds": sorted(b),
-                           "head": [h[n] for n in sorted(h)], "head_rounds": sorted(h),
-                           "ratios": [round(hv / bv, 5) for _, bv, hv in both], "ratio_rounds": [n for n, _, _ in both],
-                           "interval": interval.to_dict() if interval else None,
-                           "verdict": paired.verdict(interval, metric)}
+        metrics[metric] = {
+            "base": [b[n] for n in sorted(b)],
+            "base_rounds": sorted(b),
+            "head": [h[n] for n in sorted(h)],
+            "head_rounds": sorted(h),
+            "ratios": [round(hv / bv, 5) for _, bv, hv in both],
+            "ratio_rounds": [n for n, _, _ in both],
+            "interval": interval.to_dict() if interval else None,
+            "verdict": paired.verdict(interval, metric),
+        }
     return {"metrics": metrics}
 
 
@@ -259,5 +276,7 @@ def progress_line(comparison: dict[str, Any]) -> str:
     interval = comparison["metrics"]["rps"]["interval"]
     if not interval:
         return "head ÷ base req/s: no interval yet"
-    return (f"head ÷ base req/s {interval['ratio']:.3f} ({interval['low']:.3f}–{interval['high']:.3f}), "
-            f"±{interval['half_width'] * 100:.1f} %")
+    return (
+        f"head ÷ base req/s {interval['ratio']:.3f} ({interval['low']:.3f}–{interval['high']:.3f}), "
+        f"±{interval['half_width'] * 100:.1f} %"
+    )

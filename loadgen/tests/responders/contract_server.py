@@ -9,6 +9,7 @@ bad-length (/hello's Content-Length not a number), bad-chunk (/hello chunked, it
 weather-cache (/weather/{city} fetches the upstream's document once and answers from that copy ever after).
 `--start-delay` waits that long before it listens (a server slow to start). One asyncio loop; HTTP/1.0 and 1.1,
 keep-alive and pipelining as the contract says."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,17 @@ import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
 sys.set_int_max_str_digits(0)
-BREAKS = ("body-byte", "content-type", "no-date", "http10-open", "pipeline-order", "tweet-counter", "bad-length",
-          "bad-chunk", "weather-cache")
+BREAKS = (
+    "body-byte",
+    "content-type",
+    "no-date",
+    "http10-open",
+    "pipeline-order",
+    "tweet-counter",
+    "bad-length",
+    "bad-chunk",
+    "weather-cache",
+)
 
 
 class Contract:
@@ -37,8 +47,9 @@ class Contract:
         if self.cached is None or self.broken != "weather-cache":
             self.cached = await asyncio.to_thread(lambda: urllib.request.urlopen(self.upstream, timeout=5).read())
         document = json.loads(self.cached)
-        body = json.dumps({"code": document["weather"][0]["id"], "temp": int(document["main"]["temp"])},
-                          separators=(",", ":"))
+        body = json.dumps(
+            {"code": document["weather"][0]["id"], "temp": int(document["main"]["temp"])}, separators=(",", ":")
+        )
         return 200, "application/json", body.encode()
 
     def answer(self, target: str) -> tuple[int, str, bytes]:
@@ -55,8 +66,9 @@ class Contract:
         if url.path == "/v1/tweets":
             if self.broken != "tweet-counter":
                 self.tweets += 1
-            body = json.dumps([{"id": self.tweets, "author": "author1", "content": "Hello, World!"}],
-                              separators=(",", ":"))
+            body = json.dumps(
+                [{"id": self.tweets, "author": "author1", "content": "Hello, World!"}], separators=(",", ":")
+            )
             return 200, "application/json", body.encode()
         if url.path in ("/factorial", "/fibonacci"):
             limit = 5000 if url.path == "/factorial" else 45
@@ -112,8 +124,12 @@ async def serve(contract: Contract, reader: asyncio.StreamReader, writer: asynci
                 keep = headers.get("connection", "").lower()
                 http10 = parts[2] == "HTTP/1.0"
                 status, kind, body = await contract.respond(parts[1])
-                out = [f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}", f"Content-Type: {kind}",
-                       f"Content-Length: {len(body)}", "Server: contract-server"]
+                out = [
+                    f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}",
+                    f"Content-Type: {kind}",
+                    f"Content-Length: {len(body)}",
+                    "Server: contract-server",
+                ]
                 body = broken_framing(contract.broken, parts[1], out, body)
                 if contract.broken != "no-date":
                     out.append("Date: " + email.utils.formatdate(usegmt=True))
@@ -146,8 +162,9 @@ async def main() -> None:
     args = parser.parse_args()
     await asyncio.sleep(args.start_delay)
     contract = Contract(args.name, args.broken, args.upstream)
-    server = await asyncio.start_server(lambda r, w: serve(contract, r, w), "127.0.0.1", args.port, backlog=4096,
-                                        reuse_address=True)
+    server = await asyncio.start_server(
+        lambda r, w: serve(contract, r, w), "127.0.0.1", args.port, backlog=4096, reuse_address=True
+    )
     async with server:
         await server.serve_forever()
 

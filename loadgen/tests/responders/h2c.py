@@ -12,6 +12,7 @@ One thread per connection. --break breaks one rule of the contract:
                 a request alone is answered right (the responder waits 100 ms for company before answering)
   stall         answers for 0.5 s from its first request, then never again (the connections stay open)
 """
+
 import argparse
 import email.utils
 import math
@@ -150,8 +151,12 @@ class Connection:
         self.flush()
 
     def respond(self, stream_id: int, status: int, ctype: str, body: bytes) -> None:
-        headers = [(":status", str(status)), ("server", "h2c-responder"), ("content-type", ctype),
-                   ("content-length", str(len(body)))]
+        headers = [
+            (":status", str(status)),
+            ("server", "h2c-responder"),
+            ("content-type", ctype),
+            ("content-length", str(len(body))),
+        ]
         if self.app.broken != "date":
             headers.append(("date", email.utils.formatdate(usegmt=True)))
         self.conn.send_headers(stream_id, headers)

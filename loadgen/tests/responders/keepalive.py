@@ -1,6 +1,7 @@
 """A small keep-alive HTTP/1.1 responder for tests: `python keepalive.py PORT [DELAY_MS [PATH]]` answers every GET with
 "ok" after DELAY_MS (default 0), one thread per connection; with PATH, only requests of that path are delayed (a
 request mix's slow route). Tests stall it from outside (SIGSTOP/SIGCONT)."""
+
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -3,6 +3,7 @@ probe (harness/probe/) the way the RFCs prefer, so the suite can be shown to pas
 FAULTS named, it gets chosen things wrong so the suite can be shown to find exactly those.
 
 `python strict_http11.py PORT [FAULT...]` serves on 127.0.0.1:PORT; tests start it in a thread (`serve`)."""
+
 from __future__ import annotations
 
 import re
@@ -14,12 +15,15 @@ import threading
 TCHAR = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
 REQUEST_LINE = re.compile(rb"(" + TCHAR + rb"+) (\S+) HTTP/(\d)\.(\d)")
 FIELD_LINE = re.compile(rb"(" + TCHAR + rb"+):[ \t]*((?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?)[ \t]*")
-ORIGIN_FORM = re.compile(rb"/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*(?:\?(?:[A-Za-z0-9\-._~!$&'()*+,;="
-                         rb":@/?]|%[0-9A-Fa-f]{2})*)?")
+ORIGIN_FORM = re.compile(
+    rb"/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*(?:\?(?:[A-Za-z0-9\-._~!$&'()*+,;="
+    rb":@/?]|%[0-9A-Fa-f]{2})*)?"
+)
 ABSOLUTE_FORM = re.compile(rb"http://([A-Za-z0-9\-._~]+(?::\d*)?)(/.*)?")
 HOST_VALUE = re.compile(rb"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*(?::\d*)?|\[[0-9A-Fa-f:.]+\](?::\d*)?")
-CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})((?:[ \t]*;[ \t]*" + TCHAR + rb"+(?:[ \t]*=[ \t]*(?:" + TCHAR +
-                        rb'+|"[^"\\\r\n]*"))?)*)')
+CHUNK_LINE = re.compile(
+    rb"([0-9A-Fa-f]{1,16})((?:[ \t]*;[ \t]*" + TCHAR + rb"+(?:[ \t]*=[ \t]*(?:" + TCHAR + rb'+|"[^"\\\r\n]*"))?)*)'
+)
 METHODS = {b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"OPTIONS", b"TRACE", b"CONNECT", b"PATCH"}
 MAX_HEAD = 65_536
 MAX_BODY = 1 << 20
@@ -72,11 +76,11 @@ class Connection:
         while True:
             self.buffer = self.buffer.lstrip(b"\r\n") if re.match(rb"(\r?\n)+", self.buffer) else self.buffer
             end = self.buffer.find(b"\r\n\r\n")
-            check_prefix(self.buffer if end < 0 else self.buffer[:end + 2])
+            check_prefix(self.buffer if end < 0 else self.buffer[: end + 2])
             if end >= 0:
                 break
             self.more()
-        head, self.buffer = self.buffer[:end], self.buffer[end + 4:]
+        head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
         method, target, minor, fields = self.parse_head(head)
         body_length = self.read_body(fields, minor)
         close = minor == 0 and b"keep-alive" not in fields.get(b"connection", [b""])[0].lower()
@@ -104,8 +108,12 @@ class Connection:
             fields.setdefault(field.group(1).lower(), []).append(field.group(2))
         if method not in METHODS:
             raise Reject(501)
-        return method, check_target(method, target, fields, int(minor) if major == b"1" else 1, self.faults), \
-            int(minor) if major == b"1" else 1, fields
+        return (
+            method,
+            check_target(method, target, fields, int(minor) if major == b"1" else 1, self.faults),
+            int(minor) if major == b"1" else 1,
+            fields,
+        )
 
     def read_body(self, fields: dict[bytes, list[bytes]], minor: int) -> int | str:
         codings = fields.get(b"transfer-encoding")
@@ -131,9 +139,9 @@ class Connection:
             size = self.chunk_size()
             while len(self.buffer) < size + 2:
                 self.more()
-            if self.buffer[size:size + 2] != b"\r\n":
+            if self.buffer[size : size + 2] != b"\r\n":
                 raise Reject(400)
-            self.buffer = self.buffer[size + 2:]
+            self.buffer = self.buffer[size + 2 :]
             if size == 0:
                 return
 
@@ -165,17 +173,28 @@ class Connection:
         return size
 
     def answer(self, status: int, body: bytes, close: bool, keep_alive: bool = False) -> None:
-        head = [b"HTTP/1.1 %d %s" % (status, REASONS.get(status, b"Status")), b"Content-Length: %d" % len(body),
-                b"Content-Type: text/plain"]
+        head = [
+            b"HTTP/1.1 %d %s" % (status, REASONS.get(status, b"Status")),
+            b"Content-Length: %d" % len(body),
+            b"Content-Type: text/plain",
+        ]
         head += [b"Connection: close"] if close else [b"Connection: keep-alive"] if keep_alive else []
         self.sock.sendall(b"\r\n".join(head) + b"\r\n\r\n" + body)
         if close:
             self.sock.shutdown(socket.SHUT_WR)
 
 
-REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 413: b"Content Too Large", 414: b"URI Too Long",
-           417: b"Expectation Failed", 431: b"Request Header Fields Too Large", 501: b"Not Implemented",
-           505: b"HTTP Version Not Supported"}
+REASONS = {
+    200: b"OK",
+    400: b"Bad Request",
+    404: b"Not Found",
+    413: b"Content Too Large",
+    414: b"URI Too Long",
+    417: b"Expectation Failed",
+    431: b"Request Header Fields Too Large",
+    501: b"Not Implemented",
+    505: b"HTTP Version Not Supported",
+}
 
 
 def check_prefix(head: bytes) -> None:
@@ -193,8 +212,9 @@ def check_prefix(head: bytes) -> None:
         raise Reject(431)
 
 
-def check_target(method: bytes, target: bytes, fields: dict[bytes, list[bytes]], minor: int,
-                 faults: frozenset[str]) -> bytes:
+def check_target(
+    method: bytes, target: bytes, fields: dict[bytes, list[bytes]], minor: int, faults: frozenset[str]
+) -> bytes:
     """The target's path, once the target and Host are seen to be valid together."""
     hosts = fields.get(b"host", [])
     if len(hosts) > 1 or (minor >= 1 and not hosts and "host-optional" not in faults):

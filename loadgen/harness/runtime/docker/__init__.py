@@ -26,6 +26,7 @@ API, the cgroup counters), images.py, transfer.py (images sent to a host), compo
 process.py (a tool in the loadgen container), by_hand.py (`python -m harness.runtime.docker
 compose-file|images|env|down|clean`, the Makefile's docker targets).
 """
+
 from __future__ import annotations
 
 from harness.runtime.docker.engine import compose_command, engine_answers

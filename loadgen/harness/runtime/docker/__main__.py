@@ -1,4 +1,5 @@
 """`python -m harness.runtime.docker ...`: the Makefile's docker targets (see cli.py)."""
+
 import sys
 
 from harness.runtime.docker.by_hand import main

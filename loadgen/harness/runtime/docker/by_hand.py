@@ -1,4 +1,5 @@
 """`python -m harness.runtime.docker compose-file|images|env|down|clean`: what the Makefile's docker targets run."""
+
 from __future__ import annotations
 
 import shlex
@@ -45,8 +46,20 @@ def main(argv: list[str]) -> int:
             runtime.prepare()
             runtime.compose_run("down", "--remove-orphans", "-t", str(STOP_GRACE_S), timeout=STOP_GRACE_S + 120)
             if command == "clean":  # the server images; the base images (bench/*:bookworm) stay
-                images = run_cli(["docker", "images", "--filter", "reference=bench/server-*", "--format",
-                                  "{{.Repository}}:{{.Tag}}"]).stdout.decode().split()
+                images = (
+                    run_cli(
+                        [
+                            "docker",
+                            "images",
+                            "--filter",
+                            "reference=bench/server-*",
+                            "--format",
+                            "{{.Repository}}:{{.Tag}}",
+                        ]
+                    )
+                    .stdout.decode()
+                    .split()
+                )
                 if images:
                     run_cli(["docker", "rmi", *images])
                 say(f"removed {len(images)} server image(s); base images kept")

@@ -1,6 +1,7 @@
 """docker-compose.yml, rendered from the servers' manifests as `Service`s (service.py: the description the several-hosts
 path starts with `docker run`), and the variables it reads. Rendering is pure (unit tested); every machine-dependent
 value (CPU sets, ports, open-file limit) comes from `compose_env` at each call."""
+
 from __future__ import annotations
 
 import os
@@ -67,27 +68,53 @@ def default_upstream_url(servers: dict[str, Server]) -> str:
 def server_entry(server: Server, servers: dict[str, Server]) -> Service:
     """A server as docker-compose.yml describes it: each value the harness sets per call a variable."""
     role = role_of(server)
-    values = {"host": "127.0.0.1", "port": f"${{{port_var(server)}:-{server.port}}}",
-              "cores": f"${{BENCH_{role.upper()}_CORES:?{NEED}}}",
-              "upstream_url": f"${{BENCH_UPSTREAM_URL:-{default_upstream_url(servers)}}}",
-              "h2c_port": f"${{{h2c_port_var(server)}:-{server.h2c_port}}}" if server.h2c_port else ""}
-    args = {"host": "127.0.0.1", "port": f"${{{port_var(server)}}}", "cores": f"${{BENCH_{role.upper()}_CORES}}",
-            "upstream_url": "${BENCH_UPSTREAM_URL}"}
-    mounts = [Mount(f"./{server.folder.name}/{m}", f"{app_dir(server)}/{m}", read_only=True)
-              for m in static_mounts(server)]
-    return server_service(server, values, args=args, literal=lambda text: text.replace("$", "$$"),
-                          **role_cpus(role), memory=f"${{{memory_var(server)}:-{SERVER_MEMORY}}}", mounts=mounts,
-                          notes={"volumes": "served from the host's filesystem: bind-mounted, not copied into the image"})
+    values = {
+        "host": "127.0.0.1",
+        "port": f"${{{port_var(server)}:-{server.port}}}",
+        "cores": f"${{BENCH_{role.upper()}_CORES:?{NEED}}}",
+        "upstream_url": f"${{BENCH_UPSTREAM_URL:-{default_upstream_url(servers)}}}",
+        "h2c_port": f"${{{h2c_port_var(server)}:-{server.h2c_port}}}" if server.h2c_port else "",
+    }
+    args = {
+        "host": "127.0.0.1",
+        "port": f"${{{port_var(server)}}}",
+        "cores": f"${{BENCH_{role.upper()}_CORES}}",
+        "upstream_url": "${BENCH_UPSTREAM_URL}",
+    }
+    mounts = [
+        Mount(f"./{server.folder.name}/{m}", f"{app_dir(server)}/{m}", read_only=True) for m in static_mounts(server)
+    ]
+    return server_service(
+        server,
+        values,
+        args=args,
+        literal=lambda text: text.replace("$", "$$"),
+        **role_cpus(role),
+        memory=f"${{{memory_var(server)}:-{SERVER_MEMORY}}}",
+        mounts=mounts,
+        notes={"volumes": "served from the host's filesystem: bind-mounted, not copied into the image"},
+    )
 
 
 def loadgen_entry() -> Service:
-    mounts = [Mount("./", CONTAINER_REPO, read_only=True, note="wrk's report script"),
-              Mount("${BENCH_RESULTS:-./results}", f"{CONTAINER_REPO}/results",
-                    note="ab's percentile files, next to the outputs")]
-    return loadgen_service(role_cpus("loadgen")["cpuset"], f"${{BENCH_LOADGEN_USER:-{IMAGE_USER}}}", mounts,
-                           notes={"cpuset": "its own CPUs; no CPU quota on the load generator",
-                                  "user": "the host user, so result files are theirs (root: bench)",
-                                  "init": "an init as PID 1: stops at once"})
+    mounts = [
+        Mount("./", CONTAINER_REPO, read_only=True, note="wrk's report script"),
+        Mount(
+            "${BENCH_RESULTS:-./results}",
+            f"{CONTAINER_REPO}/results",
+            note="ab's percentile files, next to the outputs",
+        ),
+    ]
+    return loadgen_service(
+        role_cpus("loadgen")["cpuset"],
+        f"${{BENCH_LOADGEN_USER:-{IMAGE_USER}}}",
+        mounts,
+        notes={
+            "cpuset": "its own CPUs; no CPU quota on the load generator",
+            "user": "the host user, so result files are theirs (root: bench)",
+            "init": "an init as PID 1: stops at once",
+        },
+    )
 
 
 def _scalar(key: str, value: str, note: str = "", indent: str = "    ") -> str:
@@ -98,9 +125,16 @@ def entry(key: str, service: Service, merge: str, given: dict[str, str]) -> list
     """A service of the file: it merges the anchor `merge` and writes what that anchor does not `given` it."""
     s, notes = service, service.notes
     lines = [f"  {key}:", f"    <<: *{merge}"]
-    for name, value in (("image", s.image), ("container_name", s.name), ("cpuset", s.cpuset), ("cpus", s.cpus),
-                        ("mem_limit", s.memory), ("user", s.user), ("init", "true" if s.init else ""),
-                        ("working_dir", s.working_dir)):
+    for name, value in (
+        ("image", s.image),
+        ("container_name", s.name),
+        ("cpuset", s.cpuset),
+        ("cpus", s.cpus),
+        ("mem_limit", s.memory),
+        ("user", s.user),
+        ("init", "true" if s.init else ""),
+        ("working_dir", s.working_dir),
+    ):
         if value and given.get(name) != value:
             lines.append(_scalar(name, value, notes.get(name, "")))
     lines.append(f"    command: [{', '.join(quoted(a) for a in s.command)}]")
@@ -108,8 +142,10 @@ def entry(key: str, service: Service, merge: str, given: dict[str, str]) -> list
         if mapping:
             lines += [f"    {name}:", *(f"      {k}: {quoted(v)}" for k, v in mapping.items())]
     if s.mounts:
-        lines += ["    volumes:" + (f"  # {notes['volumes']}" if notes.get("volumes") else ""),
-                  *(f"      - {m.spec}" + (f"  # {m.note}" if m.note else "") for m in s.mounts)]
+        lines += [
+            "    volumes:" + (f"  # {notes['volumes']}" if notes.get("volumes") else ""),
+            *(f"      - {m.spec}" + (f"  # {m.note}" if m.note else "") for m in s.mounts),
+        ]
     return lines
 
 
@@ -122,7 +158,7 @@ def render_compose(servers: dict[str, Server]) -> str:
         "# The harness drives it (`docker compose` or `docker-compose`, -p bench) and sets every machine-dependent value in",
         "# the environment of each call: CPU sets and counts from its CPU plan (CPUS_SERVER etc. override), ports (PORTS),",
         "# the open-file limit, the results folder. It builds the images first (docker/, `make docker-images`): the family",
-        "# runtimes bench/<family>:bookworm plus exactly the artifacts of `make build`. By hand: eval \"$(make -s docker-env)\".",
+        '# runtimes bench/<family>:bookworm plus exactly the artifacts of `make build`. By hand: eval "$(make -s docker-env)".',
         "#",
         "# Every service uses the host's network and listens on 127.0.0.1: no bridge network, load never goes to a bridge",
         "# address. Servers run as the unprivileged user `bench` (the loadgen as that user or the harness's), every service",
@@ -136,7 +172,12 @@ def render_compose(servers: dict[str, Server]) -> str:
         *("  " + line for compose_lines, _ in limits("${BENCH_NOFILE:-20000}") for line in compose_lines.split("\n")),
     ]
     for role in ("server", "upstream"):
-        lines += ["", f"x-{role}: &{role}", "  <<: *limits", *(_scalar(k, v, indent="  ") for k, v in role_cpus(role).items())]
+        lines += [
+            "",
+            f"x-{role}: &{role}",
+            "  <<: *limits",
+            *(_scalar(k, v, indent="  ") for k, v in role_cpus(role).items()),
+        ]
     lines += [
         "",
         "services:",
@@ -169,21 +210,24 @@ def ensure_compose_file(servers: dict[str, Server] | None = None, path: Path = C
     return True
 
 
-def compose_env(plan: CpuPlan, overrides: dict[str, str] | None = None,
-                servers: dict[str, Server] | None = None) -> dict[str, str]:
+def compose_env(
+    plan: CpuPlan, overrides: dict[str, str] | None = None, servers: dict[str, Server] | None = None
+) -> dict[str, str]:
     """The variables docker-compose.yml reads: every role's CPU set from the plan, then `overrides`. `servers`: the
     manifests (default: discovered), for the upstream's default URL."""
     env = {}
     for role, cpus in (("server", plan.server), ("upstream", plan.upstream), ("loadgen", plan.loadgen)):
         env.update(cpu_vars(role, list(cpus)))
     uid, gid = os.getuid(), os.getgid()
-    env.update({
-        "BENCH_NOFILE": str(nofile_limit()),
-        "BENCH_RESULTS": str(RESULTS),
-        "BENCH_LOADGEN_USER": f"{uid}:{gid}" if uid != 0 else IMAGE_USER,
-        "BENCH_UPSTREAM_URL": os.environ.get("BENCH_UPSTREAM_URL") or default_upstream_url(servers or discover()),
-        "COMPOSE_PROJECT_NAME": PROJECT,
-    })
+    env.update(
+        {
+            "BENCH_NOFILE": str(nofile_limit()),
+            "BENCH_RESULTS": str(RESULTS),
+            "BENCH_LOADGEN_USER": f"{uid}:{gid}" if uid != 0 else IMAGE_USER,
+            "BENCH_UPSTREAM_URL": os.environ.get("BENCH_UPSTREAM_URL") or default_upstream_url(servers or discover()),
+            "COMPOSE_PROJECT_NAME": PROJECT,
+        }
+    )
     env.update(overrides or {})
     return env
 
@@ -191,5 +235,8 @@ def compose_env(plan: CpuPlan, overrides: dict[str, str] | None = None,
 def cpu_vars(role: str, cpus: list[int]) -> dict[str, str]:
     """A role's (server, upstream, loadgen) CPU set, quota and core count, as the file's variables."""
     name = role.upper()
-    return {f"BENCH_{name}_CPUSET": format_cpus(cpus), f"BENCH_{name}_CPUS": str(len(cpus)),
-            f"BENCH_{name}_CORES": str(len(cpus))}
+    return {
+        f"BENCH_{name}_CPUSET": format_cpus(cpus),
+        f"BENCH_{name}_CPUS": str(len(cpus)),
+        f"BENCH_{name}_CORES": str(len(cpus)),
+    }

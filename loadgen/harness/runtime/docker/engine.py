@@ -1,5 +1,6 @@
 """The Docker engine and Compose as the harness calls them: their command lines, whether an engine answers, and what
 it reports about containers and images (read back from the engine and the kernel, never assumed)."""
+
 from __future__ import annotations
 
 import json
@@ -14,18 +15,23 @@ from harness.config.host_roles import check_docker_host
 from harness.runtime.protocol import RuntimeFailure, indent
 
 
-def run_cli(argv: list[str], timeout: float = 120, env: dict | None = None, input: bytes | None = None,
-            check: bool = True) -> subprocess.CompletedProcess:
+def run_cli(
+    argv: list[str], timeout: float = 120, env: dict | None = None, input: bytes | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
     """A docker or compose command; unless `check` is off, a failure raises RuntimeFailure with the end of its output."""
     try:
         proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=env, input=input)
     except FileNotFoundError as exc:
-        raise RuntimeFailure(f"{argv[0]} is not installed: make setup-docker (apt-get install docker.io docker-compose)") from exc
+        raise RuntimeFailure(
+            f"{argv[0]} is not installed: make setup-docker (apt-get install docker.io docker-compose)"
+        ) from exc
     except subprocess.TimeoutExpired as exc:
         raise RuntimeFailure(f"`{shlex.join(argv)}` did not finish within {timeout:g} s") from exc
     if check and proc.returncode != 0:
         output = (proc.stdout + proc.stderr).decode(errors="replace").strip()
-        raise RuntimeFailure(f"`{shlex.join(argv)}` failed (exit {proc.returncode}):\n" + indent(output[-3000:] or "(no output)"))
+        raise RuntimeFailure(
+            f"`{shlex.join(argv)}` failed (exit {proc.returncode}):\n" + indent(output[-3000:] or "(no output)")
+        )
     return proc
 
 
@@ -36,8 +42,9 @@ def engine_answers(timeout: float = 10) -> tuple[bool, str]:
     if not shutil.which("docker"):
         return False, "the docker command is not installed"
     try:
-        proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return False, f"`docker info` did not answer within {timeout:g} s"
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -56,8 +63,10 @@ def compose_command() -> list[str]:
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
-    raise RuntimeFailure("neither `docker compose` (v2) nor `docker-compose` (v1) is installed: "
-                        "make setup-docker (apt-get install docker-compose)")
+    raise RuntimeFailure(
+        "neither `docker compose` (v2) nor `docker-compose` (v1) is installed: "
+        "make setup-docker (apt-get install docker-compose)"
+    )
 
 
 def inspect(container: str, where: list[str] | tuple = ()) -> dict | None:
@@ -71,8 +80,11 @@ def inspect(container: str, where: list[str] | tuple = ()) -> dict | None:
 
 def image_labels(image: str, where: list[str] | tuple = ()) -> dict | None:
     """An image's labels and its id ("id"), None when the engine has no such image."""
-    proc = run_cli(["docker", *where, "image", "inspect", "--format", "{{json .Config.Labels}} {{.Id}}", image],
-                   check=False, timeout=30)
+    proc = run_cli(
+        ["docker", *where, "image", "inspect", "--format", "{{json .Config.Labels}} {{.Id}}", image],
+        check=False,
+        timeout=30,
+    )
     if proc.returncode != 0:
         return None
     labels, _, image_id = proc.stdout.decode().strip().rpartition(" ")
@@ -95,8 +107,13 @@ def container_log(container: str, lines: int = 15, where: list[str] | tuple = ()
 def follow_log(container: str, path: str, where: list[str] | tuple = ()) -> subprocess.Popen:
     """The container's output appended to `path` as it comes (like a local server's log), until it ends."""
     with open(path, "ab") as log:
-        return subprocess.Popen(["docker", *where, "logs", "-f", container], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            ["docker", *where, "logs", "-f", container],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
 
 def allowed_cpus(pid: int) -> list[int]:
@@ -111,10 +128,18 @@ def container_facts(c: dict, allowed: list[int]) -> dict:
     """A container's CPU set, quota, memory, open-file limit, network and image as the engine applied them (`c`: its
     `docker inspect`), and `allowed`, the CPUs its main process may run on as the kernel says."""
     host = c["HostConfig"]
-    return {"container": c["Name"].lstrip("/"), "image": c["Config"]["Image"], "image_id": c["Image"],
-            "cpuset": host["CpusetCpus"], "cpus": host["NanoCpus"] / 1e9 or None, "allowed_cpus": allowed,
-            "memory_bytes": host["Memory"] or None, "ulimits": host.get("Ulimits"), "network_mode": host["NetworkMode"],
-            "user": c["Config"].get("User")}
+    return {
+        "container": c["Name"].lstrip("/"),
+        "image": c["Config"]["Image"],
+        "image_id": c["Image"],
+        "cpuset": host["CpusetCpus"],
+        "cpus": host["NanoCpus"] / 1e9 or None,
+        "allowed_cpus": allowed,
+        "memory_bytes": host["Memory"] or None,
+        "ulimits": host.get("Ulimits"),
+        "network_mode": host["NetworkMode"],
+        "user": c["Config"].get("User"),
+    }
 
 
 def compose_version(compose: list[str]) -> str:

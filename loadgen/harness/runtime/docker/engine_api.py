@@ -6,6 +6,7 @@ Why the API and not `docker stats`: the CLI prints a percentage averaged over it
 CPU time, so an attempt's CPU seconds could not be taken from it. `GET /containers/<id>/stats?one-shot=true` returns
 the cgroup's counters as they are at that moment (cpu_stats.cpu_usage.total_usage, nanoseconds), read by the engine
 from the kernel: nothing runs inside the measured container."""
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,13 @@ class EngineApi:
 
     def __init__(self, docker_args: list[str], where: str, timeout_s: float | None = None):
         self.where, self.timeout_s = where, timeout_s or TIMEOUT_S
-        self._proc = subprocess.Popen(["docker", *docker_args, "system", "dial-stdio"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      start_new_session=True)
+        self._proc = subprocess.Popen(
+            ["docker", *docker_args, "system", "dial-stdio"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self._reader = DeadlineReader(self._proc.stdout.fileno())
         self._lock = threading.Lock()
 
@@ -45,14 +50,17 @@ class EngineApi:
                 status, body = _read_response(self._reader, time.monotonic() + self.timeout_s)
             except TimeoutError:
                 self.close()  # half an answer may still come: the connection cannot be used again
-                raise RuntimeFailure(f"the Docker engine of {self.where} did not answer GET {path} within "
-                                    f"{self.timeout_s:g} s") from None
+                raise RuntimeFailure(
+                    f"the Docker engine of {self.where} did not answer GET {path} within {self.timeout_s:g} s"
+                ) from None
             except (BrokenPipeError, ValueError) as exc:
                 self.close()
                 raise RuntimeFailure(f"the connection to the Docker engine of {self.where} broke: {exc}") from None
         if status != 200:
-            raise RuntimeFailure(f"the Docker engine of {self.where} answered {status} to GET {path}: "
-                                f"{body[:200].decode(errors='replace')}")
+            raise RuntimeFailure(
+                f"the Docker engine of {self.where} answered {status} to GET {path}: "
+                f"{body[:200].decode(errors='replace')}"
+            )
         return json.loads(body)
 
     def close(self) -> None:
@@ -174,8 +182,9 @@ class EngineStatsSampler:
             self._cpu1 = self._read()
         except (RuntimeFailure, OSError, ValueError) as exc:  # a stalled engine, a container that died
             self.error = str(exc)
-            raise RuntimeFailure(f"the CPU counter of {self.container} could not be read at the load's end: {exc}") \
-                from None
+            raise RuntimeFailure(
+                f"the CPU counter of {self.container} could not be read at the load's end: {exc}"
+            ) from None
         finally:
             self._api.close()
         return self.result()
@@ -187,5 +196,7 @@ class EngineStatsSampler:
 
     def result(self, cpu_s: float | None = None) -> dict:
         cpu = self._cpu1 - self._cpu0 if cpu_s is None else cpu_s
-        return {**usage(self.cores, cpu, self.wall_s, self.peak, self.timeline),
-                "source": f"engine cgroup counters ({self.where})"}
+        return {
+            **usage(self.cores, cpu, self.wall_s, self.peak, self.timeline),
+            "source": f"engine cgroup counters ({self.where})",
+        }

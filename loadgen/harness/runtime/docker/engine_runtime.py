@@ -5,6 +5,7 @@ HostsRuntime, HOSTS=...) start them with `docker run` on each role's engine. Bot
 service.py's Service. Everything else is here, once: what a killed run left removed, a server's container started,
 its CPU set read back, its death as the engine tells it, its log, stopping it, the loadgen container's life, the
 tools' versions, what the records show of a container."""
+
 from __future__ import annotations
 
 import atexit
@@ -124,9 +125,11 @@ class EngineRuntime:
             name = info["Name"].lstrip("/")
             shown = dict.fromkeys([self._owner()[0], "bench.checkout"])  # which checkout, which harness
             origin = ", ".join(f"{k}={labels[k]}" for k in shown if k in labels)
-            raise RuntimeFailure(f"cannot start {what}: the container {name}{place.on} is running from another "
-                                f"checkout or harness machine ({origin or 'unknown'}); stop it there (make down) or: "
-                                f"{shlex.join(['docker', *place.args, 'rm', '-f', name])}")
+            raise RuntimeFailure(
+                f"cannot start {what}: the container {name}{place.on} is running from another "
+                f"checkout or harness machine ({origin or 'unknown'}); stop it there (make down) or: "
+                f"{shlex.join(['docker', *place.args, 'rm', '-f', name])}"
+            )
 
     def _kernel_cpus(self, container: str, pid: int, place: Place) -> list[int]:
         """The CPUs the kernel lets the container's main process run on, as its /proc/1/status says ([]: unread)."""
@@ -134,8 +137,9 @@ class EngineRuntime:
         return list(parse_cpus(proc.stdout.decode().partition(":")[2].strip())) if proc.returncode == 0 else []
 
     # the engines ---------------------------------------------------------------------------------------------------
-    def docker(self, place: Place, *args: str, timeout: float = 120, check: bool = True,
-               input: bytes | None = None) -> subprocess.CompletedProcess:
+    def docker(
+        self, place: Place, *args: str, timeout: float = 120, check: bool = True, input: bytes | None = None
+    ) -> subprocess.CompletedProcess:
         return run_cli(["docker", *place.args, *args], timeout=timeout, check=check, input=input)
 
     def places(self) -> list[Place]:
@@ -165,12 +169,15 @@ class EngineRuntime:
         known = {e.container for e in State().load().values() if e.runtime == self.name}
         key, value = self._owner()
         for place in self.places():
-            proc = self.docker(place, "ps", "-a", "--filter", f"label={key}={value}", "--format",
-                               "{{.Names}}", check=False, timeout=30)
+            proc = self.docker(
+                place, "ps", "-a", "--filter", f"label={key}={value}", "--format", "{{.Names}}", check=False, timeout=30
+            )
             for name in proc.stdout.decode().split():
                 if name not in known:
-                    warn(f"removing the leftover container {name}{place.on} (not in the harness's state: a run that "
-                         f"was killed?)")
+                    warn(
+                        f"removing the leftover container {name}{place.on} (not in the harness's state: a run that "
+                        f"was killed?)"
+                    )
                     self.docker(place, "rm", "-f", "-v", name, check=False)
 
     def _remove_leftover(self, server: Server, place: Place) -> None:
@@ -201,11 +208,22 @@ class EngineRuntime:
             said = container_log(name, where=place.args) if inspect(name, place.args) else "    (no container)"
             self.docker(place, "rm", "-f", "-v", name, check=False)
             raise RuntimeFailure(f"cannot start {server.name}{place.on}: {exc}\n  its log:\n{said}") from None
-        running = RunningServer(name=server.name, host=place.address, port=port, cpus=list(cpus), pid=pid,
-                                log=str(log), started_at=time.time(), startup_s=0.0, runtime=self.name, container=name,
-                                pid_created=process_create_time(pid) if pid else None, engine=place.endpoint,
-                                pid_start=None if self.remote else kernel_start(pid),
-                                h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None)
+        running = RunningServer(
+            name=server.name,
+            host=place.address,
+            port=port,
+            cpus=list(cpus),
+            pid=pid,
+            log=str(log),
+            started_at=time.time(),
+            startup_s=0.0,
+            runtime=self.name,
+            container=name,
+            pid_created=process_create_time(pid) if pid else None,
+            engine=place.endpoint,
+            pid_start=None if self.remote else kernel_start(pid),
+            h2c_port=int(env["H2C_PORT"]) if env.get("H2C_PORT") else None,
+        )
         self._followers[server.name] = follow_log(name, running.log, place.args)
         return await_start(self, server, running, started, lambda: self._applied_cpus(running, cpus), listed)
 
@@ -217,8 +235,10 @@ class EngineRuntime:
         configured = info.get("HostConfig", {}).get("CpusetCpus", "")
         applied = self._kernel_cpus(running.container, running.pid, place)
         if sorted(parse_cpus(configured)) != sorted(asked) or (applied and sorted(applied) != sorted(asked)):
-            raise RuntimeFailure(f"{running.name}: asked for CPU {format_cpus(asked)}{place.on}, the container has "
-                                f"cpuset {configured!r} and its process may run on CPU {format_cpus(applied)}")
+            raise RuntimeFailure(
+                f"{running.name}: asked for CPU {format_cpus(asked)}{place.on}, the container has "
+                f"cpuset {configured!r} and its process may run on CPU {format_cpus(applied)}"
+            )
         return applied or list(asked)
 
     def alive(self, running: RunningServer) -> bool:
@@ -238,9 +258,14 @@ class EngineRuntime:
             return None
         place = self.place_of(running)
         settle_by = time.monotonic() + ENGINE_SETTLE_S
-        while ((info := inspect(running.container, place.args)) and time.monotonic() < settle_by
-               and ((info["State"]["Running"] and info["State"]["Pid"] == running.pid)
-                    or info["State"]["Status"] in ("created", "restarting"))):
+        while (
+            (info := inspect(running.container, place.args))
+            and time.monotonic() < settle_by
+            and (
+                (info["State"]["Running"] and info["State"]["Pid"] == running.pid)
+                or info["State"]["Status"] in ("created", "restarting")
+            )
+        ):
             time.sleep(0.1)
         if info and _engine_runs(info, running):
             return None  # it runs, or the engine insists it does
@@ -258,15 +283,24 @@ class EngineRuntime:
         proc = self.docker(self.place_of(running), "pause" if asleep else "unpause", running.container, check=False)
         if asleep and proc.returncode != 0:
             said = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
-            warn(f"could not freeze {running.name}{self.place_of(running).on} between its turns: "
-                 f"{said[-1] if said else 'docker pause failed'}; it stays awake while the others are measured")
+            warn(
+                f"could not freeze {running.name}{self.place_of(running).on} between its turns: "
+                f"{said[-1] if said else 'docker pause failed'}; it stays awake while the others are measured"
+            )
 
     def log_tail(self, running: RunningServer, lines: int = 15) -> str:
         return container_log(running.container, lines, self.place_of(running).args)
 
     def pin(self, running: RunningServer, cpus: list[int]) -> None:
-        self.docker(self.place_of(running), "update", "--cpuset-cpus", format_cpus(cpus), "--cpus", str(len(cpus)),
-                    running.container)
+        self.docker(
+            self.place_of(running),
+            "update",
+            "--cpuset-cpus",
+            format_cpus(cpus),
+            "--cpus",
+            str(len(cpus)),
+            running.container,
+        )
         running.cpus = self._applied_cpus(running, cpus)
 
     def stop(self, running: RunningServer) -> None:
@@ -312,8 +346,22 @@ class EngineRuntime:
             return
         place, (key, value), ours = self.place("loadgen"), self._owner(), [container_name(LOADGEN)]
         if self.remote:
-            ours = self.docker(place, "ps", "-a", "-q", "--filter", f"name=^/?{ours[0]}$", "--filter",
-                               f"label={key}={value}", check=False, timeout=30).stdout.decode().split()
+            ours = (
+                self.docker(
+                    place,
+                    "ps",
+                    "-a",
+                    "-q",
+                    "--filter",
+                    f"name=^/?{ours[0]}$",
+                    "--filter",
+                    f"label={key}={value}",
+                    check=False,
+                    timeout=30,
+                )
+                .stdout.decode()
+                .split()
+            )
         if ours:
             self.docker(place, "rm", "-f", "-v", *ours, check=False)
 
@@ -324,7 +372,7 @@ class EngineRuntime:
         for host, inside in ((RESULTS, f"{CONTAINER_REPO}/results"), (REPO, CONTAINER_REPO)):
             prefix = str(host)
             if arg == prefix or arg.startswith(prefix + "/"):
-                return inside + arg[len(prefix):]
+                return inside + arg[len(prefix) :]
         return arg
 
     # what the records show -----------------------------------------------------------------------------------------
@@ -336,9 +384,19 @@ class EngineRuntime:
         out = {}
         for name in self.loadgen_tools or list(TOOLS):
             tool = TOOLS[name]
-            proc = self.docker(self.place("loadgen"), "run", "--rm", "--network", "none", *privilege_options(),
-                               *self.tool_mounts, runtime_image(LOADGEN), self.container_path(tool.binary),
-                               *tool.version_args, check=False)
+            proc = self.docker(
+                self.place("loadgen"),
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                *privilege_options(),
+                *self.tool_mounts,
+                runtime_image(LOADGEN),
+                self.container_path(tool.binary),
+                *tool.version_args,
+                check=False,
+            )
             lines = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
             out[name] = lines[0].strip() if lines else "unknown"
         return out
@@ -352,5 +410,7 @@ class EngineRuntime:
         c = inspect(name, place.args)
         if not c or not c["State"]["Running"]:
             return None
-        return {**container_facts(c, self._kernel_cpus(name, c["State"]["Pid"], place)),
-                "image_bytes": image_bytes(c["Image"], place.args)}
+        return {
+            **container_facts(c, self._kernel_cpus(name, c["State"]["Pid"], place)),
+            "image_bytes": image_bytes(c["Image"], place.args),
+        }

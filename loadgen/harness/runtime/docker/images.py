@@ -1,6 +1,7 @@
 """The images: a family runtime per kind of server (bench/<family>:bookworm, built by docker/base-images.sh), and each
 server's image, that runtime plus exactly the artifacts of `make build`, rebuilt when those change (a digest of
 them is the image's label `bench.inputs`)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -61,9 +62,13 @@ def static_mounts(server: Server) -> list[str]:
 def _artifact_paths(server: Server) -> list[Path]:
     missing = [a for a in server.artifacts if not (server.folder / a).exists()]
     if missing:
-        raise RuntimeFailure(f"{server.name}: artifact(s) {', '.join(missing)} missing in {server.folder}: run `make build`")
+        raise RuntimeFailure(
+            f"{server.name}: artifact(s) {', '.join(missing)} missing in {server.folder}: run `make build`"
+        )
     if not server.artifacts:
-        raise RuntimeFailure(f"{server.name}: its manifest lists no `artifacts`; the Docker runtime copies exactly those")
+        raise RuntimeFailure(
+            f"{server.name}: its manifest lists no `artifacts`; the Docker runtime copies exactly those"
+        )
     return [server.folder / a for a in server.artifacts]
 
 
@@ -101,7 +106,9 @@ def _current(fam: str) -> bool:
         return False
     dockerfile = DOCKER_DIR / f"{fam}.Dockerfile"
     recipe = labels.get("bench.recipe")
-    return recipe is None or not dockerfile.exists() or recipe == hashlib.sha256(dockerfile.read_bytes()).hexdigest()[:16]
+    return (
+        recipe is None or not dockerfile.exists() or recipe == hashlib.sha256(dockerfile.read_bytes()).hexdigest()[:16]
+    )
 
 
 def ensure_runtime_images(families: set[str]) -> None:
@@ -110,8 +117,10 @@ def ensure_runtime_images(families: set[str]) -> None:
     missing = sorted(f for f in families if not _current(f))
     if not missing:
         return
-    say(f"building the runtime image(s) {', '.join(runtime_image(f) for f in missing)} (docker/base-images.sh: new, or "
-        "their Dockerfile changed)")
+    say(
+        f"building the runtime image(s) {', '.join(runtime_image(f) for f in missing)} (docker/base-images.sh: new, or "
+        "their Dockerfile changed)"
+    )
     proc = subprocess.run([str(DOCKER_DIR / "base-images.sh")], env={**os.environ, "FAMILIES": " ".join(missing)})
     if proc.returncode != 0:
         raise RuntimeFailure("building the base images failed (output above); see docker/base-images.sh")
@@ -138,15 +147,33 @@ def ensure_server_image(server: Server, force: bool = False) -> bool:
                 tar.addfile(info)
                 continue
             tar.add(path, arcname=f"app/{artifact}")
-    argv = ["docker", "build", "--force-rm", "--network", "none", "-t", image,
-            "--build-arg", f"RUNTIME_IMAGE={runtime_image(fam)}", "--build-arg", f"APP_DIR={app_dir(server)}",
-            "--label", f"bench.server={image_owner(server)}", "--label", f"bench.inputs={digest}",
-            "--label", f"bench.runtime={runtime_image(fam)}", "-"]
+    argv = [
+        "docker",
+        "build",
+        "--force-rm",
+        "--network",
+        "none",
+        "-t",
+        image,
+        "--build-arg",
+        f"RUNTIME_IMAGE={runtime_image(fam)}",
+        "--build-arg",
+        f"APP_DIR={app_dir(server)}",
+        "--label",
+        f"bench.server={image_owner(server)}",
+        "--label",
+        f"bench.inputs={digest}",
+        "--label",
+        f"bench.runtime={runtime_image(fam)}",
+        "-",
+    ]
     run_cli(argv, timeout=900, input=context.getvalue())
     if current and current["id"] != (image_labels(image) or {}).get("id"):
         run_cli(["docker", "rmi", current["id"]], check=False)  # the previous build, now untagged
-    say(f"  image {image} built in {time.monotonic() - started:.1f} s ({image_size(image)}: "
-        f"{runtime_image(fam)} + {len(context.getvalue()) / 1e6:.1f} MB of artifacts)")
+    say(
+        f"  image {image} built in {time.monotonic() - started:.1f} s ({image_size(image)}: "
+        f"{runtime_image(fam)} + {len(context.getvalue()) / 1e6:.1f} MB of artifacts)"
+    )
     return True
 
 
@@ -167,7 +194,24 @@ def version_in_image(server: Server) -> str:
     mounted read-only where its image has the artifacts (pom.xml, Cargo.lock are read from there)."""
     if not server.version:
         return "unknown"
-    proc = run_cli(["docker", "run", "--rm", "--network", "none", "-v", f"{server.folder}:{app_dir(server)}:ro",
-                    "-w", app_dir(server), "--entrypoint", "bash", server_image(server), "-c", server.version],
-                   check=False, timeout=60)
+    proc = run_cli(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            f"{server.folder}:{app_dir(server)}:ro",
+            "-w",
+            app_dir(server),
+            "--entrypoint",
+            "bash",
+            server_image(server),
+            "-c",
+            server.version,
+        ],
+        check=False,
+        timeout=60,
+    )
     return " ".join((proc.stdout + proc.stderr).decode(errors="replace").split()) or "unknown"

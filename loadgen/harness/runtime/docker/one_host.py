@@ -5,6 +5,7 @@ is engine_runtime.py's. The containers' processes are this machine's: psutil see
 Constructing one only checks that an engine answers; `prepare()`, on the first start, stop or tool run, brings
 docker-compose.yml up to date and removes containers a killed run left behind. Building images or reading versions
 changes nothing else."""
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,10 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
         """`plan`: the session's CPU plan, the one every container gets. Only asks; changes nothing."""
         ok, why = engine_answers()
         if not ok:
-            raise RuntimeFailure(f"RUNTIME=docker: {why}. Start one (make setup-docker RUNTIME=docker installs "
-                                f"docker.io and starts dockerd) or use RUNTIME=local")
+            raise RuntimeFailure(
+                f"RUNTIME=docker: {why}. Start one (make setup-docker RUNTIME=docker installs "
+                f"docker.io and starts dockerd) or use RUNTIME=local"
+            )
         super().__init__()
         self.compose = compose_command()
         self.plan = plan
@@ -78,8 +81,9 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
                 say(f"docker-compose.yml regenerated from the manifests ({', '.join(self.servers)})")
         super().prepare()
 
-    def compose_run(self, *args: str, overrides: dict[str, str] | None = None, timeout: float = 300,
-                    check: bool = True) -> subprocess.CompletedProcess:
+    def compose_run(
+        self, *args: str, overrides: dict[str, str] | None = None, timeout: float = 300, check: bool = True
+    ) -> subprocess.CompletedProcess:
         if self.plan is None:
             raise RuntimeFailure("the Docker runtime was made without a CPU plan, so it cannot run Compose")
         env = {**os.environ, **compose_env(self.plan, overrides)}
@@ -95,7 +99,8 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
         if owner:
             raise RuntimeFailure(
                 f"cannot start {server.name}: port {port} is in use by {owner}. Stop it (make down, if it is ours; "
-                f"make down RUNTIME=local if a local run left it) or choose another port: PORTS=\"{server.name}=<port>\"")
+                f'make down RUNTIME=local if a local run left it) or choose another port: PORTS="{server.name}=<port>"'
+            )
 
     def _start_server(self, server: Server, place: Place, cpus: list[int], port: int, env: dict[str, str]) -> int:
         overrides = {**cpu_vars(role_of(server), cpus), port_var(server): str(port)}
@@ -107,8 +112,16 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
         # server's service once more, beside it (and Compose v1 links a one-off container to the service's `up` one,
         # which host networking refuses: so every server is a one-off). --no-deps: the session starts the upstream
         # itself, first, and waits for it (depends_on serves `docker compose up <server>` by hand).
-        self.compose_run("run", "-d", "--no-deps", "--name", container_name(server.name), service_of(server),
-                         overrides=overrides, timeout=server.startup_timeout_s + 120)
+        self.compose_run(
+            "run",
+            "-d",
+            "--no-deps",
+            "--name",
+            container_name(server.name),
+            service_of(server),
+            overrides=overrides,
+            timeout=server.startup_timeout_s + 120,
+        )
         return (inspect(container_name(server.name)) or {}).get("State", {}).get("Pid", 0)
 
     def _remove_server(self, running: RunningServer, place: Place) -> None:
@@ -121,8 +134,10 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
             run_cli(["docker", "rmi", before["Image"]], check=False)  # an image rebuilt while this container ran
 
     def _servers_left(self, running: RunningServer) -> bool:
-        proc = run_cli(["docker", "ps", "-a", "--filter", f"label=com.docker.compose.project={PROJECT}",
-                        "--format", "{{.Names}}"], check=False)
+        proc = run_cli(
+            ["docker", "ps", "-a", "--filter", f"label=com.docker.compose.project={PROJECT}", "--format", "{{.Names}}"],
+            check=False,
+        )
         return any(n != container_name(LOADGEN) for n in proc.stdout.decode().split())
 
     def _start_loadgen(self, place: Place, cpus: list[int]) -> None:
@@ -132,8 +147,11 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
     def _loadgen_busy(self) -> bool:
         info = inspect(container_name(LOADGEN))
         try:  # init + sleep: nothing else runs in it
-            return bool(info and info["State"]["Running"]
-                        and len(psutil.Process(info["State"]["Pid"]).parent().children(recursive=True)) > 2)
+            return bool(
+                info
+                and info["State"]["Running"]
+                and len(psutil.Process(info["State"]["Pid"]).parent().children(recursive=True)) > 2
+            )
         except psutil.Error:
             return False
 
@@ -163,12 +181,19 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
             os.chown(output.parent, user.uids().real, user.gids().real)
             os.chmod(output.parent, 0o755)
         token = uuid.uuid4().hex
-        command = ["docker", "exec", "-e", f"BENCH_TOOL={token}", container_name(LOADGEN),
-                   *(self.container_path(a) for a in argv)]
+        command = [
+            "docker",
+            "exec",
+            "-e",
+            f"BENCH_TOOL={token}",
+            container_name(LOADGEN),
+            *(self.container_path(a) for a in argv),
+        ]
         with output.open("wb") as out:
             # the docker client only relays output; it too stays on the load generator's CPUs
-            client = subprocess.Popen(pinned(command, cpus), stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL)
+            client = subprocess.Popen(
+                pinned(command, cpus), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         return ContainerProcess(client, token, loadgen_pid)
 
     # for `make build` and for what the records should show ---------------------------------------------------------
@@ -186,7 +211,10 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
     def conditions(self) -> dict:
         """The engine and Compose, and the loadgen container as applied (when it runs: call this during a run)."""
         info = json.loads(run_cli(["docker", "info", "--format", "{{json .}}"]).stdout)
-        return {"engine": info.get("ServerVersion"), "storage_driver": info.get("Driver"),
-                "cgroup": f"v{info.get('CgroupVersion', '1')} {info.get('CgroupDriver', '')}".strip(),
-                "compose": " ".join(self.compose) + " " + compose_version(self.compose),
-                "loadgen": self._container_facts(container_name(LOADGEN), Place())}
+        return {
+            "engine": info.get("ServerVersion"),
+            "storage_driver": info.get("Driver"),
+            "cgroup": f"v{info.get('CgroupVersion', '1')} {info.get('CgroupDriver', '')}".strip(),
+            "compose": " ".join(self.compose) + " " + compose_version(self.compose),
+            "loadgen": self._container_facts(container_name(LOADGEN), Place()),
+        }

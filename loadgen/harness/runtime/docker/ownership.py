@@ -2,6 +2,7 @@
 volume the several-hosts runtime makes carries the label bench.owner=<id of this machine and checkout>, and only what
 carries ours is removed: two harness machines whose checkouts have the same path (/home/bench/bench on both) never
 remove each other's containers. bench.checkout (the checkout's path) stays on them, for people reading `docker ps`."""
+
 from __future__ import annotations
 
 import hashlib

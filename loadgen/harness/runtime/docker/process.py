@@ -1,5 +1,6 @@
 """A load tool run with `docker exec` in the loadgen container, seen by the runner as the subprocess.Popen it expects:
 on this machine's engine (ContainerProcess) or on the load generator's host (RemoteTool)."""
+
 from __future__ import annotations
 
 import io
@@ -90,8 +91,20 @@ class ContainerProcess(RelayedTool):
             except ProcessLookupError:
                 pass
             except PermissionError:
-                run_cli(["docker", "exec", "-u", "0", container_name(LOADGEN), "kill", f"-{int(sig)}",
-                         str(self._container_pid(pid))], timeout=30, check=False)
+                run_cli(
+                    [
+                        "docker",
+                        "exec",
+                        "-u",
+                        "0",
+                        container_name(LOADGEN),
+                        "kill",
+                        f"-{int(sig)}",
+                        str(self._container_pid(pid)),
+                    ],
+                    timeout=30,
+                    check=False,
+                )
         else:
             self.client.send_signal(sig)
 
@@ -126,8 +139,9 @@ class RemoteTool(RelayedTool):
         return code
 
     def _in_loadgen(self, *argv: str, timeout: float) -> subprocess.CompletedProcess:
-        return self.runtime.docker(self.runtime.place("loadgen"), "exec", container_name(LOADGEN), *argv, check=False,
-                                   timeout=timeout)
+        return self.runtime.docker(
+            self.runtime.place("loadgen"), "exec", container_name(LOADGEN), *argv, check=False, timeout=timeout
+        )
 
     def _fetch(self) -> None:
         """The tool's side files (ab's percentiles...) into its scratch folder here (the folder in the container goes
@@ -137,10 +151,17 @@ class RemoteTool(RelayedTool):
         if proc.returncode != 0:
             return
         with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-            members = [m for m in tar.getmembers() if (m.isfile() or m.isdir()) and m.name not in (".", "./")
-                       and not m.name.startswith("/") and ".." not in Path(m.name).parts]
-            tar.extractall(self.scratch, members=members,
-                           **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+            members = [
+                m
+                for m in tar.getmembers()
+                if (m.isfile() or m.isdir())
+                and m.name not in (".", "./")
+                and not m.name.startswith("/")
+                and ".." not in Path(m.name).parts
+            ]
+            tar.extractall(
+                self.scratch, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {})
+            )
 
     def send_signal(self, sig: int) -> None:
         if self.client.poll() is not None:

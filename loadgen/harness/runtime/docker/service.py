@@ -2,6 +2,7 @@
 of docker-compose.yml (one machine) and the several-hosts runtime its `docker run` options; `limits`, what every
 container gets, each limit in its Compose and its `docker run` form side by side; and the two kinds of container,
 `server_service` and `loadgen_service`."""
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,13 @@ def limits(nofile: str) -> list[tuple[str, list[str]]]:
     limit `nofile` (a value, or in the file a variable), the stop grace period, no restart, and PRIVILEGES."""
     return [
         ("network_mode: host", ["--network", "host"]),
-        ("ulimits:\n"
-         "  # the harness's hard open-file limit (20000 on the reference machine); above the engine's own a container "
-         "fails to start\n"
-         f"  nofile: {{soft: {quoted(nofile)}, hard: {quoted(nofile)}}}", ["--ulimit", f"nofile={nofile}:{nofile}"]),
+        (
+            "ulimits:\n"
+            "  # the harness's hard open-file limit (20000 on the reference machine); above the engine's own a container "
+            "fails to start\n"
+            f"  nofile: {{soft: {quoted(nofile)}, hard: {quoted(nofile)}}}",
+            ["--ulimit", f"nofile={nofile}:{nofile}"],
+        ),
         (f"stop_grace_period: {STOP_GRACE_S}s", ["--stop-timeout", str(STOP_GRACE_S)]),
         ('restart: "no"', ["--restart", "no"]),
         *PRIVILEGES,
@@ -103,10 +107,19 @@ class Service:
 
     def run_options(self, nofile: str) -> list[str]:
         """`docker run` options, the image and the command: the container as `docker run -d` starts it."""
-        options = ["--name", self.name, *(o for k, v in self.labels.items() for o in ("--label", f"{k}={v}")),
-                   *(o for _, run in limits(nofile) for o in run)]
-        for flag, value in (("--cpuset-cpus", self.cpuset), ("--cpus", self.cpus), ("--memory", self.memory),
-                            ("--user", self.user), ("--workdir", self.working_dir)):
+        options = [
+            "--name",
+            self.name,
+            *(o for k, v in self.labels.items() for o in ("--label", f"{k}={v}")),
+            *(o for _, run in limits(nofile) for o in run),
+        ]
+        for flag, value in (
+            ("--cpuset-cpus", self.cpuset),
+            ("--cpus", self.cpus),
+            ("--memory", self.memory),
+            ("--user", self.user),
+            ("--workdir", self.working_dir),
+        ):
             options += [flag, value] if value else []
         options += ["--init"] if self.init else []
         options += [o for k, v in self.env.items() for o in ("--env", f"{k}={v}")]
@@ -121,8 +134,9 @@ def _filled(arg: str, values: dict[str, str]) -> str:
         return arg  # braces that are no placeholder of ours
 
 
-def server_service(server: Server, values: dict[str, str], *, args: dict[str, str] | None = None,
-                   literal=lambda text: text, **fields) -> Service:
+def server_service(
+    server: Server, values: dict[str, str], *, args: dict[str, str] | None = None, literal=lambda text: text, **fields
+) -> Service:
     """A server's container: its image, its folder there as working directory, its manifest's `run` with the
     placeholders filled in from `args` (default: `values`), and the environment CONTRACT.md gives a server from
     `values` (host, port, cores, upstream_url, h2c_port: "" none); `literal` escapes the manifest's own text (Compose:
@@ -134,11 +148,27 @@ def server_service(server: Server, values: dict[str, str], *, args: dict[str, st
         env["H2C_PORT"] = values["h2c_port"]
     env.update({k: literal(v) for k, v in server.env.items()})
     placeholders = {**(args or values), "run_dir": RUN_DIR}
-    return Service(container_name(server.name), server_image(server),
-                   [_filled(literal(a), placeholders) for a in server.run], app_dir(server), env=env, **fields)
+    return Service(
+        container_name(server.name),
+        server_image(server),
+        [_filled(literal(a), placeholders) for a in server.run],
+        app_dir(server),
+        env=env,
+        **fields,
+    )
 
 
 def loadgen_service(cpuset: str, user: str, mounts: list[Mount], **fields) -> Service:
     """The load generator's container: the tools run in it with `docker exec`; an init as PID 1 stops it at once."""
-    return Service(container_name(LOADGEN), runtime_image(LOADGEN), ["sleep", "infinity"], CONTAINER_REPO,
-                   cpuset=cpuset, memory=LOADGEN_MEMORY, user=user, init=True, mounts=mounts, **fields)
+    return Service(
+        container_name(LOADGEN),
+        runtime_image(LOADGEN),
+        ["sleep", "infinity"],
+        CONTAINER_REPO,
+        cpuset=cpuset,
+        memory=LOADGEN_MEMORY,
+        user=user,
+        init=True,
+        mounts=mounts,
+        **fields,
+    )

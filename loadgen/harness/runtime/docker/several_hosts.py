@@ -18,6 +18,7 @@ How it differs from one machine (one_host.py; what both share is engine_runtime.
   bench.checkout=<its path>: `make down` and a later command remove what a killed one left, on every host, and only
   that (another harness machine's, from a checkout at the same path, is neither removed nor used).
 """
+
 from __future__ import annotations
 
 import io
@@ -85,8 +86,10 @@ class HostsRuntime(EngineRuntime):
         self.engines = hosts_config.probe(self.roles)
         ok, why = engine_answers()
         if not ok:
-            raise RuntimeFailure(f"HOSTS: the images are built here by the local Docker engine and sent to the hosts, "
-                                f"but {why}. Start one: make setup-docker")
+            raise RuntimeFailure(
+                f"HOSTS: the images are built here by the local Docker engine and sent to the hosts, "
+                f"but {why}. Start one: make setup-docker"
+            )
         super().__init__()
         self.plan: CpuPlan = hosts_config.cpu_plan(self.roles, self.engines)
         self._copied: set[str] = set()
@@ -94,8 +97,10 @@ class HostsRuntime(EngineRuntime):
         self._loadgen_cpus: list[int] | None = None
         for role, h in self.roles.items():
             engine = self.engines[h.endpoint]
-            say(f"{role}: {h.endpoint} (engine {engine.version} on {engine.name}, {engine.cpus} CPUs, kernel "
-                f"{engine.kernel}), at {h.address}, CPU {format_cpus(getattr(self.plan, role))}")
+            say(
+                f"{role}: {h.endpoint} (engine {engine.version} on {engine.name}, {engine.cpus} CPUs, kernel "
+                f"{engine.kernel}), at {h.address}, CPU {format_cpus(getattr(self.plan, role))}"
+            )
 
     # where each role runs ------------------------------------------------------------------------------------------
     def place(self, role: str) -> Place:
@@ -106,8 +111,10 @@ class HostsRuntime(EngineRuntime):
         for role, h in self.roles.items():
             if h.endpoint == running.engine:
                 return self.place(role)
-        raise RuntimeFailure(f"{running.name} runs on {running.engine}, which HOSTS no longer names: unset HOSTS "
-                            f"changes, or remove it there: docker --host {running.engine} rm -f {running.container}")
+        raise RuntimeFailure(
+            f"{running.name} runs on {running.engine}, which HOSTS no longer names: unset HOSTS "
+            f"changes, or remove it there: docker --host {running.engine} rm -f {running.container}"
+        )
 
     @staticmethod
     def _labels(role: str) -> dict[str, str]:
@@ -135,14 +142,27 @@ class HostsRuntime(EngineRuntime):
         self._send(server_image(server), place.role)
 
     def _start_server(self, server: Server, place: Place, cpus: list[int], port: int, env: dict[str, str]) -> int:
-        values = {"host": place.address, "port": str(port), "cores": str(len(cpus)),
-                  "upstream_url": env.get("UPSTREAM_URL", ""), "h2c_port": env.get("H2C_PORT", "")}
+        values = {
+            "host": place.address,
+            "port": str(port),
+            "cores": str(len(cpus)),
+            "upstream_url": env.get("UPSTREAM_URL", ""),
+            "h2c_port": env.get("H2C_PORT", ""),
+        }
         memory = self.memory_limits.get(server.twin_of or server.name, SERVER_MEMORY)  # an A/A twin: its server's
-        service = server_service(server, values, cpuset=format_cpus(cpus), cpus=str(len(cpus)), memory=memory,
-                                 user=IMAGE_USER, mounts=self._static_volumes(server, place),
-                                 labels=self._labels(place.role))
-        self.docker(place, "run", "-d", *service.run_options(str(nofile_limit())),
-                    timeout=server.startup_timeout_s + 120)
+        service = server_service(
+            server,
+            values,
+            cpuset=format_cpus(cpus),
+            cpus=str(len(cpus)),
+            memory=memory,
+            user=IMAGE_USER,
+            mounts=self._static_volumes(server, place),
+            labels=self._labels(place.role),
+        )
+        self.docker(
+            place, "run", "-d", *service.run_options(str(nofile_limit())), timeout=server.startup_timeout_s + 120
+        )
         return 0  # its processes are another machine's
 
     def _static_volumes(self, server: Server, place: Place) -> list[Mount]:
@@ -157,9 +177,27 @@ class HostsRuntime(EngineRuntime):
             archive = io.BytesIO()
             with tarfile.open(fileobj=archive, mode="w") as tar:
                 tar.add(server.folder / folder, arcname=".")
-            self.docker(place, "run", "--rm", "-i", "--network", "none", "--user", "0", "-v", f"{volume}:/fill",
-                        "--entrypoint", "tar", server_image(server), "-x", "-C", "/fill", "--no-same-owner",
-                        input=archive.getvalue(), timeout=300)
+            self.docker(
+                place,
+                "run",
+                "--rm",
+                "-i",
+                "--network",
+                "none",
+                "--user",
+                "0",
+                "-v",
+                f"{volume}:/fill",
+                "--entrypoint",
+                "tar",
+                server_image(server),
+                "-x",
+                "-C",
+                "/fill",
+                "--no-same-owner",
+                input=archive.getvalue(),
+                timeout=300,
+            )
             mounts.append(Mount(volume, f"{app_dir(server)}/{folder}", read_only=True))
         return mounts
 
@@ -171,8 +209,20 @@ class HostsRuntime(EngineRuntime):
         self.docker(place, "unpause", running.container, check=False)
         self.docker(place, "stop", "-t", str(STOP_GRACE_S), running.container, check=False, timeout=STOP_GRACE_S + 60)
         self.docker(place, "rm", "-f", "-v", running.container, check=False)
-        volumes = self.docker(place, "volume", "ls", "-q", *ownership.owner_filter(), "--filter",
-                              f"name=bench-{running.name}-", check=False).stdout.decode().split()
+        volumes = (
+            self.docker(
+                place,
+                "volume",
+                "ls",
+                "-q",
+                *ownership.owner_filter(),
+                "--filter",
+                f"name=bench-{running.name}-",
+                check=False,
+            )
+            .stdout.decode()
+            .split()
+        )
         if volumes:
             self.docker(place, "volume", "rm", "-f", *volumes, check=False)
 
@@ -192,8 +242,9 @@ class HostsRuntime(EngineRuntime):
         # that the repository files a tool reads are copied into (docker cp writes neither into a read-only root nor
         # into a tmpfs; the volume goes with the container, `docker rm -v`); the tools' side files stay on the /tmp
         # tmpfs and are read back through `docker exec`
-        service = loadgen_service(format_cpus(cpus), IMAGE_USER, [Mount("", CONTAINER_REPO)],
-                                  labels=self._labels("loadgen"))
+        service = loadgen_service(
+            format_cpus(cpus), IMAGE_USER, [Mount("", CONTAINER_REPO)], labels=self._labels("loadgen")
+        )
         self.docker(place, "run", "-d", *service.run_options(str(nofile_limit())))
         self._copied.clear()
 
@@ -205,17 +256,22 @@ class HostsRuntime(EngineRuntime):
         """A path of this machine as the loadgen container sees it: the tool's scratch folder (its side files) is
         /tmp/out-<token>, a repository file is copied to /bench/<its path>."""
         if arg == str(scratch) or arg.startswith(f"{scratch}/"):
-            return f"/tmp/out-{token}" + arg[len(str(scratch)):]
+            return f"/tmp/out-{token}" + arg[len(str(scratch)) :]
         if arg.startswith(f"{REPO}/") and Path(arg).is_file():
-            relative = arg[len(str(REPO)) + 1:]
+            relative = arg[len(str(REPO)) + 1 :]
             if relative not in self._copied:
                 # a tar of the file at its path: the engine makes the folders on the way (no root in the container
                 # needed for a mkdir); owned by the container's root, read-only for the tools
                 archive = io.BytesIO()
                 with tarfile.open(fileobj=archive, mode="w") as tar:
                     tar.add(arg, arcname=relative, filter=readable)
-                self.docker(self.place("loadgen"), "cp", "-", f"{container_name(LOADGEN)}:{CONTAINER_REPO}",
-                            input=archive.getvalue())
+                self.docker(
+                    self.place("loadgen"),
+                    "cp",
+                    "-",
+                    f"{container_name(LOADGEN)}:{CONTAINER_REPO}",
+                    input=archive.getvalue(),
+                )
                 self._copied.add(relative)
             return f"{CONTAINER_REPO}/{relative}"
         return arg
@@ -228,8 +284,17 @@ class HostsRuntime(EngineRuntime):
         inside = [self._container_arg(a, scratch, token) for a in argv]
         # a shell records the tool's pid (for signals), makes its side-file folder, then becomes the tool
         script = f'mkdir -p /tmp/out-{token} && echo $$ > /tmp/pid-{token} && exec "$@"'
-        command = ["docker", *self.place("loadgen").args, "exec", container_name(LOADGEN), "sh", "-c", script,
-                   "sh", *inside]
+        command = [
+            "docker",
+            *self.place("loadgen").args,
+            "exec",
+            container_name(LOADGEN),
+            "sh",
+            "-c",
+            script,
+            "sh",
+            *inside,
+        ]
         with output.open("wb") as out:
             client = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return RemoteTool(client, self, token, scratch)
@@ -237,8 +302,10 @@ class HostsRuntime(EngineRuntime):
     def check_tools(self, tools: set[str]) -> None:
         other = sorted(set(tools) - set(REMOTE_TOOLS))
         if other:
-            raise RuntimeFailure(f"HOSTS: {', '.join(other)} cannot run on the load generator's host yet (the loadgen "
-                                f"image has {', '.join(REMOTE_TOOLS)}); measure those scenarios without HOSTS")
+            raise RuntimeFailure(
+                f"HOSTS: {', '.join(other)} cannot run on the load generator's host yet (the loadgen "
+                f"image has {', '.join(REMOTE_TOOLS)}); measure those scenarios without HOSTS"
+            )
         ensure_runtime_images({LOADGEN})
         self._send(runtime_image(LOADGEN), "loadgen")
 
@@ -265,8 +332,15 @@ class HostsRuntime(EngineRuntime):
         roles = {}
         for role, h in self.roles.items():
             e = self.engines[h.endpoint]
-            roles[role] = {"endpoint": h.endpoint, "address": h.address, "engine": e.version, "host_name": e.name,
-                           "host_cpus": e.cpus, "kernel": e.kernel, "cpus": list(getattr(self.plan, role))}
+            roles[role] = {
+                "endpoint": h.endpoint,
+                "address": h.address,
+                "engine": e.version,
+                "host_name": e.name,
+                "host_cpus": e.cpus,
+                "kernel": e.kernel,
+                "cpus": list(getattr(self.plan, role)),
+            }
         if self._path is None:
             self._path = self.measure_path()
         return {"hosts": roles, "path_loadgen_to_server": self._path}
@@ -276,8 +350,18 @@ class HostsRuntime(EngineRuntime):
         kernel reports back) from the load generator's host to the server's address."""
         place, target = self.place("loadgen"), self.address("server")
         # ping: root with NET_RAW alone (raw ICMP sockets), nothing else of the engine's default capabilities
-        base = ["run", "--rm", "--network", "host", *privilege_options(), "--user", "0", "--cap-add", "NET_RAW",
-                runtime_image(LOADGEN)]
+        base = [
+            "run",
+            "--rm",
+            "--network",
+            "host",
+            *privilege_options(),
+            "--user",
+            "0",
+            "--cap-add",
+            "NET_RAW",
+            runtime_image(LOADGEN),
+        ]
         proc = self.docker(place, *base, "ping", "-n", "-q", "-c", "10", "-i", "0.2", target, check=False, timeout=60)
         text = proc.stdout.decode(errors="replace")
         found = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", text)
@@ -288,8 +372,23 @@ class HostsRuntime(EngineRuntime):
             path.update(rtt_min_ms=float(found[1]), rtt_avg_ms=float(found[2]), rtt_max_ms=float(found[3]))
         mtu = 9000
         for _ in range(4):
-            proc = self.docker(place, *base, "ping", "-n", "-c", "1", "-W", "2", "-M", "do", "-s", str(mtu - 28),
-                               target, check=False, timeout=30)
+            proc = self.docker(
+                place,
+                *base,
+                "ping",
+                "-n",
+                "-c",
+                "1",
+                "-W",
+                "2",
+                "-M",
+                "do",
+                "-s",
+                str(mtu - 28),
+                target,
+                check=False,
+                timeout=30,
+            )
             said = (proc.stdout + proc.stderr).decode(errors="replace")
             if proc.returncode == 0:
                 path["mtu"] = mtu

@@ -1,4 +1,5 @@
 """Images from this machine's engine to a host's (`docker save | docker load`: no registry is needed)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -25,13 +26,20 @@ def send_image(image: str, h: Host) -> bool:
         return False
     save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        load = subprocess.run(["docker", *docker_args(h), "load", "--quiet"], stdin=save.stdout, capture_output=True,
-                              text=True, timeout=SEND_TIMEOUT_S)
+        load = subprocess.run(
+            ["docker", *docker_args(h), "load", "--quiet"],
+            stdin=save.stdout,
+            capture_output=True,
+            text=True,
+            timeout=SEND_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         save.kill()
         save.wait()
-        raise HostsError(f"sending {image} to {h.role} ({h.endpoint}) took longer than {SEND_TIMEOUT_S} s: is the "
-                         "connection to that host alive?") from None
+        raise HostsError(
+            f"sending {image} to {h.role} ({h.endpoint}) took longer than {SEND_TIMEOUT_S} s: is the "
+            "connection to that host alive?"
+        ) from None
     save.stdout.close()
     save_err = save.stderr.read().decode(errors="replace").strip()
     if save.wait() != 0 or load.returncode != 0:
