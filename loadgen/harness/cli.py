@@ -14,6 +14,7 @@ from harness.basics.cpus import CpuPlan, CpuPlanError, assumed_siblings
 from harness.basics.cpus import plan as cpu_plan
 from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
+from harness.calibrate import calibration
 from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
@@ -31,7 +32,7 @@ from harness.config.manifest import (
     with_role,
 )
 from harness.history import history_command
-from harness.measuring import calibration, overhead, planning, probing, steadiness
+from harness.measuring import overhead, planning, probing, steadiness
 from harness.measuring.campaign import OrderError, run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time

@@ -31,7 +31,7 @@ def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
     plan.write_text(PLAN)
     run_id = f"test-calibrate-{os.getpid()}-{time.time_ns()}"
     code = (
-        "import sys; from pathlib import Path; from harness.measuring import calibration; "
+        "import sys; from pathlib import Path; from harness.calibrate import calibration; "
         f"calibration.PLAN_FILE = Path({str(plan)!r}); from harness.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     argv = [

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.config.scenarios import ScenarioError
-from harness.measuring import calibration
+from harness.calibrate import calibration
 from harness.report import calibration_page, model
 from harness.results import flag_kinds as kinds
 from harness.results import flags

@@ -12,7 +12,20 @@ from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 # bottom to top: a module may import from its own layer and those below
-LAYERS = ["basics", "tools", "config", "runtime", "probe", "results", "report", "history", "measuring", "versus", "cli"]
+LAYERS = [
+    "basics",
+    "tools",
+    "config",
+    "runtime",
+    "probe",
+    "results",
+    "report",
+    "history",
+    "measuring",
+    "calibrate",
+    "versus",
+    "cli",
+]
 LAZY = {"matplotlib", "pygount"}  # heavy optional libraries, loaded only when used
 MAX_LINES = 400
 

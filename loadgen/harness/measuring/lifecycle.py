@@ -92,7 +92,7 @@ def failures(run: Run) -> list[str]:
 def print_summary(store: RunStore) -> None:
     run = store.run
     built = model.build(run)
-    if built.scenarios:  # none in a calibration run: its own table follows (harness/measuring/calibration.py)
+    if built.scenarios:  # none in a calibration run: its own table follows (harness/calibrate/calibration.py)
         title = f"run {run.run_id} ({run.conditions['profile']} profile, {run.conditions['runtime']} runtime)"
         console.print(console_table.table(built, title))
     say(f"results: {store.path}")

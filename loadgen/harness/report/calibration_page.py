@@ -1,5 +1,5 @@
 """The report's calibration section (`make calibrate`'s runs): per tool and load, the known and measured figures side
-by side with their verdicts, as results.json keeps them under "calibration" (harness/measuring/calibration.py)."""
+by side with their verdicts, as results.json keeps them under "calibration" (harness/calibrate/calibration.py)."""
 
 from __future__ import annotations
 

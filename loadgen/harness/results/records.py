@@ -367,7 +367,7 @@ class Run:
     records: list[Record]
     overhead: dict[str, Any] | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
     calibration: list[dict[str, Any]] | None = (
-        None  # make calibrate: known and measured (harness.measuring.calibration)
+        None  # make calibrate: known and measured (harness.calibrate.calibration)
     )
     # make probe, make bench: each server's HTTP compliance, {"cases": [...], "counts": {...}} (harness.probe.suite)
     compliance: dict[str, dict[str, Any]] | None = None

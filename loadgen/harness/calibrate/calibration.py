@@ -11,6 +11,7 @@ import math
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -226,7 +227,7 @@ def with_connection_opening(load: CalibrationLoad, record: Record, k: ka.Known) 
     )
 
 
-def judge(load: CalibrationLoad, record: Record | None) -> dict:
+def judge(load: CalibrationLoad, record: Record | None) -> dict[str, Any]:
     """One load's verdict: its known answers and, figure by figure, what was measured and whether it is within
     tolerance (the miss explained)."""
     entry = {
@@ -286,14 +287,14 @@ def failures(load: CalibrationLoad, record: Record) -> ka.Figure:
     return ka.judge_failures(load.server.fail_every, sum(a.requests for a in measured), counted, in_flight, note)
 
 
-def judge_run(run: Run, plan: Plan, server: str) -> list[dict]:
+def judge_run(run: Run, plan: Plan, server: str) -> list[dict[str, Any]]:
     """Every load of `plan` judged from `run`'s records of `server` (flags evaluated first)."""
     flags.evaluate(run)
     by_scenario = {r.scenario: r for r in run.records if r.server == server}
     return [judge(load, by_scenario.get(load.scenario)) for load in plan.loads]
 
 
-def print_verdicts(loads: list[dict]) -> tuple[int, int]:
+def print_verdicts(loads: list[dict[str, Any]]) -> tuple[int, int]:
     """The known-against-measured table; returns (passed, missed)."""
     table = Table(title="make calibrate: known against measured (pass: within tolerance; n/a: not given or not judged)")
     for column in ("tool", "load", "limit", "figure", "known", "measured", "verdict", "why"):
