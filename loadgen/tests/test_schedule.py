@@ -17,12 +17,13 @@ from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
 from harness.measuring import campaign, rounds
 from harness.measuring import warmup as warming
 from harness.measuring.campaign import OrderError, choose_order
-from harness.measuring.clock import Clock, estimate
+from harness.measuring.clock import ATTEMPT, REMEASURE, START, WARMUP, Clock, estimate
 from harness.measuring.runner import Outcome
 from harness.measuring.schedule import (
+    ATTEMPT_OVERHEAD_S,
     JIT_WARMUP_RPS,
     START_S,
-    WARMUP_RUNS_EXPECTED,
+    WARMUP_RUNS_STEADY,
     History,
     Job,
     Target,
@@ -157,9 +158,38 @@ def test_the_estimate_counts_every_start_warm_up_and_attempt():
     counts = estimate(clock, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS)
     # per server: backend close and keep-alive (each warmed: the pattern changes), hello
     assert counts == {"servers": 2, "records": 6, "attempts": 18, "warmups": 6}
-    per_server = START_S + 3 * WARMUP_RUNS_EXPECTED * (1.5 + 0.4) + 3 * 3 * (2 + 0.4)
+    per_server = START_S + 3 * WARMUP_RUNS_STEADY * (1.5 + ATTEMPT_OVERHEAD_S) + 3 * 3 * (2 + ATTEMPT_OVERHEAD_S)
     assert clock.total == pytest.approx(2 * per_server)
     assert clock.status().startswith("run 0%, ~")
+    # on a machine probed at 10 %, each warm-up is expected to take 0.9 runs more (9 runs per unit of CV)
+    unsteady = Clock()
+    estimate(unsteady, servers("nginx", "rust"), [BACKEND, HELLO], SETTINGS, unsteadiness=0.10)
+    assert unsteady.total - clock.total == pytest.approx(6 * 0.9 * (1.5 + ATTEMPT_OVERHEAD_S))
+
+
+def test_the_time_left_is_each_kind_of_step_at_the_pace_it_kept_so_far():
+    clock = Clock(started=time.monotonic() - 100)
+    clock.plan(60, START)
+    clock.plan(200, WARMUP)
+    clock.plan(400, ATTEMPT)
+    assert clock.remaining_s() == 660  # nothing done: the estimate as it stands
+    clock.advance(30, START, actual_s=15)  # starts went at half their estimate
+    clock.advance(100, WARMUP, actual_s=150)  # warm-ups at 1.5 times theirs
+    clock.advance(10, ATTEMPT, actual_s=11)  # too little of the attempts done to trust their own pace
+    pooled = (15 + 150 + 11) / (30 + 100 + 10)
+    assert clock.remaining_s() == pytest.approx(30 * 0.5 + 100 * 1.5 + 390 * pooled)
+    clock.advance(100, ATTEMPT, actual_s=500)  # a stall is not what the rest will cost: at most twice the estimate
+    assert clock.pace(ATTEMPT) == 2.0
+
+
+def test_re_measuring_the_estimate_expected_is_not_counted_twice():
+    clock = Clock()
+    clock.plan(36, REMEASURE)  # what the estimate expects re-measuring to take
+    clock.plan_within(20, REMEASURE)  # a record measured again: within that
+    assert clock.planned[REMEASURE] == 36
+    clock.advance(20, REMEASURE, actual_s=22)
+    clock.plan_within(30, REMEASURE)  # a second one: 20 done and 30 more is past it
+    assert clock.planned[REMEASURE] == 50
 
 
 INCOMPLETE = "%d of 3 attempts: the run ended before the rest"
@@ -551,4 +581,6 @@ def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_conne
     plain, jvm = Clock(), Clock()
     estimate(plain, [rust], [BACKEND], SETTINGS)
     estimate(jvm, [akka], [BACKEND], SETTINGS)
-    assert jvm.total - plain.total == pytest.approx(akka.warmup_connections / JIT_WARMUP_RPS)
+    # its first close warm-up lasts as long as making them takes, where that is longer than the usual runs
+    usual = WARMUP_RUNS_STEADY * (1.5 + ATTEMPT_OVERHEAD_S)
+    assert jvm.total - plain.total == pytest.approx(akka.warmup_connections / JIT_WARMUP_RPS - usual)

@@ -15,7 +15,9 @@ memory for all of them at once): one server after the other, its attempts back t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import psutil
 
@@ -28,7 +30,7 @@ from harness.measuring import inventory, probing
 from harness.measuring import verification as contract
 from harness.measuring import verification_h2c as contract_h2
 from harness.measuring.attempts import Bench
-from harness.measuring.clock import Clock, estimate, minutes
+from harness.measuring.clock import START, Clock, announce_estimate
 from harness.measuring.contract_table import Report
 from harness.measuring.rounds import Allowance, measure_in_rounds
 from harness.measuring.schedule import START_S, Target
@@ -144,6 +146,23 @@ def run_campaign(
 ) -> bool:
     """Returns False when a server could not start, failed its contract (it is then not measured) or died during the
     run. `round_no`: the round of a run in rounds (overhead), recorded on each record."""
+    wanted = taking_part(store, servers, scenarios)
+    mode, why = choose_order(
+        order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available
+    )
+    store.update_conditions(order=order_condition(mode, why))
+    say(f"order: {mode} ({why})")
+    clock = Clock()
+    announce_estimate(store, clock, wanted, scenarios, settings)
+    campaign = Campaign(session, store, clock, settings, round_no)
+    groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
+    results = [campaign.measure_group(group, scenarios) for group in groups]  # every group, whatever the others did
+    return all(results)
+
+
+def taking_part(store: RunStore, servers: list[Server], scenarios: list[Scenario]) -> list[Server]:
+    """The servers that serve at least one of the scenarios' routes; a server's h2c scenarios it cannot take are noted
+    in the run's conditions (not_measured), the servers that serve none skipped with a word."""
     wanted, not_measured = [], {}
     for server in servers:
         for s in scenarios:
@@ -159,37 +178,41 @@ def run_campaign(
             wanted.append(server)
     if not_measured:
         store.update_conditions(not_measured=not_measured)
-    mode, why = choose_order(
-        order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available
+    return wanted
+
+
+def order_condition(mode: str, why: str) -> dict[str, str | None]:
+    """The run's `order` condition: how the servers took turns, and what the idle ones did meanwhile."""
+    idle = (
+        "servers not being measured stay up and pinned to the server CPUs but sleep (their processes stopped "
+        "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
+        "is recorded in the attempt's samples.idle_servers"
     )
-    order_condition = {
-        "mode": mode,
-        "why": why,
-        "idle": (
-            "servers not being measured stay up and pinned to the server CPUs but sleep (their processes stopped "
-            "with SIGSTOP until their turn; the upstream nginx never sleeps); the CPU they use during each attempt "
-            "is recorded in the attempt's samples.idle_servers"
-        )
-        if mode == "interleaved"
-        else None,
-    }
-    clock = Clock()
-    counts = estimate(clock, wanted, scenarios, settings)
-    say(f"order: {mode} ({why})")
-    if scenarios:
-        say(
-            f"estimated duration: about {minutes(clock.total)} ({counts['servers']} servers, {counts['records']} "
-            f"records of {counts['attempts']} attempts, {counts['warmups']} warm-ups)"
-        )
-    store.update_conditions(order=order_condition, estimated_s=round(clock.total))
-    groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
-    all_ok = True
-    for group in groups:
-        targets, turns = [], None
+    return {"mode": mode, "why": why, "idle": idle if mode == "interleaved" else None}
+
+
+@dataclass
+class Campaign:
+    """What every group of a campaign shares: where it runs and records, its clock, its settings and its round."""
+
+    session: Session
+    store: RunStore
+    clock: Clock
+    settings: Settings
+    round_no: int | None = None
+
+    def measure_group(self, group: list[Server], scenarios: list[Scenario]) -> bool:
+        """The group's servers started and verified, every scenario measured on those that passed, and the group
+        stopped (also on failure and Ctrl-C); False when a server could not start, failed its contract or died."""
+        session, clock = self.session, self.clock
+        targets: list[Target] = []
+        turns = None
+        all_ok = True
         try:
             for server in group:
-                target = start_and_verify(session, store, server)
-                clock.advance(START_S)
+                started = time.monotonic()
+                target = start_and_verify(session, self.store, server)
+                clock.advance(START_S, START, time.monotonic() - started)
                 if target is None:
                     all_ok = False
                 else:
@@ -197,24 +220,22 @@ def run_campaign(
             turns = Turns(session, targets) if len(targets) > 1 else None
             bench = Bench(
                 session,
-                store,
-                round_no=round_no,
+                self.store,
+                round_no=self.round_no,
                 status=clock.status,
                 turn=turns,
                 idle_pids=_idle_pids(session, targets) if turns else None,
             )
-            allowance = Allowance(
-                settings.remeasure_s, _time_left(settings.budget_s, clock) if settings.budget_s else None
-            )
+            budget = self.settings.budget_s
+            allowance = Allowance(self.settings.remeasure_s, _time_left(budget, clock) if budget else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
-                    measure_in_rounds(bench, clock, members, scenario, settings, allowance)
-            if bench.dead:
-                all_ok = False
+                    measure_in_rounds(bench, clock, members, scenario, self.settings, allowance)
+                    clock.progress(scenario.name)
+            return all_ok and not bench.dead
         finally:
-            end_group(session, store, group, turns)
-    return all_ok
+            end_group(session, self.store, group, turns)
 
 
 def _time_left(budget_s: float, clock: Clock) -> Callable[[], float]:

@@ -1,12 +1,16 @@
-"""A campaign's clock: the whole run's estimate before it starts (the plan of schedule.py added up), and its remaining
-time as it goes."""
+"""A campaign's clock: the whole run's estimate before it starts (the plan of schedule.py added up: each attempt's
+planned duration, each warm-up's expected runs, each server's start), and its remaining time as it goes, from what the
+steps of each kind have actually cost so far (`remaining_s`), announced again after every scenario (`progress`)."""
 
 from __future__ import annotations
 
+import datetime
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
+from harness.basics.messages import say
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring.schedule import (
@@ -15,58 +19,105 @@ from harness.measuring.schedule import (
     History,
     Job,
     attempt_seconds,
+    expected_warmup_runs,
     warmup_step,
 )
+from harness.results.store import RunStore
+
+# the kinds of step, each with its own pace
+START, WARMUP, ATTEMPT, REMEASURE = "start", "warm-up", "attempt", "measured again"
+# A kind's own pace is trusted once this many of its estimated seconds are done; before, the pace of everything done
+# (itself trusted past the same mark), else the estimate as it stands.
+TRUSTED_S = 20.0
+PACE_RANGE = (0.5, 2.0)  # a pace beyond these is a stall or a fluke, not what the rest will cost
+# the share of the profile's re-measuring time a run is expected to spend: benches re-measured 2-6 records (20-60 s of
+# the quick profile's 60)
+REMEASURE_SHARE = 0.6
+# what a measuring run takes besides its campaign and probes: the report, its charts and the last stops (stop 38's
+# steady benches: 5-20 s between results.json and the shell's prompt)
+END_S = 15.0
 
 
 @dataclass
 class Clock:
-    """The run's estimated duration before it starts, and its remaining time as it goes (the estimate of what is left,
-    scaled by how the estimate fared on what is done)."""
+    """The run's estimated duration before it starts, and its remaining time as it goes: what is left of each kind
+    (start, warm-up, attempt) at the pace that kind has kept so far (its actual seconds over its estimated ones)."""
 
-    planned: list[float] = field(default_factory=list)
-    done_estimate: float = 0.0
+    planned: dict[str, float] = field(default_factory=dict)  # kind -> estimated seconds
+    done: dict[str, float] = field(default_factory=dict)  # kind -> estimated seconds of the steps done
+    spent: dict[str, float] = field(default_factory=dict)  # kind -> actual seconds of the steps done
     started: float = field(default_factory=time.monotonic)
+    first_total: float | None = None  # the estimate announced before the run
 
-    def plan(self, seconds: float) -> None:
-        self.planned.append(seconds)
+    def plan(self, seconds: float, kind: str = ATTEMPT) -> None:
+        self.planned[kind] = self.planned.get(kind, 0.0) + seconds
+
+    def plan_within(self, seconds: float, kind: str) -> None:
+        """`seconds` more of `kind`, of which what the plan still holds for that kind is already counted (re-measuring:
+        the estimate expected some)."""
+        self.planned[kind] = max(self.planned.get(kind, 0.0), self.done.get(kind, 0.0) + seconds)
 
     @property
     def total(self) -> float:
-        return sum(self.planned)
+        return sum(self.planned.values())
 
-    def advance(self, estimated_s: float) -> None:
-        self.done_estimate += estimated_s
+    @property
+    def done_estimate(self) -> float:
+        return sum(self.done.values())
+
+    def advance(self, estimated_s: float, kind: str = ATTEMPT, actual_s: float | None = None) -> None:
+        """A step of `kind` done: it was estimated at `estimated_s` and took `actual_s` (None: as estimated)."""
+        self.done[kind] = self.done.get(kind, 0.0) + estimated_s
+        self.spent[kind] = self.spent.get(kind, 0.0) + (estimated_s if actual_s is None else actual_s)
 
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
+    def pace(self, kind: str) -> float:
+        """What a second of `kind`'s estimate has actually cost so far (1.0 until enough of it is done)."""
+        done, spent = self.done.get(kind, 0.0), self.spent.get(kind, 0.0)
+        if done < TRUSTED_S:
+            done, spent = self.done_estimate, sum(self.spent.values())
+        if done < TRUSTED_S:
+            return 1.0
+        return min(max(spent / done, PACE_RANGE[0]), PACE_RANGE[1])
+
     def remaining_s(self) -> float:
-        left = max(self.total - self.done_estimate, 0.0)
-        if self.done_estimate < 30:
-            return left
-        pace = (time.monotonic() - self.started) / self.done_estimate
-        return left * min(max(pace, 0.5), 3.0)
+        return sum(max(p - self.done.get(k, 0.0), 0.0) * self.pace(k) for k, p in self.planned.items())
 
     def status(self) -> str:
         share = self.done_estimate / self.total if self.total else 1.0
         return f"run {share:.0%}, ~{minutes(self.remaining_s())} left"
+
+    def progress(self, what: str) -> None:
+        """After `what` (a scenario), the time so far and what is left at the pace kept, against the first estimate."""
+        elapsed, left = self.elapsed_s(), self.remaining_s()
+        ends = datetime.datetime.now() + datetime.timedelta(seconds=left)
+        first = f" (estimated at first: {minutes(self.first_total)})" if self.first_total else ""
+        say(
+            f"{what} done after {minutes(elapsed)}; about {minutes(left)} left at the pace so far, "
+            f"{minutes(elapsed + left)} in all, ending about {ends:%H:%M}{first}"
+        )
 
 
 def minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{math.ceil(seconds):.0f} s"
 
 
-def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings) -> dict:
+def estimate(
+    clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings, unsteadiness: float = 0.0
+) -> dict[str, int]:
     """Plans every server start, warm-up and attempt on `clock`, as the plan (schedule.py) has them; returns the
-    counts for the announcement."""
+    counts for the announcement. `unsteadiness`: the machine's CV as the steadiness probe read it (warm-ups wait out
+    the noise: schedule.expected_warmup_runs)."""
     counts = {"servers": 0, "records": 0, "attempts": 0, "warmups": 0}
+    runs = expected_warmup_runs(unsteadiness)
     for server in servers:
         applicable = [s for s in scenarios if s.path_for(server)]
         if not applicable:
             continue
         counts["servers"] += 1
-        clock.plan(START_S)
+        clock.plan(START_S, START)
         history = History()
         for scenario in applicable:
             repeat = scenario.repeat(settings)
@@ -75,9 +126,35 @@ def estimate(clock: Clock, servers: list[Server], scenarios: list[Scenario], set
                 step = warmup_step(job, history)
                 if step is not None and step.after is None:
                     counts["warmups"] += 1
-                    clock.plan(step.seconds(settings))
+                    clock.plan(step.seconds(settings, runs), WARMUP)
                 history.loaded(job, None)
                 counts["records"] += 1
                 counts["attempts"] += repeat
-                clock.plan(repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
+                clock.plan(repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S), ATTEMPT)
+    if counts["records"]:
+        clock.plan(settings.remeasure_s * REMEASURE_SHARE, REMEASURE)
     return counts
+
+
+def probed_unsteadiness(store: RunStore) -> float:
+    """The machine's CV as the probe before the run read it (the worse of its two sides); 0 where none was read."""
+    before: dict[str, Any] = (store.run.conditions.get("steadiness") or {}).get("before") or {}
+    return max((c for c in (before.get("cv") or {}).values() if c is not None), default=0.0)
+
+
+def announce_estimate(
+    store: RunStore, clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings
+) -> None:
+    """The campaign's estimate planned on `clock`, said and kept in the run's conditions (estimated_s)."""
+    unsteadiness = probed_unsteadiness(store)
+    counts = estimate(clock, servers, scenarios, settings, unsteadiness)
+    clock.first_total = clock.total
+    probe_s = float((settings.steadiness or {}).get("seconds", 0))  # the probe after the run (the one before is done)
+    if scenarios:
+        say(
+            f"estimated duration: about {minutes(clock.total)} of measuring ({counts['servers']} servers, "
+            f"{counts['records']} records of {counts['attempts']} attempts, {counts['warmups']} warm-ups of "
+            f"{expected_warmup_runs(unsteadiness):.1f} runs expected on a machine probed at {unsteadiness:.0%}), "
+            f"{minutes(clock.total + probe_s + END_S)} to the report; announced again after each scenario"
+        )
+    store.update_conditions(estimated_s=round(clock.total))

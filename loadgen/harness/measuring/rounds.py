@@ -15,7 +15,7 @@ from typing import Protocol
 
 from harness.basics.messages import say
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring.clock import Clock
+from harness.measuring.clock import ATTEMPT, REMEASURE, WARMUP, Clock
 from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
     History,
@@ -115,8 +115,9 @@ class Rounds:
                 rate=round(step.rate, 1) if step.rate else None,
                 after=step.after,
             )
+        started = time.monotonic()
         warmup = self.executor.warm_up(step, self.settings.warmup)
-        self.clock.advance(step.seconds(self.settings))
+        self.clock.advance(step.seconds(self.settings), WARMUP, time.monotonic() - started)
         return warmup
 
     def rounds(self, jobs: list[Job], warmups: dict[str, Warmup], repeat: int) -> dict[str, list[Attempt]]:
@@ -131,8 +132,9 @@ class Rounds:
                 break
             for name, position in turns(alive, n):
                 job = by_name[name]
+                started = time.monotonic()
                 attempts[name].append(self.executor.attempt(job, n, repeat, warmups[name].rate, position))
-                self.clock.advance(attempt_seconds(job.run) + ATTEMPT_OVERHEAD_S)
+                self.clock.advance(attempt_seconds(job.run) + ATTEMPT_OVERHEAD_S, ATTEMPT, time.monotonic() - started)
                 self.keep(job, attempts[name], warmups[name], repeat, complete=n == repeat)
         for job in jobs:  # a server that died before its last attempt: its record complete now, with its failure
             if len(attempts[job.name]) < repeat:
@@ -189,10 +191,10 @@ class Rounds:
             return None
         say(f"{label}: warmed further and measured again")
         started = time.monotonic()
-        self.clock.plan(needed)
+        self.clock.plan_within(needed, REMEASURE)
         warmup = self.executor.warm_up(WarmupStep(job), self.settings.warmup)
         again = [self.executor.attempt(job, n, repeat, warmup.rate, None) for n in range(1, repeat + 1)]
-        self.clock.advance(needed)
+        self.clock.advance(needed, REMEASURE, time.monotonic() - started)
         allowance.left_s = max(0.0, allowance.left_s - (time.monotonic() - started))
         first_raw = [a.raw for a in attempts]  # files of their own: the attempts again were written beside them
         attempts[:] = again

@@ -14,12 +14,16 @@ from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
 from harness.runtime import RunningServer
 
-# For the estimate only: what starting and verifying a server, a tool's start, and a warm-up usually cost here (runs
-# per warm-up, over three benches of 2026-11-25: a mean of 4.3 on a steady machine, 5.6 and 5.4 on unsteady ones)
-START_S, ATTEMPT_OVERHEAD_S, WARMUP_RUNS_EXPECTED = 6.0, 0.4, 4.5
-# what a JVM's first connection-per-request climb adds, as connections a second: the six JVMs' 570,000 connections
-# took 147-206 s in those benches (akka, pekko and play ~1,500 a second; finagle, socko and spray 4,000-9,000)
-JIT_WARMUP_RPS = 3000.0
+# For the estimate only (clock.py), from the recorded benches of 2026-11-24 and 11-26 (probe 2-5 % and 9-15 %) and
+# stop 38's: what starting, verifying and probing a server costs; what a load costs beyond its own duration (the
+# tool's start and the harness's sampling and parsing: 0.12-0.31 s between one attempt's end and the next's start);
+# the runs a warm-up takes, which grow as the machine is unsteady (the probe's CV: 4.3-4.5 runs at 2-5 %, 4.9 at
+# 9-15 %, warm-ups on new connections aside)
+START_S, ATTEMPT_OVERHEAD_S = 6.0, 0.06
+WARMUP_RUNS_STEADY, WARMUP_RUNS_PER_CV = 3.8, 9.0
+# what a JVM's first connection-per-request climb makes, as connections a second: the six JVMs' 570,000 connections
+# took 128 s and 156 s in those benches (akka, pekko and play ~2,000 a second; finagle, socko and spray 5,000-10,000)
+JIT_WARMUP_RPS = 4000.0
 ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
 # What sizes a load, not what it is: two runs that differ only in these are the same load.
 SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "timeout_s"})
@@ -69,10 +73,12 @@ class WarmupStep:
     after: str | None = None
     rate: float | None = None
 
-    def seconds(self, settings: Settings) -> float:
+    def seconds(self, settings: Settings, runs: float = WARMUP_RUNS_STEADY) -> float:
+        """Its expected length: `runs` runs, or the JIT's connections where making them takes longer (the runs go on
+        until both are done)."""
         if self.after is not None:
             return 0.0
-        return warmup_seconds(self.job.scenario, settings) + self.connections / JIT_WARMUP_RPS
+        return max(warmup_seconds(self.job.scenario, settings, runs), self.connections / JIT_WARMUP_RPS)
 
 
 @dataclass
@@ -158,9 +164,15 @@ def warmup_run_seconds(scenario: Scenario, settings: Settings) -> float:
     return settings.warmup.duration_s
 
 
-def warmup_seconds(scenario: Scenario, settings: Settings) -> float:
-    """How long a warm-up usually takes: the profile's rule, or the scenario's own warm-up load and its minimum runs."""
-    runs = max(WARMUP_RUNS_EXPECTED, scenario.warmup.min_runs) if scenario.warmup else WARMUP_RUNS_EXPECTED
+def expected_warmup_runs(unsteadiness: float) -> float:
+    """The runs a warm-up is expected to take on a machine whose probe reads a CV of `unsteadiness`."""
+    return WARMUP_RUNS_STEADY + WARMUP_RUNS_PER_CV * max(unsteadiness, 0.0)
+
+
+def warmup_seconds(scenario: Scenario, settings: Settings, runs: float = WARMUP_RUNS_STEADY) -> float:
+    """How long a warm-up of `runs` runs takes: the profile's rule, or the scenario's own warm-up load and its minimum
+    runs."""
+    runs = max(runs, scenario.warmup.min_runs) if scenario.warmup else runs
     return runs * (warmup_run_seconds(scenario, settings) + ATTEMPT_OVERHEAD_S)
 
 
