@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from harness.basics import interrupt
 from harness.basics.machine import timestamp
@@ -223,7 +223,7 @@ def attempt_record(attempt_no: int, outcome: Outcome, store: RunStore, started: 
     )
 
 
-def _processes(outcome: Outcome) -> list[dict]:
+def _processes(outcome: Outcome) -> list[dict[str, Any]]:
     """Each tool process of the attempt: its cores, threads, the cores it can keep busy, its CPU seconds, and where it
     was split, its start after the first's and its own duration (one clock: the harness's)."""
     if not outcome.plan or not outcome.commands:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
@@ -254,7 +255,7 @@ def end_group(session: Session, store: RunStore, group: list[Server], turns: Tur
             session.release(server.name)
 
 
-def start_and_verify(session: Session, store: RunStore, server: Server):
+def start_and_verify(session: Session, store: RunStore, server: Server) -> Target | None:
     """The server up and verified as a Target; None when it could not start or failed the contract."""
     try:
         running = session.ensure(server)
@@ -316,13 +317,13 @@ def record_memory_after(session: Session, store: RunStore, server: Server) -> No
     store.set_server(server.name, {**entry, "rss_after_run_mb": resident_mb(session, running)})
 
 
-def _earlier_deaths(store: RunStore, server: Server) -> dict:
+def _earlier_deaths(store: RunStore, server: Server) -> dict[str, Any]:
     """The deaths an earlier round of this run (overhead) recorded in the server's entry, kept when it is rewritten."""
     deaths = store.run.servers.get(server.name, {}).get("deaths")
     return {"deaths": deaths} if deaths else {}
 
 
-def _idle_pids(session: Session, targets: list[Target]):
+def _idle_pids(session: Session, targets: list[Target]) -> Callable[[str], list[int]]:
     """pids of the servers that sleep while `name` is measured (the upstream nginx, on its own CPUs, is not idle)."""
 
     def pids(name: str) -> list[int]:

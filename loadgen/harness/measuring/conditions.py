@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
+from typing import Any
 
 import psutil
 
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import nofile_limit, shell_output, timestamp
+from harness.runtime import Runtime
 
 
 def cpu_model() -> str:
@@ -27,7 +29,7 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-def collect(runtime, profile: str, plan: CpuPlan, command: str) -> dict:
+def collect(runtime: Runtime, profile: str, plan: CpuPlan, command: str) -> dict[str, Any]:
     """`runtime`: the Runtime the run uses; tool versions are those it runs (the host's, or the loadgen image's)."""
     return {
         "started_at": timestamp(),

@@ -19,6 +19,7 @@ import subprocess
 from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 from harness.config.manifest import Server, discover
 
@@ -144,7 +145,7 @@ def pygount_version() -> str | None:
         return None
 
 
-def lines_of_code(server: Server, servers: dict[str, Server] | None = None) -> dict | None:
+def lines_of_code(server: Server, servers: dict[str, Server] | None = None) -> dict[str, Any] | None:
     """{"code", "program", "config", "comments", "files", "languages": {language: code lines}, "tool"} of the server's
     implementation (`program`: lines in programming languages; `config`: build files and configuration);
     None when pygount is not installed."""
@@ -181,6 +182,6 @@ def lines_of_code(server: Server, servers: dict[str, Server] | None = None) -> d
     }
 
 
-def describe(server: Server, servers: dict[str, Server] | None = None) -> dict:
+def describe(server: Server, servers: dict[str, Server] | None = None) -> dict[str, Any]:
     """{"artifact_bytes": ..., "loc": ...}: what the campaign stores once per server and run."""
     return {"artifact_bytes": artifact_bytes(server), "loc": lines_of_code(server, servers)}

@@ -6,6 +6,7 @@ last, so that a long run's faults are not lost in its scroll-back)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import timestamp
@@ -35,7 +36,7 @@ def open_run(
     runtime: Runtime,
     plan: CpuPlan,
     options: RunOptions,
-    extra_conditions: dict | None = None,
+    extra_conditions: dict[str, Any] | None = None,
     how: str = "",
 ) -> RunStore:
     """The run's store, its conditions collected (`runtime`'s tool versions; `extra_conditions` added or overriding),

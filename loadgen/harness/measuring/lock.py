@@ -15,10 +15,12 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from harness.runtime.state import STATE_DIR
+from harness.basics.paths import STATE_DIR
 
 LOCK_FILE = STATE_DIR / "harness.lock"
 HOLDER_WRITE_S = 1.0  # how long a holder may take between taking the lock and writing its name into the file
@@ -29,7 +31,7 @@ class HarnessBusy(Exception):
 
 
 @contextmanager
-def one_command_at_a_time(path: Path = LOCK_FILE):
+def one_command_at_a_time(path: Path = LOCK_FILE) -> Iterator[None]:
     """Held for the body; HarnessBusy at once when another process holds it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -58,12 +60,13 @@ def _busy_message(fd: int, path: Path) -> str:
     )
 
 
-def _read_holder(fd: int) -> dict | None:
+def _read_holder(fd: int) -> dict[str, Any] | None:
     """The holder's pid and command; None if it wrote nothing readable in time (it has just taken the lock)."""
     deadline = time.monotonic() + HOLDER_WRITE_S
     while True:
         try:
-            return json.loads(os.pread(fd, 65536, 0))
+            holder: dict[str, Any] = json.loads(os.pread(fd, 65536, 0))
+            return holder
         except ValueError:
             if time.monotonic() > deadline:
                 return None

@@ -8,6 +8,8 @@ them before the other runtime's turn. `make docker-overhead` runs it; results/<r
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 
 from harness.basics import stats
@@ -29,7 +31,7 @@ DEFAULT_SERVERS = ("nginx", "rust", "node")  # the ceiling, a native server and 
 TARGET = 0.95  # issue 4: docker/local at least this, on this machine
 
 
-def ratios(records: list[Record], rounds: int) -> dict[str, dict]:
+def ratios(records: list[Record], rounds: int) -> dict[str, dict[str, Any]]:
     """Per server: docker/local of the median req/s in each round, their median, and the ratio of the medians over
     all rounds. A round where a side has no clean figure gives no ratio."""
     rps: dict[str, dict[str | None, dict[int, float]]] = {}  # server -> runtime -> round -> req/s
@@ -101,7 +103,7 @@ def _figures(rates: list[float | None]) -> str:
     return ", ".join(f"{x:,.0f}" if x else "-" for x in rates)
 
 
-def print_ratios(overhead: dict, rounds: int) -> None:
+def print_ratios(overhead: dict[str, dict[str, Any]], rounds: int) -> None:
     table = Table(title=f"docker / local req/s ({rounds} alternating rounds; target ≥ {TARGET})")
     for column in ("server", "path", "docker req/s", "local req/s", "ratio per round", "median ratio"):
         table.add_column(column, justify="left" if column in ("server", "path") else "right")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.basics.cpus import CpuPlan, cpu_ranges
 from harness.config.manifest import Server
@@ -33,7 +34,7 @@ class Machine:
 
 def run_plan(
     machine: Machine, servers: list[Server], scenarios: list[Scenario], settings: Settings, ports: dict[str, int]
-) -> dict:
+) -> dict[str, Any]:
     """The plan as data (FORMAT=json prints it as it is)."""
     loads = []
     for scenario in scenarios:
@@ -65,7 +66,7 @@ def run_plan(
     }
 
 
-def _loads(machine: Machine, scenario: Scenario, servers: list[Server], ports: dict[str, int]) -> list[dict]:
+def _loads(machine: Machine, scenario: Scenario, servers: list[Server], ports: dict[str, int]) -> list[dict[str, Any]]:
     first = servers[0]
     out = []
     for run in scenario.runs:
@@ -114,7 +115,7 @@ def _loads(machine: Machine, scenario: Scenario, servers: list[Server], ports: d
     return out
 
 
-def as_text(plan: dict) -> str:
+def as_text(plan: dict[str, Any]) -> str:
     machine, cpu = plan["machine"], plan["cpu_plan"]
     lines = [
         f"plan for {'an assumed machine of ' if machine['assumed'] else 'this machine, '}{machine['cpus']} CPUs "
@@ -154,5 +155,5 @@ def as_text(plan: dict) -> str:
     return "\n".join(lines)
 
 
-def as_json(plan: dict) -> str:
+def as_json(plan: dict[str, Any]) -> str:
     return json.dumps(plan, indent=1, default=str)

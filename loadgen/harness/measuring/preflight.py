@@ -5,14 +5,18 @@ cut short (the tools' own checks: tools/availability.py)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from harness.basics.machine import nofile_limit
 from harness.basics.messages import warn
+from harness.config.host_roles import Host
 from harness.config.scenarios import Scenario
 from harness.tools.availability import PreflightError, tool_processes
 
 
-def check_hosts_settings(roles: dict, runtime: str, command: str, environ=os.environ) -> None:
+def check_hosts_settings(
+    roles: dict[str, Host], runtime: str, command: str, environ: Mapping[str, str] = os.environ
+) -> None:
     """With HOSTS set, the settings that would mean something else: RUNTIME=local, CPUS_* (each host's CPUs are
     HOSTS' cpus=), `make docker-overhead` (docker against local on this machine)."""
     where = ", ".join(f"{h.role} on {h.endpoint}" for h in roles.values())

@@ -11,15 +11,16 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.basics.messages import say
-from harness.config.scenarios import Scenario, Settings
+from harness.config.scenarios import Scenario, Settings, WarmupRule
 from harness.measuring.clock import ATTEMPT, REMEASURE, WARMUP, Clock
 from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
     History,
     Job,
+    Target,
     WarmupStep,
     attempt_seconds,
     remeasure_seconds,
@@ -40,7 +41,7 @@ class Executor(Protocol):
     runtime_name: str
     round_no: int | None  # in a run of rounds (overhead): this campaign's round, carried by its records
 
-    def warm_up(self, step: WarmupStep, rule) -> Warmup: ...
+    def warm_up(self, step: WarmupStep, rule: WarmupRule) -> Warmup: ...
 
     def attempt(
         self, job: Job, n: int, repeat: int, warm_rate: float | None, position: tuple[int, int] | None
@@ -67,7 +68,7 @@ class Allowance:
 def measure_in_rounds(
     executor: Executor,
     clock: Clock,
-    members: list,
+    members: list[Target],
     scenario: Scenario,
     settings: Settings,
     allowance: Allowance | None = None,
@@ -84,7 +85,7 @@ class Rounds:
     settings: Settings
     allowance: Allowance
 
-    def scenario(self, members: list, scenario: Scenario) -> None:
+    def scenario(self, members: list[Target], scenario: Scenario) -> None:
         warmups: dict[str, Warmup] = {}  # a run warmed by the one before it in the same pattern keeps its warm-up
         for run in scenario.runs:
             jobs = [Job(t, t.server, scenario, run) for t in members if t.name not in self.executor.dead]
@@ -152,7 +153,7 @@ class Rounds:
         attempts: list[Attempt],
         warmup: Warmup,
         repeat: int,
-        remeasured: dict | None = None,
+        remeasured: dict[str, Any] | None = None,
         complete: bool = False,
     ) -> None:
         """`job`'s record with the attempts taken so far, written to results.json (in place of the one written after
@@ -167,7 +168,7 @@ class Rounds:
             record.incomplete = f"{len(attempts)} of {repeat} attempts: the run ended before the rest"
         executor.put_record(record)
 
-    def remeasure(self, job: Job, repeat: int, attempts: list[Attempt]) -> dict | None:
+    def remeasure(self, job: Job, repeat: int, attempts: list[Attempt]) -> dict[str, Any] | None:
         """Where `job`'s attempts climbed or fell beyond the noise (harness.basics.trend, the rule of the warming and
         drifting flags) and the run's re-measuring time allows: a further warm-up until settled, then `repeat`
         attempts back to back that replace `attempts` (the others sleep meanwhile); not the ceiling (never ranked, it

@@ -12,10 +12,11 @@ import resource
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import psutil
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -25,6 +26,7 @@ from harness.basics.messages import console
 from harness.basics.sampling import ProcessSampler, usage
 from harness.results.flags import BESIDE_LOADGEN, HARNESS
 from harness.runtime import RunningServer, Runtime, State
+from harness.runtime.protocol import Sampler
 from harness.tools import TOOLS, LoadSpec, LoadTool, ToolFailed
 from harness.tools.load_plan import LoadPlan
 from harness.tools.output import Measurement, merge
@@ -36,6 +38,15 @@ GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
 DEADLINE_FACTOR, DEADLINE_FLOOR_S, DEADLINE_CEILING_S = 5, 20.0, 3600.0
 INTERRUPT_GRACE_S = 5  # how long an interrupted tool may take to print its summary before it is killed
 
+T = TypeVar("T")
+
+
+@runtime_checkable
+class ExactCpu(Protocol):
+    """A tool sampler whose reading can take the tools' exact CPU seconds in place of its sampled ones."""
+
+    def result(self, cpu_s: float | None = None) -> dict[str, Any]: ...
+
 
 @dataclass
 class Outcome:
@@ -43,7 +54,9 @@ class Outcome:
     failure: str | None
     commands: list[list[str]] = field(default_factory=list)
     raw: list[Path] = field(default_factory=list)
-    samples: dict = field(default_factory=dict)  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
+    samples: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # "server" and "loadgen": CPU seconds, utilisation, peak RSS
     plan: LoadPlan | None = None
     parts_cpu_s: list[float] | None = None  # each tool process's CPU seconds (None: only the whole was sampled)
     # each tool process's start, seconds after the first's on the harness's clock (started one after another), and its
@@ -70,7 +83,7 @@ def _progress_fraction(tool: LoadTool, spec: LoadSpec, outputs: list[Path], elap
         done = [tool.completed(path.read_bytes()[-4096:]) if path.exists() else 0 for path in outputs]
         if any(n is None for n in done):
             return None
-        return min(sum(done) / spec.requests, 1.0)  # `spec`: the whole load, its parts' outputs summed
+        return min(sum(n or 0 for n in done) / spec.requests, 1.0)  # `spec`: the whole load, its parts' outputs summed
     return None
 
 
@@ -84,7 +97,7 @@ def _own_cpu_s() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _together(calls) -> list:
+def _together(calls: Iterable[Callable[[], T]]) -> list[T]:
     """The calls run at once, their results in order (a sampler that reads an engine's counters over the network
     waits about a second for a fresh reading: the server's and the tools' are read side by side)."""
     calls = list(calls)
@@ -107,8 +120,8 @@ class Beside:
 class ToolTree:
     """The pids of the tool processes this load started and their children, each with the process it belongs to."""
 
-    def __init__(self):
-        self.procs: list[subprocess.Popen] = []
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
         self.part_of: dict[int, int] = {}
 
     def __call__(self) -> list[int]:
@@ -125,7 +138,7 @@ class ToolTree:
             pids.extend(own)
         return pids
 
-    def cpu_by_part(self, sampler, exact: float | None) -> list[float] | None:
+    def cpu_by_part(self, sampler: Sampler, exact: float | None) -> list[float] | None:
         """Each process's CPU seconds (its children's included), scaled to the exact total where it is known; None
         where the sampler sees only the whole (an engine's counters)."""
         by_pid = getattr(sampler, "cpu_by_pid", None)
@@ -141,8 +154,8 @@ class ToolTree:
         return [round(p, 3) for p in parts]
 
 
-def _samplers(runtime: Runtime, beside: Beside, tree: ToolTree, cores: list[int]) -> dict:
-    samplers = {
+def _samplers(runtime: Runtime, beside: Beside, tree: ToolTree, cores: list[int]) -> dict[str, Sampler]:
+    samplers: dict[str, Sampler] = {
         "server": runtime.sampler(beside.server, beside.server_cores),
         "loadgen": runtime.tool_sampler(tree, cores),
     }
@@ -217,7 +230,7 @@ class Load:
     def __init__(self, runtime: Runtime, plan: LoadPlan, outcome: Outcome):
         self.runtime, self.plan, self.outcome = runtime, plan, outcome
         self.tree = ToolTree()
-        self.samplers: dict = {}
+        self.samplers: dict[str, Sampler] = {}
         self.sampling_failed: str | None = None
         self.started = time.monotonic()
         self.children_cpu_before, self.own_cpu_before = _children_cpu_s(), _own_cpu_s()
@@ -255,7 +268,9 @@ class Load:
             # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's
             # last moments.
             exact = _children_cpu_s() - self.children_cpu_before if self.runtime.tools_are_children else None
-            outcome.samples["loadgen"] = samplers["loadgen"].result(exact)
+            loadgen = samplers["loadgen"]
+            if isinstance(loadgen, ExactCpu):  # both runtimes' tool samplers are
+                outcome.samples["loadgen"] = loadgen.result(exact)
             outcome.parts_cpu_s = self.tree.cpu_by_part(samplers["loadgen"], exact)
             if not self.runtime.remote:  # this process's threads, on the load generator's cores meanwhile
                 cores = len(self.plan.loadgen_cores)
@@ -308,13 +323,13 @@ def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
     )
     m = outcome.measurement
     if m:
-        m.errors = replace(m.errors, timeout=m.errors.timeout + spec.concurrency)
+        m.errors = replace(m.errors, timeout=m.errors.timeout + (spec.concurrency or 0))
     if outcome.failure:  # "ab printed no summary: ...; stopped by the harness at ..."
         outcome.failure = f"{outcome.failure}; {outcome.stopped}"
 
 
 def _wait(
-    procs: list[subprocess.Popen],
+    procs: list[subprocess.Popen[bytes]],
     tool_name: str,
     spec: LoadSpec,
     outputs: list[Path],
@@ -355,14 +370,14 @@ def _wait(
     return False
 
 
-def _sigint(procs: list[subprocess.Popen]) -> None:
+def _sigint(procs: list[subprocess.Popen[bytes]]) -> None:
     """SIGINT to the tools still running: ab, wrk and httperf then end and print what they measured so far."""
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
 
 
-def _interrupt(procs: list[subprocess.Popen]) -> None:
+def _interrupt(procs: list[subprocess.Popen[bytes]]) -> None:
     """SIGINT (the tools print what they measured so far), then SIGKILL to those still running."""
     _sigint(procs)
     for p in procs:

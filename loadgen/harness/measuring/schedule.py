@@ -9,6 +9,7 @@ of new connections)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
@@ -27,6 +28,9 @@ JIT_WARMUP_RPS = 4000.0
 ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
 # What sizes a load, not what it is: two runs that differ only in these are the same load.
 SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "timeout_s"})
+# what a server was loaded with (tool, path, the load's other fields), and what a warm-up must match
+LoadKey = tuple[str, str | None, tuple[tuple[str, Any], ...]]
+Pattern = tuple[Any, ...]
 
 
 @dataclass
@@ -85,21 +89,23 @@ class WarmupStep:
 class History:
     """What each server was last loaded with, and the connection patterns it was warmed on, in this campaign."""
 
-    last_load: dict[str, tuple] = field(default_factory=dict)  # name -> (load_key, "scenario run", last req/s)
-    warmed: set[tuple] = field(default_factory=set)  # (name, pattern)
+    last_load: dict[str, tuple[LoadKey, str, float | None]] = field(
+        default_factory=dict
+    )  # name -> (load_key, "scenario run", last req/s)
+    warmed: set[tuple[str, Pattern]] = field(default_factory=set)  # (name, pattern)
 
     def loaded(self, job: Job, rate: float | None) -> None:
         self.last_load[job.name] = (load_key(job.scenario, job.run, job.server), job.label, rate)
 
 
-def load_key(scenario: Scenario, run: LoadRun, server: Server) -> tuple:
+def load_key(scenario: Scenario, run: LoadRun, server: Server) -> LoadKey:
     """What a server was last loaded with, for telling whether a warm-up would repeat it: the tool, the path and every
     load field but the sizing ones (quick `long` after `low-compute`: the same ab load at c1000 on /factorial)."""
     fields = tuple(sorted((k, v) for k, v in run.load.items() if k not in SIZING_FIELDS))
     return scenario.tool, scenario.path_for(server), fields
 
 
-def pattern(scenario: Scenario, run: LoadRun) -> tuple:
+def pattern(scenario: Scenario, run: LoadRun) -> Pattern:
     """What a warm-up must match: the tool, whether connections are kept (ab -k, or not) and the protocol; a scenario
     with a warm-up load of its own is warmed once, before its first run."""
     if scenario.warmup:
@@ -154,13 +160,13 @@ def attempt_seconds(run: LoadRun) -> float:
     if load.get("duration_s"):
         return float(load["duration_s"])
     count = load.get("requests") or load.get("users") or load["concurrency"] * (load.get("calls_per_connection") or 1)
-    return count / ASSUMED_RPS
+    return float(count) / ASSUMED_RPS
 
 
 def warmup_run_seconds(scenario: Scenario, settings: Settings) -> float:
     """How long one warm-up run lasts: the scenario's own warm-up load's duration, or the profile's rule."""
     if scenario.warmup:
-        return scenario.warmup.run.load.get("duration_s", settings.warmup.duration_s)
+        return float(scenario.warmup.run.load.get("duration_s", settings.warmup.duration_s))
     return settings.warmup.duration_s
 
 

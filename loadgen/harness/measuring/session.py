@@ -5,6 +5,7 @@ those whose command is gone and stops them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psutil
@@ -247,7 +248,7 @@ class Session:
             self.stop(name)
 
     @contextmanager
-    def measuring(self, running: RunningServer):
+    def measuring(self, running: RunningServer) -> Iterator[RunningServer]:
         """While the upstream itself is measured it runs on the server's CPUs like every other server, then goes
         back."""
         if self.is_upstream(running.name) and list(running.cpus) != list(self.plan.server):
@@ -263,7 +264,7 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if not self.keep:
             self.stop_started()
 

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 from harness.basics import interrupt, stats
 from harness.basics.cpus import CpuPlan
@@ -65,7 +66,7 @@ def windows(rates: list[float], per_window: int) -> list[float]:
     return [statistics.fmean(rates[i : i + per_window]) for i in range(0, len(rates) - per_window + 1, per_window)]
 
 
-def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict:
+def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict[str, Any]:
     """{"seconds", "window_s", "cpus", "cv": {role: CV between windows}, "correlation": of the roles' window rates
     (None with one role), "rate": {role: loops per second, the median window}}. `cpus`: role -> the CPU its busy loop is pinned to."""
     procs = {}

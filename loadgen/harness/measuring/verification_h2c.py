@@ -81,7 +81,7 @@ class H2Client:
     def __enter__(self) -> H2Client:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def max_streams(self) -> int:
