@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.basics.cpus import CpuPlanError, format_cpus, parse_cpus
@@ -81,7 +82,9 @@ class Configuration:
     format: str = "text"
 
 
-def read(environ, servers: dict[str, Server], given: dict[str, str | None] | None = None) -> Configuration:
+def read(
+    environ: Mapping[str, str], servers: dict[str, Server], given: dict[str, str | None] | None = None
+) -> Configuration:
     """The settings from `environ`, where the command line's options (`given`, by variable name; None: not given)
     take precedence; ConfigurationError for the first bad value."""
     raw = {name: environ.get(name) for name in EXAMPLES}
@@ -223,7 +226,7 @@ def cpu_lists(given: dict[str, str | None]) -> dict[str, str]:
     return {role: given[role] or "" for role in cpus}  # each role in `cpus` was given a value
 
 
-def hosts(value: str | None, insecure: str | None, environ) -> dict[str, Host] | None:
+def hosts(value: str | None, insecure: str | None, environ: Mapping[str, str]) -> dict[str, Host] | None:
     if insecure not in (None, "0", "1"):
         raise ConfigurationError(
             f"HOSTS_INSECURE_TCP={insecure!r}: say 1 to accept a Docker engine on plain TCP (no TLS), or leave it unset"
@@ -247,7 +250,7 @@ def twin(raw: str | None, value: str | None, servers: dict[str, Server]) -> str:
     return value or ""
 
 
-def memory_limits(environ, servers: dict[str, Server]) -> dict[str, str]:
+def memory_limits(environ: Mapping[str, str], servers: dict[str, Server]) -> dict[str, str]:
     """BENCH_MEM_LIMIT_<SERVER>=512m: each names a server (its name upper-cased, '-' as '_') and a limit Docker takes."""
     by_variable = {MEMORY_PREFIX + "".join(c if c.isalnum() else "_" for c in n.upper()): n for n in servers}
     limits = {}

@@ -16,6 +16,7 @@ import ipaddress
 import os
 import re
 import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -42,7 +43,7 @@ class Host:
     cpus: tuple[int, ...] | None = None
 
 
-def parse(raw: str, environ=os.environ) -> dict[str, Host]:
+def parse(raw: str, environ: Mapping[str, str] = os.environ) -> dict[str, Host]:
     """The roles of a HOSTS value; HostsError names the bad entry and what to write instead."""
     entries: dict[str, Host] = {}
     for item in raw.split():
@@ -71,7 +72,7 @@ def parse(raw: str, environ=os.environ) -> dict[str, Host]:
     return entries
 
 
-def host(role: str, spec: str, environ=os.environ) -> Host:
+def host(role: str, spec: str, environ: Mapping[str, str] = os.environ) -> Host:
     endpoint, *options = spec.split(",")
     fields: dict[str, str] = {}
     for option in options:
@@ -90,7 +91,7 @@ def host(role: str, spec: str, environ=os.environ) -> Host:
     return Host(role, endpoint, kind, address, cpu_list(role, fields["cpus"]) if "cpus" in fields else None)
 
 
-def endpoint_kind(role: str, endpoint: str, environ=os.environ) -> tuple[str, str | None]:
+def endpoint_kind(role: str, endpoint: str, environ: Mapping[str, str] = os.environ) -> tuple[str, str | None]:
     """The endpoint's kind and the address it implies (its host when that is an IP address)."""
     if "://" not in endpoint:
         if not CONTEXT_NAME.match(endpoint):
@@ -125,7 +126,7 @@ def endpoint_kind(role: str, endpoint: str, environ=os.environ) -> tuple[str, st
         return url.scheme, None  # a name: the address must be given (the harness does not resolve names for you)
 
 
-def check_docker_host(environ=os.environ) -> None:
+def check_docker_host(environ: Mapping[str, str] = os.environ) -> None:
     """The local engine as the Docker CLI reaches it (one-host Docker, and the engine that builds HOSTS' images):
     a tcp:// DOCKER_HOST without TLS verification (DOCKER_TLS_VERIFY) is refused, as HOSTS refuses such endpoints,
     unless HOSTS_INSECURE_TCP=1 accepts it (with a warning). Asks nothing of the engine."""
@@ -152,7 +153,7 @@ def cpu_list(role: str, raw: str) -> tuple[int, ...]:
     return tuple(sorted(set(cpus)))
 
 
-def from_env(environ=os.environ) -> dict[str, Host] | None:
+def from_env(environ: Mapping[str, str] = os.environ) -> dict[str, Host] | None:
     """The roles HOSTS gives, or None when it is unset (everything on the local engine, as before)."""
     raw = environ.get(HOSTS_ENV, "").strip()
     return parse(raw, environ) if raw else None
@@ -176,7 +177,9 @@ def docker_args(h: Host) -> list[str]:
     return ["--context", h.endpoint] if h.kind == "context" else ["--host", h.endpoint]
 
 
-def probe(roles: dict[str, Host], run=None) -> dict[str, Engine]:
+def probe(
+    roles: dict[str, Host], run: Callable[..., subprocess.CompletedProcess[str]] | None = None
+) -> dict[str, Engine]:
     """Each distinct endpoint's engine, asked once (`docker info`); HostsError for the first that does not answer,
     before anything starts anywhere."""
     run = run or subprocess.run

@@ -8,8 +8,10 @@ import hashlib
 import os
 import re
 import tomllib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from harness.basics.paths import REPO
 
@@ -90,7 +92,7 @@ def artifacts_stamp(server: Server) -> str:
     return h.hexdigest()[:16]
 
 
-def _tree(top: Path):
+def _tree(top: Path) -> Iterator[Path]:
     """`top` and, for a folder, everything under it, in a fixed order (symlinks not followed)."""
     yield top
     for root, dirs, names in os.walk(top):  # nothing for a file
@@ -137,16 +139,16 @@ def build_steps(servers: list[Server]) -> list[BuildStep]:
     return out
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # TOML's true is no port
 
 
-def _strings(value) -> bool:
+def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 # Every key a [[server]] table may have: what its value must be (said in the error), and the check.
-FIELDS = {
+FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "name": (
         "a non-empty name of lowercase letters, digits and '-'",
         lambda v: isinstance(v, str) and re.fullmatch(r"[a-z0-9-]+", v) is not None,
@@ -174,7 +176,7 @@ FIELDS = {
 REQUIRED = ("name", "port", "routes", "run")
 
 
-def _check_fields(table: dict, where: str) -> None:
+def _check_fields(table: dict[str, Any], where: str) -> None:
     """Every key known and of its type, before any value is used: a wrong one is named with what it must be."""
     unknown = sorted(set(table) - set(FIELDS))
     if unknown:
@@ -191,7 +193,7 @@ def _check_fields(table: dict, where: str) -> None:
             raise ManifestError(f"{where}: {key!r} must be {expected}, not {value!r}")
 
 
-def _server(table: dict, folder: Path, source: Path) -> Server:
+def _server(table: dict[str, Any], folder: Path, source: Path) -> Server:
     where = f"{source} ([[server]] {table.get('name', '?')!r})"
     _check_fields(table, where)
     unknown = set(table["routes"]) - CONTRACT_ROUTES

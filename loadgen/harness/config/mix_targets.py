@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from harness.config.manifest import CONTRACT_ROUTES
 
@@ -25,12 +26,12 @@ class MixTarget:
     weight: float  # percent of the mix's requests
 
 
-def is_mix(raw_targets: list[dict]) -> bool:
+def is_mix(raw_targets: list[dict[str, Any]]) -> bool:
     """A scenario is a mix when its targets carry weights."""
     return any(isinstance(t, dict) and "weight" in t for t in raw_targets)
 
 
-def parse_mix(raw_targets: list[dict], where: str) -> tuple[MixTarget, ...]:
+def parse_mix(raw_targets: list[dict[str, Any]], where: str) -> tuple[MixTarget, ...]:
     """The targets checked: known routes, positive weights in steps of 0.1 summing to 100, no path twice."""
     targets = []
     for index, raw in enumerate(raw_targets):

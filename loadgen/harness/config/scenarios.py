@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness.config.manifest import Server
 from harness.config.mix_targets import MixError, MixTarget, is_mix, parse_mix
@@ -56,7 +57,9 @@ class Settings:
     repeat: int
     warmup: WarmupRule
     forced: bool = False  # REPEAT given: it wins over a scenario's own attempts
-    steadiness: dict | None = None  # {"seconds", "window_s"}: the machine's CPU-speed probe before and after the run
+    steadiness: dict[str, float] | None = (
+        None  # {"seconds", "window_s"}: the machine's CPU-speed probe before and after the run
+    )
     remeasure_s: float = 0.0  # time a campaign may spend warming further and measuring again what was still warming
     budget_s: float | None = None  # the campaign's time budget: nothing is measured again once it would go past it
 
@@ -64,7 +67,7 @@ class Settings:
 @dataclass(frozen=True)
 class LoadRun:
     label: str
-    load: dict  # LoadSpec fields except the URL
+    load: dict[str, Any]  # LoadSpec fields except the URL
     rate_share: float | None = None  # the rate, as a share of the warm-up's (see LOAD_FIELDS)
 
     def spec(self, url: str) -> LoadSpec:
@@ -121,7 +124,7 @@ class Scenario:
         return run.load.get("protocol") or self.protocol
 
 
-def _run(raw: dict, where: str, index: int) -> LoadRun:
+def _run(raw: dict[str, Any], where: str, index: int) -> LoadRun:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where} run {index + 1}: {raw!r} is not a load: give {{ concurrency = ..., ... }}")
     label = str(raw.get("label", f"c{raw.get('concurrency', '?')}"))
@@ -161,13 +164,13 @@ def _run(raw: dict, where: str, index: int) -> LoadRun:
     return LoadRun(label=label, load=load, rate_share=float(share) if share is not None else None)
 
 
-def parse_run(raw: dict, where: str, index: int) -> LoadRun:
+def parse_run(raw: dict[str, Any], where: str, index: int) -> LoadRun:
     """One load as scenarios.toml writes it (its load fields, a label), checked; for other plans of loads
     (calibrate.toml)."""
     return _run(raw, where, index)
 
 
-def _warmup_load(raw, where: str) -> WarmupLoad | None:
+def _warmup_load(raw: Any, where: str) -> WarmupLoad | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or raw.get("tool") not in TOOLS:
@@ -285,7 +288,7 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
     return scenarios
 
 
-def _mix(raw_targets: list[dict], where: str) -> tuple[MixTarget, ...] | None:
+def _mix(raw_targets: list[dict[str, Any]], where: str) -> tuple[MixTarget, ...] | None:
     """The scenario's mix when its targets carry weights (checked: one line naming the scenario and key), else None."""
     if not is_mix(raw_targets):
         return None
@@ -295,7 +298,7 @@ def _mix(raw_targets: list[dict], where: str) -> tuple[MixTarget, ...] | None:
         raise ScenarioError(str(exc)) from None
 
 
-def read(path: Path) -> dict:
+def read(path: Path) -> dict[str, Any]:
     """The scenario file as TOML; a missing or malformed one is one line saying where and what to do."""
     try:
         return tomllib.loads(path.read_text())

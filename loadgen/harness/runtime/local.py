@@ -7,7 +7,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -21,10 +23,10 @@ from harness.basics.machine import (
     still_runs,
     wall_clock,
 )
+from harness.basics.paths import STATE_DIR
 from harness.config.manifest import Server
 from harness.runtime.protocol import OnThisMachine, RunningServer, RuntimeFailure, exit_reason, indent
 from harness.runtime.starting import await_start
-from harness.runtime.state import STATE_DIR
 from harness.tools import TOOLS, find_binary, tool_version
 from harness.tools.availability import check_tools
 
@@ -64,6 +66,48 @@ def log_tail(path: str | Path, lines: int = 15) -> str:
     return indent("\n".join(text[-lines:]) or "(empty log)")
 
 
+def _check_ports_free(server: Server, host: str, port: int, env: dict[str, str]) -> None:
+    """RuntimeFailure naming who holds the server's port (or its h2c port), before anything starts."""
+    for kind, taken in (("port", port), ("h2c port", int(env.get("H2C_PORT") or 0))):
+        owner = taken and port_owner(host, taken)
+        if owner:
+            raise RuntimeFailure(
+                f"cannot start {server.name}: {kind} {taken} is in use by {owner}. "
+                f'Stop it (make down, if it is ours) or choose another port: PORTS="{server.name}=<port>"'
+            )
+
+
+def _command(
+    server: Server, cpus: list[int], port: int, env: dict[str, str], run_dir: Path
+) -> tuple[list[str], dict[str, str]]:
+    """The server's `run` with its placeholders filled, and its environment; RuntimeFailure when its program is not
+    there (not built)."""
+    host = env.get("HOST", "127.0.0.1")
+    values = {
+        "port": str(port),
+        "host": host,
+        "cores": str(len(cpus)),
+        "run_dir": str(run_dir),
+        "upstream_url": env.get("UPSTREAM_URL", ""),
+    }
+    argv = [arg.format(**values) for arg in server.run]
+    child_env = {
+        **os.environ,
+        **server.env,
+        **env,
+        "PORT": str(port),
+        "HOST": host,
+        "SERVER_CORES": str(len(cpus)),
+        "RUN_DIR": str(run_dir),
+    }
+    program = argv[0] if "/" not in argv[0] else str(server.folder / argv[0])
+    if not shutil.which(program, path=os.environ.get("PATH") if "/" not in argv[0] else None):
+        raise RuntimeFailure(
+            f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). Did `make build` run?"
+        )
+    return argv, child_env
+
+
 class LocalRuntime(OnThisMachine):
     name = "local"
     tools_are_children = True  # their CPU time is exact in RUSAGE_CHILDREN
@@ -71,7 +115,7 @@ class LocalRuntime(OnThisMachine):
     def __init__(self) -> None:
         # The servers this runtime started, by pid, kept so that only `death` reaps them: a Popen dropped while its
         # process runs is reaped by the next Popen's clean-up instead, and the exit status is lost with it.
-        self._children: dict[int, subprocess.Popen] = {}
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def build_images(self, servers: list[Server], force: bool = False) -> None:
         """Nothing to build: local servers run from the artifacts `make build` made in their folders."""
@@ -80,42 +124,22 @@ class LocalRuntime(OnThisMachine):
         """Nothing of its own to clear: the servers and tools a killed run left are in the state, and the session stops
         them."""
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
+    def start(
+        self,
+        server: Server,
+        cpus: list[int],
+        port: int,
+        env: dict[str, str],
+        listed: Callable[[RunningServer], None] | None = None,
+    ) -> RunningServer:
         host = env.get("HOST", "127.0.0.1")
-        for kind, taken in (("port", port), ("h2c port", int(env.get("H2C_PORT") or 0))):
-            owner = taken and port_owner(host, taken)
-            if owner:
-                raise RuntimeFailure(
-                    f"cannot start {server.name}: {kind} {taken} is in use by {owner}. "
-                    f'Stop it (make down, if it is ours) or choose another port: PORTS="{server.name}=<port>"'
-                )
+        _check_ports_free(server, host, port, env)
         run_dir = STATE_DIR / server.name
         run_dir.mkdir(parents=True, exist_ok=True)
         log = run_dir / "server.log"
-        values = {
-            "port": str(port),
-            "host": host,
-            "cores": str(len(cpus)),
-            "run_dir": str(run_dir),
-            "upstream_url": env.get("UPSTREAM_URL", ""),
-        }
-        argv = [arg.format(**values) for arg in server.run]
-        child_env = {
-            **os.environ,
-            **server.env,
-            **env,
-            "PORT": str(port),
-            "HOST": host,
-            "SERVER_CORES": str(len(cpus)),
-            "RUN_DIR": str(run_dir),
-        }
-        program = argv[0] if "/" not in argv[0] else str(server.folder / argv[0])
-        if not shutil.which(program, path=os.environ.get("PATH") if "/" not in argv[0] else None):
-            raise RuntimeFailure(
-                f"cannot start {server.name}: {argv[0]} is not there (in {server.folder}). Did `make build` run?"
-            )
+        argv, child_env = _command(server, cpus, port, env, run_dir)
         started = time.monotonic()
-        proc: subprocess.Popen | None = None
+        proc: subprocess.Popen[bytes] | None = None
         try:
             with log.open("wb") as log_file, interrupt.deferred():  # a Ctrl-C during the Popen raises with `proc` set
                 try:
@@ -206,7 +230,7 @@ class LocalRuntime(OnThisMachine):
                 pass
         psutil.wait_procs(alive, timeout=5)
 
-    def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> subprocess.Popen:
+    def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> subprocess.Popen[bytes]:
         with output.open("wb") as out:
             return subprocess.Popen(pinned(argv, cpus), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -223,9 +247,10 @@ class LocalRuntime(OnThisMachine):
             if find_binary(tool)
         }
 
-    def describe(self, running: RunningServer) -> dict:
+    def describe(self, running: RunningServer) -> dict[str, Any]:
         """The CPUs each of the server's processes may run on, as the kernel reports them."""
-        allowed, pids = set(), self.pids(running)
+        allowed: set[int] = set()
+        pids = self.pids(running)
         for pid in pids:
             try:
                 allowed.update(psutil.Process(pid).cpu_affinity())
@@ -233,7 +258,7 @@ class LocalRuntime(OnThisMachine):
                 pass
         return {"pid": running.pid, "processes": len(pids), "allowed_cpus": sorted(allowed)}
 
-    def conditions(self) -> dict:
+    def conditions(self) -> dict[str, Any]:
         return {}
 
 

@@ -8,7 +8,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import psutil
 
@@ -61,6 +61,36 @@ class RunningServer:
         return self.base_url
 
 
+class Sampler(Protocol):
+    """What samples a server's or the load tools' CPU and memory while a load runs: basics/sampling.py's
+    ProcessSampler, or a Docker engine's counters (runtime/docker/engine_api.py's EngineStatsSampler)."""
+
+    def start(self) -> Sampler: ...
+
+    def stop(self) -> dict[str, Any]:
+        """The usage between start() and now (basics/sampling.py's `usage`)."""
+
+    def cancel(self) -> None: ...
+
+
+class ToolProcess(Protocol):
+    """A load tool's process as the runner drives it: a subprocess.Popen on this machine, or a tool in the loadgen
+    container whose output a `docker exec` client relays (runtime/docker/process.py), signalled in the container."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
 class Runtime(Protocol):
     """Every capability a runtime has: callers call these, they never probe for one."""
 
@@ -79,7 +109,14 @@ class Runtime(Protocol):
         not list cleared away (docker: its containers, and the loadgen container with the tools running in it; the
         session stops the servers and tools the state lists). Idempotent."""
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
+    def start(
+        self,
+        server: Server,
+        cpus: list[int],
+        port: int,
+        env: dict[str, str],
+        listed: Callable[[RunningServer], None] | None = None,
+    ) -> RunningServer:
         """The server started and answering; `listed(running)` is called as soon as its process exists, before the
         wait (so that a command killed meanwhile leaves it in the state); on any failure it is stopped."""
 
@@ -104,17 +141,17 @@ class Runtime(Protocol):
     def address(self, role: str) -> str:
         """Where the other roles reach the services of `role` (server, upstream): 127.0.0.1 on one machine."""
 
-    def sampler(self, running: RunningServer, cores: int):
+    def sampler(self, running: RunningServer, cores: int) -> Sampler:
         """What samples the server's CPU and memory while a load runs (harness/basics/sampling.py's interface)."""
 
-    def tool_sampler(self, tree, cpus: list[int]):
+    def tool_sampler(self, tree: Callable[[], list[int]], cpus: list[int]) -> Sampler:
         """What samples the load tools' CPU; `tree()` gives the pids of the tool processes this command started."""
 
     def pause(self, running: RunningServer, asleep: bool) -> None:
         """Freeze (asleep) or thaw an idle server (interleaved rounds)."""
 
-    def tool_process(self, argv: list[str], cpus: list[int], output: Path):
-        """Start a load tool pinned to `cpus`, stdout+stderr to `output`; returns a Popen."""
+    def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> ToolProcess:
+        """Start a load tool pinned to `cpus`, stdout+stderr to `output`."""
 
     def check_tools(self, tools: set[str]) -> None:
         """Raise when a load tool the run needs is not where this runtime runs it."""
@@ -125,10 +162,10 @@ class Runtime(Protocol):
     def tool_versions(self) -> dict[str, str]:
         """ab, wrk and httperf as this runtime runs them."""
 
-    def describe(self, running: RunningServer) -> dict:
+    def describe(self, running: RunningServer) -> dict[str, Any]:
         """Where the server runs, read back from the system (CPUs it may run on; container, image, limits)."""
 
-    def conditions(self) -> dict:
+    def conditions(self) -> dict[str, Any]:
         """The runtime's own conditions (engine, compose, the load generator's placement), for the run's record."""
 
 
@@ -146,7 +183,7 @@ class OnThisMachine:
     def sampler(self, running: RunningServer, cores: int) -> ProcessSampler:
         return ProcessSampler(lambda: self.pids(running), cores, list(running.cpus))
 
-    def tool_sampler(self, tree, cpus: list[int]) -> ProcessSampler:
+    def tool_sampler(self, tree: Callable[[], list[int]], cpus: list[int]) -> ProcessSampler:
         return ProcessSampler(tree, len(cpus))
 
     def pause(self, running: RunningServer, asleep: bool) -> None:

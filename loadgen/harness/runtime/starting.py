@@ -4,6 +4,7 @@ stopped on any failure (Ctrl-C included)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from harness.basics import httpclient
 from harness.basics.machine import wait_until
@@ -12,7 +13,12 @@ from harness.runtime.protocol import RunningServer, Runtime, RuntimeFailure
 
 
 def await_start(
-    runtime: Runtime, server: Server, running: RunningServer, began: float, read_cpus=None, listed=None
+    runtime: Runtime,
+    server: Server,
+    running: RunningServer,
+    began: float,
+    read_cpus: Callable[[], list[int]] | None = None,
+    listed: Callable[[RunningServer], None] | None = None,
 ) -> RunningServer:
     """The end of every runtime's `start`: `listed(running)` first (the server is in the state while it starts), then
     until the server answers GET /id (`wait_ready`), then its CPU set read back (`read_cpus()`, where the runtime
@@ -31,7 +37,9 @@ def await_start(
     return running
 
 
-def wait_ready(server: Server, running: RunningServer, death, log_tail) -> None:
+def wait_ready(
+    server: Server, running: RunningServer, death: Callable[[], str | None], log_tail: Callable[[], str]
+) -> None:
     """Until the server answers GET /id with its name. `death()` says why it died (None while alive); `log_tail()`
     gives the end of its log for the error message."""
 

@@ -10,6 +10,7 @@ import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.basics.machine import kernel_start, process_create_time, started_as, still_runs
 from harness.basics.paths import STATE_DIR
@@ -36,7 +37,7 @@ class Starter:
     def ended(self) -> bool:
         return not still_runs(self.pid, started_as(self.pid_start, self.pid_created))
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[int, float | None]:
         return self.pid, self.pid_start if self.pid_start is not None else self.pid_created
 
     def __str__(self) -> str:
@@ -80,7 +81,7 @@ class State:
     def __init__(self, path: Path = STATE_DIR / "state.json"):
         self.path = path
 
-    def _read(self) -> dict:
+    def _read(self) -> dict[str, Any]:
         try:
             data = json.loads(self.path.read_text()) if self.path.exists() else {}
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -95,7 +96,7 @@ class State:
             f"running (`ss -ltnp` shows who holds the servers' ports), then delete it: rm {self.path}"
         )
 
-    def _write(self, data: dict) -> None:
+    def _write(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         try:

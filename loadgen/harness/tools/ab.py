@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.basics.distribution import Distribution
-from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed, search
 from harness.tools.output import Errors, Measurement
 
 FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epoll)
@@ -57,11 +57,17 @@ class ApacheBench:
         1.5 s asked (node's round of ten fib(35) takes 1.1 s: two rounds, 2.2 s), 24 s of one `make bench`."""
         if not rate:
             return replace(spec, requests=None, duration_s=seconds)
-        rounds = max(1, math.floor(rate * seconds / spec.concurrency + 0.5))
-        return replace(spec, requests=rounds * spec.concurrency, duration_s=None, sized_from_rps=round(rate, 1))
+        connections = spec.connections(self.name)
+        rounds = max(1, math.floor(rate * seconds / connections + 0.5))
+        return replace(spec, requests=rounds * connections, duration_s=None, sized_from_rps=round(rate, 1))
 
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
-        if not spec.requests and not spec.duration_s:
+        connections = spec.connections(self.name)
+        if spec.requests:  # ab refuses a concurrency above its request count
+            length = ["-n", str(spec.requests), "-c", str(min(connections, spec.requests))]
+        elif spec.duration_s:  # -t must come before -n: -t alone caps the run at 50,000 requests
+            length = ["-t", f"{math.ceil(spec.duration_s)}", "-n", str(TIMED_MAX_REQUESTS), "-c", str(connections)]
+        else:
             raise ValueError("ab needs a request count or a duration")
         argv = [self.binary]
         if spec.keepalive:
@@ -70,11 +76,7 @@ class ApacheBench:
             argv.append("-r")
         if spec.timeout_s:
             argv += ["-s", str(int(spec.timeout_s))]
-        if spec.requests:  # ab refuses a concurrency above its request count
-            argv += ["-n", str(spec.requests), "-c", str(min(spec.concurrency, spec.requests))]
-        else:  # -t must come before -n: -t alone caps the run at 50,000 requests
-            argv += ["-t", f"{math.ceil(spec.duration_s)}", "-n", str(TIMED_MAX_REQUESTS), "-c", str(spec.concurrency)]
-        argv += ["-e", str(scratch / PERCENTILES), "-g", str(scratch / PER_REQUEST), spec.url]
+        argv += [*length, "-e", str(scratch / PERCENTILES), "-g", str(scratch / PER_REQUEST), spec.url]
         return argv
 
     def parse(self, output: str, scratch: Path) -> Measurement:
@@ -91,7 +93,7 @@ class ApacheBench:
             length=length,
             other=exceptions,
         )
-        duration = float(re.search(r"^Time taken for tests:\s+([\d.]+)", output, re.MULTILINE).group(1))
+        duration = float(search(r"^Time taken for tests:\s+([\d.]+)", output, self.name).group(1))
         rps_line = re.search(r"^Requests per second:\s+([\d.]+)", output, re.MULTILINE)
         rps = float(rps_line.group(1)) if rps_line else 0.0  # not printed when no request completed (interrupted)
         table = {int(p): float(ms) for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", output, re.MULTILINE)}

@@ -3,17 +3,33 @@ failure. Adapters import these from here, not from the package, so the registry 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from harness.tools.output import Measurement
 
 
 class ToolFailed(Exception):
     """The tool ran but produced no usable summary (aborted, refused, bad arguments)."""
+
+
+class ParseError(ValueError):
+    """The tool printed a summary its parser did not foresee (a line it always reads is missing): the runner records
+    the attempt as lost, with its raw output kept, as it does for any parser's surprise."""
+
+
+def search(pattern: str | re.Pattern[str], output: str, tool: str) -> re.Match[str]:
+    """The line of `output` that `pattern` (multi-line) reads, which a summary of `tool` always holds: ParseError
+    where it does not."""
+    found = re.search(pattern, output, re.MULTILINE)
+    if found is None:
+        shown = pattern if isinstance(pattern, str) else pattern.pattern
+        raise ParseError(f"{tool}'s summary lacks a line matching {shown}")
+    return found
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,20 @@ class LoadSpec:
     protocol: str | None = None  # h2load: "h2c" (cleartext HTTP/2, the default) or "h1" (--h1)
     processes: int | None = None  # ab, httperf: the load split into this many processes (LOADGEN_PROCESSES for one run)
     mix: tuple[tuple[str, float], ...] | None = None  # oha-mix: (path, percent) on `url`'s server, each request drawn
+
+    def connections(self, tool: str) -> int:
+        """`concurrency`, which every tool but Gatling is always given: ValueError where a load lacks it."""
+        return needed(self.concurrency, f"{tool} needs a concurrency (its connections)")
+
+
+T = TypeVar("T")
+
+
+def needed(value: T | None, message: str) -> T:
+    """`value`, which a tool cannot run without: ValueError(`message`) where the load lacks it (None or 0)."""
+    if not value:
+        raise ValueError(message)
+    return value
 
 
 class LoadTool(Protocol):

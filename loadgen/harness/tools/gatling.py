@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, TypedDict
 
 from harness.tools.adapter import LoadSpec, ToolFailed
 from harness.tools.output import Errors, Measurement
@@ -24,6 +25,18 @@ INJECTIONS = {  # what each profile needs from the LoadSpec, and what it means
     "at-once": ("users",),  # atOnceUsers(users); users defaults to concurrency
     "constant": ("rate", "duration_s"),  # constantUsersPerSec(rate).during(duration_s)
 }
+
+
+class GatlingDetails(TypedDict):
+    """What Gatling's stats.json says beside the figures (a Measurement's details["gatling"]): its OK and KO counts,
+    its mean rate, the standard deviation and minimum (ms), and its requests by response-time group's name."""
+
+    ok: int
+    ko: int
+    mean_rps: float
+    std_dev_ms: float
+    min_ms: float
+    distribution: dict[str, int]
 
 
 class Gatling:
@@ -47,18 +60,20 @@ class Gatling:
         return spec  # a profile's duration is part of what it measures (users per second): never resized
 
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
-        if spec.injection not in INJECTIONS:
-            raise ValueError(f"gatling needs an injection, one of {', '.join(INJECTIONS)}; got {spec.injection!r}")
-        values = {
-            "users": spec.users or (spec.concurrency if spec.injection == "at-once" else None),
+        injection = spec.injection
+        if injection is None or injection not in INJECTIONS:
+            raise ValueError(f"gatling needs an injection, one of {', '.join(INJECTIONS)}; got {injection!r}")
+        values: dict[str, float | None] = {
+            "users": spec.users or (spec.concurrency if injection == "at-once" else None),
             "rate": spec.rate,
             "duration_s": spec.duration_s,
         }
-        missing = [f for f in INJECTIONS[spec.injection] if not values[f] or values[f] <= 0]
+        given = {f: values[f] for f in INJECTIONS[injection]}
+        missing = [f for f, value in given.items() if not value or value <= 0]
         if missing:
-            raise ValueError(f"gatling's {spec.injection} injection needs {' and '.join(missing)} (a positive number)")
-        props = {"url": spec.url, "injection": spec.injection}
-        props.update({f: _number(values[f]) for f in INJECTIONS[spec.injection]})
+            raise ValueError(f"gatling's {injection} injection needs {' and '.join(missing)} (a positive number)")
+        props = {"url": spec.url, "injection": injection}
+        props.update({f: _number(value) for f, value in given.items() if value})
         if spec.timeout_s:
             props["timeout_s"] = _number(spec.timeout_s)
         scratch.mkdir(parents=True, exist_ok=True)
@@ -77,30 +92,29 @@ class Gatling:
     def parse(self, output: str, scratch: Path) -> Measurement:
         stats = json.loads(own_report(output, scratch).read_text())["stats"]  # "All Requests": every request
 
-        def total(key: str):
+        def total(key: str) -> Any:
             return stats[key]["total"]
 
         requests = total("numberOfRequests")
         rps = float(total("meanNumberOfRequestsPerSecond"))
-        latency = {key: float(total(field)) for key, field in PERCENTILES.items()}
+        latency: dict[str, float | None] = {key: float(total(field)) for key, field in PERCENTILES.items()}
         latency.update(p90=None, max=float(total("maxResponseTime")), mean=float(total("meanResponseTime")))
         groups = [stats[f"group{i}"] for i in range(1, 5)]  # t < lower, lower <= t < higher, t >= higher, failed
+        own: GatlingDetails = {
+            "ok": stats["numberOfRequests"]["ok"],
+            "ko": stats["numberOfRequests"]["ko"],
+            "mean_rps": rps,
+            "std_dev_ms": total("standardDeviation"),
+            "min_ms": total("minResponseTime"),
+            "distribution": {g["name"]: g["count"] for g in groups},
+        }
         return Measurement(
             requests=requests,
             errors=Errors(other=stats["numberOfRequests"]["ko"]),  # Gatling's KO: refused, timed out or not 2xx
             duration_s=requests / rps if rps else 0.0,
             rps=rps,
             latency_ms=latency,
-            details={
-                "gatling": {
-                    "ok": stats["numberOfRequests"]["ok"],
-                    "ko": stats["numberOfRequests"]["ko"],
-                    "mean_rps": rps,
-                    "std_dev_ms": total("standardDeviation"),
-                    "min_ms": total("minResponseTime"),
-                    "distribution": {g["name"]: g["count"] for g in groups},
-                }
-            },
+            details={"gatling": own},
         )
 
 

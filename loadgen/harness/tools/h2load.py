@@ -31,9 +31,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypedDict
 
 from harness.basics.distribution import Distribution
-from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed, needed
 from harness.tools.output import Errors, Measurement
 
 FD_MARGIN = 64
@@ -69,6 +70,24 @@ def _decimal(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+class H2loadDetails(TypedDict):
+    """h2load's own counts (a Measurement's details["h2load"]): its "requests:" line, its answers by status class, its
+    clients, the protocol it spoke, the requests still unanswered at a timed run's end, and its latency's SD."""
+
+    total: int
+    started: int
+    done: int
+    succeeded: int
+    failed: int
+    errored: int
+    timeout: int
+    status: dict[str, int]
+    clients: int
+    protocol: str | None
+    unanswered: int
+    latency_sd_ms: float | None
+
+
 class H2load:
     name = "h2load"
     binary = "h2load"
@@ -85,20 +104,19 @@ class H2load:
         return nofile_limit - FD_MARGIN
 
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
-        if not spec.concurrency:
-            raise ValueError("h2load needs a concurrency (its clients: one connection each)")
+        clients = needed(spec.concurrency, "h2load needs a concurrency (its clients: one connection each)")
         if not spec.duration_s and not spec.requests:
             raise ValueError("h2load needs a duration or a request count")
         protocol = spec.protocol
         if protocol not in PROTOCOLS:
             raise ValueError(f"h2load speaks h2c or h1, not {protocol!r}")
         streams = spec.streams or 1
-        clients = spec.concurrency
         if spec.duration_s:
             length = ["-D", _duration_arg(spec.duration_s)]
         else:
-            clients = min(clients, spec.requests)  # h2load refuses fewer requests than clients
-            length = ["-n", str(spec.requests)]
+            requests = needed(spec.requests, "h2load needs a duration or a request count")
+            clients = min(clients, requests)  # h2load refuses fewer requests than clients
+            length = ["-n", str(requests)]
         threads = max(1, min(spec.threads or 1, clients))  # h2load refuses more threads than clients
         argv = [self.binary, "-c", str(clients), "-t", str(threads), "-m", str(streams), *length, *PROTOCOLS[protocol]]
         if spec.rate:
@@ -132,45 +150,43 @@ class H2load:
         else:
             errors.read = others
         answered = s2 + s3 + s4 + s5
-        latency: dict[str, float | None] = {
-            "p50": None,
-            "p90": None,
-            "p99": None,
-            "p99.9": None,
-            "max": None,
-            "mean": None,
-        }
-        times = REQUEST_TIME.search(output)
-        if distribution:  # from the per-request log
-            latency.update(distribution.latency_ms())
-        elif times and answered:  # h2load's summary only (to 0.01 of its unit)
-            latency["max"] = _ms(times.group(3), times.group(4))
-            latency["mean"] = _ms(times.group(5), times.group(6))
+        times = REQUEST_TIME.search(output) if answered else None
         protocol = PROTOCOL.search(output)
+        own: H2loadDetails = {
+            "total": total,
+            "started": started,
+            "done": done,
+            "succeeded": succeeded,
+            "failed": failed,
+            "errored": errored,
+            "timeout": timeout,
+            "status": {"2xx": s2, "3xx": s3, "4xx": s4, "5xx": s5},
+            "clients": clients,
+            "protocol": protocol.group(1) if protocol else None,
+            "unanswered": unanswered,
+            "latency_sd_ms": _ms(times.group(7), times.group(8)) if times else None,
+        }
         return Measurement(
             requests=succeeded + failed,  # every answer (any status) and every errored request
             errors=errors,
             duration_s=duration,
             rps=float(finished.group(3)),
-            latency_ms=latency,
+            latency_ms=_latency(distribution, times),
             distribution=distribution,
-            details={
-                "h2load": {
-                    "total": total,
-                    "started": started,
-                    "done": done,
-                    "succeeded": succeeded,
-                    "failed": failed,
-                    "errored": errored,
-                    "timeout": timeout,
-                    "status": {"2xx": s2, "3xx": s3, "4xx": s4, "5xx": s5},
-                    "clients": clients,
-                    "protocol": protocol.group(1) if protocol else None,
-                    "unanswered": unanswered,
-                    "latency_sd_ms": _ms(times.group(7), times.group(8)) if times and answered else None,
-                }
-            },
+            details={"h2load": own},
         )
+
+
+def _latency(distribution: Distribution | None, times: re.Match[str] | None) -> dict[str, float | None]:
+    """p50 … max and the mean from the per-request log; without one, the max and mean of h2load's summary line (to
+    0.01 of its unit) where it answered any request (`times`), else none."""
+    latency: dict[str, float | None] = dict.fromkeys(("p50", "p90", "p99", "p99.9", "max", "mean"))
+    if distribution:
+        latency.update(distribution.latency_ms())
+    elif times:
+        latency["max"] = _ms(times.group(3), times.group(4))
+        latency["mean"] = _ms(times.group(5), times.group(6))
+    return latency
 
 
 def _ms(value: str, unit: str) -> float:

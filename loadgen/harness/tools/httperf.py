@@ -6,9 +6,10 @@ import math
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlsplit
 
-from harness.tools.adapter import LoadSpec, ToolFailed
+from harness.tools.adapter import LoadSpec, ToolFailed, needed, search
 from harness.tools.output import Errors, Measurement
 
 # httperf waits on its sockets with select(), which cannot watch descriptors above FD_SETSIZE (1024).
@@ -45,7 +46,7 @@ class Httperf:
             return replace(spec, concurrency=max(1, math.ceil(spec.rate * seconds)), duration_s=None)
         if not rate:
             return replace(spec, calls_per_connection=FIRST_CALLS, duration_s=None)
-        calls = max(1, math.ceil(rate * seconds / spec.concurrency))
+        calls = max(1, math.ceil(rate * seconds / spec.connections(self.name)))
         return replace(spec, calls_per_connection=calls, duration_s=None, sized_from_rps=round(rate, 1))
 
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
@@ -53,8 +54,9 @@ class Httperf:
             raise ValueError("httperf needs a rate and calls per connection")
         url = urlsplit(spec.url)
         path = url.path + (f"?{url.query}" if url.query else "")
-        argv = [self.binary, "--hog", "--server", url.hostname, "--port", str(url.port), "--uri", path]
-        argv += ["--num-conns", str(spec.concurrency), "--num-calls", str(spec.calls_per_connection)]
+        host = needed(url.hostname, f"httperf needs a URL with a host, not {spec.url!r}")
+        argv = [self.binary, "--hog", "--server", host, "--port", str(url.port), "--uri", path]
+        argv += ["--num-conns", str(spec.connections(self.name)), "--num-calls", str(spec.calls_per_connection)]
         argv += ["--rate", f"{spec.rate:g}"]
         if spec.timeout_s:
             argv += ["--timeout", f"{spec.timeout_s:g}"]
@@ -63,7 +65,9 @@ class Httperf:
     def parse(self, output: str, scratch: Path) -> Measurement:
         if "Total: connections" not in output:
             raise ToolFailed("httperf printed no summary: " + (output.strip().splitlines() or ["no output"])[-1])
-        found = re.search(r"Total: connections (\d+) requests (\d+) replies (\d+) test-duration ([\d.]+) s", output)
+        found = search(
+            r"Total: connections (\d+) requests (\d+) replies (\d+) test-duration ([\d.]+) s", output, self.name
+        )
         replies, duration = int(found.group(3)), float(found.group(4))
         s1xx, s2xx, s3xx, s4xx, s5xx = _ints(r"Reply status: 1xx=(\d+) 2xx=(\d+) 3xx=(\d+) 4xx=(\d+) 5xx=(\d+)", output)
         _, client_timo, socket_timo, refused, reset = _ints(
@@ -93,7 +97,17 @@ class Httperf:
         )
 
 
-def _pace(output: str, reply_ms: float | None, client_errors: int) -> dict:
+class Pace(TypedDict):
+    """httperf's own pace (a Measurement's details["httperf"]), None where its summary does not say."""
+
+    connect_burst: int | None
+    connection_rate: float | None
+    replies_per_connection: float | None
+    reply_ms: float | None
+    client_errors: int
+
+
+def _pace(output: str, reply_ms: float | None, client_errors: int) -> dict[str, Pace]:
     """What httperf shows of its own pace, from which its saturation is judged (harness/results/flags.py: its CPU
     share cannot tell, it polls at 100 % whatever its rate): its longest burst of connections opened at once (more
     than 1: it fell behind its --rate), the connection rate it achieved, the replies per connection, its mean reply

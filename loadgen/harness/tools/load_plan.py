@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness.tools import TOOLS, LoadSpec, LoadTool
 
@@ -57,7 +58,7 @@ class LoadPlan:
         threads = len(part.cores) if threading_of(self.tool) == OWN else part.threads
         return min(threads, len(part.cores)) / sharing
 
-    def describe(self) -> list[dict]:
+    def describe(self) -> list[dict[str, Any]]:
         """Each process as results.json keeps it (with `cpu_s` added once measured)."""
         return [
             {"cores": list(p.cores), "threads": p.threads, "capacity": round(self.capacity(i), 3)}

@@ -19,6 +19,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypedDict
 
 from harness.basics.distribution import Distribution
 from harness.tools.adapter import LoadSpec, ToolFailed
@@ -89,7 +90,16 @@ class Oha:
         return from_json(data)
 
 
-def _errors(data: dict) -> Errors:
+class OhaDetails(TypedDict):
+    """What oha says beside the figures (a Measurement's details["oha"]): its percentiles (ms, by their names: "p99.9"),
+    its errors by oha's text and its answers by status."""
+
+    percentiles_ms: dict[str, float]
+    errors: dict[str, int]
+    status: dict[str, int]
+
+
+def _errors(data: dict[str, Any]) -> Errors:
     """oha's errorDistribution (texts from hyper and the OS) by cause, and the answers outside 2xx."""
     errors = Errors()
     for text, count in (data.get("errorDistribution") or {}).items():
@@ -106,7 +116,7 @@ def _errors(data: dict) -> Errors:
     return errors
 
 
-def from_json(data: dict) -> Measurement:
+def from_json(data: dict[str, Any]) -> Measurement:
     summary = data["summary"]
     duration = float(summary.get("total") or 0.0)
     answered = sum((data.get("statusCodeDistribution") or {}).values())
@@ -130,6 +140,11 @@ def from_json(data: dict) -> Measurement:
         if levels and slowest is not None and answered
         else None
     )
+    own: OhaDetails = {
+        "percentiles_ms": pct_ms,
+        "errors": data.get("errorDistribution") or {},
+        "status": data.get("statusCodeDistribution") or {},
+    }
     latency = {
         "p50": pct_ms.get("p50"),
         "p90": pct_ms.get("p90"),
@@ -145,13 +160,7 @@ def from_json(data: dict) -> Measurement:
         rps=answered / duration if duration else 0.0,
         latency_ms=latency,  # oha's own figures; no `quantiles`: its points are not equal slices of its requests
         distribution=distribution,
-        details={
-            "oha": {
-                "percentiles_ms": pct_ms,
-                "errors": data.get("errorDistribution") or {},
-                "status": data.get("statusCodeDistribution") or {},
-            }
-        },
+        details={"oha": own},
     )
 
 

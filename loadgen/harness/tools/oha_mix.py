@@ -20,6 +20,7 @@ import re
 import sqlite3
 from functools import reduce
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from harness.basics.distribution import Distribution
@@ -40,7 +41,23 @@ def repetitions(weights: tuple[tuple[str, float], ...]) -> list[tuple[str, int]]
     return [(path, count // common) for (path, _), count in zip(weights, steps)]
 
 
-def per_path(database: Path) -> dict[str, dict]:
+class PathAnswers(TypedDict):
+    """One path's answered requests in oha's database: how many, how many outside 2xx, and {µs: requests}."""
+
+    requests: int
+    errors: int
+    counts_us: dict[int, int]
+
+
+class Endpoint(TypedDict):
+    """One path of the mix as a Measurement's details["endpoints"] keep it: its histogram as Distribution.encode's."""
+
+    requests: int
+    errors: int
+    latency_histogram: str
+
+
+def per_path(database: Path) -> dict[str, PathAnswers]:
     """Every answered request of oha's SQLite output, by path: requests, errors (answers outside 2xx) and their
     latencies in µs ({µs: requests}), exact to oha's nanoseconds rounded to the µs."""
     try:
@@ -51,7 +68,7 @@ def per_path(database: Path) -> dict[str, dict]:
             ).fetchall()
     except sqlite3.Error as exc:
         raise ToolFailed(f"oha's per-request database {database.name} cannot be read: {exc}") from None
-    out: dict[str, dict] = {}
+    out: dict[str, PathAnswers] = {}
     for url, us, ok, count in rows:
         entry = out.setdefault(
             urlsplit(url).path + (f"?{urlsplit(url).query}" if urlsplit(url).query else ""),
@@ -92,7 +109,7 @@ class OhaMix(Oha):
                 f"oha's database holds {answered} answers, its summary "
                 f"{whole.requests - whole.errors.total + whole.errors.non_2xx}"
             )
-        endpoints = {}
+        endpoints: dict[str, Endpoint] = {}
         for path, entry in paths.items():
             distribution = Distribution.from_counts(entry["counts_us"])
             endpoints[path] = {

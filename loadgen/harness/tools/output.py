@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from harness.basics.distribution import Distribution
 
@@ -26,13 +28,16 @@ class Errors:
     def __add__(self, other: Errors) -> Errors:
         return Errors(**{k: getattr(self, k) + getattr(other, k) for k in asdict(self)})
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, int]:
         return {**asdict(self), "total": self.total}
 
     @classmethod
-    def from_dict(cls, d: dict) -> Errors:
+    def from_dict(cls, d: Mapping[str, int]) -> Errors:
         """From to_dict's form (its `total` is recomputed); causes a file lacks count as 0."""
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+LATENCY_KEYS = ("p50", "p90", "p99", "max")
 
 
 @dataclass
@@ -46,8 +51,9 @@ class Measurement:
     latency_ms: dict[str, float | None] = field(default_factory=lambda: dict.fromkeys(LATENCY_KEYS))
     # (percent, ms) points of the latency distribution, for merging parts; not every tool gives them
     quantiles: list[tuple[float, float]] = field(default_factory=list)
-    # what only some tools measure, kept as they say it: oha's offered rate and p99.9, Gatling's distribution
-    details: dict = field(default_factory=dict)
+    # what only some tools measure, kept as they say it, under the tool's name (each adapter's TypedDict says what):
+    # oha's percentiles, h2load's counts, httperf's pace, Gatling's distribution; written as such to results.json
+    details: dict[str, Any] = field(default_factory=dict)
     # every request's latency, where the tool gives per-request data (h2load's log, wrk's histogram, ab's -e slices and -g)
     distribution: Distribution | None = None
 
@@ -56,9 +62,6 @@ class Measurement:
         """Completed requests that were not errors: a lower bound, since tools count some failed requests as
         completed (ab) and others not (connect errors): every error is assumed to have cost a counted request."""
         return max(self.requests - self.errors.total, 0)
-
-
-LATENCY_KEYS = ("p50", "p90", "p99", "max")
 
 
 def percentile_of_pooled(parts: list[Measurement], pct: float) -> float | None:

@@ -40,11 +40,12 @@ class Wrk:
     def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
         if not spec.duration_s:
             raise ValueError("wrk needs a duration")
-        threads = min(spec.threads or 1, spec.concurrency)  # wrk refuses more threads than connections
+        connections = spec.connections(self.name)
+        threads = min(spec.threads or 1, connections)  # wrk refuses more threads than connections
         # wrk takes whole seconds only ("-d 1.5s" prints its usage and measures nothing): a fractional duration runs
         # with -d rounded up and is ended at its duration (stop_after_s)
         seconds = math.ceil(spec.duration_s)
-        argv = [self.binary, "-t", str(threads), "-c", str(spec.concurrency), "-d", f"{seconds}s", "--latency"]
+        argv = [self.binary, "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--latency"]
         if spec.timeout_s:
             if spec.timeout_s > MAX_TIMEOUT_S:  # wrk allocates its latency histogram by timeout (10000 s: 80 GB)
                 raise ValueError(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import nofile_limit
-from harness.basics.paths import RESULTS
-from harness.config.manifest import REPO, Server, discover, upstream_of, upstream_url
+from harness.basics.paths import REPO, RESULTS
+from harness.config.manifest import Server, discover, upstream_of, upstream_url
 from harness.runtime.docker.images import LOADGEN, app_dir, family, static_mounts
 from harness.runtime.docker.service import (
     CONTAINER_REPO,

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from harness.basics.cpus import format_cpus, parse_cpus
 from harness.basics.machine import kernel_start, process_create_time, still_runs
 from harness.basics.messages import warn
-from harness.basics.paths import RESULTS
+from harness.basics.paths import REPO, RESULTS, STATE_DIR
 from harness.config.host_roles import ROLES
-from harness.config.manifest import REPO, Server
+from harness.config.manifest import Server
 from harness.runtime.docker.engine import container_facts, container_log, follow_log, image_bytes, inspect, run_cli
 from harness.runtime.docker.images import (
     LOADGEN,
@@ -31,7 +31,7 @@ from harness.runtime.docker.images import (
 from harness.runtime.docker.service import CONTAINER_REPO, container_name, privilege_options, role_of
 from harness.runtime.protocol import RunningServer, RuntimeFailure, exit_reason
 from harness.runtime.starting import await_start
-from harness.runtime.state import STATE_DIR, State
+from harness.runtime.state import State
 from harness.tools import TOOLS
 
 ENGINE_SETTLE_S = 5  # the engine notes a container's exit a moment after its main process is gone

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from harness.basics.messages import say
-from harness.config.manifest import REPO, Server
+from harness.basics.paths import REPO
+from harness.config.manifest import Server
 from harness.runtime.docker.engine import image_labels, run_cli
 from harness.runtime.protocol import RuntimeFailure
 

@@ -19,8 +19,8 @@ import psutil
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import pinned, port_owner, still_runs
 from harness.basics.messages import say
-from harness.basics.paths import RESULTS
-from harness.config.manifest import REPO, Server, discover
+from harness.basics.paths import REPO, RESULTS
+from harness.config.manifest import Server, discover
 from harness.runtime.docker.compose import (
     COMPOSE_FILE,
     PROJECT,

@@ -10,8 +10,7 @@ import uuid
 from functools import cache
 from pathlib import Path
 
-from harness.basics.paths import STATE_DIR
-from harness.config.manifest import REPO
+from harness.basics.paths import REPO, STATE_DIR
 
 OWNER_LABEL = "bench.owner"
 CHECKOUT_LABEL = "bench.checkout"

@@ -32,9 +32,10 @@ from pathlib import Path
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import nofile_limit
 from harness.basics.messages import say, warn
+from harness.basics.paths import REPO
 from harness.config import host_roles as hosts_config
 from harness.config.host_roles import Host, docker_args
-from harness.config.manifest import REPO, Server
+from harness.config.manifest import Server
 from harness.runtime.docker import ownership
 from harness.runtime.docker.engine import engine_answers, inspect
 from harness.runtime.docker.engine_api import EngineStatsSampler
