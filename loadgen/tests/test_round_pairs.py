@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import csv_export, markdown, model
+from harness.report import csv_export, first_screen, markdown, model
 from harness.results import flags, noise, ranking, round_pairs
 from harness.results import records as results
 from harness.results.records import Record
@@ -167,7 +167,7 @@ def test_the_report_says_which_rule_ordered_each_group():
     assert weather.paired and weather.rule_note.startswith("Ordered by paired rounds")
     assert not hello.paired and hello.rule_note.startswith("Ordered by intervals: the servers of a round share 10%")
     assert "_Ordered by paired rounds" in markdown.render(m)
-    assert [g.note for g in model.glance(m) if g.paired] == ["ordered by paired rounds; A/A twins tied"]
+    assert [g.note for g in first_screen.glance(m) if g.group.paired] == ["ordered by paired rounds; A/A twins tied"]
     rows = list(csv.DictReader(io.StringIO(csv_export.render(m))))
     ways = {(r["scenario"], r["run"], r["ordered_by"]) for r in rows if r["rank"]}
     assert ("weather", "c256", "paired rounds") in ways and ("hello", "c100", "intervals") in ways

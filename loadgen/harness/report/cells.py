@@ -3,6 +3,8 @@ and memory, flags; and the servers' own (artifact size, lines of code, start-up)
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.basics.formats import fmt_level, fmt_rate, fmt_us, interval_text
 from harness.results import flags as flag_rules
 from harness.results import ranking
@@ -24,10 +26,10 @@ INTERVAL_NOTE = (
 )
 
 
-def capacity_text(c: dict) -> str:
+def capacity_text(c: dict[str, Any]) -> str:
     """ "12,345 req/s", "≥ 12,345 req/s" (the load generator was the limit above it), or why there is none."""
     if not c["rps"]:
-        return "none: " + c.get("why", "")
+        return "none: " + str(c.get("why", ""))
     return ("≥ " if c["lower_bound"] else "") + f"{fmt_rate(c['rps'])} req/s"
 
 
@@ -48,7 +50,7 @@ def rps_text(r: Record) -> str:
     return fmt_rate(r.rps)
 
 
-def cost(r: Record, per_connection: bool = False) -> dict | None:
+def cost(r: Record, per_connection: bool = False) -> dict[str, Any] | None:
     return (summary(r).cost_us_per_connection if per_connection else summary(r).cost_us) if r.summary else None
 
 
@@ -118,7 +120,7 @@ def bytes_text(n: float | None) -> str:
     return "-"
 
 
-def loc_text(loc: dict | None) -> str:
+def loc_text(loc: dict[str, Any] | None) -> str:
     if not loc:
         return "-"
     if "program" in loc:
@@ -130,7 +132,7 @@ def startup_text(s: float | None) -> str:
     return "-" if s is None else (f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s")
 
 
-def memory_text(entry: dict) -> str:
+def memory_text(entry: dict[str, Any]) -> str:
     """A server's resident memory while idle: after its start and after the run ("54 / 80 MB")."""
     idle, after = entry.get("rss_idle_mb"), entry.get("rss_after_run_mb")
     if idle is None and after is None:
@@ -138,6 +140,6 @@ def memory_text(entry: dict) -> str:
     return f"{'-' if idle is None else f'{idle:,.0f}'} / {'-' if after is None else f'{after:,.0f}'} MB"
 
 
-def image_text(entry: dict) -> str:
+def image_text(entry: dict[str, Any]) -> str:
     """Its Docker image's size, where it ran in one."""
     return bytes_text((entry.get("placement") or {}).get("image_bytes"))

@@ -160,7 +160,7 @@ def condition_differences(a: Run, b: Run) -> list[str]:
     return out
 
 
-def _spread(summary: dict | None) -> str:
+def _spread(summary: dict[str, Any] | None) -> str:
     if not summary:
         return ""
     return f" ±{summary['cv']:.0%}" if summary.get("cv") is not None else " (n=1)"

@@ -5,11 +5,11 @@ conditions."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import harness.report.run_conditions as cond
 from harness.report import calibration_page, compliance, mix_tables
 from harness.report.cells import (
-    INTERVAL_NOTE,
     bytes_text,
     capacity_text,
     image_text,
@@ -18,19 +18,37 @@ from harness.report.cells import (
     rps_text,
     startup_text,
 )
-from harness.report.model import (
+from harness.report.first_screen import Glance, glance, method
+from harness.report.model import Group, Model, ScenarioView
+from harness.report.tables import (
+    BY_COST_NOTE,
     CAPACITY_HEADER,
+    HEADER,
+    KEPT_OUT_TITLE,
+    KEYS,
     STEP_HEADER,
-    Group,
-    Model,
-    aa_text,
     capacity_rows,
-    glance,
-    method_note,
+    flag_reasons,
+    matrix,
+    measurement_rows,
     step_rows,
 )
-from harness.report.tables import BY_COST_NOTE, HEADER, KEPT_OUT_TITLE, KEYS, flag_reasons, matrix, measurement_rows
 from harness.results import flag_kinds
+
+# (header, the method paragraph or section it links to) of the at-a-glance table
+GLANCE_HEADER = [
+    ("scenario", ""),
+    ("run", ""),
+    ("best (places)", "method-ranking"),
+    ("req/s", "method-rps"),
+    ("µs/req", "method-cpu"),
+    ("p99 ms", "method-latency"),
+    ("of ceiling", "method-ceiling"),
+    ("compliance", "http-compliance"),
+    ("ranked", "method-ranking"),
+    ("kept out", "method-flags"),
+    ("note", ""),
+]
 
 RIGHT = {
     "#",
@@ -55,12 +73,12 @@ RIGHT = {
 }
 
 
-def _cell(text) -> str:
+def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: list[str], rows: list[list]) -> list[str]:
-    align = ["---:" if h in RIGHT else "---" for h in header]
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    align = ["---:" if h.strip("[").split("]")[0] in RIGHT else "---" for h in header]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
@@ -82,45 +100,123 @@ def group_lines(group: Group) -> list[str]:
     return lines
 
 
-def glance_lines(model: Model) -> list[str]:
-    """Per scenario and run: the best ranked server, or the servers that may be first, each with its range of places
-    ("rust (1–2) = socko (1–5)"), with req/s
-    ("≥" where the load generator was the limit) and CPU per request."""
-    rows = []
-    for scenario in model.scenarios:
-        if scenario.is_stepped:  # ranked by capacity at the latency target, not per step
-            caps = model.capacities(scenario.name)
-            top = caps[0] if caps and caps[0][1]["rps"] else None
-            rows.append(
-                [
-                    scenario.name,
-                    f"capacity at p99 ≤ {model.slo_p99_ms:g} ms",
-                    top[0] if top else "_none_",
-                    capacity_text(top[1]) if top else "-",
-                    "-",
-                    "-",
-                    sum(1 for _, c in caps if c["rps"]),
-                    sum(1 for _, c in caps if not c["rps"]),
-                    "",
-                ]
-            )
-    for row in glance(model):
-        rows.append(
+def _glance_row(row: Glance, with_compliance: bool) -> list[list[Any]]:
+    """A group's lines: one per server that may be first (seven tied servers make seven short lines, not one wide
+    one); the group's own cells on its first line only."""
+    if not row.leaders:
+        return [
+            [row.scenario, row.run, "_none ranked_", "-", "-", "-", "-"]
+            + ["-"] * with_compliance
+            + [row.ranked, row.kept_out, row.note]
+        ]
+    out = []
+    for i, leader in enumerate(row.leaders):
+        first = i == 0
+        out.append(
             [
-                row.scenario,
-                row.run,
-                row.names or "_none ranked_",
-                row.rates or "-",
-                row.costs or "-",
-                row.of_ceiling,
-                row.ranked,
-                row.kept_out,
-                row.note,
+                row.scenario if first else "",
+                row.run if first else "",
+                leader.name,
+                leader.rate,
+                leader.cost,
+                leader.p99,
+                leader.of_ceiling,
             ]
+            + [leader.compliance] * with_compliance
+            + ([row.ranked, row.kept_out, row.note] if first else ["", "", ""])
         )
-    return _table(
-        ["scenario", "run", "best (places)", "req/s", "µs/req", "of ceiling", "ranked", "kept out", "note"], rows
+    return out
+
+
+def _capacity_row(model: Model, scenario: ScenarioView, with_compliance: bool) -> list[Any]:
+    """An open-model scenario's line: ranked by capacity at the latency target, not per step."""
+    caps = model.capacities(scenario.name)
+    top = caps[0] if caps and caps[0][1]["rps"] else None
+    return (
+        [scenario.name, f"capacity at p99 ≤ {model.slo_p99_ms:g} ms", top[0] if top else "_none_"]
+        + [capacity_text(top[1]) if top else "-", "-", "-", "-"]
+        + [model.compliance_of(top[0]) if top else "-"] * with_compliance
+        + [sum(1 for _, c in caps if c["rps"]), sum(1 for _, c in caps if not c["rps"]), ""]
     )
+
+
+def glance_lines(model: Model) -> list[str]:
+    """Per scenario and run: the best ranked server, or the servers that may be first, one line each with its range
+    of places ("socko (1–5)"), req/s ("≥" where the load generator was the limit), CPU per request, p99, its share of
+    the ceiling and its compliance score (where the run probed its servers); each header links to its method."""
+    probed = bool(model.run.compliance)
+    rows = [_capacity_row(model, s, probed) for s in model.scenarios if s.is_stepped]
+    rows += [line for row in glance(model) for line in _glance_row(row, probed)]
+    header = [f"[{h}](#{a})" if a else h for h, a in GLANCE_HEADER if probed or h != "compliance"]
+    return _table(header, rows)
+
+
+def method_lines(model: Model) -> list[str]:
+    """The method after the answer: each paragraph under the anchor its figure's header links to."""
+    lines = ["## How these figures are measured and ranked", ""]
+    for anchor, title, text in method(model):
+        lines += [f'<a id="{anchor}"></a>**{title}.** {text}', ""]
+    return lines
+
+
+def _scenario_lines(model: Model, scenario: ScenarioView) -> list[str]:
+    lines = [f"## {scenario.name}", ""]
+    if scenario.description:
+        lines += [scenario.description, ""]
+    if scenario.is_stepped:
+        lines += [
+            f"**Capacity at p99 ≤ {model.slo_p99_ms:g} ms** (SLO_P99_MS): the highest offered rate held with "
+            "no errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target.",
+            "",
+        ]
+        lines += _table(CAPACITY_HEADER, capacity_rows(model, scenario)) + [""]
+        return lines + _table(STEP_HEADER, step_rows(model, scenario)) + [""]
+    if scenario.is_matrix:
+        lines += ["req/s (median) per load; ⚑ flagged", ""]
+        header, matrix_rows = matrix(scenario)
+        rows = [
+            [row.server]
+            + ["" if r is None else rps_text(r) + ("" if r.ranked else " ⚑") for r in row.records]
+            + ([row.change] if row.change is not None else [])
+            for row in matrix_rows
+        ]
+        lines += _table(header, rows) + [""]
+    for group in scenario.groups:
+        lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]
+    return lines + mix_tables.markdown(model.run, scenario.name)
+
+
+SERVERS_HEADER = [
+    "server",
+    "stack",
+    "version",
+    "CPUs",
+    "start-up",
+    "idle memory (after start / after run)",
+    "artifact",
+    "image",
+    "lines of code",
+    "contract",
+]
+
+
+def _servers_lines(model: Model) -> list[str]:
+    rows = [
+        [
+            name,
+            s.get("stack", ""),
+            s.get("version", ""),
+            ",".join(map(str, s.get("cpus") or [])) or "-",
+            startup_text(s.get("startup_s")),
+            memory_text(s),
+            bytes_text(s.get("artifact_bytes")),
+            image_text(s),
+            loc_text(s.get("loc")),
+            cond.contract_text(model.run, name),
+        ]
+        for name, s in model.run.servers.items()
+    ]
+    return ["## Servers", ""] + _table(SERVERS_HEADER, rows) + [""]
 
 
 def render(model: Model) -> str:
@@ -131,90 +227,24 @@ def render(model: Model) -> str:
         f"# Benchmark run {model.run_id}",
         "",
         f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
-        f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out ("
-        f"{flag_kinds.kept_out()}). req/s is the median of the attempts (≥: a lower bound, the load generator or the "
-        "upstream was the limit); CV is their spread (coefficient of variation); µs/req is the server's CPU time "
-        "per request (median of the attempts, with its interval); p50/p99 are those of the median attempt; CPU is "
-        "the share of the CPUs each side was pinned to.",
+        f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out.",
         "",
-        INTERVAL_NOTE,
+        "## At a glance",
         "",
-        method_note(model),
+        *glance_lines(model),
         "",
     ]
+    lines += method_lines(model)
     if c.get("versus"):
         lines += ["The comparison of the two builds (`make versus`): [versus.md](versus.md).", ""]
-    aa = aa_text(model)
-    if aa:
-        lines += [aa, ""]
-    machine = cond.machine_note(c)
-    if machine:
-        lines += [machine, ""]
-    lines += ["## At a glance", ""] + glance_lines(model) + [""]
     lines += calibration_page.markdown(model.run)
     lines += compliance.markdown(model.run)
     missing = cond.not_measured(model.run)
     if missing:
         lines += ["**Not measured:**", ""] + [f"- {m}" for m in missing] + [""]
     for scenario in model.scenarios:
-        lines += [f"## {scenario.name}", ""]
-        if scenario.description:
-            lines += [scenario.description, ""]
-        if scenario.is_stepped:
-            lines += [
-                f"**Capacity at p99 ≤ {model.slo_p99_ms:g} ms** (SLO_P99_MS): the highest offered rate held with "
-                "no errors, ≥ 99 % achieved and p99 (from each request's planned start) within the target.",
-                "",
-            ]
-            lines += _table(CAPACITY_HEADER, capacity_rows(model, scenario)) + [""]
-            lines += _table(STEP_HEADER, step_rows(model, scenario)) + [""]
-            continue
-        if scenario.is_matrix:
-            lines += ["req/s (median) per load; ⚑ flagged", ""]
-            header, matrix_rows = matrix(scenario)
-            rows = [
-                [row.server]
-                + ["" if r is None else rps_text(r) + ("" if r.ranked else " ⚑") for r in row.records]
-                + ([row.change] if row.change is not None else [])
-                for row in matrix_rows
-            ]
-            lines += _table(header, rows) + [""]
-        for group in scenario.groups:
-            lines += [f"### {scenario.name} · {group.run}", "", f"_{group.load}_", ""] + group_lines(group) + [""]
-        lines += mix_tables.markdown(model.run, scenario.name)
-    lines += (
-        ["## Servers", ""]
-        + _table(
-            [
-                "server",
-                "stack",
-                "version",
-                "CPUs",
-                "start-up",
-                "idle memory (after start / after run)",
-                "artifact",
-                "image",
-                "lines of code",
-                "contract",
-            ],
-            [
-                [
-                    name,
-                    s.get("stack", ""),
-                    s.get("version", ""),
-                    ",".join(map(str, s.get("cpus") or [])) or "-",
-                    startup_text(s.get("startup_s")),
-                    memory_text(s),
-                    bytes_text(s.get("artifact_bytes")),
-                    image_text(s),
-                    loc_text(s.get("loc")),
-                    cond.contract_text(model.run, name),
-                ]
-                for name, s in model.run.servers.items()
-            ],
-        )
-        + [""]
-    )
+        lines += _scenario_lines(model, scenario)
+    lines += _servers_lines(model)
     lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.run)] + [""]
     lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flag_kinds.legend()] + [""]
     return "\n".join(lines)

@@ -10,12 +10,11 @@ by CPU per request where that decides); only failures, errors and a failed contr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from harness.basics.formats import fmt_rate
 from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.config.manifest import discover
 from harness.report import compliance
-from harness.report.cells import capacity_text, cost_text, rps_text
 from harness.results import capacity as capacity_rules
 from harness.results import flags as flag_rules
 from harness.results import ranking, round_pairs
@@ -130,16 +129,21 @@ class Model:
     scenarios: list[ScenarioView]
     colors: dict[str, str]
     ceilings: set[str]  # servers with the role "ceiling": shown apart, never ranked
-    capacity: dict = field(default_factory=dict)  # {server: {scenario: capacity}} (harness.results.capacity)
+    capacity: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # {server: {scenario: capacity}}
+    scores: dict[str, str] = field(default_factory=dict)  # each probed server's compliance score (compliance.py)
 
     @property
     def slo_p99_ms(self) -> float:
         return self.run.conditions.get("slo_p99_ms") or DEFAULT_SLO_P99_MS
 
-    def capacities(self, scenario: str) -> list[tuple[str, dict]]:
+    def capacities(self, scenario: str) -> list[tuple[str, dict[str, Any]]]:
         """(server, capacity) of a stepped scenario, highest capacity first (none last)."""
         found = [(server, by[scenario]) for server, by in self.capacity.items() if scenario in by]
         return sorted(found, key=lambda sc: -(sc[1]["rps"] or 0))
+
+    def compliance_of(self, server: str) -> str:
+        """The server's probe score (compliance.py), "-" where the run did not probe it."""
+        return self.scores.get(server, "-")
 
     def is_ceiling(self, server: str) -> bool:
         return server in self.ceilings
@@ -153,7 +157,7 @@ class Model:
         return self.run.run_id
 
     @property
-    def conditions(self) -> dict:
+    def conditions(self) -> dict[str, Any]:
         return self.run.conditions
 
 
@@ -217,7 +221,7 @@ def build(run: Run, descriptions: dict[str, str] | None = None) -> Model:
     for r in run.records:
         if r.server not in names:
             names.append(r.server)
-    model = Model(run, out, colors(names, ceilings), ceilings)
+    model = Model(run, out, colors(names, ceilings), ceilings, scores=scores)
     model.capacity = capacity_rules.of_run(run, model.slo_p99_ms)
     return model
 
@@ -257,80 +261,7 @@ def colors(names: list[str], ceilings: set[str]) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class Glance:
-    """One row of the at-a-glance table (Markdown and HTML alike): a group's best, by the one ranking rule."""
-
-    scenario: str
-    run: str
-    best: list[Record]  # best place 1: one, or several whose places are ranges from 1
-    ceiling: Record | None
-    ranked: int
-    kept_out: int
-    by_cost: bool  # CPU per request placed someone in this group (the load generator was the limit)
-    twins_ordered: bool | None  # the A/A control in this group (None: no twins ranked here)
-    places: tuple[str, ...] = ()  # each best's range of places ("1", "1–5"), as the tables show it
-    paired: bool = False  # some of the group's pairs were ordered by paired rounds (results/round_pairs.py)
-
-    def name_of(self, i: int) -> str:
-        """The i-th best's name, with its range of places where it could be lower than first ("socko (1–5)")."""
-        place = self.places[i] if i < len(self.places) else "1"
-        return self.best[i].server + ("" if place == "1" else f" ({place})")
-
-    @property
-    def names(self) -> str:
-        return " = ".join(self.name_of(i) for i in range(len(self.best)))
-
-    @property
-    def rates(self) -> str:
-        return " = ".join(rps_text(r) for r in self.best)
-
-    @property
-    def costs(self) -> str:
-        return " = ".join(cost_text(r) for r in self.best)
-
-    @property
-    def of_ceiling(self) -> str:
-        if not self.best or not self.ceiling or not self.ceiling.rps:
-            return "-"
-        return " = ".join(f"{(r.rps or 0.0) / self.ceiling.rps:.0%}" for r in self.best)  # the best have a rate
-
-    @property
-    def note(self) -> str:
-        parts = []
-        if any(ranking.is_lower_bound(r) for r in self.best):
-            parts.append("≥: the load generator (or upstream) was the limit")
-        if self.by_cost:
-            parts.append("ordered by CPU/request where the load generator was the limit")
-        if self.paired:
-            parts.append("ordered by paired rounds")
-        if self.twins_ordered is not None:
-            parts.append("A/A twins ORDERED" if self.twins_ordered else "A/A twins tied")
-        return "; ".join(parts)
-
-
-def glance(model: Model) -> list[Glance]:
-    """The at-a-glance rows of every closed-loop group (stepped scenarios are read by capacity instead)."""
-    return [
-        Glance(
-            scenario.name,
-            group.run,
-            group.leaders(),
-            group.ceiling,
-            len(group.ranked),
-            len(group.flagged),
-            group.by_cost,
-            group.twins_ordered,
-            tuple(group.rank_label(r) for r in group.leaders()),
-            group.paired,
-        )
-        for scenario in model.scenarios
-        if not scenario.is_stepped
-        for group in scenario.groups
-    ]
-
-
-def aa_result(model: Model) -> dict | None:
+def aa_result(model: Model) -> dict[str, Any] | None:
     """The A/A control over the run: in how many groups the twins were ranked, and ordered (the method's own false
     positives), against the rate the method promises for the attempts taken."""
     groups = [g for s in model.scenarios for g in s.groups if g.twins_ordered is not None]
@@ -346,99 +277,3 @@ def aa_result(model: Model) -> dict | None:
         "expected_rate": ranking.false_order_rate(n) if n else None,
         "attempts": n,
     }
-
-
-def aa_text(model: Model) -> str | None:
-    result = aa_result(model)
-    if not result:
-        return None
-    ordered = result["ordered"]
-    rate = result["expected_rate"]
-    return (
-        f"A/A control: {result['server']} was measured twice, as {result['server']} and {result['twin']}, in "
-        f"{result['groups']} groups; the ranking ordered the twins in {len(ordered)}"
-        + (f" ({', '.join(ordered)})" if ordered else "")
-        + (
-            f". With {result['attempts']} attempts each the method orders two identical servers "
-            f"{rate:.1%} of the time per group, so about {rate * result['groups']:.1f} of {result['groups']} is "
-            "expected by chance."
-            if rate is not None
-            else "."
-        )
-    )
-
-
-def method_note(model: Model) -> str:
-    """The ranking rule with the false-order rate of the attempts this run took."""
-    counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})
-    rates = ", ".join(f"{ranking.false_order_rate(n):.1%} with {n} attempts" for n in counts)
-    return (
-        ranking.METHOD_NOTE
-        + (
-            f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
-            "exchangeable, all of one above all of the other)."
-            if rates
-            else ""
-        )
-        + f" By paired rounds, {round_pairs.FALSE_ORDER_RATE:.1%} whatever the rounds."
-    )
-
-
-# -- cells shared by the exports ---------------------------------------------------------------------------------------
-
-PROTOCOL_CHANGE_HEADER = "h2c best ÷ h1"
-
-
-def protocol_change(scenario: ScenarioView, server: str) -> str:
-    """In a scenario with an HTTP/1.1 baseline run and h2c runs (h2-hello): the server's best h2c median over its
-    HTTP/1.1 one, with the run it came from ('×1.85 (c16-m100)'); '' where either is missing."""
-    mine = [r for g in scenario.groups for r in g.records if r.server == server and r.rps]
-    h1 = [r for r in mine if r.load.get("protocol") == "h1"]
-    h2 = [r for r in mine if r.load.get("protocol") == "h2c"]
-    if not h1 or not h2:
-        return ""
-    best = max(h2, key=lambda r: r.rps or 0.0)  # each has a rate (`mine`)
-    return f"×{(best.rps or 0.0) / (h1[0].rps or 1.0):.2f} ({best.run})"
-
-
-def has_protocol_change(scenario: ScenarioView) -> bool:
-    return any(protocol_change(scenario, s) for s in scenario.servers)
-
-
-def capacity_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
-    """The capacity table of a stepped scenario: server, capacity, the step that set it, its p99, notes."""
-    return [
-        [
-            server,
-            capacity_text(c),
-            c["step"] or "-",
-            "-" if c["p99_ms"] is None else f"{c['p99_ms']:.2f}",
-            c.get("why", "") if c["rps"] else "",
-        ]
-        for server, c in model.capacities(scenario.name)
-    ]
-
-
-CAPACITY_HEADER = ["server", "capacity", "step", "p99 ms", "note"]
-
-
-def step_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
-    """Per server and step: offered → achieved req/s, p99 (corrected), errors, held or why not."""
-    rows = []
-    for server, c in model.capacities(scenario.name):
-        for s in c["steps"]:
-            rows.append(
-                [
-                    server,
-                    s["step"],
-                    fmt_rate(s["offered_rps"]),
-                    fmt_rate(s["achieved_rps"]) if s["achieved_rps"] else "-",
-                    "-" if s["p99_ms"] is None else f"{s['p99_ms']:.2f}",
-                    f"{s['errors']:,}",
-                    "held" if s["held"] else s["why_not"],
-                ]
-            )
-    return rows
-
-
-STEP_HEADER = ["server", "step", "offered req/s", "achieved req/s", "p99 ms", "errors", "within target"]

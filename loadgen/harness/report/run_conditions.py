@@ -3,10 +3,12 @@ exports."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.results.records import Run
 
 
-def cpus_text(cpus) -> str:
+def cpus_text(cpus: Any) -> str:
     if not cpus:
         return "-"
     if isinstance(cpus, dict):
@@ -14,7 +16,7 @@ def cpus_text(cpus) -> str:
     return ",".join(map(str, cpus))
 
 
-def _placement(p: dict) -> str:
+def _placement(p: dict[str, Any]) -> str:
     """A container's or process's placement as read back: CPU set and quota, memory, open files, network."""
     nofile = next((u.get("Hard") for u in p.get("ulimits") or [] if u.get("Name") == "nofile"), None)
     return ", ".join(
@@ -34,7 +36,7 @@ def _placement(p: dict) -> str:
     )
 
 
-def _warmup(w) -> str:
+def _warmup(w: dict[str, Any] | None) -> str:
     if not w:
         return "-"
     if "window" not in w:  # an older harness: two runs in a row within the tolerance
@@ -51,7 +53,7 @@ def _warmup(w) -> str:
     )
 
 
-def machine_note(conditions: dict) -> str | None:
+def machine_note(conditions: dict[str, Any]) -> str | None:
     """One sentence on the machine's own steadiness (the probe before and after the run), for the top of a report;
     None where the run has no probe."""
     probes = conditions.get("steadiness") or {}
@@ -67,61 +69,37 @@ def machine_note(conditions: dict) -> str | None:
     )
 
 
-def items(run: Run) -> list[tuple[str, str]]:
-    c = run.conditions
+def _machine(c: dict[str, Any]) -> list[tuple[str, str]]:
+    """The machine the harness ran on and its limits."""
     m = c.get("machine") or {}
-    out = [
-        ("run", run.run_id),
-        ("started", c.get("started_at", "-")),
-        ("finished", c.get("finished_at", "- (interrupted?)")),
-        ("profile", c.get("profile", "-")),
-        ("attempts per measurement (REPEAT)", str(c.get("repeat", "-"))),
-        ("warm-up", _warmup(c.get("warmup"))),
-        *(
-            (f"machine steadiness {when} the run", steadiness_text(result))
-            for when, result in (c.get("steadiness") or {}).items()
-        ),
-        ("runtime", c.get("runtime", "-")),
-        ("CPU sets", cpus_text(c.get("cpus"))),
-        (
-            "harness machine" if c.get("machine_is") else "machine",
-            ", ".join(
-                x
-                for x in [
-                    m.get("cpu_model"),
-                    f"{m.get('logical_cpus')} logical CPUs" if m.get("logical_cpus") else None,
-                    f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,
-                    f"kernel {m.get('kernel')}" if m.get("kernel") else None,
-                    f"host {m.get('hostname')}" if m.get("hostname") else None,
-                ]
-                if x
-            )
-            or "-",
-        ),
-        (
-            "limits",
-            ", ".join(
-                x
-                for x in [
-                    f"open files {m.get('nofile_hard_limit')}" if m.get("nofile_hard_limit") else None,
-                    f"somaxconn {m.get('somaxconn')}" if m.get("somaxconn") else None,
-                ]
-                if x
-            )
-            or "-",
-        ),
-        ("git commit", c.get("git_commit", "-")),
-        ("command", c.get("command", "-")),
+    described = [
+        m.get("cpu_model"),
+        f"{m.get('logical_cpus')} logical CPUs" if m.get("logical_cpus") else None,
+        f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,
+        f"kernel {m.get('kernel')}" if m.get("kernel") else None,
+        f"host {m.get('hostname')}" if m.get("hostname") else None,
     ]
-    details = c.get("runtime_details") or {}
+    limits = [
+        f"open files {m.get('nofile_hard_limit')}" if m.get("nofile_hard_limit") else None,
+        f"somaxconn {m.get('somaxconn')}" if m.get("somaxconn") else None,
+    ]
+    return [
+        ("harness machine" if c.get("machine_is") else "machine", ", ".join(x for x in described if x) or "-"),
+        ("limits", ", ".join(x for x in limits if x) or "-"),
+    ]
+
+
+def _runtime(run: Run) -> list[tuple[str, str]]:
+    """Where the servers and the load generator ran: the Docker engine, the hosts, the path between them, each
+    server's placement."""
+    details = run.conditions.get("runtime_details") or {}
+    out = []
     if details.get("engine"):
-        out.append(
-            (
-                "Docker engine",
-                f"{details['engine']}, {details.get('storage_driver')}, cgroup "
-                f"{details.get('cgroup')}, {details.get('compose')}",
-            )
+        engine = (
+            f"{details['engine']}, {details.get('storage_driver')}, cgroup {details.get('cgroup')}, "
+            f"{details.get('compose')}"
         )
+        out.append(("Docker engine", engine))
     if details.get("loadgen"):
         out.append(("loadgen container", _placement(details["loadgen"])))
     for role, h in (details.get("hosts") or {}).items():  # HOSTS: which host ran what
@@ -142,15 +120,33 @@ def items(run: Run) -> list[tuple[str, str]]:
         )
         mtu = f"path MTU {path['mtu']}" if "mtu" in path else f"path MTU not measured ({path.get('mtu_error')})"
         out.append(("loadgen to server", f"{path.get('from')} to {path.get('to')}: {rtt}, {mtu}"))
-    for name, server in run.servers.items():
-        if server.get("placement"):
-            out.append((f"{name} placement", _placement(server["placement"])))
-    for name, version in (c.get("tools") or {}).items():
-        out.append((f"tool {name}", str(version)))
-    for note in c.get("limit_notes") or []:
-        out.append(("note", str(note)))
-    for what, why in (c.get("not_measured") or {}).items():
-        out.append(("not measured", f"{what}: {why}"))
+    out += [(f"{name} placement", _placement(s["placement"])) for name, s in run.servers.items() if s.get("placement")]
+    return out
+
+
+def items(run: Run) -> list[tuple[str, str]]:
+    c = run.conditions
+    out = [
+        ("run", run.run_id),
+        ("started", c.get("started_at", "-")),
+        ("finished", c.get("finished_at", "- (interrupted?)")),
+        ("profile", c.get("profile", "-")),
+        ("attempts per measurement (REPEAT)", str(c.get("repeat", "-"))),
+        ("warm-up", _warmup(c.get("warmup"))),
+        *(
+            (f"machine steadiness {when} the run", steadiness_text(result))
+            for when, result in (c.get("steadiness") or {}).items()
+        ),
+        ("runtime", c.get("runtime", "-")),
+        ("CPU sets", cpus_text(c.get("cpus"))),
+        *_machine(c),
+        ("git commit", c.get("git_commit", "-")),
+        ("command", c.get("command", "-")),
+        *_runtime(run),
+    ]
+    out += [(f"tool {name}", str(version)) for name, version in (c.get("tools") or {}).items()]
+    out += [("note", str(note)) for note in c.get("limit_notes") or []]
+    out += [("not measured", f"{what}: {why}") for what, why in (c.get("not_measured") or {}).items()]
     return out
 
 
@@ -181,7 +177,7 @@ def not_measured(run: Run) -> list[str]:
     return out
 
 
-def steadiness_text(result: dict | None) -> str:
+def steadiness_text(result: dict[str, Any] | None) -> str:
     """'CPU speed varied 7.5 % (server CPU 0) and 6.1 % (load generator CPU 1) between 2 s windows over 20 s; the two
     moved together (correlation 0.63)'"""
     if not result:

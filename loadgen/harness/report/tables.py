@@ -1,15 +1,16 @@
 """The report's tables as rows of text, built once for every markup exporter (markdown.py, html.py), in the manner of
-hyperfine's markup exporters: a measurement's table (its ceiling, its ranked records, those kept out) and a scenario's
-req/s matrix. An exporter renders the cells and may dress some of them (html.py: colour swatches, CPU bars, flag
+hyperfine's markup exporters: a measurement's table (its ceiling, its ranked records, those kept out), a scenario's
+req/s matrix (with h2c ÷ HTTP/1.1 where it has both) and an open-model scenario's capacity and steps. An exporter renders the cells and may dress some of them (html.py: colour swatches, CPU bars, flag
 badges) by their column key."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.basics.formats import fmt_ms
+from harness.basics.formats import fmt_ms, fmt_rate
 from harness.report.cells import (
     attempts_text,
+    capacity_text,
     cost_interval_text,
     cost_text,
     cpu_text,
@@ -21,7 +22,7 @@ from harness.report.cells import (
     rps_text,
     rss_text,
 )
-from harness.report.model import PROTOCOL_CHANGE_HEADER, Group, ScenarioView, has_protocol_change, protocol_change
+from harness.report.model import Group, Model, ScenarioView
 from harness.results import flag_kinds
 from harness.results.records import Record
 
@@ -119,3 +120,61 @@ def matrix(scenario: ScenarioView) -> tuple[list[str], list[MatrixRow]]:
         for server in scenario.servers
     ]
     return header, rows
+
+
+PROTOCOL_CHANGE_HEADER = "h2c best ÷ h1"
+
+
+def protocol_change(scenario: ScenarioView, server: str) -> str:
+    """In a scenario with an HTTP/1.1 baseline run and h2c runs (h2-hello): the server's best h2c median over its
+    HTTP/1.1 one, with the run it came from ('×1.85 (c16-m100)'); '' where either is missing."""
+    mine = [r for g in scenario.groups for r in g.records if r.server == server and r.rps]
+    h1 = [r for r in mine if r.load.get("protocol") == "h1"]
+    h2 = [r for r in mine if r.load.get("protocol") == "h2c"]
+    if not h1 or not h2:
+        return ""
+    best = max(h2, key=lambda r: r.rps or 0.0)  # each has a rate (`mine`)
+    return f"×{(best.rps or 0.0) / (h1[0].rps or 1.0):.2f} ({best.run})"
+
+
+def has_protocol_change(scenario: ScenarioView) -> bool:
+    return any(protocol_change(scenario, s) for s in scenario.servers)
+
+
+def capacity_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
+    """The capacity table of a stepped scenario: server, capacity, the step that set it, its p99, notes."""
+    return [
+        [
+            server,
+            capacity_text(c),
+            c["step"] or "-",
+            "-" if c["p99_ms"] is None else f"{c['p99_ms']:.2f}",
+            c.get("why", "") if c["rps"] else "",
+        ]
+        for server, c in model.capacities(scenario.name)
+    ]
+
+
+CAPACITY_HEADER = ["server", "capacity", "step", "p99 ms", "note"]
+
+
+def step_rows(model: Model, scenario: ScenarioView) -> list[list[str]]:
+    """Per server and step: offered → achieved req/s, p99 (corrected), errors, held or why not."""
+    rows = []
+    for server, c in model.capacities(scenario.name):
+        for s in c["steps"]:
+            rows.append(
+                [
+                    server,
+                    s["step"],
+                    fmt_rate(s["offered_rps"]),
+                    fmt_rate(s["achieved_rps"]) if s["achieved_rps"] else "-",
+                    "-" if s["p99_ms"] is None else f"{s['p99_ms']:.2f}",
+                    f"{s['errors']:,}",
+                    "held" if s["held"] else s["why_not"],
+                ]
+            )
+    return rows
+
+
+STEP_HEADER = ["server", "step", "offered req/s", "achieved req/s", "p99 ms", "errors", "within target"]

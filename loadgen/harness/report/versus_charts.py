@@ -4,16 +4,17 @@ rounds' series of both builds."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
 
-from harness.report.charts import RATE_AXIS, save
+from harness.report.chart_style import RATE_AXIS, save
 
 VERSUS_METRICS = (("rps", "req/s", "#1f77b4"), ("p99", "p99", "#ff7f0e"), ("cost_us", "CPU µs/req", "#2ca02c"))
 
 
-def versus_ratios(results: list[dict], resolution: float, path: Path) -> Path | None:
+def versus_ratios(results: list[dict[str, Any]], resolution: float, path: Path) -> Path | None:
     """`make versus`: head ÷ base per scenario run and metric, whiskers its interval, the band ±`resolution` around 1."""
     rows = [r for r in results if any(r["metrics"][m]["interval"] for m, _, _ in VERSUS_METRICS)]
     if not rows:
@@ -55,7 +56,7 @@ def versus_ratios(results: list[dict], resolution: float, path: Path) -> Path | 
     return save(fig, path)
 
 
-def versus_rounds(result: dict, names: tuple[str, str], path: Path) -> Path | None:
+def versus_rounds(result: dict[str, Any], names: tuple[str, str], path: Path) -> Path | None:
     """`make versus`: each round's req/s of both builds (top) and their ratio (bottom), in the order measured."""
     rps = result["metrics"]["rps"]
     if not rps["base"] or not rps["head"]:

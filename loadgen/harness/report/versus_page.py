@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import harness.report.run_conditions as cond
 from harness.report.cells import bytes_text, startup_text
@@ -16,12 +17,12 @@ METRIC_TITLES = {"rps": "req/s", "p99": "p99", "cost_us": "CPU µs/req"}
 FALSE_POSITIVE_RATE = 0.05  # of a 95 % interval, for two identical builds
 
 
-def builds(run: Run) -> tuple[dict, dict]:
+def builds(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
     v = run.conditions["versus"]["builds"]
     return v["base"], v["head"]
 
 
-def interval_text(iv: dict | None) -> str:
+def interval_text(iv: dict[str, Any] | None) -> str:
     if not iv:
         return "-"
     return f"{iv['ratio']:.3f} ({iv['low']:.3f}–{iv['high']:.3f})"
@@ -74,7 +75,7 @@ def footprint_rows(run: Run) -> list[list[str]]:
         for b in (base, head)
     ]
 
-    def mb(x):
+    def mb(x: float | None) -> str:
         return "-" if x is None else f"{x:,.1f} MB"
 
     return [
@@ -97,7 +98,7 @@ def revision_lines(run: Run) -> list[str]:
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    def cell(text) -> str:
+    def cell(text: object) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [

@@ -53,9 +53,9 @@ EQUAL_RATE = 0.05  # rates within 5 % count as equal for the cost relation (the 
 
 def takes_part(record: Record) -> bool:
     s = record.summary.rps if record.summary else None
-    return (
-        record.rps is not None and bool(s) and s.get("n", 0) >= 2 and not any(f.name in EXCLUDING for f in record.flags)
-    )
+    if record.rps is None or not s:
+        return False
+    return s.get("n", 0) >= 2 and not any(f.name in EXCLUDING for f in record.flags)
 
 
 def is_lower_bound(record: Record) -> bool:
@@ -76,7 +76,7 @@ def cost_interval(record: Record) -> tuple[float, float] | None:
 
 def above_by_rate(b: Record, a: Record) -> bool:
     ib, ia = rate_interval(b), rate_interval(a)
-    return bool(ib and ia) and ib[0] > ia[1]
+    return ib is not None and ia is not None and ib[0] > ia[1]
 
 
 def above_by_cost(b: Record, a: Record) -> bool:

@@ -1,0 +1,185 @@
+"""What the report's first screen shows, for the HTML and Markdown alike: the answer first (the at-a-glance rows:
+per scenario and run, the servers that may be first, one line each with its figures and compliance score), then
+the method, one paragraph per figure, each under an anchor (`method-<id>`) that the figure it explains links to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.basics.formats import fmt_ms
+from harness.report.cells import INTERVAL_NOTE, cost_text, latency, rps_text
+from harness.report.model import Group, Model, aa_result
+from harness.report.run_conditions import machine_note
+from harness.results import flag_kinds, ranking, round_pairs
+from harness.results.records import Record
+
+
+@dataclass(frozen=True)
+class Leader:
+    """One of a group's best (best place 1) with its figures as the at-a-glance table shows them."""
+
+    record: Record
+    place: str  # its range of places: "1", or "1–7" where it may be lower than first
+    of_ceiling: str  # its req/s over the ceiling's ("103%"), "-" without a ceiling
+    compliance: str  # its probe score (compliance.py), "-" where the run did not probe it
+
+    @property
+    def name(self) -> str:
+        """The server with its range of places where it could be lower than first ("socko (1–5)")."""
+        return self.record.server + ("" if self.place == "1" else f" ({self.place})")
+
+    @property
+    def rate(self) -> str:
+        return rps_text(self.record)
+
+    @property
+    def cost(self) -> str:
+        return cost_text(self.record)
+
+    @property
+    def p99(self) -> str:
+        return fmt_ms(latency(self.record, "p99"))
+
+
+@dataclass(frozen=True)
+class Glance:
+    """One group of the at-a-glance table: its best, by the one ranking rule, and what the reader must know beside."""
+
+    group: Group
+    leaders: list[Leader]  # best place 1: one, or several whose places are ranges from 1
+
+    @property
+    def scenario(self) -> str:
+        return self.group.scenario
+
+    @property
+    def run(self) -> str:
+        return self.group.run
+
+    @property
+    def ranked(self) -> int:
+        return len(self.group.ranked)
+
+    @property
+    def kept_out(self) -> int:
+        return len(self.group.flagged)
+
+    @property
+    def notes(self) -> list[tuple[str, str]]:
+        """(note, the method paragraph that explains it) for each thing the reader of this row must know."""
+        out = []
+        if any(ranking.is_lower_bound(leader.record) for leader in self.leaders):
+            out.append(("≥: the load generator (or upstream) was the limit", "method-rps"))
+        if self.group.by_cost:
+            out.append(("ordered by CPU/request where the load generator was the limit", "method-ranking"))
+        if self.group.paired:
+            out.append(("ordered by paired rounds", "method-ranking"))
+        if self.group.twins_ordered is not None:
+            out.append(("A/A twins ORDERED" if self.group.twins_ordered else "A/A twins tied", "method-aa"))
+        return out
+
+    @property
+    def note(self) -> str:
+        return "; ".join(text for text, _ in self.notes)
+
+
+def glance(model: Model) -> list[Glance]:
+    """The at-a-glance rows of every closed-loop group (stepped scenarios are read by capacity instead)."""
+    out = []
+    for scenario in model.scenarios:
+        if scenario.is_stepped:
+            continue
+        for group in scenario.groups:
+            ceiling = group.ceiling.rps if group.ceiling else None
+            leaders = [
+                Leader(
+                    r,
+                    group.rank_label(r),
+                    f"{(r.rps or 0.0) / ceiling:.0%}" if ceiling else "-",  # the best have a rate
+                    group.compliance.get(r.server, "-"),
+                )
+                for r in group.leaders()
+            ]
+            out.append(Glance(group, leaders))
+    return out
+
+
+def aa_text(model: Model) -> str | None:
+    result = aa_result(model)
+    if not result:
+        return None
+    ordered = result["ordered"]
+    rate = result["expected_rate"]
+    return (
+        f"A/A control: {result['server']} was measured twice, as {result['server']} and {result['twin']}, in "
+        f"{result['groups']} groups; the ranking ordered the twins in {len(ordered)}"
+        + (f" ({', '.join(ordered)})" if ordered else "")
+        + (
+            f". With {result['attempts']} attempts each the method orders two identical servers "
+            f"{rate:.1%} of the time per group, so about {rate * result['groups']:.1f} of {result['groups']} is "
+            "expected by chance."
+            if rate is not None
+            else "."
+        )
+    )
+
+
+def method_note(model: Model) -> str:
+    """The ranking rule with the false-order rate of the attempts this run took."""
+    counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})
+    rates = ", ".join(f"{ranking.false_order_rate(n):.1%} with {n} attempts" for n in counts)
+    return (
+        ranking.METHOD_NOTE
+        + (
+            f" Two identical servers are ordered by this rule {rates} (2·n!·n!/(2n)!: their attempts "
+            "exchangeable, all of one above all of the other)."
+            if rates
+            else ""
+        )
+        + f" By paired rounds, {round_pairs.FALSE_ORDER_RATE:.1%} whatever the rounds."
+    )
+
+
+FIGURES = [
+    (
+        "method-rps",
+        "req/s",
+        "req/s is the median of the attempts; whiskers and bands are its confidence interval, CV the attempts' "
+        "spread (coefficient of variation). ≥ marks a lower bound: the load generator or the upstream was the "
+        "limit, so the server may do more.",
+    ),
+    (
+        "method-latency",
+        "latency",
+        "Latency percentiles (p50, p99 ms) are those of the median attempt; the spectrum charts and a mix's "
+        "endpoints read every request's whole distribution instead.",
+    ),
+    (
+        "method-cpu",
+        "CPU",
+        "CPU is the share of the CPUs each side was pinned to; µs/req the server's CPU time per request (median of "
+        "the attempts, with its interval).",
+    ),
+    (
+        "method-ceiling",
+        "ceiling",
+        "The ceiling is nginx serving the same bytes from a static file (the dashed line in the charts); "
+        "'of ceiling' is a server's req/s over it.",
+    ),
+]
+
+
+def method(model: Model) -> list[tuple[str, str, str]]:
+    """(anchor, title, paragraph) of every paragraph of the method, in reading order; the A/A control and the
+    machine's steadiness where the run has them."""
+    flags = (
+        f"Flags explain a figure; only {flag_kinds.kept_out()} keep a record out of the ranking (listed apart under "
+        "its measurement, with the reason)."
+    )
+    out = [*FIGURES, ("method-flags", "flags", flags), ("method-intervals", "intervals", INTERVAL_NOTE)]
+    out.append(("method-ranking", "ranks", method_note(model)))
+    if aa := aa_text(model):
+        out.append(("method-aa", "the A/A control", aa))
+    if machine := machine_note(model.conditions):
+        out.append(("method-machine", "the machine", machine))
+    return out
