@@ -1,0 +1,76 @@
+"""ab's count-sized loads on new connections ended at their planned time (runner.planned_stop_s), against the
+calibrated server capped at a known rate on loopback: the attempt ends when planned, not after draining its last
+connections, and reads the rate its count-sized run reads."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import replace
+
+import pytest
+
+from harness.basics.cpus import plan as cpu_plan
+from harness.config.manifest import discover
+from harness.measuring.runner import Beside, Naming, measure, planned_stop_s
+from harness.runtime.local import LocalRuntime
+from harness.tools import LoadSpec
+from harness.tools.load_plan import plan_load
+
+SERVER = discover()["calibrated"]
+PORT = 9416  # this test's own, in the range of the calibration's tests
+# answers paced at CAP a second, each held SERVICE_S: the last answers of a count come SERVICE_S after its last pace
+CAP, SERVICE_S, CONNECTIONS, PLANNED_S = 500, 0.2, 200, 2.0
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    if not (SERVER.folder / SERVER.artifacts[0]).exists():
+        subprocess.run(SERVER.build, shell=True, cwd=SERVER.folder, check=True, timeout=600)
+    runtime = LocalRuntime()
+    running = runtime.start(SERVER, list(cpu_plan().server), PORT, {})
+    try:
+        yield running
+    finally:
+        runtime.stop(running)
+
+
+def sized(**changes: object) -> LoadSpec:
+    spec = LoadSpec(
+        url=f"http://127.0.0.1:{PORT}/hello?cap={CAP}&service_us={int(SERVICE_S * 1e6)}",
+        concurrency=CONNECTIONS,
+        requests=int(CAP * PLANNED_S),
+        sized_from_rps=float(CAP),
+        timeout_s=30,
+    )
+    return replace(spec, **changes)
+
+
+def test_only_ab_s_count_sized_loads_on_many_new_connections_have_a_planned_stop():
+    assert planned_stop_s("ab", sized()) == PLANNED_S
+    assert planned_stop_s("ab", sized(keepalive=True)) is None  # ends within a whole last request per connection
+    assert planned_stop_s("ab", sized(concurrency=10)) is None  # high-compute: its requests end a round at a time
+    assert planned_stop_s("ab", sized(sized_from_rps=None)) is None  # not sized from a rate: no planned time
+    assert planned_stop_s("ab", sized(requests=None, duration_s=2)) is None  # ab -t ends itself
+
+
+def run(spec: LoadSpec, calibrated, tmp_path, stem: str):
+    load = plan_load("ab", spec, tuple(cpu_plan().loadgen), override=1)
+    started = time.monotonic()
+    outcome = measure(LocalRuntime(), load, Naming(tmp_path, stem, stem), Beside(calibrated))
+    return outcome, time.monotonic() - started
+
+
+def test_a_planned_stop_ends_at_its_time_and_reads_the_rate_the_drained_count_reads(calibrated, tmp_path):
+    stopped, stopped_wall = run(sized(), calibrated, tmp_path, "planned")
+    drained, drained_wall = run(sized(sized_from_rps=None), calibrated, tmp_path, "drained")
+    for outcome in (stopped, drained):
+        assert outcome.failure is None and outcome.stopped is None and outcome.measurement
+    s, d = stopped.measurement, drained.measurement
+    assert s.duration_s == pytest.approx(PLANNED_S, abs=0.1)  # SIGINT at its time: not a stop by the harness
+    # the count drained its last connections after its planned time (the SERVICE_S of its last answers)
+    assert d.requests == CAP * PLANNED_S and d.duration_s == pytest.approx(PLANNED_S + SERVICE_S, abs=0.1)
+    assert drained_wall - stopped_wall == pytest.approx(SERVICE_S, abs=0.1)
+    # both read the cap less the answers held at either end (X·S of X·T: 10 %): the same rate to within 2 %
+    assert s.rps == pytest.approx(d.rps, rel=0.02)
+    assert d.rps == pytest.approx(CAP * PLANNED_S / (PLANNED_S + SERVICE_S), rel=0.02)
