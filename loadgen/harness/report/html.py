@@ -58,16 +58,16 @@ def _glance_rows(model: Model, row: Glance, with_compliance: bool) -> str:
     flagged = "".join(badge(n) for n in sorted({n for r in row.group.flagged for n in flag_names(r)}))
     notes = "; ".join(f'<a href="#{anchor}">{escape(text)}</a>' for text, anchor in row.notes)
     first = (
-        f'<td class="l span"{spanned}><a href="#{escape(_anchor(model, row))}">{escape(row.scenario)}</a></td>'
-        f'<td class="l span"{spanned}>{escape(row.run)}</td>'
+        f'<td class="l"{spanned}><a href="#{escape(_anchor(model, row))}">{escape(row.scenario)}</a></td>'
+        f'<td class="l"{spanned}>{escape(row.run)}</td>'
     )
     last = (
-        f'<td class="span"{spanned}>{row.ranked}</td><td class="l wrap span"{spanned}>{row.kept_out or ""} {flagged}</td>'
-        f'<td class="note muted span"{spanned}>{notes}</td>'
+        f'<td{spanned}>{row.ranked}</td><td class="l wrap"{spanned}>{row.kept_out or ""} {flagged}</td>'
+        f'<td class="note muted"{spanned}>{notes}</td>'
     )
     if not row.leaders:
         blank = "<td>-</td>" * (5 if with_compliance else 4)
-        return f'<tr>{first}<td class="l muted">none ranked</td>{blank}{last}</tr>'
+        return f'<tr class="first">{first}<td class="l muted">none ranked</td>{blank}{last}</tr>'
     lines = []
     for i, leader in enumerate(row.leaders):
         comp = f'<td class="comp l">{escape(leader.compliance)}</td>' if with_compliance else ""
@@ -76,7 +76,7 @@ def _glance_rows(model: Model, row: Glance, with_compliance: bool) -> str:
             f'<td class="rps">{escape(leader.rate)}</td><td>{escape(leader.cost)}</td><td>{escape(leader.p99)}</td>'
             f"<td>{escape(leader.of_ceiling)}</td>{comp}"
         )
-        lines.append(f"<tr>{first}{cells}{last}</tr>" if i == 0 else f'<tr class="more">{cells}</tr>')
+        lines.append(f'<tr class="first">{first}{cells}{last}</tr>' if i == 0 else f'<tr class="more">{cells}</tr>')
     return "".join(lines)
 
 
@@ -90,7 +90,7 @@ def _capacity_rows(model: Model, with_compliance: bool) -> str:
             f'<td class="comp l">{escape(model.compliance_of(top[0]) if top else "-")}</td>' if with_compliance else ""
         )
         out.append(
-            f'<tr><td class="l"><a href="#{escape(scenario.name)}">{escape(scenario.name)}</a></td>'
+            f'<tr class="first"><td class="l"><a href="#{escape(scenario.name)}">{escape(scenario.name)}</a></td>'
             f'<td class="l">capacity at p99 ≤ {model.slo_p99_ms:g} ms</td>'
             f'<td class="l">{escape(top[0]) if top else "none"}</td><td class="rps">'
             f"{escape(capacity_text(top[1])) if top else '-'}</td><td>-</td><td>-</td><td>-</td>{comp}"

@@ -55,11 +55,11 @@ dl.cond dt { color: var(--muted); }
 dl.cond dd { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-word; }
 ul.legend li { margin: 3px 0; }
 .scroll { overflow-x: auto; }
-table.glance td.wrap, table.glance td.note { white-space: normal; }
+table.glance td { border-bottom: 0; }
+table.glance tr.first td { border-top: 1px solid var(--line); }
+table.glance td.wrap, table.glance td.note { white-space: normal; text-align: left; }
 table.glance td.note { min-width: 150px; max-width: 240px; font-size: 12px; }
-table.glance td.comp { white-space: normal; max-width: 190px; font-size: 12px; }
-table.glance tr.more td { border-top: 0; }
-table.glance td.span { border-bottom: 1px solid var(--line); }
+table.glance td.comp { white-space: normal; max-width: 260px; font-size: 12px; }
 th a, td.note a { color: inherit; text-decoration: underline dotted; }
 details.method { margin: 14px 0 0; }
 details.method p { max-width: 1000px; margin: 6px 0; }
