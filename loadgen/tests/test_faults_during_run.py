@@ -19,7 +19,7 @@ import pytest
 
 from harness.basics.machine import port_owner, wait_until
 from harness.config.manifest import discover
-from harness.measuring.runner import DEADLINE_CEILING_S, DEADLINE_FLOOR_S, INTERRUPT_GRACE_S, deadline_s
+from harness.measuring.ending import DEADLINE_CEILING_S, DEADLINE_FLOOR_S, INTERRUPT_GRACE_S, deadline_s
 from harness.results import records as results
 from harness.runtime import State
 from harness.runtime.docker import engine

@@ -1,6 +1,7 @@
-"""ab's count-sized loads on new connections ended at their planned time (runner.planned_stop_s), against the
-calibrated server capped at a known rate on loopback: the attempt ends when planned, not after draining its last
-connections, and reads the rate its count-sized run reads."""
+"""ab's count-sized loads on new connections ended at their planned time (ending.planned_stop_s), against the
+calibrated server on loopback: capped at a known rate (answers at its pace from the first to the last), each answer
+held a fixed time besides, which the count drains after its last request: the stopped load ends when planned and reads
+the rate the whole count reads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 from harness.basics.cpus import plan as cpu_plan
 from harness.config.manifest import discover
-from harness.measuring.runner import Beside, Naming, measure, planned_stop_s
+from harness.measuring.ending import planned_stop_s
+from harness.measuring.runner import Beside, Naming, measure
 from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load

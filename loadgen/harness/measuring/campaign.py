@@ -33,6 +33,7 @@ from harness.measuring import verification_h2c as contract_h2
 from harness.measuring.attempts import Bench
 from harness.measuring.clock import START, Clock, announce_estimate
 from harness.measuring.contract_table import Report
+from harness.measuring.preflight import fitted
 from harness.measuring.rounds import Allowance, measure_in_rounds
 from harness.measuring.schedule import START_S, Target
 from harness.measuring.session import Session
@@ -147,6 +148,7 @@ def run_campaign(
 ) -> bool:
     """Returns False when a server could not start, failed its contract (it is then not measured) or died during the
     run. `round_no`: the round of a run in rounds (overhead), recorded on each record."""
+    scenarios = fitted(scenarios)  # announced before the run (preflight.announce_limits)
     wanted = taking_part(store, servers, scenarios)
     mode, why = choose_order(
         order, wanted, {s.name: session.port(s) for s in wanted}, psutil.virtual_memory().available

@@ -14,6 +14,7 @@ from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring.attempts import attempt_spec
 from harness.measuring.clock import Clock, estimate, minutes
+from harness.measuring.preflight import fitted
 from harness.tools import TOOLS
 from harness.tools.availability import tool_processes
 from harness.tools.load_plan import plan_load
@@ -35,7 +36,8 @@ class Machine:
 def run_plan(
     machine: Machine, servers: list[Server], scenarios: list[Scenario], settings: Settings, ports: dict[str, int]
 ) -> dict[str, Any]:
-    """The plan as data (FORMAT=json prints it as it is)."""
+    """The plan as data (FORMAT=json prints it as it is), each load within this machine's open-file limits."""
+    scenarios = fitted(scenarios)
     loads = []
     for scenario in scenarios:
         taking_part = [s for s in servers if scenario.path_for(s)]

@@ -1,15 +1,11 @@
 """Execution: runs a load as its plan says (tools/load_plan.py: one or more tool processes, each pinned to its cores),
-shows progress, samples, parses and merges.
-
-Every load ends within a bounded time, also on a server that hangs: a timed load at its duration plus a grace period,
-a counted one (which has no end of its own) at a deadline derived from the rate it is expected at. At the deadline the
-tool is interrupted (SIGINT: ab, wrk and httperf then print their summary), then killed if it lingers."""
+shows progress, samples, parses and merges. Every load ends within a bounded time, also on a server that hangs
+(ending.py)."""
 
 from __future__ import annotations
 
 import os
 import resource
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -19,26 +15,16 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import psutil
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.basics import interrupt
-from harness.basics.messages import console
 from harness.basics.sampling import ProcessSampler, usage
+from harness.measuring.ending import deadline_s, wait
 from harness.results.flags import BESIDE_LOADGEN, HARNESS
 from harness.runtime import RunningServer, Runtime, State
 from harness.runtime.protocol import Sampler, ToolProcess
 from harness.tools import TOOLS, LoadSpec, LoadTool, ToolFailed
 from harness.tools.load_plan import LoadPlan
 from harness.tools.output import Measurement, merge
-
-GRACE_S = 60  # how long a duration-bound tool may overrun before it is stopped
-# A counted load is stopped once it has taken DEADLINE_FACTOR times as long as its expected rate (the warm-up's) says,
-# never sooner than DEADLINE_FLOOR_S, never later than DEADLINE_CEILING_S (also where no rate is known yet: the tools'
-# own timeouts end most loads on a hung server before that).
-DEADLINE_FACTOR, DEADLINE_FLOOR_S, DEADLINE_CEILING_S = 5, 20.0, 3600.0
-INTERRUPT_GRACE_S = 5  # how long an interrupted tool may take to print its summary before it is killed
-# ab on new connections, with at least this many of them, is ended at its planned time (planned_stop_s)
-DESYNCHRONIZED_CONNECTIONS = 100
 
 T = TypeVar("T")
 
@@ -66,27 +52,6 @@ class Outcome:
     parts_started_s: list[float] = field(default_factory=list)
     parts_duration_s: list[float] = field(default_factory=list)
     stopped: str | None = None  # why the harness stopped the tool before it ended by itself
-
-
-def deadline_s(spec: LoadSpec, expected_rps: float | None) -> float:
-    """How long the load `spec` may run before the harness stops it (see the module's docstring)."""
-    if spec.duration_s:  # answers may come up to a request timeout after the end (Gatling waits for them)
-        return spec.duration_s + max(GRACE_S, (spec.timeout_s or 0) + GRACE_S / 2)
-    if not expected_rps:
-        return DEADLINE_CEILING_S
-    requests = spec.requests or spec.users or (spec.concurrency or 1) * (spec.calls_per_connection or 1)
-    return min(max(DEADLINE_FACTOR * requests / expected_rps, DEADLINE_FLOOR_S), DEADLINE_CEILING_S)
-
-
-def _progress_fraction(tool: LoadTool, spec: LoadSpec, outputs: list[Path], elapsed: float) -> float | None:
-    if spec.duration_s:
-        return min(elapsed / spec.duration_s, 1.0)
-    if spec.requests and outputs:
-        done = [tool.completed(path.read_bytes()[-4096:]) if path.exists() else 0 for path in outputs]
-        if any(n is None for n in done):
-            return None
-        return min(sum(n or 0 for n in done) / spec.requests, 1.0)  # `spec`: the whole load, its parts' outputs summed
-    return None
 
 
 def _children_cpu_s() -> float:
@@ -213,7 +178,7 @@ def measure(
         if not load.start_sampling(beside):
             return outcome
         load.start_tools(scratches)
-        stopped = _wait(load.tree.procs, plan.tool, plan.spec, outcome.raw, naming.label, naming.status, deadline)
+        stopped = wait(load.tree.procs, plan.tool, plan.spec, outcome.raw, naming.label, naming.status, deadline)
         load.finish()
     finally:
         os.sched_setaffinity(0, affinity_before)
@@ -328,82 +293,3 @@ def _note_stopped(outcome: Outcome, spec: LoadSpec, deadline: float) -> None:
         m.errors = replace(m.errors, timeout=m.errors.timeout + (spec.concurrency or 0))
     if outcome.failure:  # "ab printed no summary: ...; stopped by the harness at ..."
         outcome.failure = f"{outcome.failure}; {outcome.stopped}"
-
-
-def planned_stop_s(tool_name: str, spec: LoadSpec) -> float | None:
-    """When the runner ends the load with SIGINT, as its own end would (None: it ends itself): the tool's own planned
-    stop (wrk's whole seconds), or the planned time of ab's count-sized load on new connections (its count over the
-    rate it was sized from). There its connections drift apart, each ending its requests at its own times, so the
-    requests under way at a planned stop are about half a round, c/2, as many as its count-sized end drains after the
-    planned time, c/(2X) s (0.17 s at c1000 and 3,000 req/s): the rate reads the same to first order, without the
-    drain. Not for few connections (high-compute's ten CPU-bound requests end together, a round at a time)."""
-    own: Callable[[LoadSpec], float | None] | None = getattr(TOOLS[tool_name], "stop_after_s", None)
-    if own:
-        return own(spec)
-    if (
-        tool_name == "ab"
-        and not spec.keepalive
-        and spec.requests
-        and spec.sized_from_rps
-        and (spec.concurrency or 0) >= DESYNCHRONIZED_CONNECTIONS
-    ):
-        return spec.requests / spec.sized_from_rps
-    return None
-
-
-def _wait(
-    procs: list[ToolProcess],
-    tool_name: str,
-    spec: LoadSpec,
-    outputs: list[Path],
-    label: str,
-    status: str,
-    deadline: float,
-) -> bool:
-    """Until every tool process has ended (False), or `deadline` seconds have passed: then they are stopped (True).
-    A tool that ends at a planned time (its `stop_after_s`, e.g. wrk at 1.5 s) is sent SIGINT then, which ends its run
-    as its own duration would (not a stop: nothing is counted against the server)."""
-    started = time.monotonic()
-    stop_at = planned_stop_s(tool_name, spec)
-    with Progress(
-        TextColumn("  {task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        TextColumn(status),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
-        task = progress.add_task(label, total=1.0)
-        while any(p.poll() is None for p in procs):
-            elapsed = time.monotonic() - started
-            fraction = _progress_fraction(TOOLS[tool_name], spec, outputs, elapsed)
-            progress.update(task, completed=fraction if fraction is not None else 0.0)
-            if elapsed > deadline:
-                _interrupt(procs)
-                return True
-            if stop_at is not None and elapsed >= stop_at:
-                _sigint(procs)
-                stop_at = None
-            interrupt.check()
-            # exits are noticed quickly (the samplers stop then), a planned stop on time
-            time.sleep(min(0.05, max(stop_at - elapsed, 0.001)) if stop_at is not None else 0.05)
-    return False
-
-
-def _sigint(procs: list[ToolProcess]) -> None:
-    """SIGINT to the tools still running: ab, wrk and httperf then end and print what they measured so far."""
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-
-
-def _interrupt(procs: list[ToolProcess]) -> None:
-    """SIGINT (the tools print what they measured so far), then SIGKILL to those still running."""
-    _sigint(procs)
-    for p in procs:
-        try:
-            p.wait(INTERRUPT_GRACE_S)
-        except subprocess.TimeoutExpired:
-            p.kill()
