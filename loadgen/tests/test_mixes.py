@@ -15,15 +15,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from harness.basics import stats
 from harness.basics.distribution import Distribution
 from harness.basics.formats import fmt_ms
 from harness.config import scenarios
 from harness.config.manifest import Server
 from harness.config.mix_targets import MixTarget
 from harness.report import mix_tables
-from harness.results import mix
+from harness.results import endpoint_ranking, flags, mix
 from harness.results.aggregate import Measured, aggregate
-from harness.results.records import Attempt, Record, Run
+from harness.results.flag_kinds import EXCLUDING
+from harness.results.records import Attempt, Flag, Record, Run, load
 from harness.tools import TOOLS, LoadSpec, find_binary
 from harness.tools.oha_mix import repetitions
 from harness.tools.output import Errors
@@ -291,13 +293,13 @@ def test_the_report_shows_each_endpoint_beside_the_same_path_measured_alone():
     other = {**alone, "server": "rust", "latency_ms": {"p50": 9.0, "p99": 9.0}}
     run = Run.from_dict({"schema": 5, "records": [mixed, alone, other]})
     lines = mix_tables.markdown(run, "mix-api")
-    rows = {line.split(" | ")[2]: line for line in lines if line.startswith("| node")}
-    assert set(rows) == {"/hello", "/v1/tweets", "/backend", "(whole, pooled)"}
+    rows = {line.split(" | ")[0][2:]: line for line in lines if " | node | " in line}
+    assert set(rows) == {"/hello", "/v1/tweets", "/backend", "(whole, pooled; # by req/s)"}
     assert rows["/hello"].endswith("| 0.400 / 1.25 (hello · c100) |") and rows["/backend"].endswith("| - |")
     assert f"| {fmt_ms(endpoints['/hello']['latency_ms']['p99'])} |" in rows["/hello"]
     every = [v for folder in ("attempt1", "attempt2") for vs in _raw_us(FIXTURES / folder).values() for v in vs]
-    assert f"| 900 | 0 | {fmt_ms(whole.percentile_ms(50))} |" in rows["(whole, pooled)"]
-    assert f"| {fmt_ms(_nearest_rank_ms(every, 99))} |" in rows["(whole, pooled)"]
+    assert f"| 900 | 0 | {fmt_ms(whole.percentile_ms(50))} |" in rows["(whole, pooled; # by req/s)"]
+    assert f"| {fmt_ms(_nearest_rank_ms(every, 99))} |" in rows["(whole, pooled; # by req/s)"]
     assert mix_tables.markdown(run, "hello") == [] and "endpoints inside the mix" in mix_tables.html(run, "mix-api")
 
 
@@ -317,3 +319,67 @@ def test_a_mix_record_carries_pooled_endpoints_and_validates_against_the_schema(
     schema = json.loads(SCHEMA.read_text())
     jsonschema.Draft202012Validator({**schema["$defs"]["record"], "$defs": schema["$defs"]}).validate(written)
     assert Record.from_dict(written).endpoints == record.endpoints
+
+
+# -- ranking per endpoint ------------------------------------------------------------------------------------------
+
+RECORDED = Path(__file__).parent / "fixtures" / "mix_api_20261126" / "results.json"  # see its README.md
+
+
+@pytest.fixture
+def recorded() -> Run:
+    run = load(RECORDED)
+    flags.evaluate(run)
+    return run
+
+
+def _mix_run(run: Run, label: str) -> list[Record]:
+    return [r for r in run.records if r.scenario == "mix-api" and r.run == label]
+
+
+def _places(run: Run, label: str, path: str) -> list[tuple[str, str]]:
+    return [(s.record.server, s.label) for s in endpoint_ranking.rank(_mix_run(run, label), path)]
+
+
+def test_each_path_ranks_the_servers_by_its_p99_with_the_intervals_of_every_record(recorded):
+    """The recorded mix (rust, node, akka; 4 attempts each): each path's p99 is the median of the attempts' own p99 of
+    that path with the order-statistic interval every record's req/s has (min–max, 87.5 % with 4 attempts); a server
+    is above another only where its interval lies wholly below the other's."""
+    keepalive = _mix_run(recorded, "keepalive")
+    rust = next(r for r in keepalive if r.server == "rust")
+    found = endpoint_ranking.summary(rust, "/hello")
+    assert found and found["n"] == 4 and found["ci"]["method"] == rust.summary.rps["ci"]["method"]
+    assert found["ci"]["level"] == rust.summary.rps["ci"]["level"] == 0.875
+    assert (round(found["ci"]["low"], 2), round(found["ci"]["high"], 2)) == (8.9, 9.62)
+    # akka 3.63–6.92 ms wholly below node 8.02–8.87, wholly below rust 8.90–9.62: the blend reverses the whole's
+    # order on /hello (rust first by req/s there)
+    assert _places(recorded, "keepalive", "/hello") == [("akka", "1"), ("node", "2"), ("rust", "3")]
+    assert _places(recorded, "keepalive", "/backend") == [("akka", "1"), ("node", "2–3"), ("rust", "2–3")]
+    assert _places(recorded, "close", "/hello") == [("rust", "1"), ("node", "2"), ("akka", "3")]
+    assert {label for _, label in _places(recorded, "rate-1000", "/hello")} == {"1–3"}  # 1,000 req/s each: tied
+    for label in ("keepalive", "close", "rate-1000"):
+        for path in endpoint_ranking.paths(_mix_run(recorded, label)):
+            standings = endpoint_ranking.rank(_mix_run(recorded, label), path)
+            for b in standings:
+                for a in standings:
+                    if stats.interval(b.p99)[1] < stats.interval(a.p99)[0]:  # wholly below: surely above
+                        assert b.rank < a.rank and b.worst < a.worst, (label, path, b.record.server, a.record.server)
+
+
+def test_a_record_kept_out_of_the_ranking_is_kept_out_of_its_paths_too(recorded):
+    akka = next(r for r in _mix_run(recorded, "keepalive") if r.server == "akka")
+    akka.flags.append(Flag(sorted(EXCLUDING)[0], "kept out for the test"))
+    assert _places(recorded, "keepalive", "/hello") == [("node", "1"), ("rust", "2")]
+    lines = mix_tables.markdown(recorded, "mix-api")
+    assert any(line.startswith("| /hello | - | akka |") for line in lines)
+
+
+def test_the_report_shows_each_paths_ranking_beside_the_same_route_measured_alone(recorded):
+    """rust's /hello: p99 9.25 ms inside the keep-alive mix (third of three), 1.25 ms alone (hello c100, wrk)."""
+    lines = mix_tables.markdown(recorded, "mix-api")
+    table = lines[lines.index("**mix-api · keepalive**") :]
+    row = next(line for line in table if line.startswith("| /hello | 3 | rust |"))
+    assert "| 9.25 |" in row and row.endswith("| 9.15 (8.90 – 9.62, 87.5 %) | 0.351 / 1.25 (hello · c100) |")
+    whole = [line for line in table if line.startswith("| (whole, pooled; # by req/s) |")][:3]
+    assert [line.split(" | ")[1:3] for line in whole] == [["1–2", "rust"], ["1–2", "akka"], ["3", "node"]]
+    assert "mix-api · close</h4>" in mix_tables.html(recorded, "mix-api")

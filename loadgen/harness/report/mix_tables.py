@@ -1,19 +1,22 @@
-"""A request mix's endpoints in the report (docs/mixes.md): per server and run, each path's share against its weight
-and its own p50/p90/p99/p99.9 inside the mix, beside the same path measured alone in its own scenario of the same
-run (where the run has it), so a reader sees what the blend costs each route."""
+"""A request mix's endpoints in the report (docs/mixes.md): per run of the mix and per path, the servers ranked by the
+path's p99 inside the mix (harness.results.endpoint_ranking: the same intervals and rules as every ranking), each
+with its share against the weight and its own p50/p90/p99/p99.9, beside the same path measured alone in its own
+scenario of the same run (where the run has it), so a reader sees what the blend costs each route; then the whole
+mix ranked by req/s like every record."""
 
 from __future__ import annotations
 
 from html import escape
 
 from harness.basics.distribution import Distribution, problem
-from harness.basics.formats import fmt_ms
+from harness.basics.formats import fmt_ms, interval_text
+from harness.results import endpoint_ranking, ranking
 from harness.results.records import Record, Run
 
 HEADER = [
-    "server",
-    "run",
     "path",
+    "# by p99",
+    "server",
     "weight %",
     "share % (± tolerance)",
     "requests",
@@ -22,13 +25,19 @@ HEADER = [
     "p90 ms",
     "p99 ms",
     "p99.9 ms",
+    "p99 of the attempts (interval)",
     "alone: p50 / p99 ms (scenario · run)",
 ]
 NOTE = (
-    "Each endpoint's percentiles are read from its own requests' histogram inside the mix (every measured attempt "
-    "pooled), never averaged, as is the whole's row (every request of the mix; its requests and errors count the requests that got no answer too); the share is of the mix's answered requests, flagged (mix-shares) when further than "
-    "its tolerance (4 binomial standard errors) from the weight. Alone: the same path's record in its own "
-    "scenario of this run, on the same server."
+    "Per run of the mix, each path's servers ranked by that path's p99 inside the mix (# by p99: each attempt's p99 "
+    "of the path from its own requests, their median and its interval; a server is above another when its interval "
+    "lies wholly below the other's, and a range of places such as 1–3 is what the intervals allow, as every ranking "
+    "here), then the whole mix ranked by req/s like every record. Each endpoint's p50–p99.9 are read from its own "
+    "requests' histogram inside the mix (every measured attempt pooled), never averaged, as is the whole's row "
+    "(every request of the mix; its requests and errors count the requests that got no answer too); the share is of "
+    "the mix's answered requests, flagged (mix-shares) when further than its tolerance (4 binomial standard errors) "
+    "from the weight. Alone: the same path's record in its own scenario of this run, on the same server (its own "
+    "tool and load), so a row reads what the blend costs the route."
 )
 
 
@@ -53,34 +62,59 @@ def _alone(run: Run, mixed: Record, path: str) -> str:
     )
 
 
-def rows(run: Run, scenario: str) -> list[list[str]]:
-    """One row per endpoint of every record of the mix `scenario`, in the mix's order."""
+def _endpoint_row(run: Run, record: Record, path: str, place: str) -> list[str]:
+    e = (record.endpoints or {}).get(path)
+    if e is None:
+        return [path, place, record.server] + ["-"] * (len(HEADER) - 3)
+    within = "" if e.get("share_within_tolerance", True) else " ⚑"
+    figures = e.get("latency_ms") or {}
+    return [
+        path,
+        place,
+        record.server,
+        f"{e['weight']:g}",
+        f"{e.get('share_pct', 0):.2f} (± {e.get('share_tolerance_pct', 0):.2f}){within}",
+        f"{e['requests']:,}",
+        f"{e['errors']:,}",
+        *(fmt_ms(figures.get(k)) for k in ("p50", "p90", "p99", "p99.9")),
+        _attempts_p99(record, path),
+        _alone(run, record, path),
+    ]
+
+
+def _attempts_p99(record: Record, path: str) -> str:
+    """'6.20 (5.90 – 6.40, 87.5 %)': the median of the attempts' p99 on the path with its interval."""
+    found = endpoint_ranking.summary(record, path)
+    if not found:
+        return "-"
+    return f"{fmt_ms(found['median'])} ({interval_text(found, fmt_ms).replace(' (', ', ').rstrip(')')})"
+
+
+def run_rows(run: Run, records: list[Record]) -> list[list[str]]:
+    """One run of a mix: per path, its servers in their order on that path (those that do not take part last,
+    unranked), then the whole mix per server in the whole's order."""
     out = []
+    for path in endpoint_ranking.paths(records):
+        standings = endpoint_ranking.rank(records, path)
+        placed = [s.record for s in standings]
+        out += [_endpoint_row(run, s.record, path, s.label) for s in standings]
+        out += [_endpoint_row(run, r, path, "-") for r in records if r not in placed]
+    whole = ranking.rank([r for r in records if ranking.takes_part(r)])
+    labels = {id(s.record): s.label for s in whole}
+    ordered = [s.record for s in whole] + [r for r in records if id(r) not in labels]
+    return out + [_whole(r, labels.get(id(r), "-")) for r in ordered]
+
+
+def runs(run: Run, scenario: str) -> dict[str, list[Record]]:
+    """The mix's records with endpoints by run label, in the order measured."""
+    out: dict[str, list[Record]] = {}
     for record in run.records:
-        if record.scenario != scenario or not record.endpoints:
-            continue
-        for path, e in record.endpoints.items():
-            within = "" if e.get("share_within_tolerance", True) else " ⚑"
-            share = f"{e.get('share_pct', 0):.2f} (± {e.get('share_tolerance_pct', 0):.2f}){within}"
-            figures = e.get("latency_ms") or {}
-            out.append(
-                [
-                    record.server,
-                    record.label,
-                    path,
-                    f"{e['weight']:g}",
-                    share,
-                    f"{e['requests']:,}",
-                    f"{e['errors']:,}",
-                    *(fmt_ms(figures.get(k)) for k in ("p50", "p90", "p99", "p99.9")),
-                    _alone(run, record, path),
-                ]
-            )
-        out.append(_whole(record))
+        if record.scenario == scenario and record.endpoints:
+            out.setdefault(record.label, []).append(record)
     return out
 
 
-def _whole(record: Record) -> list[str]:
+def _whole(record: Record, place: str) -> list[str]:
     """The mix's whole read the endpoints' way, from every measured attempt's requests pooled (the record's
     latency_histogram), where the record's own latency_ms are the medians of its attempts' figures."""
     pooled = None
@@ -88,42 +122,44 @@ def _whole(record: Record) -> list[str]:
         pooled = Distribution.decode(record.latency_histogram).latency_ms()
     figures = [fmt_ms(pooled.get(k)) if pooled else "-" for k in ("p50", "p90", "p99", "p99.9")]
     return [
+        "(whole, pooled; # by req/s)",
+        place,
         record.server,
-        record.label,
-        "(whole, pooled)",
         "100",
         "100",
         f"{record.requests:,}",
         f"{record.errors.total:,}",
         *figures,
         "-",
+        "-",
     ]
 
 
 def markdown(run: Run, scenario: str) -> list[str]:
-    """The mix's endpoints as Markdown lines; [] for a scenario that is not a mix."""
-    table = rows(run, scenario)
-    if not table:
+    """The mix's endpoints as Markdown lines, a table per run; [] for a scenario that is not a mix."""
+    by_run = runs(run, scenario)
+    if not by_run:
         return []
-    lines = [
-        f"### {scenario} · endpoints inside the mix",
-        "",
-        NOTE,
-        "",
-        "| " + " | ".join(HEADER) + " |",
-        "|" + "---|" * len(HEADER),
-    ]
-    return lines + ["| " + " | ".join(row) + " |" for row in table] + [""]
+    lines = [f"### {scenario} · endpoints inside the mix", "", NOTE, ""]
+    for label, records in by_run.items():
+        lines += [f"**{scenario} · {label}**", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        lines += ["| " + " | ".join(row) + " |" for row in run_rows(run, records)] + [""]
+    return lines
 
 
 def html(run: Run, scenario: str) -> str:
-    """The mix's endpoints as an HTML section; '' for a scenario that is not a mix."""
-    table = rows(run, scenario)
-    if not table:
+    """The mix's endpoints as an HTML section, a table per run; '' for a scenario that is not a mix."""
+    by_run = runs(run, scenario)
+    if not by_run:
         return ""
     head = "".join(f"<th>{escape(h)}</th>" for h in HEADER)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in table)
-    return (
-        f"<h3>{escape(scenario)} · endpoints inside the mix</h3><p class=muted>{escape(NOTE)}</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    )
+    out = [f"<h3>{escape(scenario)} · endpoints inside the mix</h3><p class=muted>{escape(NOTE)}</p>"]
+    for label, records in by_run.items():
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in run_rows(run, records)
+        )
+        out.append(
+            f"<h4>{escape(scenario)} · {escape(label)}</h4>"
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+        )
+    return "".join(out)
