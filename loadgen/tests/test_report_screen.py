@@ -9,13 +9,14 @@ import re
 import shutil
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 
 import pytest
 
 from harness.probe import suite
 from harness.probe.wire import Timing
-from harness.report import first_screen, html, model
+from harness.report import first_screen, html, markdown, model
 from harness.results import flags
 from harness.results import records as results
 
@@ -141,3 +142,26 @@ def test_the_at_a_glance_table_fits_1400_px_without_scrolling_sideways(page, tmp
     # the same check on a window too narrow for the table finds what passes its edge: it can fail
     narrow = measured(text, tmp_path, 700)
     assert narrow["over"] and narrow["page_scroll"] > narrow["client"], narrow
+
+
+def test_compliance_stands_beside_every_ranking_and_in_its_own_section(page):
+    """Issue 45 on the redesigned page: each measurement's ranking has the compliance column (the server's score in
+    its row), the at-a-glance lines have it, and the section lists each server's failed cases with their RFC."""
+    m, text = page
+    faulty = m.run.compliance["rust"]
+    score = "95 % · 7 fail (3 transfer-encoding)"
+    section = text.split('<h2 id="hello">')[1].split("<h2")[0]  # hello has one run, c100
+    head = section.split("<tr>")[1]
+    assert head.index(">compliance<") < head.index(">flags<")
+    rust_row = next(row for row in section.split("<tr") if "</span>rust<" in row)
+    assert f"<td>{score}</td>" in rust_row
+    compliance = text.split('<h2 id="compliance">HTTP compliance</h2>')[1].split("<h2")[0]
+    assert escape(f"rust ({m.run.servers['rust']['stack']}): {score}") in compliance  # whose parser answered
+    failed = [c for c in faulty["cases"] if c["verdict"] == "fail"]
+    assert f"{len(failed)} failed cases" in compliance and all(
+        f'<td class="l">{c["id"]}</td>' in compliance for c in failed
+    )
+    md = markdown.render(m)
+    glance = md.split("## At a glance")[1].split("\n## ")[0]
+    assert "[compliance](#http-compliance)" in glance and f"| {score} |" in glance
+    assert "## HTTP compliance" in md and f"| {score} |" in md.split("### hello · c100")[1].split("###")[0]
