@@ -61,6 +61,10 @@ class Clock:
     def total(self) -> float:
         return sum(self.planned.values())
 
+    def left(self, kind: str) -> float:
+        """The estimated seconds of `kind` still to come."""
+        return max(self.planned.get(kind, 0.0) - self.done.get(kind, 0.0), 0.0)
+
     @property
     def done_estimate(self) -> float:
         return sum(self.done.values())

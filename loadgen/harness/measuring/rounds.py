@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.basics.messages import say
 from harness.config.scenarios import Scenario, Settings, WarmupRule
 from harness.measuring.clock import ATTEMPT, REMEASURE, WARMUP, Clock
+from harness.measuring.more_rounds import extension
 from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
     History,
@@ -84,6 +85,7 @@ class Rounds:
     clock: Clock
     settings: Settings
     allowance: Allowance
+    kept: dict[str, Record] = field(default_factory=dict)  # each server's latest record of the run being measured
 
     def scenario(self, members: list[Target], scenario: Scenario) -> None:
         warmups: dict[str, Warmup] = {}  # a run warmed by the one before it in the same pattern keeps its warm-up
@@ -145,7 +147,39 @@ class Rounds:
                 again = self.remeasure(job, repeat, attempts[job.name])
                 if again:
                     self.keep(job, attempts[job.name], warmups[job.name], repeat, again, complete=True)
+        self.more_rounds(jobs, attempts, warmups, repeat)
         return attempts
+
+    def more_rounds(
+        self, jobs: list[Job], attempts: dict[str, list[Attempt]], warmups: dict[str, Warmup], repeat: int
+    ) -> None:
+        """Further interleaved rounds of the servers whose records they would likely tell apart (more_rounds.py),
+        within this run's share of what the time budget leaves; each attempt kept as it ends, as in the rounds."""
+        budget_left = self.allowance.budget_left
+        alive = [j for j in jobs if j.name not in self.executor.dead and not self.kept[j.name].remeasured]
+        if budget_left is None or len(alive) < 3:
+            return
+        self.executor.evaluate()  # the flags first: what they exclude takes no part
+        round_s = attempt_seconds(jobs[0].run) + ATTEMPT_OVERHEAD_S
+        run_s = len(jobs) * repeat * round_s
+        share_s = max(budget_left(), 0.0) * run_s / (run_s + self.clock.left(ATTEMPT))
+        found = extension([self.kept[j.name] for j in alive], repeat, round_s, share_s)
+        if found is None:
+            return
+        total = repeat + found.rounds
+        say(
+            f"  {jobs[0].label}: {', '.join(found.servers)} tied where {found.rounds} more round(s) would likely "
+            f"tell them apart: measured in rounds {repeat + 1}-{total}"
+        )
+        self.clock.plan(len(found.servers) * found.rounds * round_s, ATTEMPT)
+        by_name = {job.name: job for job in alive}
+        for n in range(repeat + 1, total + 1):
+            names = [name for name in found.servers if name not in self.executor.dead]
+            for name, position in turns(names, n) if names else []:
+                job, started = by_name[name], time.monotonic()
+                attempts[name].append(self.executor.attempt(job, n, total, warmups[name].rate, position))
+                self.clock.advance(round_s, ATTEMPT, time.monotonic() - started)
+                self.keep(job, attempts[name], warmups[name], total, complete=n == total)
 
     def keep(
         self,
@@ -162,6 +196,7 @@ class Rounds:
         of = Measured(job.name, job.scenario.path_for(job.server), executor.runtime_name, executor.round_no)
         record = aggregate(of, job.scenario, job.run, attempts, warmup)
         record.remeasured = remeasured
+        self.kept[job.name] = record
         if not attempts:
             record.failed = f"the server died before its first attempt: {executor.dead.get(job.name, 'it was gone')}"
         elif not complete and len(attempts) < repeat:
