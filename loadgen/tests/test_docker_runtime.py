@@ -139,15 +139,15 @@ def test_tool_paths_map_into_the_loadgen_container():
     from harness.results.store import RESULTS
 
     assert (
-        DockerRuntime.container_path(str(RESULTS / "r1/raw/x/percentiles.csv"))
+        service.container_path(str(RESULTS / "r1/raw/x/percentiles.csv"))
         == "/bench/results/r1/raw/x/percentiles.csv"
     )
     assert (
-        DockerRuntime.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua"))
+        service.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua"))
         == "/bench/loadgen/harness/tools/wrk_report.lua"
     )
-    assert DockerRuntime.container_path("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
-    assert DockerRuntime.container_path(str(REPO) + "x/y") == str(REPO) + "x/y"
+    assert service.container_path("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
+    assert service.container_path(str(REPO) + "x/y") == str(REPO) + "x/y"
 
 
 def test_the_runtime_changes_nothing_until_it_first_starts_or_stops_a_container(monkeypatch):

@@ -15,7 +15,7 @@ from harness.basics.machine import port_owner, wait_until
 from harness.basics.messages import say, warn
 from harness.config.manifest import Server, artifacts_stamp, upstream_of, upstream_url
 from harness.runtime import RunningServer, Runtime, RuntimeFailure, State
-from harness.runtime.state import StateFull, ToolProcess
+from harness.runtime.state import ListedTool, StateFull
 
 TOOL_STOP_GRACE_S = 5
 
@@ -269,7 +269,7 @@ class Session:
             self.stop_started()
 
 
-def _stop_tool(tool: ToolProcess) -> None:
+def _stop_tool(tool: ListedTool) -> None:
     """SIGTERM, then SIGKILL after a grace period. It is no longer our child: as a zombie it counts as stopped."""
     if not tool.running():
         return

@@ -48,6 +48,13 @@ class RunningServer:
         """Whether a process that started at `start_ticks` (machine.kernel_start) is this server's main process."""
         return started_as(self.pid_start, self.pid_created, self.started_at)(start_ticks)
 
+    def in_container(self) -> str:
+        """The container it runs in, which every server a Docker runtime starts has: RuntimeFailure for one started as
+        a process of this machine (the local runtime's record handed to an engine's)."""
+        if self.container is None:
+            raise RuntimeFailure(f"{self.name} was started by the {self.runtime} runtime: it runs in no container")
+        return self.container
+
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"

@@ -5,15 +5,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from harness.basics import httpclient
 from harness.basics.machine import wait_until
 from harness.config.manifest import Server
-from harness.runtime.protocol import RunningServer, Runtime, RuntimeFailure
+from harness.runtime.protocol import RunningServer, RuntimeFailure
+
+
+class Starting(Protocol):
+    """What await_start asks of the runtime that starts a server (every Runtime, and the Docker runtimes' shared
+    base): why the server died, the end of its log, and stopping it."""
+
+    def death(self, running: RunningServer) -> str | None: ...
+
+    def log_tail(self, running: RunningServer, lines: int = 15) -> str: ...
+
+    def stop(self, running: RunningServer) -> None: ...
 
 
 def await_start(
-    runtime: Runtime,
+    runtime: Starting,
     server: Server,
     running: RunningServer,
     began: float,

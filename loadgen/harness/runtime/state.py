@@ -45,7 +45,7 @@ class Starter:
 
 
 @dataclass
-class ToolProcess:
+class ListedTool:
     """A load tool listed while it runs (docker: the tool as the host sees it, or its `docker exec` client when the
     tool has not shown up yet; stopping the loadgen container stops it anyway)."""
 
@@ -146,19 +146,19 @@ class State:
 
     def add_tool(self, pid: int, argv: list[str]) -> None:
         data = self._read()
-        tool = ToolProcess(pid, process_create_time(pid), list(argv), Starter.this_command(), kernel_start(pid))
+        tool = ListedTool(pid, process_create_time(pid), list(argv), Starter.this_command(), kernel_start(pid))
         data.setdefault("tools", []).append(asdict(tool))
         self._write(data)
 
-    def tools(self) -> list[ToolProcess]:
+    def tools(self) -> list[ListedTool]:
         try:
             return [
-                ToolProcess(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])
+                ListedTool(**{**t, "started_by": Starter(**t["started_by"])}) for t in self._read().get("tools", [])
             ]
         except (TypeError, AttributeError, KeyError) as exc:
             raise self.corrupt(f"has a tool entry this harness cannot read ({exc!r})") from None
 
-    def leftover_tools(self) -> list[ToolProcess]:
+    def leftover_tools(self) -> list[ListedTool]:
         """Tools whose command ended while they ran (it was killed): they may still be loading a server."""
         return [t for t in self.tools() if t.started_by.ended()]
 

@@ -1,4 +1,4 @@
-"""`python -m harness.runtime.docker ...`: the Makefile's docker targets (see cli.py)."""
+"""`python -m harness.runtime.docker ...`: the Makefile's docker targets (see harness/cli/)."""
 
 import sys
 

@@ -8,7 +8,9 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import IO, Any
 
 from harness.basics.cpus import parse_cpus
 from harness.config.host_roles import check_docker_host
@@ -16,8 +18,12 @@ from harness.runtime.protocol import RuntimeFailure, indent
 
 
 def run_cli(
-    argv: list[str], timeout: float = 120, env: dict | None = None, input: bytes | None = None, check: bool = True
-) -> subprocess.CompletedProcess:
+    argv: list[str],
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    input: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
     """A docker or compose command; unless `check` is off, a failure raises RuntimeFailure with the end of its output."""
     try:
         proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=env, input=input)
@@ -69,16 +75,17 @@ def compose_command() -> list[str]:
     )
 
 
-def inspect(container: str, where: list[str] | tuple = ()) -> dict | None:
+def inspect(container: str, where: Sequence[str] = ()) -> dict[str, Any] | None:
     """The engine's `docker inspect` of a container, None when there is none. `where`: the Docker CLI's options that
     address another engine (harness/config/host_roles.py's docker_args); default the local one."""
     proc = run_cli(["docker", *where, "inspect", "--type", "container", container], check=False, timeout=30)
     if proc.returncode != 0:
         return None
-    return json.loads(proc.stdout)[0]
+    info: dict[str, Any] = json.loads(proc.stdout)[0]
+    return info
 
 
-def image_labels(image: str, where: list[str] | tuple = ()) -> dict | None:
+def image_labels(image: str, where: Sequence[str] = ()) -> dict[str, str] | None:
     """An image's labels and its id ("id"), None when the engine has no such image."""
     proc = run_cli(
         ["docker", *where, "image", "inspect", "--format", "{{json .Config.Labels}} {{.Id}}", image],
@@ -91,20 +98,20 @@ def image_labels(image: str, where: list[str] | tuple = ()) -> dict | None:
     return {**(json.loads(labels) or {}), "id": image_id}
 
 
-def image_bytes(image: str, where: list[str] | tuple = ()) -> int | None:
+def image_bytes(image: str, where: Sequence[str] = ()) -> int | None:
     """An image's size as the engine reports it (`docker image inspect`), None when it cannot say."""
     proc = run_cli(["docker", *where, "image", "inspect", "--format", "{{.Size}}", image], check=False, timeout=30)
     text = proc.stdout.decode().strip()
     return int(text) if proc.returncode == 0 and text.isdigit() else None
 
 
-def container_log(container: str, lines: int = 15, where: list[str] | tuple = ()) -> str:
+def container_log(container: str, lines: int = 15, where: Sequence[str] = ()) -> str:
     """The last `lines` of a container's output, indented for an error message."""
     proc = run_cli(["docker", *where, "logs", "--tail", str(lines), container], check=False)
     return indent((proc.stdout + proc.stderr).decode(errors="replace").rstrip() or "(empty log)")
 
 
-def follow_log(container: str, path: str, where: list[str] | tuple = ()) -> subprocess.Popen:
+def follow_log(container: str, path: str, where: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """The container's output appended to `path` as it comes (like a local server's log), until it ends."""
     with open(path, "ab") as log:
         return subprocess.Popen(
@@ -116,6 +123,13 @@ def follow_log(container: str, path: str, where: list[str] | tuple = ()) -> subp
         )
 
 
+def piped(stream: IO[bytes] | None, what: str) -> IO[bytes]:
+    """A pipe of a Popen opened with subprocess.PIPE for it, which Popen always makes: RuntimeFailure otherwise."""
+    if stream is None:
+        raise RuntimeFailure(f"{what} has no pipe (a process opened without subprocess.PIPE for it)")
+    return stream
+
+
 def allowed_cpus(pid: int) -> list[int]:
     """The CPUs the kernel lets `pid` run on: what a cpuset really applies."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -124,7 +138,7 @@ def allowed_cpus(pid: int) -> list[int]:
     raise RuntimeFailure(f"no Cpus_allowed_list in /proc/{pid}/status")
 
 
-def container_facts(c: dict, allowed: list[int]) -> dict:
+def container_facts(c: dict[str, Any], allowed: list[int]) -> dict[str, Any]:
     """A container's CPU set, quota, memory, open-file limit, network and image as the engine applied them (`c`: its
     `docker inspect`), and `allowed`, the CPUs its main process may run on as the kernel says."""
     host = c["HostConfig"]

@@ -15,8 +15,10 @@ import select
 import subprocess
 import threading
 import time
+from typing import Any
 
 from harness.basics.sampling import usage
+from harness.runtime.docker.engine import piped
 from harness.runtime.protocol import RuntimeFailure
 
 API_VERSION = "v1.41"  # Docker 20.10 and later (one-shot stats)
@@ -37,16 +39,17 @@ class EngineApi:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self._reader = DeadlineReader(self._proc.stdout.fileno())
+        self._stdin = piped(self._proc.stdin, "docker system dial-stdio")
+        self._reader = DeadlineReader(piped(self._proc.stdout, "docker system dial-stdio").fileno())
         self._lock = threading.Lock()
 
-    def get(self, path: str) -> dict:
+    def get(self, path: str) -> dict[str, Any]:
         with self._lock:
             if self._proc.poll() is not None:
                 raise RuntimeFailure(f"the connection to the Docker engine of {self.where} closed")
             try:
-                self._proc.stdin.write(f"GET /{API_VERSION}{path} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
-                self._proc.stdin.flush()
+                self._stdin.write(f"GET /{API_VERSION}{path} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
+                self._stdin.flush()
                 status, body = _read_response(self._reader, time.monotonic() + self.timeout_s)
             except TimeoutError:
                 self.close()  # half an answer may still come: the connection cannot be used again
@@ -61,12 +64,13 @@ class EngineApi:
                 f"the Docker engine of {self.where} answered {status} to GET {path}: "
                 f"{body[:200].decode(errors='replace')}"
             )
-        return json.loads(body)
+        answer: dict[str, Any] = json.loads(body)
+        return answer
 
     def close(self) -> None:
         if self._proc.poll() is None:
             try:
-                self._proc.stdin.close()
+                self._stdin.close()
             except OSError:
                 pass
             self._proc.terminate()
@@ -108,7 +112,7 @@ class DeadlineReader:
 def _read_response(reader: DeadlineReader, deadline: float) -> tuple[int, bytes]:
     """One HTTP/1.1 response: Content-Length or chunked (the engine sends JSON either way)."""
     status = int(reader.readline(deadline).split()[1])
-    headers = {}
+    headers: dict[str, str] = {}
     while (line := reader.readline(deadline)) not in (b"\r\n", b"\n"):
         key, _, value = line.decode(errors="replace").partition(":")
         headers[key.strip().lower()] = value.strip()
@@ -153,8 +157,14 @@ class EngineStatsSampler:
         self.wall_s = 0.0
         self.error: str | None = None
 
+    def _started(self) -> EngineApi:
+        """The connection start() opened: RuntimeFailure before it."""
+        if self._api is None:
+            raise RuntimeFailure(f"the CPU sampler of {self.container} was read before it started")
+        return self._api
+
     def _read(self) -> float:
-        cpu, memory = container_counters(self._api, self.container)
+        cpu, memory = container_counters(self._started(), self.container)
         self.peak = max(self.peak, memory)
         self.timeline.append((time.monotonic() - self._t0, memory))
         return cpu
@@ -174,9 +184,10 @@ class EngineStatsSampler:
         self._thread.start()
         return self
 
-    def stop(self) -> dict:
+    def stop(self) -> dict[str, Any]:
+        api = self._started()
         self._stop.set()
-        self._thread.join(self._api.timeout_s + self.INTERVAL_S + 1)  # a read in progress ends by its deadline
+        self._thread.join(api.timeout_s + self.INTERVAL_S + 1)  # a read in progress ends by its deadline
         self.wall_s = time.monotonic() - self._t0
         try:
             self._cpu1 = self._read()
@@ -186,7 +197,7 @@ class EngineStatsSampler:
                 f"the CPU counter of {self.container} could not be read at the load's end: {exc}"
             ) from None
         finally:
-            self._api.close()
+            api.close()
         return self.result()
 
     def cancel(self) -> None:
@@ -194,7 +205,7 @@ class EngineStatsSampler:
         if self._api:
             self._api.close()
 
-    def result(self, cpu_s: float | None = None) -> dict:
+    def result(self, cpu_s: float | None = None) -> dict[str, Any]:
         cpu = self._cpu1 - self._cpu0 if cpu_s is None else cpu_s
         return {
             **usage(self.cores, cpu, self.wall_s, self.peak, self.timeline),

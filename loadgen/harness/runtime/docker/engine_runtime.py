@@ -12,12 +12,13 @@ import atexit
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any
 
 from harness.basics.cpus import format_cpus, parse_cpus
 from harness.basics.machine import kernel_start, process_create_time, still_runs
 from harness.basics.messages import warn
-from harness.basics.paths import REPO, RESULTS, STATE_DIR
+from harness.basics.paths import REPO, STATE_DIR
 from harness.config.host_roles import ROLES
 from harness.config.manifest import Server
 from harness.runtime.docker.engine import container_facts, container_log, follow_log, image_bytes, inspect, run_cli
@@ -28,7 +29,7 @@ from harness.runtime.docker.images import (
     runtime_image,
     version_in_image,
 )
-from harness.runtime.docker.service import CONTAINER_REPO, container_name, privilege_options, role_of
+from harness.runtime.docker.service import Place, container_name, container_path, privilege_options, role_of
 from harness.runtime.protocol import RunningServer, RuntimeFailure, exit_reason
 from harness.runtime.starting import await_start
 from harness.runtime.state import State
@@ -37,26 +38,7 @@ from harness.tools import TOOLS
 ENGINE_SETTLE_S = 5  # the engine notes a container's exit a moment after its main process is gone
 
 
-@dataclass(frozen=True)
-class Place:
-    """Where a role's containers run: the engine of its host, and the address the other roles reach them at. The
-    default is one machine's: the local engine, loopback."""
-
-    args: tuple[str, ...] = ()  # the Docker CLI's options that address the engine (--host X, --context X)
-    role: str = ""  # the role its host was named for ("" on one machine: there is one host)
-    endpoint: str | None = None  # what RunningServer.engine records (None: the local engine)
-    address: str = "127.0.0.1"
-
-    @property
-    def on(self) -> str:
-        """Where, for a message: " on server (ssh://...)"; nothing on one machine."""
-        return f" on {self.role} ({self.endpoint})" if self.endpoint else ""
-
-    def facts(self) -> dict:
-        return {"host": self.role, "endpoint": self.endpoint, "address": self.address} if self.endpoint else {}
-
-
-def _engine_runs(info: dict, running: RunningServer) -> bool:
+def _engine_runs(info: dict[str, Any], running: RunningServer) -> bool:
     """Whether the engine says the container runs (its main process the one recorded, where one was)."""
     return bool(info["State"]["Running"] and running.pid in (0, info["State"]["Pid"]))
 
@@ -74,7 +56,7 @@ class EngineRuntime:
     tool_mounts: tuple[str, ...] = ()  # what a throwaway loadgen container mounts to reach the tools
 
     def __init__(self) -> None:
-        self._followers: dict[str, subprocess.Popen] = {}
+        self._followers: dict[str, subprocess.Popen[bytes]] = {}
         self._prepared = False
         self._loadgen_started = False
 
@@ -114,11 +96,11 @@ class EngineRuntime:
         machine (its engine is this machine's); on several hosts, this machine's and checkout's id (ownership.py)."""
         return self.checkout_label, str(REPO)
 
-    def _is_ours(self, info: dict) -> bool:
+    def _is_ours(self, info: dict[str, Any]) -> bool:
         key, value = self._owner()
         return (info["Config"].get("Labels") or {}).get(key) == value
 
-    def _refuse_theirs(self, info: dict, place: Place, what: str) -> None:
+    def _refuse_theirs(self, info: dict[str, Any], place: Place, what: str) -> None:
         """RuntimeFailure when `info` is a running container of another checkout or harness machine."""
         if info["State"]["Running"] and not self._is_ours(info):
             labels = info["Config"].get("Labels") or {}
@@ -139,7 +121,7 @@ class EngineRuntime:
     # the engines ---------------------------------------------------------------------------------------------------
     def docker(
         self, place: Place, *args: str, timeout: float = 120, check: bool = True, input: bytes | None = None
-    ) -> subprocess.CompletedProcess:
+    ) -> subprocess.CompletedProcess[bytes]:
         return run_cli(["docker", *place.args, *args], timeout=timeout, check=check, input=input)
 
     def places(self) -> list[Place]:
@@ -192,7 +174,14 @@ class EngineRuntime:
         warn(f"removing the leftover container {name}{place.on} ({state}; not in the harness's state)")
         self.docker(place, "rm", "-f", "-v", name, check=False)
 
-    def start(self, server: Server, cpus: list[int], port: int, env: dict[str, str], listed=None) -> RunningServer:
+    def start(
+        self,
+        server: Server,
+        cpus: list[int],
+        port: int,
+        env: dict[str, str],
+        listed: Callable[[RunningServer], None] | None = None,
+    ) -> RunningServer:
         self.prepare()
         place, name = self.place(role_of(server)), container_name(server.name)
         ensure_server_image(server)
@@ -231,9 +220,9 @@ class EngineRuntime:
         """The container's CPU set read back: as the engine applied it (docker inspect) and as the kernel lets its main
         process run, both checked against what was asked."""
         place = self.place_of(running)
-        info = inspect(running.container, place.args) or {}
+        info = inspect(running.in_container(), place.args) or {}
         configured = info.get("HostConfig", {}).get("CpusetCpus", "")
-        applied = self._kernel_cpus(running.container, running.pid, place)
+        applied = self._kernel_cpus(running.in_container(), running.pid, place)
         if sorted(parse_cpus(configured)) != sorted(asked) or (applied and sorted(applied) != sorted(asked)):
             raise RuntimeFailure(
                 f"{running.name}: asked for CPU {format_cpus(asked)}{place.on}, the container has "
@@ -259,7 +248,7 @@ class EngineRuntime:
         place = self.place_of(running)
         settle_by = time.monotonic() + ENGINE_SETTLE_S
         while (
-            (info := inspect(running.container, place.args))
+            (info := inspect(running.in_container(), place.args))
             and time.monotonic() < settle_by
             and (
                 (info["State"]["Running"] and info["State"]["Pid"] == running.pid)
@@ -280,7 +269,9 @@ class EngineRuntime:
         """Interleaved rounds: an idle server is frozen by its engine (the cgroup freezer: `docker pause`), then thawed.
         The engine needs no right over the container's processes, which run as the image's user: a harness that is
         not root could not stop them with a signal. One that cannot be frozen is said, never passed over silently."""
-        proc = self.docker(self.place_of(running), "pause" if asleep else "unpause", running.container, check=False)
+        proc = self.docker(
+            self.place_of(running), "pause" if asleep else "unpause", running.in_container(), check=False
+        )
         if asleep and proc.returncode != 0:
             said = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
             warn(
@@ -289,7 +280,7 @@ class EngineRuntime:
             )
 
     def log_tail(self, running: RunningServer, lines: int = 15) -> str:
-        return container_log(running.container, lines, self.place_of(running).args)
+        return container_log(running.in_container(), lines, self.place_of(running).args)
 
     def pin(self, running: RunningServer, cpus: list[int]) -> None:
         self.docker(
@@ -299,7 +290,7 @@ class EngineRuntime:
             format_cpus(cpus),
             "--cpus",
             str(len(cpus)),
-            running.container,
+            running.in_container(),
         )
         running.cpus = self._applied_cpus(running, cpus)
 
@@ -321,7 +312,7 @@ class EngineRuntime:
             self._stop_loadgen(only_if_idle=True)
 
     # the load generator --------------------------------------------------------------------------------------------
-    def _ensure_loadgen(self, cpus: list[int]) -> dict:
+    def _ensure_loadgen(self, cpus: list[int]) -> dict[str, Any]:
         """The loadgen container running on `cpus` (moved there, or started); its `docker inspect`."""
         place, name = self.place("loadgen"), container_name(LOADGEN)
         info = inspect(name, place.args)
@@ -365,16 +356,6 @@ class EngineRuntime:
         if ours:
             self.docker(place, "rm", "-f", "-v", *ours, check=False)
 
-    @staticmethod
-    def container_path(arg: str) -> str:
-        """A host path under the repository or the results folder, as a container that mounts them sees it (one
-        machine's loadgen container); anything else as it is."""
-        for host, inside in ((RESULTS, f"{CONTAINER_REPO}/results"), (REPO, CONTAINER_REPO)):
-            prefix = str(host)
-            if arg == prefix or arg.startswith(prefix + "/"):
-                return inside + arg[len(prefix) :]
-        return arg
-
     # what the records show -----------------------------------------------------------------------------------------
     def version(self, server: Server) -> str:
         return version_in_image(server)  # the local engine's image: a host holds the same image id
@@ -393,7 +374,7 @@ class EngineRuntime:
                 *privilege_options(),
                 *self.tool_mounts,
                 runtime_image(LOADGEN),
-                self.container_path(tool.binary),
+                container_path(tool.binary),
                 *tool.version_args,
                 check=False,
             )
@@ -401,12 +382,12 @@ class EngineRuntime:
             out[name] = lines[0].strip() if lines else "unknown"
         return out
 
-    def describe(self, running: RunningServer) -> dict:
+    def describe(self, running: RunningServer) -> dict[str, Any]:
         """Where the server runs, and its container as applied, read back from the engine and the kernel."""
         place = self.place_of(running)
-        return {**place.facts(), **(self._container_facts(running.container, place) or {})}
+        return {**place.facts(), **(self._container_facts(running.in_container(), place) or {})}
 
-    def _container_facts(self, name: str, place: Place) -> dict | None:
+    def _container_facts(self, name: str, place: Place) -> dict[str, Any] | None:
         c = inspect(name, place.args)
         if not c or not c["State"]["Running"]:
             return None

@@ -10,6 +10,7 @@ import os
 import subprocess
 import tarfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.basics.messages import say
@@ -73,7 +74,7 @@ def _artifact_paths(server: Server) -> list[Path]:
     return [server.folder / a for a in server.artifacts]
 
 
-def _walk(path: Path):
+def _walk(path: Path) -> Iterator[Path]:
     if path.is_dir() and not path.is_symlink():
         for child in sorted(path.iterdir()):
             yield from _walk(child)
@@ -132,6 +133,8 @@ def ensure_server_image(server: Server, force: bool = False) -> bool:
     fam = family(server)
     ensure_runtime_images({fam})
     runtime = image_labels(runtime_image(fam))
+    if runtime is None:
+        raise RuntimeFailure(f"the image {runtime_image(fam)} is not on this engine after its build")
     digest = inputs_digest(server, runtime["id"])
     image = server_image(server)
     current = image_labels(image)

@@ -13,6 +13,7 @@ import os
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -40,10 +41,18 @@ from harness.runtime.docker.engine import (
     inspect,
     run_cli,
 )
-from harness.runtime.docker.engine_runtime import EngineRuntime, Place
+from harness.runtime.docker.engine_runtime import EngineRuntime
 from harness.runtime.docker.images import LOADGEN, build_images, ensure_runtime_images
 from harness.runtime.docker.process import ContainerProcess
-from harness.runtime.docker.service import CONTAINER_REPO, STOP_GRACE_S, Mount, container_name, role_of
+from harness.runtime.docker.service import (
+    CONTAINER_REPO,
+    STOP_GRACE_S,
+    Mount,
+    Place,
+    container_name,
+    container_path,
+    role_of,
+)
 from harness.runtime.protocol import OnThisMachine, RunningServer, RuntimeFailure
 from harness.tools.availability import provision
 
@@ -83,7 +92,7 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
 
     def compose_run(
         self, *args: str, overrides: dict[str, str] | None = None, timeout: float = 300, check: bool = True
-    ) -> subprocess.CompletedProcess:
+    ) -> subprocess.CompletedProcess[bytes]:
         if self.plan is None:
             raise RuntimeFailure("the Docker runtime was made without a CPU plan, so it cannot run Compose")
         env = {**os.environ, **compose_env(self.plan, overrides)}
@@ -122,14 +131,16 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
             overrides=overrides,
             timeout=server.startup_timeout_s + 120,
         )
-        return (inspect(container_name(server.name)) or {}).get("State", {}).get("Pid", 0)
+        pid: int = (inspect(container_name(server.name)) or {}).get("State", {}).get("Pid", 0)
+        return pid
 
     def _remove_server(self, running: RunningServer, place: Place) -> None:
-        before = inspect(running.container)
-        run_cli(["docker", "unpause", running.container], check=False)  # a frozen container cannot be stopped
+        container = running.in_container()
+        before = inspect(container)
+        run_cli(["docker", "unpause", container], check=False)  # a frozen container cannot be stopped
         # by its container's name, not its service's: an A/A twin is its server's service run a second time
-        run_cli(["docker", "stop", "-t", str(STOP_GRACE_S), running.container], check=False, timeout=STOP_GRACE_S + 60)
-        run_cli(["docker", "rm", "-f", "-v", running.container], check=False)
+        run_cli(["docker", "stop", "-t", str(STOP_GRACE_S), container], check=False, timeout=STOP_GRACE_S + 60)
+        run_cli(["docker", "rm", "-f", "-v", container], check=False)
         if before and before["Image"] != (image_labels(before["Config"]["Image"]) or {}).get("id"):
             run_cli(["docker", "rmi", before["Image"]], check=False)  # an image rebuilt while this container ran
 
@@ -147,11 +158,8 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
     def _loadgen_busy(self) -> bool:
         info = inspect(container_name(LOADGEN))
         try:  # init + sleep: nothing else runs in it
-            return bool(
-                info
-                and info["State"]["Running"]
-                and len(psutil.Process(info["State"]["Pid"]).parent().children(recursive=True)) > 2
-            )
+            shim = psutil.Process(info["State"]["Pid"]).parent() if info and info["State"]["Running"] else None
+            return bool(shim and len(shim.children(recursive=True)) > 2)
         except psutil.Error:
             return False
 
@@ -187,7 +195,7 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
             "-e",
             f"BENCH_TOOL={token}",
             container_name(LOADGEN),
-            *(self.container_path(a) for a in argv),
+            *(container_path(a) for a in argv),
         ]
         with output.open("wb") as out:
             # the docker client only relays output; it too stays on the load generator's CPUs
@@ -208,7 +216,7 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
         provision(tools)
         ensure_runtime_images({LOADGEN})
 
-    def conditions(self) -> dict:
+    def conditions(self) -> dict[str, Any]:
         """The engine and Compose, and the loadgen container as applied (when it runs: call this during a run)."""
         info = json.loads(run_cli(["docker", "info", "--format", "{{json .}}"]).stdout)
         return {

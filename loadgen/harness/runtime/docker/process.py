@@ -14,6 +14,7 @@ import psutil
 
 from harness.basics.machine import wait_until
 from harness.runtime.docker.engine import run_cli
+from harness.runtime.docker.engine_runtime import EngineRuntime
 from harness.runtime.docker.images import LOADGEN
 from harness.runtime.docker.service import container_name
 
@@ -22,18 +23,18 @@ class RelayedTool:
     """A load tool whose output a local `docker exec` client relays, seen by the runner as the subprocess.Popen it
     expects; subclasses say how a signal reaches the tool itself (a killed client would leave it running)."""
 
-    def __init__(self, client: subprocess.Popen):
+    def __init__(self, client: subprocess.Popen[bytes]):
         self.client = client
         self.args = client.args
 
     @property
-    def returncode(self):
+    def returncode(self) -> int | None:
         return self.client.returncode
 
-    def poll(self):
+    def poll(self) -> int | None:
         return self.client.poll()
 
-    def wait(self, timeout: float | None = None):
+    def wait(self, timeout: float | None = None) -> int:
         return self.client.wait(timeout)
 
     def send_signal(self, sig: int) -> None:
@@ -56,7 +57,7 @@ class ContainerProcess(RelayedTool):
     `pid` is the tool's process as the host sees it (so the runner samples the tool, not the docker client);
     terminate/kill signal that process, not just the client (a killed `docker exec` leaves its process running)."""
 
-    def __init__(self, client: subprocess.Popen, token: str, loadgen_pid: int):
+    def __init__(self, client: subprocess.Popen[bytes], token: str, loadgen_pid: int):
         super().__init__(client)
         self.token, self.loadgen_pid = token, loadgen_pid
         self._tool_pid: int | None = None
@@ -64,7 +65,8 @@ class ContainerProcess(RelayedTool):
     def _find(self) -> int | None:
         if self._tool_pid is None:
             try:  # exec'd processes are children of the container's shim, like its init
-                for child in psutil.Process(self.loadgen_pid).parent().children():
+                shim = psutil.Process(self.loadgen_pid).parent()
+                for child in shim.children() if shim else []:
                     try:
                         if child.environ().get("BENCH_TOOL") == self.token:
                             self._tool_pid = child.pid
@@ -122,7 +124,7 @@ class RemoteTool(RelayedTool):
     the tool running there); its side files are copied back into its scratch folder when it has ended. `runtime`:
     the several-hosts runtime (its `docker` and the loadgen's `place`)."""
 
-    def __init__(self, client: subprocess.Popen, runtime, token: str, scratch: Path):
+    def __init__(self, client: subprocess.Popen[bytes], runtime: EngineRuntime, token: str, scratch: Path):
         super().__init__(client)
         self.runtime, self.token, self.scratch = runtime, token, scratch
         self._fetched = False
@@ -131,14 +133,14 @@ class RemoteTool(RelayedTool):
     def pid(self) -> int:
         return self.client.pid
 
-    def wait(self, timeout: float | None = None):
+    def wait(self, timeout: float | None = None) -> int:
         code = self.client.wait(timeout)
         if not self._fetched:
             self._fetched = True
             self._fetch()
         return code
 
-    def _in_loadgen(self, *argv: str, timeout: float) -> subprocess.CompletedProcess:
+    def _in_loadgen(self, *argv: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
         return self.runtime.docker(
             self.runtime.place("loadgen"), "exec", container_name(LOADGEN), *argv, check=False, timeout=timeout
         )
@@ -159,9 +161,10 @@ class RemoteTool(RelayedTool):
                 and not m.name.startswith("/")
                 and ".." not in Path(m.name).parts
             ]
-            tar.extractall(
-                self.scratch, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {})
-            )
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later: no link or device out of the folder
+                tar.extractall(self.scratch, members=members, filter="data")
+            else:
+                tar.extractall(self.scratch, members=members)
 
     def send_signal(self, sig: int) -> None:
         if self.client.poll() is not None:

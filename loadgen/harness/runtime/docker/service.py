@@ -1,13 +1,17 @@
 """A container as both Docker paths make it: `Service`, the one description from which compose.py writes each service
 of docker-compose.yml (one machine) and the several-hosts runtime its `docker run` options; `limits`, what every
-container gets, each limit in its Compose and its `docker run` form side by side; and the two kinds of container,
-`server_service` and `loadgen_service`."""
+container gets, each limit in its Compose and its `docker run` form side by side; the two kinds of container,
+`server_service` and `loadgen_service`; where a role's containers run (`Place`), and a host path as the loadgen
+container sees it (`container_path`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from harness.basics.paths import REPO, RESULTS
 from harness.config.manifest import Server
 from harness.runtime.docker.images import LOADGEN, app_dir, runtime_image, server_image
 
@@ -22,6 +26,35 @@ RUN_DIR = "/tmp/run"  # a server's RUN_DIR: on the tmpfs
 WRITABLE_TMPFS = "/tmp:rw,exec,nosuid,nodev,size=64m,mode=1777"
 PIDS_LIMIT = 4096
 STOP_GRACE_S = 15
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a role's containers run: the engine of its host, and the address the other roles reach them at. The
+    default is one machine's: the local engine, loopback."""
+
+    args: tuple[str, ...] = ()  # the Docker CLI's options that address the engine (--host X, --context X)
+    role: str = ""  # the role its host was named for ("" on one machine: there is one host)
+    endpoint: str | None = None  # what RunningServer.engine records (None: the local engine)
+    address: str = "127.0.0.1"
+
+    @property
+    def on(self) -> str:
+        """Where, for a message: " on server (ssh://...)"; nothing on one machine."""
+        return f" on {self.role} ({self.endpoint})" if self.endpoint else ""
+
+    def facts(self) -> dict[str, str | None]:
+        return {"host": self.role, "endpoint": self.endpoint, "address": self.address} if self.endpoint else {}
+
+
+def container_path(arg: str) -> str:
+    """A host path under the repository or the results folder, as a container that mounts them sees it (one
+    machine's loadgen container); anything else as it is."""
+    for host, inside in ((RESULTS, f"{CONTAINER_REPO}/results"), (REPO, CONTAINER_REPO)):
+        prefix = str(host)
+        if arg == prefix or arg.startswith(prefix + "/"):
+            return inside + arg[len(prefix) :]
+    return arg
 
 
 def container_name(service: str) -> str:
@@ -135,7 +168,12 @@ def _filled(arg: str, values: dict[str, str]) -> str:
 
 
 def server_service(
-    server: Server, values: dict[str, str], *, args: dict[str, str] | None = None, literal=lambda text: text, **fields
+    server: Server,
+    values: dict[str, str],
+    *,
+    args: dict[str, str] | None = None,
+    literal: Callable[[str], str] = lambda text: text,
+    **fields: Any,
 ) -> Service:
     """A server's container: its image, its folder there as working directory, its manifest's `run` with the
     placeholders filled in from `args` (default: `values`), and the environment CONTRACT.md gives a server from
@@ -158,7 +196,7 @@ def server_service(
     )
 
 
-def loadgen_service(cpuset: str, user: str, mounts: list[Mount], **fields) -> Service:
+def loadgen_service(cpuset: str, user: str, mounts: list[Mount], **fields: Any) -> Service:
     """The load generator's container: the tools run in it with `docker exec`; an init as PID 1 stops it at once."""
     return Service(
         container_name(LOADGEN),

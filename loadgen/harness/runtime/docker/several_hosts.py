@@ -22,12 +22,13 @@ How it differs from one machine (one_host.py; what both share is engine_runtime.
 from __future__ import annotations
 
 import io
-import re
 import subprocess
 import tarfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import nofile_limit
@@ -39,7 +40,7 @@ from harness.config.manifest import Server
 from harness.runtime.docker import ownership
 from harness.runtime.docker.engine import engine_answers, inspect
 from harness.runtime.docker.engine_api import EngineStatsSampler
-from harness.runtime.docker.engine_runtime import EngineRuntime, Place
+from harness.runtime.docker.engine_runtime import EngineRuntime
 from harness.runtime.docker.images import (
     LOADGEN,
     app_dir,
@@ -49,6 +50,7 @@ from harness.runtime.docker.images import (
     server_image,
     static_mounts,
 )
+from harness.runtime.docker.network_path import measure_path
 from harness.runtime.docker.process import RemoteTool, readable
 from harness.runtime.docker.service import (
     CONTAINER_REPO,
@@ -56,9 +58,9 @@ from harness.runtime.docker.service import (
     SERVER_MEMORY,
     STOP_GRACE_S,
     Mount,
+    Place,
     container_name,
     loadgen_service,
-    privilege_options,
     role_of,
     server_service,
 )
@@ -81,9 +83,10 @@ class HostsRuntime(EngineRuntime):
         the CPU plan is each host's own (`cpu_plan`). `memory_limits`: a server's limit other than SERVER_MEMORY
         (BENCH_MEM_LIMIT_<SERVER>, as under one host)."""
         self.memory_limits = memory_limits or {}
-        self.roles = roles or hosts_config.from_env()
-        if not self.roles:
+        found = roles or hosts_config.from_env()
+        if not found:
             raise RuntimeFailure("the hosts runtime needs HOSTS (see README: Several hosts)")
+        self.roles: dict[str, Host] = found
         self.engines = hosts_config.probe(self.roles)
         ok, why = engine_answers()
         if not ok:
@@ -94,7 +97,7 @@ class HostsRuntime(EngineRuntime):
         super().__init__()
         self.plan: CpuPlan = hosts_config.cpu_plan(self.roles, self.engines)
         self._copied: set[str] = set()
-        self._path: dict | None = None
+        self._path: dict[str, Any] | None = None
         self._loadgen_cpus: list[int] | None = None
         for role, h in self.roles.items():
             engine = self.engines[h.endpoint]
@@ -203,13 +206,14 @@ class HostsRuntime(EngineRuntime):
         return mounts
 
     def _remove_server(self, running: RunningServer, place: Place) -> None:
-        info = inspect(running.container, place.args)
+        container = running.in_container()
+        info = inspect(container, place.args)
         if info and not self._is_ours(info):  # ours went, and another harness's came by its name: not ours to stop
-            warn(f"{running.container}{place.on} is another checkout's or harness machine's now: left alone")
+            warn(f"{container}{place.on} is another checkout's or harness machine's now: left alone")
             return
-        self.docker(place, "unpause", running.container, check=False)
-        self.docker(place, "stop", "-t", str(STOP_GRACE_S), running.container, check=False, timeout=STOP_GRACE_S + 60)
-        self.docker(place, "rm", "-f", "-v", running.container, check=False)
+        self.docker(place, "unpause", container, check=False)
+        self.docker(place, "stop", "-t", str(STOP_GRACE_S), container, check=False, timeout=STOP_GRACE_S + 60)
+        self.docker(place, "rm", "-f", "-v", container, check=False)
         volumes = (
             self.docker(
                 place,
@@ -231,7 +235,7 @@ class HostsRuntime(EngineRuntime):
         return any(e.runtime == self.name and e.name != running.name for e in State().load().values())
 
     # the load generator --------------------------------------------------------------------------------------------
-    def _ensure_loadgen(self, cpus: list[int]) -> dict:
+    def _ensure_loadgen(self, cpus: list[int]) -> dict[str, Any]:
         if self._loadgen_cpus != sorted(cpus):  # started by this command on these CPUs (a dead one fails the tool)
             super()._ensure_loadgen(cpus)
             self._loadgen_cpus = sorted(cpus)
@@ -316,9 +320,9 @@ class HostsRuntime(EngineRuntime):
 
     def sampler(self, running: RunningServer, cores: int) -> EngineStatsSampler:
         place = self.place_of(running)
-        return EngineStatsSampler(list(place.args), f"{place.role} {place.endpoint}", running.container, cores)
+        return EngineStatsSampler(list(place.args), f"{place.role} {place.endpoint}", running.in_container(), cores)
 
-    def tool_sampler(self, tree, cpus: list[int]) -> EngineStatsSampler:
+    def tool_sampler(self, tree: Callable[[], list[int]], cpus: list[int]) -> EngineStatsSampler:
         """The loadgen container's CPU, from its host's engine: the tools run in it, and nothing else does but its
         init and a sleep (loadgen saturation is judged from this)."""
         self.prepare()
@@ -327,10 +331,10 @@ class HostsRuntime(EngineRuntime):
         return EngineStatsSampler(list(place.args), f"loadgen {place.endpoint}", container_name(LOADGEN), len(cpus))
 
     # what the records show -----------------------------------------------------------------------------------------
-    def conditions(self) -> dict:
+    def conditions(self) -> dict[str, Any]:
         """Each role's host (endpoint, address, engine, CPUs, kernel, CPU plan), and the path from the load generator
         to the server as measured from the load generator's host (round-trip time, path MTU)."""
-        roles = {}
+        roles: dict[str, dict[str, Any]] = {}
         for role, h in self.roles.items():
             e = self.engines[h.endpoint]
             roles[role] = {
@@ -343,60 +347,5 @@ class HostsRuntime(EngineRuntime):
                 "cpus": list(getattr(self.plan, role)),
             }
         if self._path is None:
-            self._path = self.measure_path()
+            self._path = measure_path(self)
         return {"hosts": roles, "path_loadgen_to_server": self._path}
-
-    def measure_path(self) -> dict:
-        """Round-trip time (10 pings) and path MTU (the largest don't-fragment ping that passes, from the MTU the
-        kernel reports back) from the load generator's host to the server's address."""
-        place, target = self.place("loadgen"), self.address("server")
-        # ping: root with NET_RAW alone (raw ICMP sockets), nothing else of the engine's default capabilities
-        base = [
-            "run",
-            "--rm",
-            "--network",
-            "host",
-            *privilege_options(),
-            "--user",
-            "0",
-            "--cap-add",
-            "NET_RAW",
-            runtime_image(LOADGEN),
-        ]
-        proc = self.docker(place, *base, "ping", "-n", "-q", "-c", "10", "-i", "0.2", target, check=False, timeout=60)
-        text = proc.stdout.decode(errors="replace")
-        found = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", text)
-        path = {"from": place.address, "to": target}
-        if not found:
-            path["rtt_error"] = (text + proc.stderr.decode(errors="replace")).strip()[-300:] or "no answer"
-        else:
-            path.update(rtt_min_ms=float(found[1]), rtt_avg_ms=float(found[2]), rtt_max_ms=float(found[3]))
-        mtu = 9000
-        for _ in range(4):
-            proc = self.docker(
-                place,
-                *base,
-                "ping",
-                "-n",
-                "-c",
-                "1",
-                "-W",
-                "2",
-                "-M",
-                "do",
-                "-s",
-                str(mtu - 28),
-                target,
-                check=False,
-                timeout=30,
-            )
-            said = (proc.stdout + proc.stderr).decode(errors="replace")
-            if proc.returncode == 0:
-                path["mtu"] = mtu
-                break
-            smaller = re.search(r"mtu\s*=\s*(\d+)", said)
-            if not smaller or int(smaller[1]) >= mtu:
-                path["mtu_error"] = said.strip()[-300:]
-                break
-            mtu = int(smaller[1])
-        return path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from harness.config.host_roles import Host, HostsError, docker_args
-from harness.runtime.docker.engine import image_labels
+from harness.runtime.docker.engine import image_labels, piped
 
 SEND_TIMEOUT_S = 1800  # an image sent with docker save | docker load: a JVM server's is ~400 MB
 
@@ -40,8 +40,8 @@ def send_image(image: str, h: Host) -> bool:
             f"sending {image} to {h.role} ({h.endpoint}) took longer than {SEND_TIMEOUT_S} s: is the "
             "connection to that host alive?"
         ) from None
-    save.stdout.close()
-    save_err = save.stderr.read().decode(errors="replace").strip()
+    piped(save.stdout, "docker save").close()
+    save_err = piped(save.stderr, "docker save").read().decode(errors="replace").strip()
     if save.wait() != 0 or load.returncode != 0:
         why = (save_err or load.stderr.strip() or "no message").splitlines()[-1]
         raise HostsError(f"sending {image} to {h.role} ({h.endpoint}) failed: {why}")

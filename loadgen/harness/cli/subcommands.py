@@ -1,0 +1,210 @@
+"""The commands that build, plan, start, verify and measure: each `cmd_*` is one of the command line's subcommands
+(the ones run in a session are in COMMANDS)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+
+from harness.basics.messages import fail, say
+from harness.calibrate import calibration
+from harness.cli.placing import cpu_plan_of, hosts_runtime, names, with_twin
+from harness.config import environment
+from harness.config import scenarios as scenario_data
+from harness.config.environment import Configuration, ConfigurationError
+from harness.config.manifest import ManifestError, Server, build_steps, by_default, select, with_role
+from harness.measuring import overhead, planning, probing, steadiness
+from harness.measuring.campaign import run_campaign, verify
+from harness.measuring.lifecycle import RunOptions, finish_run, open_run
+from harness.measuring.preflight import announce_limits, tools_needed
+from harness.measuring.session import Session
+from harness.results.store import claim_run_id, is_out_of_space, new_run_id
+from harness.runtime import Runtime, get_runtime
+from harness.versus import flow as versus
+
+
+def cmd_build(
+    args: argparse.Namespace, config: Configuration, servers: list[Server], runtime: Runtime | None = None
+) -> int:
+    for step in build_steps(servers):
+        say(f"building {', '.join(step.servers)}: {step.command}  (in {step.cwd})")
+        if subprocess.run(step.command, shell=True, cwd=step.cwd).returncode != 0:
+            fail(
+                f"building {', '.join(step.servers)} failed (command above, run in {step.cwd}); fix it and run "
+                f"`make build` again"
+            )
+            return 1
+    # docker: each server's image from the artifacts just built (local: nothing to build); HOSTS: sent to the hosts
+    (runtime or hosts_runtime(args, config) or get_runtime(config.runtime, plan=None)).build_images(servers)
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
+    """What `make bench` (or the named scenarios) would run, on this machine's CPU plan or ASSUME_CPUS's; nothing is
+    started."""
+    runtime = None if config.assume_cpus else hosts_runtime(args, config)
+    if runtime:
+        plan = replace(runtime.plan, loadgen_processes=config.loadgen_processes)
+        everything = tuple(sorted({*plan.server, *plan.loadgen, *plan.upstream}))
+        machine = planning.Machine(plan, everything, False, runtime.address("server"))
+    else:
+        available = tuple(range(config.assume_cpus)) if config.assume_cpus else tuple(sorted(os.sched_getaffinity(0)))
+        machine = planning.Machine(cpu_plan_of(config, available), available, bool(config.assume_cpus))
+    picked = scenario_data.select(scenario_data.load(config.profile), names(args.scenarios))
+    settings = scenario_data.settings(config.profile, config.repeat)
+    chosen = select(servers, list(config.servers)) if config.servers else by_default(servers)
+    twin_name = config.twin if not args.scenarios else ""
+    if twin_name and any(s.name == twin_name for s in chosen):
+        chosen = with_twin(servers, chosen, twin_name, config.ports, announce=False)
+    plan_data = planning.run_plan(machine, chosen, picked, settings, config.ports)
+    print(planning.as_json(plan_data) if config.format == "json" else planning.as_text(plan_data))
+    return 0
+
+
+def cmd_up(args: argparse.Namespace, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    for server in chosen:
+        session.ensure(server)
+    for name, running in session.running().items():
+        say(f"up: {name} at {running.base_url} on CPU {','.join(map(str, running.cpus))}, log {running.log}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    found = session.clear_leftovers()  # whatever a killed command left, whichever servers were asked for
+    up = session.running()
+    for name in (n for n in list(up) if not config.servers or n in config.servers):
+        session.stop(name)
+    if not up and not found:
+        say("no server is up")
+    return 0
+
+
+def cmd_ping(args: argparse.Namespace, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    ok = True
+    for server in chosen:
+        running = session.ensure(server)
+        ok &= verify(running, server, session).ok
+        session.release(server.name)
+    return 0 if ok else 1
+
+
+def cmd_measure(args: argparse.Namespace, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    loaded = scenario_data.load(config.profile)
+    picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
+    settings = scenario_data.settings(config.profile, config.repeat)
+    stepped = any(r.rate_share for s in picked for r in s.runs)
+    slo = config.slo_p99_ms if stepped else None
+    session.runtime.check_tools(tools_needed(picked))
+    notes = announce_limits(picked)
+    kind = "bench" if args.command == "bench" else "-".join(names(args.scenarios))
+    run_id = claim_run_id(args.run_id) if args.run_id else new_run_id(kind)  # its folder, no other run's
+    options = RunOptions(config.profile, settings, " ".join(sys.argv[1:]), probe=args.command == "bench")
+    store = open_run(
+        run_id, session.runtime, session.plan, options, {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})}
+    )
+    try:
+        steadiness.probe_and_record(store, session.plan, settings, "before")
+        ok = run_campaign(session, store, chosen, picked, settings, config.order)
+        steadiness.probe_and_record(store, session.plan, settings, "after")
+    except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
+        if is_out_of_space(exc):
+            raise store.out_of_space() from None
+        raise
+    finally:  # the runtime's conditions are read back while the run's servers (containers) are still up
+        finish_run(store, session.runtime)
+    return 0 if ok else 1
+
+
+def cmd_calibrate(args: argparse.Namespace, config: Configuration, session: Session, servers: dict[str, Server]) -> int:
+    """`make calibrate`: the calibration plan's loads on the calibrated server, judged against their known answers."""
+    found = with_role(servers, "calibrated")
+    if not found:
+        raise ManifestError(
+            "no server has the role 'calibrated' (calibrated/manifest.toml): restore it with `git checkout calibrated`"
+        )
+    plan = calibration.read_plan(attempts=config.repeat)
+    wanted = names(args.tools)
+    unknown = sorted(set(wanted) - {load.tool for load in plan.loads})
+    if unknown:
+        raise scenario_data.ScenarioError(
+            f"no calibration load for {', '.join(unknown)}; the plan has "
+            f"{', '.join(dict.fromkeys(load.tool for load in plan.loads))}"
+        )
+    plan = replace(plan, loads=tuple(load for load in plan.loads if not wanted or load.tool in wanted))
+    picked = calibration.scenarios(plan)
+    session.runtime.check_tools(tools_needed(picked))
+    server = found[0]
+    session.check_ports([server])
+    options = RunOptions(config.profile, plan.settings, " ".join(sys.argv[1:]))
+    store = open_run(
+        args.run_id and claim_run_id(args.run_id) or new_run_id("calibrate"),
+        session.runtime,
+        session.plan,
+        options,
+        {"calibrated_server": server.name},
+    )
+    ok = False
+    try:
+        ok = run_campaign(session, store, [server], picked, plan.settings)
+    finally:  # what was measured is judged and kept, also on Ctrl-C
+        store.set_calibration(calibration.judge_run(store.run, plan, server.name))
+        finish_run(store, session.runtime)
+    _, missed = calibration.print_verdicts(store.run.calibration or [])
+    return 0 if ok and not missed else 1
+
+
+def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
+    scenario = scenario_data.load(config.profile)[overhead.SCENARIO]
+    settings = scenario_data.settings(config.profile, config.repeat)
+    chosen = select(servers, list(config.servers) or list(overhead.DEFAULT_SERVERS))
+    return overhead.run(
+        servers,
+        chosen,
+        scenario,
+        cpu_plan_of(config),
+        config.ports,
+        config.rounds,
+        RunOptions(config.profile, settings, " ".join(sys.argv[1:])),
+    )
+
+
+def cmd_versus(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
+    """`make versus`: under the local runtime (two builds of one server are two processes of this machine)."""
+    if config.hosts or config.runtime == "docker":
+        raise ConfigurationError(
+            "make versus runs both builds as processes of this machine: use RUNTIME=local (or auto), without HOSTS"
+        )
+    options = versus.VersusOptions(
+        args.server,
+        args.base,
+        args.head,
+        tuple(names(args.scenarios)),
+        resolution=environment.number("RESOLUTION", args.resolution, versus.DEFAULT_RESOLUTION * 100, 0.01, 99) / 100,
+        budget_s=environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
+        seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None,
+    )
+    plan = cpu_plan_of(config)
+    where = versus.Where(
+        get_runtime("local", plan),
+        plan,
+        config.profile,
+        scenario_data.settings(config.profile, config.repeat),
+        config.ports,
+        " ".join(sys.argv[1:]),
+    )
+    return versus.run(options, servers, where)
+
+
+# the commands that run in a session (build returns before one is opened)
+COMMANDS: dict[str, Callable[[argparse.Namespace, Configuration, Session, list[Server]], int]] = {
+    "up": cmd_up,
+    "down": cmd_down,
+    "ping": cmd_ping,
+    "run": cmd_measure,
+    "bench": cmd_measure,
+    "probe": probing.cmd_probe,
+}
