@@ -89,6 +89,8 @@ plan: setup
 
 # (up-%, test-% and test-long-% must stay out of .PHONY: make skips pattern rules for phony targets)
 # Each scenario of loadgen/scenarios.toml is a target: test-low-compute, test-high-compute, test-backend, ...
+# test-long-node: seed 001's long run on one server (20,000 connections at once, or the most the open-file limit leaves
+# a server, one request each, each connection cycled five times); not in `make bench`, whose 20 minutes it would take
 test-long-%: setup
 	$(HARNESS) --servers $(call quote,$*) run long
 

@@ -195,6 +195,24 @@ def test_re_measuring_the_estimate_expected_is_not_counted_twice():
     assert clock.planned[REMEASURE] == 50
 
 
+def test_the_re_measuring_expected_is_left_only_while_attempts_are():
+    clock = Clock()
+    clock.plan(100, ATTEMPT)
+    clock.plan(36, REMEASURE)
+    clock.advance(50, ATTEMPT)
+    assert clock.remaining_s() == 50 + 18  # half the attempts to come: half the re-measuring expected
+    clock.advance(50, ATTEMPT)
+    assert clock.remaining_s() == 0  # the last scenario done: none re-measured, nothing left
+
+
+def test_an_ab_warm_up_run_lasts_at_least_a_round_of_its_connections():
+    many = scenario("long", "ab", [LoadRun("c19000", {"concurrency": 19000, "requests": 100000})], "factorial")
+    [rust] = servers("rust")
+    step = WarmupStep(Job(None, rust, many, many.runs[0]), first=True)
+    # 19,000 requests a run at the assumed 5,000 a second, not the profile's 1.5 s
+    assert step.seconds(SETTINGS) == pytest.approx(WARMUP_RUNS_STEADY * (19000 / 5000 + ATTEMPT_OVERHEAD_S))
+
+
 INCOMPLETE = "%d of 3 attempts: the run ended before the rest"
 
 

@@ -87,7 +87,12 @@ class Clock:
         return min(max(spent / done, PACE_RANGE[0]), PACE_RANGE[1])
 
     def remaining_s(self) -> float:
-        return sum(max(p - self.done.get(k, 0.0), 0.0) * self.pace(k) for k, p in self.planned.items())
+        """What is left of each kind at its pace; of the re-measuring expected, as much as attempts are still to come
+        (it follows them, and none is left once they are done)."""
+        attempts_left = self.left(ATTEMPT) / self.planned[ATTEMPT] if self.planned.get(ATTEMPT) else 0.0
+        return sum(
+            self.left(kind) * self.pace(kind) * (attempts_left if kind == REMEASURE else 1.0) for kind in self.planned
+        )
 
     def status(self) -> str:
         share = self.done_estimate / self.total if self.total else 1.0

@@ -82,7 +82,11 @@ class WarmupStep:
         until both are done)."""
         if self.after is not None:
             return 0.0
-        return max(warmup_seconds(self.job.scenario, settings, runs), self.connections / JIT_WARMUP_RPS)
+        scenario, run = self.job.scenario, self.job.run
+        # ab's runs are whole rounds of its connections: at least one round at the assumed rate (long: 19,000)
+        one_round = (run.load.get("concurrency") or 0) / ASSUMED_RPS if scenario.warmup_tool == "ab" else 0.0
+        usual = warmup_seconds(scenario, settings, runs, one_round)
+        return max(usual, self.connections / JIT_WARMUP_RPS)
 
 
 @dataclass
@@ -175,11 +179,13 @@ def expected_warmup_runs(unsteadiness: float) -> float:
     return WARMUP_RUNS_STEADY + WARMUP_RUNS_PER_CV * max(unsteadiness, 0.0)
 
 
-def warmup_seconds(scenario: Scenario, settings: Settings, runs: float = WARMUP_RUNS_STEADY) -> float:
-    """How long a warm-up of `runs` runs takes: the profile's rule, or the scenario's own warm-up load and its minimum
-    runs."""
+def warmup_seconds(
+    scenario: Scenario, settings: Settings, runs: float = WARMUP_RUNS_STEADY, least_run_s: float = 0.0
+) -> float:
+    """How long a warm-up of `runs` runs takes, each at least `least_run_s`: the profile's rule, or the scenario's own
+    warm-up load and its minimum runs."""
     runs = max(runs, scenario.warmup.min_runs) if scenario.warmup else runs
-    return runs * (warmup_run_seconds(scenario, settings) + ATTEMPT_OVERHEAD_S)
+    return runs * (max(warmup_run_seconds(scenario, settings), least_run_s) + ATTEMPT_OVERHEAD_S)
 
 
 def remeasure_seconds(run: LoadRun, repeat: int, settings: Settings) -> float:
