@@ -58,10 +58,16 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
             label=(s.run if s.server == MACHINE else f"{s.server} {s.run}")
             + (f" (conditions {other + 1})" if other else ""),
         )
+    _mark_changes(ax, [c for c in changes if c.metric == metric and c.at in order], order)
+    ax.set_yscale("log")
+    ax.set_ylabel(TITLES.get(metric, metric))
+
+
+def _mark_changes(ax: Any, changes: list[SeriesChange], order: dict[str, int]) -> None:
+    """Each change a vertical line before the run it starts at, with a note: a server's own in red, with its commit
+    range; those that came with the machine one dashed grey line and one note for every series that moved with it."""
     machine_days: dict[str, list[SeriesChange]] = {}
     for c in changes:
-        if c.metric != metric or c.at not in order:
-            continue
         x = order[c.at] - 0.5
         if c.cause == "machine":  # one mark and one note for every server that changed with the machine
             machine_days.setdefault(c.at, []).append(c)
@@ -93,8 +99,6 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
             ha="right",
             color="#374151",
         )
-    ax.set_yscale("log")
-    ax.set_ylabel(TITLES.get(metric, metric))
 
 
 def scenario_chart(scenario: str, series: list[Series], changes: list[SeriesChange], order: dict[str, int]) -> bytes:

@@ -1,5 +1,5 @@
 """What a case is (the bytes it sends, what the RFC requires of the answer, where it says so) and the helpers the
-cases are written with (cases_syntax.py, cases_framing.py)."""
+cases are written with (cases_syntax.py, cases_request_line.py, cases_framing.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ from dataclasses import dataclass
 MUST, SHOULD, MAY = "MUST", "SHOULD", "MAY"
 HOST = "Host: probe"
 PATH = "/hello"  # every server answers GET /hello with 200 (CONTRACT.md)
+# what passes or warns, in verdicts.py's patterns, where several groups of cases share it
+REJECT = ("400",)
+REJECT_OR_CLOSE = ("400", "close")
+OTHER_ERROR = ("refused",)  # refused with another status than the 400 the RFC prefers (or where it names none)
+OK = ("200",)
+LENIENT = ("200",)
+WAIT = ("none", "400+close", "408+close", "close")  # an unfinished request: wait for the rest, or give up and close
 
 
 @dataclass(frozen=True)

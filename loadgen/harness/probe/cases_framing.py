@@ -4,19 +4,16 @@ on a body's end let a request through that one of them never saw. Rows as in cas
 
 from __future__ import annotations
 
-from harness.probe.case import HOST, MAY, MUST, SHOULD, Case, get, group, post, request
+from harness.probe.case import HOST, MAY, MUST, OTHER_ERROR, REJECT, SHOULD, WAIT, Case, get, group, post, request
 
 HANDLED = ("handled",)
-REJECT = ("400",)
 REJECT_AND_CLOSE = ("400+close",)
 # RFC 9112 §6.1: both Transfer-Encoding and Content-Length: rejected, or read by the chunked coding; closed either way
 BOTH_CLOSE = ("400+close", "handled+close")
 UNKNOWN_CODING = ("400+close", "501+close")  # §6.3, rule 4 (400 and close) or RFC 9112 §6.1's 501 for a coding
-WAIT = ("none", "400+close", "408+close", "close")
 # a broken body: answered from the head alone and closed, or closed without an answer: safe, but the body's framing
 # untested (an unfinished body may also be answered from the head and the rest read and discarded: `handled`)
 EARLY = ("handled+close", "close")
-OTHER_ERROR = ("refused",)  # refused with another status than 400, where the RFC names none
 HIDDEN = b"GET /hidden HTTP/1.1\r\nHost: probe\r\n\r\n"  # a second request where a body should be
 
 CONTENT_LENGTH = group(

@@ -1,17 +1,27 @@
-"""The cases on a request's syntax: line endings, the request-line, header fields, Host, connection handling and
-input that is not a request at all. Each row: id, level, what (`§x.y:` first where the section is not the
+"""The cases on a request's syntax: line endings, the request-line (cases_request_line.py's), header fields, Host,
+connection handling and input that is not a request at all. Each row: id, level, what (`§x.y:` first where the section is not the
 category's), the bytes sent, the patterns that pass and those that warn (verdicts.py)."""
 
 from __future__ import annotations
 
-from harness.probe.case import HOST, MAY, MUST, PATH, SHOULD, Case, get, group, request
-
-REJECT = ("400",)
-REJECT_OR_CLOSE = ("400", "close")
-OTHER_ERROR = ("refused",)  # refused with another status than the 400 the RFC prefers
-OK = ("200",)
-LENIENT = ("200",)
-WAIT = ("none", "400+close", "408+close", "close")  # an unfinished request: wait for the rest, or give up and close
+from harness.probe.case import (
+    HOST,
+    LENIENT,
+    MAY,
+    MUST,
+    OK,
+    OTHER_ERROR,
+    PATH,
+    REJECT,
+    REJECT_OR_CLOSE,
+    SHOULD,
+    WAIT,
+    Case,
+    get,
+    group,
+    request,
+)
+from harness.probe.cases_request_line import REQUEST_LINE
 
 LINE_ENDINGS = group(
     "line-endings",
@@ -83,172 +93,6 @@ LINE_ENDINGS = group(
             b"GET /hello HTTP/1.1\r\nHost: probe\rX-Probe: 1\r\n\r\n",
             REJECT,
             LENIENT + OTHER_ERROR,
-        ),
-    ],
-)
-
-REQUEST_LINE = group(
-    "request-line",
-    "RFC 9112 §3",
-    [
-        (
-            "RL-01",
-            SHOULD,
-            "two spaces after the method",
-            get(line="GET  /hello HTTP/1.1"),
-            REJECT,
-            LENIENT + OTHER_ERROR,
-        ),
-        (
-            "RL-02",
-            SHOULD,
-            "a tab between method and target",
-            get(line="GET\t/hello HTTP/1.1"),
-            REJECT,
-            LENIENT + OTHER_ERROR,
-        ),
-        ("RL-03", SHOULD, "a space after the version", get(line="GET /hello HTTP/1.1 "), REJECT, LENIENT + OTHER_ERROR),
-        ("RL-04", SHOULD, "no request-target", get(line="GET HTTP/1.1"), REJECT_OR_CLOSE, ("301",) + OTHER_ERROR),
-        (
-            "RL-05",
-            SHOULD,
-            "no HTTP-version (an HTTP/0.9 request)",
-            get(line="GET /hello"),
-            REJECT_OR_CLOSE,
-            ("505", "none", "not-http") + OTHER_ERROR,
-        ),
-        ("RL-06", MUST, "§2.3: HTTP-name in lower case", get(line="GET /hello http/1.1"), REJECT_OR_CLOSE, ("505",)),
-        (
-            "RL-07",
-            SHOULD,
-            "RFC 9110 §6.2: HTTP/1.2, a newer minor version",
-            get(line="GET /hello HTTP/1.2"),
-            OK,
-            ("505", "400"),
-        ),
-        (
-            "RL-08",
-            SHOULD,
-            "RFC 9110 §15.6.6: HTTP/2.0 in an HTTP/1 request-line",
-            get(line="GET /hello HTTP/2.0"),
-            ("505", "400", "close"),
-            (),
-        ),
-        ("RL-09", SHOULD, "RFC 9110 §15.6.6: HTTP/3.0", get(line="GET /hello HTTP/3.0"), ("505", "400", "close"), ()),
-        (
-            "RL-10",
-            MUST,
-            "§2.3: two-digit minor version HTTP/1.10",
-            get(line="GET /hello HTTP/1.10"),
-            ("400", "505", "close"),
-            (),
-        ),
-        ("RL-11", MUST, "§2.3: leading zero HTTP/01.1", get(line="GET /hello HTTP/01.1"), ("400", "505", "close"), ()),
-        (
-            "RL-12",
-            MUST,
-            "§2.3: version without minor HTTP/1",
-            get(line="GET /hello HTTP/1"),
-            ("400", "505", "close"),
-            (),
-        ),
-        ("RL-13", MUST, "§3.2.2: absolute-form target", get(line="GET http://probe/hello HTTP/1.1"), OK, ()),
-        (
-            "RL-14",
-            MUST,
-            "§3.2.2: absolute-form; its host wins over a different Host",
-            request("GET http://probe/hello HTTP/1.1", "Host: other.example"),
-            OK,
-            (),
-        ),
-        (
-            "RL-15",
-            SHOULD,
-            "§3.2.4: asterisk-form with GET",
-            get(line="GET * HTTP/1.1"),
-            REJECT,
-            ("404", "close") + OTHER_ERROR,
-        ),
-        ("RL-16", SHOULD, "§3.2.4: OPTIONS *", get(line="OPTIONS * HTTP/1.1"), ("2xx", "404", "405", "501"), REJECT),
-        (
-            "RL-17",
-            SHOULD,
-            "§3.2.3: authority-form with GET",
-            get(line="GET probe:80 HTTP/1.1"),
-            REJECT,
-            ("404", "close") + OTHER_ERROR,
-        ),
-        (
-            "RL-18",
-            SHOULD,
-            "§3.2.1: target without its leading /",
-            get(line="GET hello HTTP/1.1"),
-            REJECT,
-            ("404", "close") + OTHER_ERROR,
-        ),
-        (
-            "RL-19",
-            SHOULD,
-            "RFC 9110 §9.1: an unknown method",
-            get(line="PROBE /hello HTTP/1.1"),
-            ("501", "405"),
-            ("400", "404", "2xx"),
-        ),
-        (
-            "RL-20",
-            SHOULD,
-            "RFC 9110 §9.1: methods are case-sensitive: get",
-            get(line="get /hello HTTP/1.1"),
-            ("501", "405"),
-            ("400", "404", "2xx"),
-        ),
-        (
-            "RL-21",
-            MUST,
-            "a 100 kB request-target",
-            get(line=f"GET /hello?{'a' * 100_000} HTTP/1.1"),
-            ("414", "200"),
-            ("400", "431", "close"),
-        ),
-        (
-            "RL-22",
-            SHOULD,
-            "a control character in the method",
-            get(line="G\x01ET /hello HTTP/1.1"),
-            REJECT_OR_CLOSE,
-            ("501",) + OTHER_ERROR,
-        ),
-        (
-            "RL-23",
-            SHOULD,
-            "a space inside the target",
-            get(line="GET /hel lo HTTP/1.1"),
-            REJECT_OR_CLOSE,
-            ("301",) + OTHER_ERROR,
-        ),
-        (
-            "RL-24",
-            SHOULD,
-            "§3.2.1: a fragment in the target",
-            get(line="GET /hello#frag HTTP/1.1"),
-            REJECT,
-            ("200", "404") + OTHER_ERROR,
-        ),
-        (
-            "RL-25",
-            SHOULD,
-            "RFC 3986 §2.1: a malformed percent-encoding",
-            get(line="GET /%zz HTTP/1.1"),
-            REJECT,
-            ("404",) + OTHER_ERROR,
-        ),
-        (
-            "RL-26",
-            SHOULD,
-            "raw UTF-8 bytes in the target",
-            b"GET /h\xc3\xa9llo HTTP/1.1\r\nHost: probe\r\n\r\n",
-            REJECT,
-            ("404",) + OTHER_ERROR,
         ),
     ],
 )
