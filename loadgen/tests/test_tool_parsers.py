@@ -7,6 +7,7 @@ import pytest
 
 from harness.tools import LoadSpec, ToolFailed
 from harness.tools.ab import PER_REQUEST, SLOWEST, ApacheBench
+from harness.tools.adapter import ParseError
 from harness.tools.httperf import Httperf
 from harness.tools.output import Errors, merge
 from harness.tools.wrk import Wrk
@@ -216,3 +217,21 @@ def test_httperf_stays_under_select_limit():
 def test_wrk_refuses_a_timeout_it_cannot_allocate_a_histogram_for(tmp_path):
     with pytest.raises(ValueError, match="above 600 s"):
         Wrk().command(LoadSpec(url="http://127.0.0.1:1/", concurrency=1, duration_s=1, timeout_s=10000), tmp_path)
+
+
+def test_a_summary_missing_a_line_the_parser_reads_is_a_parse_error_naming_it(tmp_path):
+    """An ab summary without its "Time taken for tests" line (an ab the parser did not foresee), or an httperf one
+    without its "Total: connections ... replies ..." line: ParseError naming the line, not AttributeError on None."""
+    cut = "\n".join(line for line in fixture("ab_ok/output.txt").splitlines() if not line.startswith("Time taken"))
+    with pytest.raises(ParseError, match=r"^ab's summary lacks a line matching \^Time taken for tests:"):
+        ApacheBench().parse(cut, tmp_path)
+    odd = fixture("httperf_ok.txt").replace(" test-duration ", " duration ")
+    with pytest.raises(ParseError, match=r"^httperf's summary lacks a line matching Total: connections"):
+        Httperf().parse(odd, tmp_path)
+
+
+@pytest.mark.parametrize("tool", [ApacheBench(), Wrk(), Httperf()])
+def test_a_load_without_connections_is_refused_naming_the_tool(tool, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:1/hello", requests=100, duration_s=1.0, rate=10.0, calls_per_connection=1)
+    with pytest.raises(ValueError, match=f"^{tool.name} needs a concurrency"):
+        tool.command(spec, tmp_path)
