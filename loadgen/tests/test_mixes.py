@@ -294,12 +294,13 @@ def test_the_report_shows_each_endpoint_beside_the_same_path_measured_alone():
     run = Run.from_dict({"schema": 5, "records": [mixed, alone, other]})
     lines = mix_tables.markdown(run, "mix-api")
     rows = {line.split(" | ")[0][2:]: line for line in lines if " | node | " in line}
-    assert set(rows) == {"/hello", "/v1/tweets", "/backend", "(whole, pooled; # by req/s)"}
-    assert rows["/hello"].endswith("| 0.400 / 1.25 (hello · c100) |") and rows["/backend"].endswith("| - |")
+    assert set(rows) == {"/hello", "/v1/tweets", "/backend", mix_tables.WHOLE}
+    assert "| 0.400 / 1.25 (hello · c100) |" in rows["/hello"] and rows["/backend"].split(" | ")[5] == "-"
     assert f"| {fmt_ms(endpoints['/hello']['latency_ms']['p99'])} |" in rows["/hello"]
     every = [v for folder in ("attempt1", "attempt2") for vs in _raw_us(FIXTURES / folder).values() for v in vs]
-    assert f"| 900 | 0 | {fmt_ms(whole.percentile_ms(50))} |" in rows["(whole, pooled; # by req/s)"]
-    assert f"| {fmt_ms(_nearest_rank_ms(every, 99))} |" in rows["(whole, pooled; # by req/s)"]
+    cells = [c.strip() for c in rows[mix_tables.WHOLE].strip("|").split("|")]  # requests and errors last
+    assert cells[3:5] == [fmt_ms(whole.percentile_ms(50)), fmt_ms(_nearest_rank_ms(every, 99))]
+    assert cells[-2:] == ["900", "0"]
     assert mix_tables.markdown(run, "hello") == [] and "endpoints inside the mix" in mix_tables.html(run, "mix-api")
 
 
@@ -379,7 +380,7 @@ def test_the_report_shows_each_paths_ranking_beside_the_same_route_measured_alon
     lines = mix_tables.markdown(recorded, "mix-api")
     table = lines[lines.index("**mix-api · keepalive**") :]
     row = next(line for line in table if line.startswith("| /hello | 3 | rust |"))
-    assert "| 9.25 |" in row and row.endswith("| 9.15 (8.90 – 9.62, 87.5 %) | 0.351 / 1.25 (hello · c100) |")
-    whole = [line for line in table if line.startswith("| (whole, pooled; # by req/s) |")][:3]
+    assert "| 0.710 | 9.25 | 0.351 / 1.25 (hello · c100) | 9.15 (8.90 – 9.62, 87.5 %) |" in row  # p50, p99, alone
+    whole = [line for line in table if line.startswith(f"| {mix_tables.WHOLE} |")][:3]
     assert [line.split(" | ")[1:3] for line in whole] == [["1–2", "rust"], ["1–2", "akka"], ["3", "node"]]
-    assert "mix-api · close</h4>" in mix_tables.html(recorded, "mix-api")
+    assert "<b>mix-api · close</b>" in mix_tables.html(recorded, "mix-api")

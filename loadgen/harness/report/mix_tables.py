@@ -17,22 +17,23 @@ HEADER = [
     "path",
     "# by p99",
     "server",
-    "weight %",
-    "share % (± tolerance)",
+    "p50 ms",
+    "p99 ms",
+    "alone: p50 / p99 ms (scenario · run)",
+    "p99 of the attempts (interval)",
+    "p90 ms",
+    "p99.9 ms",
+    "share % (weight ± tolerance)",
     "requests",
     "errors",
-    "p50 ms",
-    "p90 ms",
-    "p99 ms",
-    "p99.9 ms",
-    "p99 of the attempts (interval)",
-    "alone: p50 / p99 ms (scenario · run)",
 ]
+LEFT = {0, 2, 5}  # the columns aligned left in HTML: path, server, alone
+WHOLE = "whole (# by req/s)"
 NOTE = (
     "Per run of the mix, each path's servers ranked by that path's p99 inside the mix (# by p99: each attempt's p99 "
     "of the path from its own requests, their median and its interval; a server is above another when its interval "
     "lies wholly below the other's, and a range of places such as 1–3 is what the intervals allow, as every ranking "
-    "here), then the whole mix ranked by req/s like every record. Each endpoint's p50–p99.9 are read from its own "
+    "here), then the whole mix ranked by req/s like every record (its row pooled). Each endpoint's p50–p99.9 are read from its own "
     "requests' histogram inside the mix (every measured attempt pooled), never averaged, as is the whole's row "
     "(every request of the mix; its requests and errors count the requests that got no answer too); the share is of "
     "the mix's answered requests, flagged (mix-shares) when further than its tolerance (4 binomial standard errors) "
@@ -68,17 +69,20 @@ def _endpoint_row(run: Run, record: Record, path: str, place: str) -> list[str]:
         return [path, place, record.server] + ["-"] * (len(HEADER) - 3)
     within = "" if e.get("share_within_tolerance", True) else " ⚑"
     figures = e.get("latency_ms") or {}
+    share = f"{e.get('share_pct', 0):.2f} ({e['weight']:g} ± {e.get('share_tolerance_pct', 0):.2f}){within}"
     return [
         path,
         place,
         record.server,
-        f"{e['weight']:g}",
-        f"{e.get('share_pct', 0):.2f} (± {e.get('share_tolerance_pct', 0):.2f}){within}",
+        fmt_ms(figures.get("p50")),
+        fmt_ms(figures.get("p99")),
+        _alone(run, record, path),
+        _attempts_p99(record, path),
+        fmt_ms(figures.get("p90")),
+        fmt_ms(figures.get("p99.9")),
+        share,
         f"{e['requests']:,}",
         f"{e['errors']:,}",
-        *(fmt_ms(figures.get(k)) for k in ("p50", "p90", "p99", "p99.9")),
-        _attempts_p99(record, path),
-        _alone(run, record, path),
     ]
 
 
@@ -120,18 +124,20 @@ def _whole(record: Record, place: str) -> list[str]:
     pooled = None
     if record.latency_histogram and problem(record.latency_histogram) is None:
         pooled = Distribution.decode(record.latency_histogram).latency_ms()
-    figures = [fmt_ms(pooled.get(k)) if pooled else "-" for k in ("p50", "p90", "p99", "p99.9")]
+    p50, p90, p99, p999 = (fmt_ms(pooled.get(k)) if pooled else "-" for k in ("p50", "p90", "p99", "p99.9"))
     return [
-        "(whole, pooled; # by req/s)",
+        WHOLE,
         place,
         record.server,
-        "100",
+        p50,
+        p99,
+        "-",
+        "-",
+        p90,
+        p999,
         "100",
         f"{record.requests:,}",
         f"{record.errors.total:,}",
-        *figures,
-        "-",
-        "-",
     ]
 
 
@@ -152,14 +158,17 @@ def html(run: Run, scenario: str) -> str:
     by_run = runs(run, scenario)
     if not by_run:
         return ""
-    head = "".join(f"<th>{escape(h)}</th>" for h in HEADER)
+    head = "".join(f'<th class="{"l" if i in LEFT else ""}">{escape(h)}</th>' for i, h in enumerate(HEADER))
     out = [f"<h3>{escape(scenario)} · endpoints inside the mix</h3><p class=muted>{escape(NOTE)}</p>"]
     for label, records in by_run.items():
         body = "".join(
-            "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in run_rows(run, records)
+            "<tr>"
+            + "".join(f'<td class="{"l" if i in LEFT else ""}">{escape(c)}</td>' for i, c in enumerate(row))
+            + "</tr>"
+            for row in run_rows(run, records)
         )
         out.append(
-            f"<h4>{escape(scenario)} · {escape(label)}</h4>"
+            f'<p class="load"><b>{escape(scenario)} · {escape(label)}</b></p>'
             f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
         )
     return "".join(out)
