@@ -144,13 +144,13 @@ FIGURES = [
     (
         "method-rps",
         "req/s",
-        "req/s is the median of the attempts; whiskers and bands are its confidence interval, CV the attempts' "
+        "The median of the attempts; whiskers and bands are its confidence interval, CV the attempts' "
         "spread (coefficient of variation). ≥ marks a lower bound: the load generator or the upstream was the "
         "limit, so the server may do more.",
     ),
     (
         "method-latency",
-        "latency",
+        "Latency",
         "Latency percentiles (p50, p99 ms) are those of the median attempt; the spectrum charts and a mix's "
         "endpoints read every request's whole distribution instead.",
     ),
@@ -162,7 +162,7 @@ FIGURES = [
     ),
     (
         "method-ceiling",
-        "ceiling",
+        "Ceiling",
         "The ceiling is nginx serving the same bytes from a static file (the dashed line in the charts); "
         "'of ceiling' is a server's req/s over it.",
     ),
@@ -176,10 +176,15 @@ def method(model: Model) -> list[tuple[str, str, str]]:
         f"Flags explain a figure; only {flag_kinds.kept_out()} keep a record out of the ranking (listed apart under "
         "its measurement, with the reason)."
     )
-    out = [*FIGURES, ("method-flags", "flags", flags), ("method-intervals", "intervals", INTERVAL_NOTE)]
-    out.append(("method-ranking", "ranks", method_note(model)))
+    out = [*FIGURES, ("method-flags", "Flags", flags), ("method-intervals", "Intervals", INTERVAL_NOTE)]
+    out.append(("method-ranking", "Ranks", _sentence(method_note(model).removeprefix("Ranks: "))))
     if aa := aa_text(model):
-        out.append(("method-aa", "the A/A control", aa))
+        out.append(("method-aa", "The A/A control", aa.removeprefix("A/A control: ")))  # begins with a server
     if machine := machine_note(model.conditions):
-        out.append(("method-machine", "the machine", machine))
+        out.append(("method-machine", "The machine", _sentence(machine.removeprefix("The machine itself: "))))
     return out
+
+
+def _sentence(text: str) -> str:
+    """`text` begun with a capital, once the label its paragraph's title now gives is cut from its front."""
+    return text[:1].upper() + text[1:]
