@@ -129,6 +129,10 @@ def test_every_figure_of_the_first_screen_links_to_the_paragraph_that_explains_i
         "method-flags",
     } | {"method-aa"}
     assert links <= set(re.findall(r'<p id="(method-[\w-]+)">', method))
+    # the rankings' headers below link to the same paragraphs, and none to a paragraph that is not there
+    head = text.split('<h2 id="hello">')[1].split("</tr>")[0]
+    assert '<a href="#method-intervals">interval (level)</a>' in head and '<a href="#method-cpu">µs/req</a>' in head
+    assert set(re.findall(r'href="#(method-[\w-]+)"', text)) <= set(re.findall(r'<p id="(method-[\w-]+)">', method))
     assert 'href="#compliance"' in glance and '<h2 id="compliance">' in text
 
 

@@ -71,8 +71,30 @@ def _row(model: Model, row: Row) -> str:
     return out
 
 
+# the method paragraph (html.py's fold) each column's header links to
+EXPLAINED = {
+    "rank": "method-ranking",
+    "rps": "method-rps",
+    "interval": "method-intervals",
+    "cv": "method-rps",
+    "cost": "method-cpu",
+    "cost_interval": "method-intervals",
+    "p50": "method-latency",
+    "p99": "method-latency",
+    "server_cpu": "method-cpu",
+    "loadgen_cpu": "method-cpu",
+    "flags": "method-flags",
+}
+
+
 def _head() -> str:
-    return "<tr>" + "".join(f'<th class="{"l" if k in LEFT else ""}">{escape(h)}</th>' for h, k in COLUMNS) + "</tr>"
+    cells = [
+        f'<th class="{"l" if k in LEFT else ""}">'
+        + (f'<a href="#{EXPLAINED[k]}">{escape(h)}</a>' if k in EXPLAINED else escape(h))
+        + "</th>"
+        for h, k in COLUMNS
+    ]
+    return "<tr>" + "".join(cells) + "</tr>"
 
 
 def group_tables(model: Model, group: Group) -> str:
