@@ -119,3 +119,12 @@ def test_the_decision_reads_the_pairs_the_group_s_rule_leaves_tied():
     assert found is not None and (found.servers, found.rounds) == (("node", "express"), MAX_EXTRA_ROUNDS)
     assert extension(records, 4, round_s=1.06, share_s=1.0) is None
     assert math.isclose(records[2].rps / records[1].rps, 1.05, rel_tol=0.05)
+
+
+def test_make_docker_overhead_s_rounds_get_none():
+    known = discover()
+    executor = Fake(LEVELS)
+    executor.round_no = 1  # a round of docker against local: each server compared with itself
+    members = [Target(known[name], None) for name in LEVELS]
+    rounds.measure_in_rounds(executor, Clock(), members, CLOSE, SETTINGS, rounds.Allowance(0.0, lambda: 500.0))
+    assert max(n for _, n, _ in executor.calls) == 4
