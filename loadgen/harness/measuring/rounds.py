@@ -156,7 +156,13 @@ class Rounds:
         """Further interleaved rounds of the servers whose records they would likely tell apart (more_rounds.py),
         within this run's share of what the time budget leaves; each attempt kept as it ends, as in the rounds."""
         budget_left = self.allowance.budget_left
-        alive = [j for j in jobs if j.name not in self.executor.dead and not self.kept[j.name].remeasured]
+        alive = [  # the ceiling is never ranked; a record measured again back to back has left the rounds
+            j
+            for j in jobs
+            if j.name not in self.executor.dead
+            and not self.kept[j.name].remeasured
+            and not j.server.has_role("ceiling")
+        ]
         # overhead's rounds (round_no) compare docker with local per server: no order among servers to decide
         if budget_left is None or len(alive) < 3 or self.executor.round_no is not None:
             return
