@@ -17,7 +17,7 @@ from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
 from harness.measuring import campaign, rounds
 from harness.measuring import warmup as warming
 from harness.measuring.campaign import OrderError, choose_order
-from harness.measuring.clock import ATTEMPT, REMEASURE, START, WARMUP, Clock, estimate
+from harness.measuring.clock import ATTEMPT, MORE, REMEASURE, START, WARMUP, Clock, estimate, plan_spending
 from harness.measuring.runner import Outcome
 from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
@@ -193,6 +193,21 @@ def test_re_measuring_the_estimate_expected_is_not_counted_twice():
     clock.advance(20, REMEASURE, actual_s=22)
     clock.plan_within(30, REMEASURE)  # a second one: 20 done and 30 more is past it
     assert clock.planned[REMEASURE] == 50
+
+
+def test_what_a_run_is_expected_to_spend_beyond_its_plan_stays_within_its_budget():
+    def planned(budget_s):
+        clock = Clock()
+        clock.plan(400, ATTEMPT)
+        clock.plan(500, WARMUP)
+        plan_spending(clock, Settings(repeat=4, warmup=SETTINGS.warmup, remeasure_s=60, budget_s=budget_s))
+        return clock.planned[REMEASURE], clock.planned.get(MORE)
+
+    # 0.6 of the re-measuring time, then further rounds: 30 % of the attempts' time, or 0.8 of what the budget leaves
+    assert planned(1140) == (36, 120)
+    assert planned(1000) == (36, pytest.approx(0.8 * 64))
+    assert planned(920) == (20, 0)  # the budget nearly spent by the plan: what is left of it, and no further rounds
+    assert planned(None) == (36, None)  # no budget: re-measuring only (further rounds need one)
 
 
 def test_the_re_measuring_expected_is_left_only_while_attempts_are():

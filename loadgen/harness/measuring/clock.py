@@ -13,6 +13,7 @@ from typing import Any
 from harness.basics.messages import say
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
+from harness.measuring.more_rounds import SPEND
 from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
     START_S,
@@ -25,7 +26,7 @@ from harness.measuring.schedule import (
 from harness.results.store import RunStore
 
 # the kinds of step, each with its own pace
-START, WARMUP, ATTEMPT, REMEASURE = "start", "warm-up", "attempt", "measured again"
+START, WARMUP, ATTEMPT, REMEASURE, MORE = "start", "warm-up", "attempt", "measured again", "more rounds"
 # A kind's own pace is trusted once this many of its estimated seconds are done; before, the pace of everything done
 # (itself trusted past the same mark), else the estimate as it stands.
 TRUSTED_S = 20.0
@@ -33,6 +34,9 @@ PACE_RANGE = (0.5, 2.0)  # a pace beyond these is a stall or a fluke, not what t
 # the share of the profile's re-measuring time a run is expected to spend: benches re-measured 2-6 records (20-60 s of
 # the quick profile's 60)
 REMEASURE_SHARE = 0.6
+# the further rounds of tied records (more_rounds.py) a run would take without a budget, as a share of its attempts'
+# time (synthetic sittings of nine servers spaced as this machine's benches, 3-6 % noise: 31 %); the budget caps them
+MORE_ROUNDS_SHARE = 0.3
 # what a measuring run takes besides its campaign and probes: the report, its charts and the last stops (stop 38's
 # steady benches: 5-20 s between results.json and the shell's prompt)
 END_S = 15.0
@@ -91,7 +95,8 @@ class Clock:
         (it follows them, and none is left once they are done)."""
         attempts_left = self.left(ATTEMPT) / self.planned[ATTEMPT] if self.planned.get(ATTEMPT) else 0.0
         return sum(
-            self.left(kind) * self.pace(kind) * (attempts_left if kind == REMEASURE else 1.0) for kind in self.planned
+            self.left(kind) * self.pace(kind) * (attempts_left if kind in (REMEASURE, MORE) else 1.0)
+            for kind in self.planned
         )
 
     def status(self) -> str:
@@ -141,8 +146,19 @@ def estimate(
                 counts["attempts"] += repeat
                 clock.plan(repeat * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S), ATTEMPT)
     if counts["records"]:
-        clock.plan(settings.remeasure_s * REMEASURE_SHARE, REMEASURE)
+        plan_spending(clock, settings)
     return counts
+
+
+def plan_spending(clock: Clock, settings: Settings) -> None:
+    """What the run is expected to spend beyond its plan, within its time budget (`budget_s`): measuring again what
+    still climbed, then further rounds of tied records, which only a budget pays for (at most SPEND of what it
+    leaves)."""
+    room = settings.budget_s - clock.total if settings.budget_s else math.inf
+    remeasure = min(settings.remeasure_s * REMEASURE_SHARE, max(room, 0.0))
+    clock.plan(remeasure, REMEASURE)
+    if settings.budget_s:
+        clock.plan(min(MORE_ROUNDS_SHARE * clock.planned.get(ATTEMPT, 0.0), SPEND * max(room - remeasure, 0.0)), MORE)
 
 
 def probed_unsteadiness(store: RunStore) -> float:

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from harness.basics.messages import say
 from harness.config.scenarios import Scenario, Settings, WarmupRule
-from harness.measuring.clock import ATTEMPT, REMEASURE, WARMUP, Clock
-from harness.measuring.more_rounds import extension
+from harness.measuring.clock import ATTEMPT, MORE, REMEASURE, WARMUP, Clock
+from harness.measuring.more_rounds import SPEND, extension
 from harness.measuring.schedule import (
     ATTEMPT_OVERHEAD_S,
     History,
@@ -169,7 +169,7 @@ class Rounds:
         self.executor.evaluate()  # the flags first: what they exclude takes no part
         round_s = attempt_seconds(jobs[0].run) + ATTEMPT_OVERHEAD_S
         run_s = len(jobs) * repeat * round_s
-        share_s = max(budget_left(), 0.0) * run_s / (run_s + self.clock.left(ATTEMPT))
+        share_s = SPEND * max(budget_left(), 0.0) * run_s / (run_s + self.clock.left(ATTEMPT))
         found = extension([self.kept[j.name] for j in alive], repeat, round_s, share_s)
         if found is None:
             return
@@ -178,14 +178,14 @@ class Rounds:
             f"  {jobs[0].label}: {', '.join(found.servers)} tied where {found.rounds} more round(s) would likely "
             f"tell them apart: measured in rounds {repeat + 1}-{total}"
         )
-        self.clock.plan(len(found.servers) * found.rounds * round_s, ATTEMPT)
+        self.clock.plan_within(len(found.servers) * found.rounds * round_s, MORE)
         by_name = {job.name: job for job in alive}
         for n in range(repeat + 1, total + 1):
             names = [name for name in found.servers if name not in self.executor.dead]
             for name, position in turns(names, n) if names else []:
                 job, started = by_name[name], time.monotonic()
                 attempts[name].append(self.executor.attempt(job, n, total, warmups[name].rate, position))
-                self.clock.advance(round_s, ATTEMPT, time.monotonic() - started)
+                self.clock.advance(round_s, MORE, time.monotonic() - started)
                 self.keep(job, attempts[name], warmups[name], total, complete=n == total)
 
     def keep(
