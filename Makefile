@@ -39,14 +39,14 @@ lock:
 	cd loadgen && ../.tools/pip-tools/bin/pip-compile -q --generate-hashes --allow-unsafe --strip-extras \
 	  --no-emit-index-url -o requirements.lock requirements.in
 
-# The harness's lint (ruff, configured in loadgen/pyproject.toml); make test runs it first
+# The harness's lint (ruff, configured in loadgen/pyproject.toml): its checks, and the tree formatted by its formatter
+# (`cd loadgen && ../.venv/bin/ruff format .` formats it); make test runs it first
 lint: $(VENV)/.installed
-	cd loadgen && ../$(VENV)/bin/ruff check --no-cache .
+	cd loadgen && ../$(VENV)/bin/ruff check --no-cache . && ../$(VENV)/bin/ruff format --check --no-cache .
 
-# The harness's type check (mypy, configured in loadgen/pyproject.toml: strict on results/ and basics/); make test
-# runs it after the lint
+# The harness's type check: mypy --strict on the whole harness (loadgen/pyproject.toml); make test runs it after the lint
 typecheck: $(VENV)/.installed
-	cd loadgen && ../$(VENV)/bin/mypy --no-incremental
+	cd loadgen && ../$(VENV)/bin/mypy --strict --no-incremental
 
 build: setup
 	$(HARNESS) build

@@ -1,4 +1,4 @@
-"""Faults in the middle of a run, on real servers on loopback (README.md, "A server that dies or hangs"): a server
+"""Faults in the middle of a run, on real servers on loopback (docs/measuring.md): a server
 killed with SIGKILL during an attempt (local and Docker runtimes; rust dies, finagle, a JVM server, is measured), and a
 server that hangs (SIGSTOP) for longer than its load may take. The harness runs as the command line in a subprocess,
 reading this test's own scenarios (short loads). Every test ends with no process, container or listener left on its

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.scenarios import ScenarioError
 from harness.calibrate import calibration
+from harness.config.scenarios import ScenarioError
 from harness.report import calibration_page, model
 from harness.results import flag_kinds as kinds
 from harness.results import flags

@@ -1,4 +1,4 @@
-"""A load tool joins the harness through its adapter alone (README.md, "Adding a load tool"): a fake one
+"""A load tool joins the harness through its adapter alone (docs/extending.md, "Adding a load tool"): a fake one
 (fixtures/fake_tool/fake_load.py, its adapter below) is registered, named by a scenario file of the test's own and
 measures the rust server on loopback through the harness's command line. The last test starts servers on fixed ports
 (29086, 29000): run this file under the integration lock, like tests/test_cli_integration.py."""

@@ -182,7 +182,7 @@ def _check_fields(table: dict[str, Any], where: str) -> None:
     if unknown:
         raise ManifestError(
             f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a [[server]] has "
-            f'{", ".join(FIELDS)} (README.md, "Adding a server")'
+            f'{", ".join(FIELDS)} (docs/extending.md, "Adding a server")'
         )
     for key in REQUIRED:
         if key not in table:
@@ -264,7 +264,7 @@ def discover(repo: Path | None = None) -> dict[str, Server]:
             raise ManifestError(f"{path}: {exc}") from exc
         tables = data.get("server", [])
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-            raise ManifestError(f'{path}: each server is a [[server]] table (README.md, "Adding a server")')
+            raise ManifestError(f'{path}: each server is a [[server]] table (docs/extending.md, "Adding a server")')
         for table in tables:
             server = _server(table, path.parent, path)
             if server.name in servers:

@@ -1,4 +1,4 @@
-"""What a load against the calibrated server (calibrated/, README.md "Calibration") must measure, known from its
+"""What a load against the calibrated server (calibrated/, docs/calibrate.md) must measure, known from its
 settings and the load before anything runs, and the judgement of what a tool measured against it.
 
 The server's settings per request: a service time S, 1 request in k held D longer, a CPU burn B on its thread's own CPU

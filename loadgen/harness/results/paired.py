@@ -29,7 +29,7 @@ minus 1): how many starts a sitting takes is the clock's choice (harness/versus/
 
 An A/A is a sitting of one build against itself (`make versus BASE=HEAD` on a clean tree): two processes of the same
 code, so that the process-to-process spread is in it; its interval excludes 1 for 5 % of such sittings at most
-(tests/test_versus_design.py simulates the rule; the README gives the sittings measured here). Splitting one build's
+(tests/test_versus_design.py simulates the rule; docs/versus.md gives the sittings measured here). Splitting one build's
 own rounds in two, as an earlier pass did, saw one process only, and is gone.
 """
 

@@ -2,7 +2,7 @@
 
 The registry: every module of this package that defines `TOOL` (an instance of its adapter class, see
 adapter.LoadTool)
-is found when the package is imported, so adding a tool means adding one module (README.md, "Adding a load tool").
+is found when the package is imported, so adding a tool means adding one module (docs/extending.md, "Adding a load tool").
 A tool defined elsewhere, such as a test's, joins the registry for a while through `register`.
 """
 

@@ -85,7 +85,7 @@ class HostsRuntime(EngineRuntime):
         self.memory_limits = memory_limits or {}
         found = roles or hosts_config.from_env()
         if not found:
-            raise RuntimeFailure("the hosts runtime needs HOSTS (see README: Several hosts)")
+            raise RuntimeFailure("the hosts runtime needs HOSTS (see docs/runtimes.md)")
         self.roles: dict[str, Host] = found
         self.engines = hosts_config.probe(self.roles)
         ok, why = engine_answers()
