@@ -76,4 +76,8 @@ def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
     assert record["path"] == "/hello?service_us=5000&every=5&delay_us=10000&fail_every=4"
     assert data["servers"]["calibrated"]["roles"] == ["calibrated"] and data["verification"]["calibrated"]["ok"]
     assert "## Calibration" in (results / "summary.md").read_text()
+    # the machine's own noise stands beside the verdicts: the profile's steadiness probe, before and after
+    probed = data["conditions"]["steadiness"]
+    assert set(probed) == {"before", "after"} and all(probed[w]["cv"]["server"] is not None for w in probed)
+    assert "machine steadiness before the calibration: CPU speed varied" in proc.stdout
     assert port_owner("127.0.0.1", PORT) is None

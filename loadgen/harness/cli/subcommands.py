@@ -22,6 +22,7 @@ from harness.measuring.campaign import run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
+from harness.report.run_conditions import steadiness_text
 from harness.results.store import claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime, get_runtime
 from harness.versus import flow as versus
@@ -147,13 +148,19 @@ def cmd_calibrate(args: argparse.Namespace, config: Configuration, session: Sess
         options,
         {"calibrated_server": server.name},
     )
+    # the profile's steadiness probe before and after, so the table's misses stand beside the machine's own noise
+    probe_settings = scenario_data.settings(config.profile, config.repeat)
     ok = False
     try:
+        steadiness.probe_and_record(store, session.plan, probe_settings, "before")
         ok = run_campaign(session, store, [server], picked, plan.settings)
+        steadiness.probe_and_record(store, session.plan, probe_settings, "after")
     finally:  # what was measured is judged and kept, also on Ctrl-C
         store.set_calibration(calibration.judge_run(store.run, plan, server.name))
         finish_run(store, session.runtime)
     _, missed = calibration.print_verdicts(store.run.calibration or [])
+    for when, reading in (store.run.conditions.get("steadiness") or {}).items():
+        say(f"machine steadiness {when} the calibration: {steadiness_text(reading)}")
     return 0 if ok and not missed else 1
 
 

@@ -156,7 +156,7 @@ def run_campaign(
     store.update_conditions(order=order_condition(mode, why))
     say(f"order: {mode} ({why})")
     clock = Clock()
-    announce_estimate(store, clock, wanted, scenarios, settings)
+    announce_estimate(store, clock, wanted, scenarios, settings, probing.builds_to_probe(session, store, wanted))
     campaign = Campaign(session, store, clock, settings, round_no)
     groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
     results = [campaign.measure_group(group, scenarios) for group in groups]  # every group, whatever the others did
@@ -296,7 +296,7 @@ def start_and_verify(session: Session, store: RunStore, server: Server) -> Targe
         warn(f"{server.name} is not benchmarked: it fails the contract")
         return None
     if probing.wanted_in_bench(store, server):  # make bench: its HTTP compliance, once, before it is measured
-        probing.probe(running, store)
+        probing.probe_in_bench(session, server, running, store)
     return Target(server, running)
 
 

@@ -37,6 +37,9 @@ REMEASURE_SHARE = 0.6
 # the further rounds of tied records (more_rounds.py) a run would take without a budget, as a share of its attempts'
 # time (synthetic sittings of nine servers spaced as this machine's benches, 3-6 % noise: 31 %); the budget caps them
 MORE_ROUNDS_SHARE = 0.3
+# a server's HTTP compliance probe in make bench (135 cases, and h2spec where it speaks h2c): the 10 probed on
+# 2026-11-26 took 315 s in all beyond their starts, 31 s each; a build already probed is not probed again
+COMPLIANCE_PROBE_S = 30.0
 # what a measuring run takes besides its campaign and probes: the report, its charts and the last stops (stop 38's
 # steady benches: 5-20 s between results.json and the shell's prompt)
 END_S = 15.0
@@ -168,10 +171,17 @@ def probed_unsteadiness(store: RunStore) -> float:
 
 
 def announce_estimate(
-    store: RunStore, clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings
+    store: RunStore,
+    clock: Clock,
+    servers: list[Server],
+    scenarios: list[Scenario],
+    settings: Settings,
+    probes: int = 0,
 ) -> None:
-    """The campaign's estimate planned on `clock`, said and kept in the run's conditions (estimated_s)."""
+    """The campaign's estimate planned on `clock`, said and kept in the run's conditions (estimated_s). `probes`: the
+    servers whose HTTP compliance the run will probe (make bench, a build not probed before)."""
     unsteadiness = probed_unsteadiness(store)
+    clock.plan(probes * COMPLIANCE_PROBE_S, START)
     counts = estimate(clock, servers, scenarios, settings, unsteadiness)
     clock.first_total = clock.total
     probe_s = float((settings.steadiness or {}).get("seconds", 0))  # the probe after the run (the one before is done)

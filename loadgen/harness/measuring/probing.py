@@ -9,7 +9,8 @@ from typing import Any
 from harness.basics.messages import fail, say
 from harness.config import scenarios
 from harness.config.environment import Configuration
-from harness.config.manifest import Server
+from harness.config.manifest import Server, artifacts_stamp
+from harness.measuring import compliance_cache
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.session import Session
 from harness.probe import h2c, suite, verdicts
@@ -17,14 +18,28 @@ from harness.results.store import RunStore, claim_run_id, new_run_id
 from harness.runtime import RunningServer, RuntimeFailure
 
 
-def probe(running: RunningServer, store: RunStore) -> dict[str, Any]:
-    """One server probed over HTTP/1.1 and h2c; its entry saved in the store and summed up on the console."""
+def probe(running: RunningServer, store: RunStore, kept_as: str | None = None) -> dict[str, Any]:
+    """One server probed over HTTP/1.1 and h2c; its entry saved in the store (and kept for later runs under the key
+    `kept_as`, harness.measuring.compliance_cache) and summed up on the console."""
     cases = suite.run(running.host, running.port)
     h2 = h2c.run(running.host, running.h2c_port, store.raw) if running.h2c_port else None
-    entry = suite.compliance(cases, h2)
+    entry = {**suite.compliance(cases, h2), "probed_in": store.run.run_id}
     store.set_compliance(running.name, entry)
+    compliance_cache.save(running.name, kept_as, entry)
     say(summary(running.name, entry))
     return entry
+
+
+def probe_in_bench(session: Session, server: Server, running: RunningServer, store: RunStore) -> dict[str, Any]:
+    """`make bench`: the server's compliance as an earlier run probed this very build (same artifacts, manifest,
+    probe and runtime), or probed now."""
+    made = compliance_cache.key(server, running.artifacts, session.runtime.name)
+    kept = compliance_cache.load(running.name, made)
+    if kept is None:
+        return probe(running, store, kept_as=made)
+    store.set_compliance(running.name, kept)
+    say(f"{summary(running.name, kept)}\n  (probed in run {kept.get('probed_in', 'unknown')}: the same build)")
+    return kept
 
 
 def summary(name: str, entry: dict[str, Any]) -> str:
@@ -66,10 +81,23 @@ def probe_servers(session: Session, store: RunStore, servers: list[Server]) -> b
                     "runtime": session.runtime.name,
                 },
             )
-            probe(running, store)
+            probe(running, store, compliance_cache.key(server, running.artifacts, session.runtime.name))
         finally:
             session.release(server.name)
     return ok
+
+
+def builds_to_probe(session: Session, store: RunStore, servers: list[Server]) -> int:
+    """How many of `servers` `make bench` will probe (for its estimate): those whose build no earlier run probed."""
+    if store.run.compliance is None:
+        return 0
+    runtime = session.runtime.name
+    return sum(
+        1
+        for server in servers
+        if not server.twin_of
+        and compliance_cache.load(server.name, compliance_cache.key(server, artifacts_stamp(server), runtime)) is None
+    )
 
 
 def wanted_in_bench(store: RunStore, server: Server) -> bool:

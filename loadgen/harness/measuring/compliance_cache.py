@@ -1,0 +1,67 @@
+"""A server's HTTP compliance kept per build, so that `make bench` probes a build once, not in every run.
+
+Why: the probe (135 HTTP/1.1 cases on raw sockets, and h2spec where the server speaks h2c) took 5 of a bench's 22.6
+minutes on 2 cores (2026-11-26), and its answer is the build's, not the machine's or the moment's: the same
+artifacts answer the same cases alike. So an entry is reused only where everything it depends on is the same: the
+server's artifacts (their stamp, as `make build` left them), the probe's own code (its cases and verdicts), whether
+h2spec was there, and the runtime. Anything else, and the server is probed again. A reused entry says from which run
+it came (`compliance.<server>.probed_in`); `make probe` always probes afresh and refreshes the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.basics.paths import STATE_DIR
+from harness.config.manifest import Server
+from harness.probe import h2c
+
+CACHE_DIR = STATE_DIR / "compliance"
+PROBE_SOURCES = Path(__file__).resolve().parents[1] / "probe"
+
+
+def key(server: Server, artifacts: str | None, runtime: str) -> str | None:
+    """What a probe's answer depends on, as one digest: the probe's code, the server's manifest (how it is run) and
+    artifacts, the runtime, whether h2spec is there. None where the build's artifacts are not known."""
+    if not artifacts:
+        return None
+    digest = hashlib.sha256()
+    for source in [*sorted(PROBE_SOURCES.glob("*.py")), server.folder / "manifest.toml"]:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    digest.update(f"\0{server.name}\0{artifacts}\0{runtime}\0h2spec={h2c.binary() is not None}".encode())
+    return digest.hexdigest()
+
+
+def _path(name: str) -> Path:
+    return CACHE_DIR / f"{name}.json"
+
+
+def load(name: str, wanted: str | None) -> dict[str, Any] | None:
+    """The kept entry of `name` when it was made under the key `wanted`, else None."""
+    if wanted is None:
+        return None
+    try:
+        kept = json.loads(_path(name).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("key") != wanted or not isinstance(kept.get("entry"), dict):
+        return None
+    entry: dict[str, Any] = kept["entry"]
+    return entry
+
+
+def save(name: str, made: str | None, entry: dict[str, Any]) -> None:
+    """Keep `entry` under the key `made` (nothing is kept without one); a cache that cannot be written costs only a
+    probe in the next run."""
+    if made is None:
+        return
+    try:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        scratch = _path(name).with_suffix(".tmp")
+        scratch.write_text(json.dumps({"key": made, "entry": entry}))
+        scratch.replace(_path(name))
+    except OSError:
+        pass

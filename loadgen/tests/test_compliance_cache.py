@@ -1,0 +1,78 @@
+"""make bench probes a build's HTTP compliance once (harness/measuring/compliance_cache.py): a second run of the same
+build takes the first run's entry without sending a byte, and a changed build, manifest or runtime is probed again.
+On the reference responder (tests/responders/strict_http11.py), really probed over loopback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.measuring import compliance_cache, probing
+from harness.probe import suite
+from harness.probe.wire import Timing
+from harness.results.records import Run
+from harness.results.store import RunStore
+
+sys.path.insert(0, str(Path(__file__).parent / "responders"))
+import strict_http11  # noqa: E402
+
+
+@pytest.fixture
+def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    monkeypatch.setattr(compliance_cache, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(probing.suite, "run", functools.partial(suite.run, timing=Timing(answer_s=1.0, settle_s=0.3)))
+    folder = tmp_path / "strict"
+    folder.mkdir()
+    (folder / "manifest.toml").write_text('[[server]]\nname = "strict"\n')
+    server = SimpleNamespace(name="strict", folder=folder)
+    local = SimpleNamespace(runtime=SimpleNamespace(name="local"))
+    return SimpleNamespace(root=tmp_path, server=server, local=local)
+
+
+def probed_in_run(bench: SimpleNamespace, run_id: str, port: int, artifacts: str, runtime: str = "local") -> Any:
+    store = RunStore(Run(run_id, {}, {}, {}, [], compliance={}), root=bench.root)
+    running = SimpleNamespace(name="strict", host="127.0.0.1", port=port, h2c_port=None, artifacts=artifacts)
+    session = SimpleNamespace(runtime=SimpleNamespace(name=runtime))
+    probing.probe_in_bench(session, bench.server, running, store)  # type: ignore[arg-type]
+    return store.run.compliance["strict"] if store.run.compliance else None
+
+
+def failing(entry: dict[str, Any]) -> list[str]:
+    return [c["id"] for c in entry["cases"] if c["verdict"] == "fail"]
+
+
+def test_the_same_build_is_not_probed_twice_and_a_changed_one_is(bench: SimpleNamespace) -> None:
+    faulty = strict_http11.serve(frozenset({"host-optional"}))
+    port = faulty.server_address[1]
+    try:
+        first = probed_in_run(bench, "run-1", port, artifacts="build-a")
+    finally:
+        faulty.shutdown()
+        faulty.server_close()
+    assert failing(first) == ["HO-01"] and first["probed_in"] == "run-1"
+    # nothing listens now: only the kept entry can answer, and it is the first run's, saying so
+    assert probed_in_run(bench, "run-2", port, artifacts="build-a") == first
+    right = strict_http11.serve(frozenset())
+    port = right.server_address[1]
+    try:
+        rebuilt = probed_in_run(bench, "run-3", port, artifacts="build-b")  # make build changed the artifacts
+        assert failing(rebuilt) == [] and rebuilt["probed_in"] == "run-3"
+        other_runtime = probed_in_run(bench, "run-4", port, artifacts="build-b", runtime="docker")
+        assert other_runtime["probed_in"] == "run-4"
+        (bench.server.folder / "manifest.toml").write_text('[[server]]\nname = "strict"\nenv = { X = "1" }\n')
+        assert probed_in_run(bench, "run-5", port, artifacts="build-b")["probed_in"] == "run-5"
+    finally:
+        right.shutdown()
+        right.server_close()
+
+
+def test_a_build_whose_artifacts_are_not_known_is_probed_and_not_kept(bench: SimpleNamespace) -> None:
+    assert compliance_cache.key(bench.server, None, "local") is None  # type: ignore[arg-type]
+    compliance_cache.save("strict", None, {"cases": [], "counts": {}})
+    assert not compliance_cache.CACHE_DIR.exists()
+    assert compliance_cache.load("strict", None) is None
