@@ -76,3 +76,37 @@ def test_a_planned_stop_ends_at_its_time_and_reads_the_rate_the_drained_count_re
     # both read the cap less the answers held at either end (X·S of X·T: 10 %): the same rate to within 2 %
     assert s.rps == pytest.approx(d.rps, rel=0.02)
     assert d.rps == pytest.approx(CAP * PLANNED_S / (PLANNED_S + SERVICE_S), rel=0.02)
+
+
+class _Tool:
+    """Stands for a running tool process: whether it was signalled."""
+
+    def __init__(self) -> None:
+        self.signalled = False
+
+    def poll(self) -> int | None:
+        return None
+
+    def send_signal(self, sig: int) -> None:
+        self.signalled = True
+
+
+def test_a_planned_stop_spares_an_ab_whose_count_is_answered(tmp_path):
+    """2026-11-26, node low-compute attempt 3: ab had printed "Finished 15000 requests" and was writing its -g file
+    when the planned stop's SIGINT came; it left no summary and the attempt was lost. A process whose output says its
+    count is answered is now left to end itself; one still under way is stopped."""
+    from harness.measuring.ending import still_loading
+    from harness.tools import TOOLS
+
+    # ab's own output (that attempt's, recorded), then one cut in the middle of its load
+    finished = tmp_path / "finished.txt"
+    finished.write_text(
+        "This is ApacheBench, Version 2.3 <$Revision$>\n"
+        "Benchmarking 127.0.0.1 (be patient)\nCompleted 13500 requests\nCompleted 15000 requests\n"
+        "Finished 15000 requests\n"
+    )
+    under_way = tmp_path / "under_way.txt"
+    under_way.write_text("Benchmarking 127.0.0.1 (be patient)\nCompleted 1500 requests\nCompleted 3000 requests\n")
+    done, running = _Tool(), _Tool()
+    assert still_loading(TOOLS["ab"], [done, running], [finished, under_way]) == [running]
+    assert still_loading(TOOLS["wrk"], [done], [finished]) == [done]  # wrk ends at its time, whatever it printed

@@ -26,6 +26,7 @@ FD_MARGIN = 64  # descriptors ab needs besides its sockets (stdio, CSV file, epo
 # With -t, ab still sizes its per-request statistics array by -n (40 bytes a request): this caps a timed run.
 TIMED_MAX_REQUESTS = 2_000_000
 PROGRESS = re.compile(rb"Completed (\d+) requests")
+FINISHED = re.compile(rb"^Finished \d+ requests", re.MULTILINE)  # its count answered; the summary comes next
 PERCENTILES = "percentiles.csv"  # -e: the time under which 0 … 100 % of requests were served
 PER_REQUEST = "requests.tsv"  # -g: a line per request, ttime (whole ms) in its fifth column
 SLOWEST = "slowest.tsv"  # what the harness keeps of it: the slowest 1 % (the top slice of -e)
@@ -46,6 +47,11 @@ class ApacheBench:
     def completed(self, output_tail: bytes) -> int | None:
         counts = PROGRESS.findall(output_tail)  # "Completed 5000 requests", every tenth of -n
         return int(counts[-1]) if counts else None
+
+    def has_finished(self, output_tail: bytes) -> bool:
+        """Whether ab has had its whole count answered ("Finished N requests"): it then writes its -g file and its
+        summary, which a SIGINT would cut short (ending.py's planned stop)."""
+        return FINISHED.search(output_tail) is not None
 
     def max_connections_per_process(self, nofile_limit: int) -> int:
         return nofile_limit - FD_MARGIN
