@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.results.sample_records import Sample
+from harness.results.sample_records import Sample, with_present
 from harness.tools.output import Errors
 
 
@@ -87,21 +87,17 @@ class Attempt:
             "rps": self.rps,
             "latency_ms": self.latency_ms,
         }
-        if self.sized_from_rps:
-            out["sized_from_rps"] = self.sized_from_rps
-        if self.round_position:
-            out["round_position"] = {"position": self.round_position[0], "of": self.round_position[1]}
-        if self.stopped:
-            out["stopped"] = self.stopped
-        if self.details:
-            out["details"] = self.details
-        if self.processes:
-            out["processes"] = self.processes
-        if self.loadgen_note:
-            out["loadgen_note"] = self.loadgen_note
-        if self.latency_histogram:
-            out["latency_histogram"] = self.latency_histogram
-        return out
+        position = self.round_position
+        return with_present(
+            out,
+            sized_from_rps=self.sized_from_rps,
+            round_position={"position": position[0], "of": position[1]} if position else None,
+            stopped=self.stopped,
+            details=self.details,
+            processes=self.processes,
+            loadgen_note=self.loadgen_note,
+            latency_histogram=self.latency_histogram,
+        )
 
 
 @dataclass

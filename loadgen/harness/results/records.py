@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from harness.results.attempt_records import Attempt as Attempt  # re-exported: read and written with the records
 from harness.results.attempt_records import Warmup as Warmup
 from harness.results.attempt_records import WarmupRun as WarmupRun
-from harness.results.sample_records import FlatFields
+from harness.results.sample_records import FlatFields, with_present
 from harness.results.sample_records import Sample as Sample  # re-exported: read with the records
 from harness.results.sample_records import SampleSummary as SampleSummary
 from harness.tools.output import Errors
@@ -188,17 +188,14 @@ class Record:
             "flags": [f.to_dict() for f in self.flags],
             "ranked": self.ranked,
         }
-        if self.details:
-            out["details"] = self.details
-        if self.remeasured:
-            out["remeasured"] = self.remeasured
-        if self.incomplete:
-            out["incomplete"] = self.incomplete
-        if self.latency_histogram:
-            out["latency_histogram"] = self.latency_histogram
-        if self.endpoints:
-            out["endpoints"] = self.endpoints
-        return out
+        return with_present(
+            out,
+            details=self.details,
+            remeasured=self.remeasured,
+            incomplete=self.incomplete,
+            latency_histogram=self.latency_histogram,
+            endpoints=self.endpoints,
+        )
 
 
 @dataclass

@@ -7,6 +7,13 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Self
 
 
+def with_present(out: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """`out` with each of `optional` that is set (not None, empty or zero), in order: results.json leaves out the
+    optional fields a record or an attempt lacks."""
+    out.update({name: value for name, value in optional.items() if value})
+    return out
+
+
 class FlatFields:
     """A dataclass of plain values, read from a dict of its fields; fields a file lacks (older files lack some,
     hand-made ones more) take their defaults."""
