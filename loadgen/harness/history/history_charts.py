@@ -73,32 +73,29 @@ def _mark_changes(ax: Any, changes: list[SeriesChange], order: dict[str, int]) -
             machine_days.setdefault(c.at, []).append(c)
             continue
         what = c.commits[0] if c.commits else (c.conditions_changed[0] if c.conditions_changed else "")
-        ax.axvline(x, color="#b91c1c", linestyle=":", linewidth=1)
-        ax.annotate(
-            f"{c.server} {c.run} {c.change_percent:+.0f} % (server; {'..'.join(c.commit_range)}"
-            f"{'; ' + what[:50] if what else ''})",
-            (x, 0.02),
-            xycoords=("data", "axes fraction"),
-            fontsize=7,
-            rotation=90,
-            va="bottom",
-            ha="right",
-            color="#7f1d1d",
-        )
+        note = f"{c.server} {c.run} {c.change_percent:+.0f} % (server; {'..'.join(c.commit_range)}"
+        _mark(ax, x, note + f"{'; ' + what[:50] if what else ''})", ("#b91c1c", ":", "#7f1d1d"))
     for at, shared in machine_days.items():
         x, sizes = order[at] - 0.5, [c.change_percent for c in shared]
         what = next((c.conditions_changed[0] for c in shared if c.conditions_changed), "")
-        ax.axvline(x, color="#374151", linestyle="--", linewidth=1)
-        ax.annotate(
-            f"machine: {len(shared)} series {min(sizes):+.0f}…{max(sizes):+.0f} %{'; ' + what[:50] if what else ''}",
-            (x, 0.02),
-            xycoords=("data", "axes fraction"),
-            fontsize=7,
-            rotation=90,
-            va="bottom",
-            ha="right",
-            color="#374151",
-        )
+        note = f"machine: {len(shared)} series {min(sizes):+.0f}…{max(sizes):+.0f} %"
+        _mark(ax, x, note + f"{'; ' + what[:50] if what else ''}", ("#374151", "--", "#374151"))
+
+
+def _mark(ax: Any, x: float, note: str, style: tuple[str, str, str]) -> None:
+    """A vertical line at `x` with `note` written up along it; `style`: the line's colour and dashes, the note's colour."""
+    line_color, dashes, text_color = style
+    ax.axvline(x, color=line_color, linestyle=dashes, linewidth=1)
+    ax.annotate(
+        note,
+        (x, 0.02),
+        xycoords=("data", "axes fraction"),
+        fontsize=7,
+        rotation=90,
+        va="bottom",
+        ha="right",
+        color=text_color,
+    )
 
 
 def scenario_chart(scenario: str, series: list[Series], changes: list[SeriesChange], order: dict[str, int]) -> bytes:
