@@ -5,43 +5,21 @@ loopback (tests/responders/contract_server.py, on a port of its own) with wrk, t
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from local_responder import running_responder
 
-from harness.basics.machine import port_owner, wait_until
 from harness.measuring.runner import Beside, Naming, fresh_scratches, measure
-from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
 
-RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORT = 9351
 
 
 @pytest.fixture
 def responder():
-    assert port_owner("127.0.0.1", PORT) is None, f"port {PORT} is taken"
-    proc = subprocess.Popen([sys.executable, str(RESPONDER), str(PORT), "probe"])
-    try:
-        assert wait_until(lambda: port_owner("127.0.0.1", PORT) is not None, 10)
-        yield RunningServer(
-            name="probe",
-            host="127.0.0.1",
-            port=PORT,
-            cpus=[0],
-            pid=proc.pid,
-            log="",
-            started_at=0,
-            startup_s=0,
-            runtime="local",
-        )
-    finally:
-        proc.terminate()
-        proc.wait(5)
+    with running_responder(PORT) as server:
+        yield server
 
 
 def test_a_load_measured_again_under_the_same_name_keeps_the_first_ones_output(responder, tmp_path):

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from local_responder import CONTRACT_RESPONDER, running_responder
 
-from harness.basics.machine import port_owner, wait_until
+from harness.basics.machine import port_owner
 from harness.measuring.runner import Beside, Naming, measure
 from harness.results import records as results
-from harness.runtime import RunningServer
 from harness.runtime.docker import engine_api
 from harness.runtime.docker.engine_api import EngineApi, EngineStatsSampler
 from harness.runtime.local import LocalRuntime
@@ -33,7 +33,7 @@ from harness.tools.load_plan import plan_load
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESULTS = LOADGEN.parent / "results"
-RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
+RESPONDER = CONTRACT_RESPONDER
 ODD_TOOL = Path(__file__).parent / "fixtures" / "odd_tool" / "odd_output.py"
 PORT = 28211
 STATS = (
@@ -107,23 +107,8 @@ def test_a_sampler_whose_engine_stalls_stops_within_its_deadline_and_says_why(st
 
 @pytest.fixture
 def responder():
-    proc = subprocess.Popen([sys.executable, str(RESPONDER), str(PORT), "probe"])
-    try:
-        assert wait_until(lambda: port_owner("127.0.0.1", PORT) is not None, 10)
-        yield RunningServer(
-            name="probe",
-            host="127.0.0.1",
-            port=PORT,
-            cpus=[0],
-            pid=proc.pid,
-            log="",
-            started_at=0,
-            startup_s=0,
-            runtime="local",
-        )
-    finally:
-        proc.terminate()
-        proc.wait(5)
+    with running_responder(PORT) as server:
+        yield server
 
 
 class EngineSampledRuntime(LocalRuntime):
