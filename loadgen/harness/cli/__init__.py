@@ -15,7 +15,7 @@ from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
 from harness.cli.arguments import parser
 from harness.cli.placing import cpu_plan_of, hosts_runtime, names, targets, with_twin
-from harness.cli.subcommands import COMMANDS, cmd_build, cmd_calibrate, cmd_overhead, cmd_plan, cmd_versus
+from harness.cli.subcommands import COMMANDS, cmd_build, cmd_calibrate, cmd_overhead, cmd_plan, cmd_twin, cmd_versus
 from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
@@ -25,6 +25,7 @@ from harness.history import history_command
 from harness.measuring.campaign import OrderError
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.session import Session
+from harness.measuring.twin_table import TwinError
 from harness.report import command, compare
 from harness.results import capacity
 from harness.results.store import DiskFull, RunIdError, check_run_id
@@ -37,7 +38,7 @@ from harness.versus.checkout import BuildFailed, RevisionError
 __all__ = ["main", "with_twin"]
 
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build beside a run would take its CPUs and rewrite the jars its JVMs have open
-EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "calibrate", "probe"}
+EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "calibrate", "probe", "twin"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         RunIdError,
         ConfigurationError,
         RevisionError,
+        TwinError,
     ) as exc:
         fail(str(exc))
         return 2
@@ -117,6 +119,8 @@ def run_command(args: argparse.Namespace, config: Configuration, servers: dict[s
         return cmd_build(args, config, select(servers, list(config.servers)), builder)
     if args.command == "versus":
         return cmd_versus(args, config, servers)
+    if args.command == "twin":
+        return cmd_twin(args, config, servers)
     hosts = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?
     runtime: Runtime | HostsRuntime
     if hosts:  # each role on its own Docker host, each host's CPUs its own plan (the load generator's host's)

@@ -51,6 +51,7 @@ def parser() -> argparse.ArgumentParser:
     )
     overhead_cmd.add_argument("--rounds", help="docker/local rounds (ROUNDS, default 3)")
     _versus(sub)
+    _twin(sub)
     return p
 
 
@@ -112,3 +113,14 @@ def _versus(sub: Subparsers[argparse.ArgumentParser]) -> None:
         "--budget-s", default="", help="measuring time for all scenarios (default 120 per scenario run)"
     )
     versus_cmd.add_argument("--seed", default="", help="of the rounds' random order (default: drawn, and recorded)")
+
+
+def _twin(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    twin_cmd = sub.add_parser(
+        "twin",
+        help="a server beside its TechEmpower twin (a folder with twin.toml), both on the server's CPUs: "
+        "ours ÷ theirs per alternating round, their median and the rounds below 1 (docs/versus.md)",
+    )
+    twin_cmd.add_argument("--server", required=True)
+    twin_cmd.add_argument("--twin", required=True, help="the twin's folder (or its twin.toml)")
+    twin_cmd.add_argument("--rounds", default="", help="alternating rounds (ROUNDS, default 7)")

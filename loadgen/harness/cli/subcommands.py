@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from harness.basics.messages import fail, say
 from harness.calibrate import calibration
@@ -17,14 +18,16 @@ from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
 from harness.config.manifest import ManifestError, Server, build_steps, by_default, select, with_role
-from harness.measuring import overhead, planning, probing, steadiness
+from harness.measuring import overhead, planning, probing, steadiness, twins
 from harness.measuring.campaign import run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
+from harness.measuring.twin_table import load_twin
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime, get_runtime
+from harness.tools.availability import check_tools
 from harness.versus import flow as versus
 
 
@@ -215,3 +218,15 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Configuration, Session, list[S
     "bench": cmd_measure,
     "probe": probing.cmd_probe,
 }
+
+
+def cmd_twin(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
+    """`make twin`: `--server` beside its TechEmpower twin (`--twin`), on this machine's CPU plan (docs/versus.md)."""
+    if args.server not in servers:
+        raise ManifestError(f"unknown server {args.server!r}: one of {', '.join(sorted(servers))}")
+    twin = load_twin(Path(args.twin).expanduser())
+    check_tools({"wrk", "ab"})  # keep-alive and connection per request
+    settings = scenario_data.settings(config.profile, config.repeat)
+    options = twins.TwinOptions(rounds=config.rounds if args.rounds else 7, steadiness=settings.steadiness)
+    twins.run_twin(servers[args.server], twin, cpu_plan_of(config), options)
+    return 0

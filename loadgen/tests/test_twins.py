@@ -1,0 +1,216 @@
+"""`make twin` (issue 48): a twin's twin.toml read and refused line by line, the rounds' statistics on known numbers,
+and a real twin run on loopback (the tests' contract responder as ours and as the twin, very short rounds): both
+started, checked, alternated, stopped, and twin.json written in its shape."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import socket
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.basics.cpus import CpuPlan
+from harness.basics.machine import port_owner
+from harness.cli.subcommands import cmd_twin
+from harness.config import environment
+from harness.config.manifest import ManifestError, Server, discover
+from harness.measuring import twins
+from harness.measuring.twin_table import TwinError, first_of_round, load_twin, markdown, summary
+
+RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
+INTEGRATION_LOCK = Path("/tmp/harness-integration.lock")
+ROUTES = '["id", "hello", "backend", "tweets", "factorial", "fibonacci"]'
+GOOD = """
+ours = "node"
+entry = "TechEmpower frameworks/JavaScript/nodejs"
+run = ["node", "app.js"]
+port = 9505
+env = { NODE_ENV = "production" }
+warmup_connections = 0
+[routes]
+"/plaintext" = "/hello"
+"/json" = "/v1/tweets"
+"""
+
+
+def twin_folder(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "nodejs"
+    folder.mkdir(exist_ok=True)
+    (folder / "twin.toml").write_text(text)
+    return folder
+
+
+def test_a_twin_toml_is_read_with_its_routes_in_order(tmp_path):
+    twin = load_twin(twin_folder(tmp_path, GOOD))
+    assert (twin.ours, twin.run, twin.port, twin.name) == ("node", ("node", "app.js"), 9505, "nodejs")
+    assert twin.routes == (("/plaintext", "/hello"), ("/json", "/v1/tweets"))
+    assert twin.env == {"NODE_ENV": "production"} and twin.warmup_connections == 0
+    assert load_twin(twin_folder(tmp_path, GOOD) / "twin.toml") == twin  # the file itself names the same twin
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t.replace('ours = "node"\n', ""), "`ours` must be our server's name"),
+        (lambda t: t.replace('run = ["node", "app.js"]', "run = []"), "`run` must be a non-empty list"),
+        (lambda t: t.replace('run = ["node", "app.js"]', 'run = "node app.js"'), "`run` must be a non-empty list"),
+        (lambda t: t.replace("port = 9505", "port = 70000"), r"`port` must be a port number \(1-65535\)"),
+        (lambda t: t.replace("port = 9505", 'port = "9505"'), "`port` must be a port number"),
+        (lambda t: t.replace('NODE_ENV = "production"', "NODE_ENV = 1"), "`env` must be a table of strings"),
+        (lambda t: t.replace("warmup_connections = 0", "warmup_connections = -5"), "`warmup_connections` must be"),
+        (lambda t: t.split("[routes]")[0] + "[routes]\n", "`\\[routes\\]` must be a table of at least one route"),
+        (lambda t: t.replace('"/json" = "/v1/tweets"', '"json" = "/v1/tweets"'), "`\\[routes\\] 'json'` must be"),
+        (lambda t: t.replace('"/json" = "/v1/tweets"', '"/json" = 3'), "`\\[routes\\] '/json'` must be"),
+        (lambda t: t + "port = [", "not valid TOML"),
+    ],
+)
+def test_a_bad_twin_toml_is_refused_in_one_line_naming_its_field(tmp_path, change, message):
+    with pytest.raises(TwinError, match=message) as caught:
+        load_twin(twin_folder(tmp_path, change(GOOD)))
+    assert str(twin_folder(tmp_path, GOOD) / "twin.toml") in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_folder_without_twin_toml_is_refused(tmp_path):
+    with pytest.raises(TwinError, match=f"no twin.toml in {tmp_path}"):
+        load_twin(tmp_path)
+
+
+def test_an_unknown_server_and_a_twin_of_another_server_are_refused(tmp_path, monkeypatch):
+    servers = discover()
+    config = environment.read({}, servers)
+    args = argparse.Namespace(server="nope", twin=str(twin_folder(tmp_path, GOOD)), rounds="")
+    with pytest.raises(ManifestError, match="unknown server 'nope': one of .*node"):
+        cmd_twin(args, config, servers)
+    other = twin_folder(tmp_path, GOOD.replace('ours = "node"', 'ours = "express"'))
+    with pytest.raises(TwinError, match="is the twin of 'express', not of 'node'"):
+        twins.run_twin(servers["node"], load_twin(other), CpuPlan((0,), (1,), (1,)), twins.TwinOptions(), tmp_path)
+
+
+def test_the_rounds_ratios_median_interval_and_count_below_one_on_known_numbers():
+    ours = [90.0, 110.0, 95.0, 100.0, 80.0, 120.0, 99.0]
+    out = summary(ours, [100.0] * 7)
+    assert out["ratios"] == [0.9, 1.1, 0.95, 1.0, 0.8, 1.2, 0.99]
+    assert out["median_ratio"] == 0.99
+    assert out["below_1"] == 4  # 1.0 itself is not below
+    # 7 rounds: [x_(2), x_(6)] covers the median 87.5 % of the time, short of 95 %: min-max at 1 - 2/128
+    assert out["interval"] == {"low": 0.8, "high": 1.2, "level": 0.984375, "method": "order-statistic", "k": 1}
+    assert (out["ours_median_rps"], out["theirs_median_rps"], out["rounds"]) == (99.0, 100.0, 7)
+    ten = summary([float(x) for x in range(91, 101)], [100.0] * 10)  # 10 rounds: [x_(2), x_(9)] at 97.9 %
+    assert (ten["interval"]["low"], ten["interval"]["high"], ten["interval"]["k"]) == (0.92, 0.99, 2)
+    assert ten["median_ratio"] == 0.955 and ten["below_1"] == 9
+    with pytest.raises(ValueError, match="rounds differ"):
+        summary([1.0], [1.0, 2.0])
+
+
+def test_rounds_alternate_ours_first_on_even_rounds():
+    assert [first_of_round(k) for k in range(4)] == ["ours", "theirs", "ours", "theirs"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def integration_lock():
+    with INTEGRATION_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the machine's other real-server tests wait their turn, as this one does
+        yield
+
+
+def loopback_pair(tmp_path: Path) -> tuple[Server, Path]:
+    """The contract responder as our server `probe` and, on another port, as the twin (its folder's twin.toml)."""
+    ours_port, twin_port = free_port(), free_port()
+    servers = tmp_path / "servers" / "probe"
+    servers.mkdir(parents=True)
+    (servers / "manifest.toml").write_text(
+        f'[[server]]\nname = "probe"\nport = {ours_port}\nroutes = {ROUTES}\nstartup_timeout_s = 30\n'
+        f'run = ["{sys.executable}", "{RESPONDER}", "{{port}}", "probe"]\n'
+    )
+    folder = twin_folder(
+        tmp_path,
+        f'ours = "probe"\nrun = ["{sys.executable}", "{RESPONDER}", "{twin_port}", "te"]\nport = {twin_port}\n'
+        f'warmup_connections = 50\n[routes]\n"/hello" = "/hello"\n"/v1/tweets" = "/v1/tweets"\n',
+    )
+    return discover(tmp_path / "servers")["probe"], folder
+
+
+def test_a_real_twin_run_alternates_writes_twin_json_and_leaves_nothing_running(integration_lock, tmp_path):
+    server, folder = loopback_pair(tmp_path)
+    twin = load_twin(folder)
+    options = twins.TwinOptions(rounds=2, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30)
+    out = twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), options, root=tmp_path / "results")
+
+    assert out.name.endswith("-twin-probe") and (out / "twin.md").is_file() and (out / "twin.log").is_file()
+    result = json.loads((out / "twin.json").read_text())
+    assert (result["ours"], result["twin"], result["rounds"], result["cpus"]) == (
+        "probe", "nodejs", 2, {"server": "0", "loadgen": "1"}
+    )  # fmt: skip
+    assert [(p["ours_path"], p["theirs_path"], p["pattern"], p["tool"]) for p in result["pairs"]] == [
+        ("/hello", "/hello", "keep-alive", "wrk"),
+        ("/hello", "/hello", "connection-per-request", "ab"),
+        ("/v1/tweets", "/v1/tweets", "keep-alive", "wrk"),
+        ("/v1/tweets", "/v1/tweets", "connection-per-request", "ab"),
+    ]
+    for pair in result["pairs"]:
+        assert len(pair["ratios"]) == pair["rounds"] == 2 and 0 <= pair["below_1"] <= 2
+        assert all(r > 0 for r in pair["ours_rps"] + pair["theirs_rps"])
+        assert pair["ratios"] == [round(o / t, 4) for o, t in zip(pair["ours_rps"], pair["theirs_rps"])]
+    sides = [(a["round"], a["pair"], a["pattern"], a["side"]) for a in result["attempts"]]
+    assert len(sides) == 2 * 2 * 2 * 2
+    assert sides[:2] == [(0, 0, "keep-alive", "ours"), (0, 0, "keep-alive", "theirs")]  # round 0: ours first
+    assert sides[8:10] == [(1, 0, "keep-alive", "theirs"), (1, 0, "keep-alive", "ours")]  # round 1: theirs first
+    assert result["steadiness"] == {"before": None, "after": None}  # no probe asked for
+    assert "| /hello ÷ /hello | keep-alive |" in (out / "twin.md").read_text()
+    assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
+    assert not [p for p in psutil.Process().children(recursive=True) if "contract_server" in " ".join(p.cmdline())]
+
+
+def test_a_busy_twin_port_is_refused_before_anything_starts(tmp_path):
+    server, folder = loopback_pair(tmp_path)
+    twin = load_twin(folder)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", twin.port))
+        holder.listen()
+        with pytest.raises(TwinError, match=f"port {twin.port} is in use by pid"):
+            twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), twins.TwinOptions(), root=tmp_path / "results")
+    assert port_owner("127.0.0.1", server.port) is None  # ours was never started
+
+
+def test_a_twin_that_dies_while_starting_is_reported_with_its_log_and_ours_is_stopped(tmp_path):
+    server, folder = loopback_pair(tmp_path)
+    (folder / "twin.toml").write_text(
+        (folder / "twin.toml").read_text().replace(f'"{RESPONDER}"', '"-c", "print(\'no such server\'); exit(3)"')
+    )
+    with pytest.raises(TwinError, match="exited \\(3\\) while starting; its log:\n.*no such server"):
+        twins.run_twin(
+            server, load_twin(folder), CpuPlan((0,), (1,), (1,)), twins.TwinOptions(), root=tmp_path / "results"
+        )
+    assert port_owner("127.0.0.1", server.port) is None
+
+
+def test_the_markdown_table_has_a_line_per_pair_and_the_probe_before_and_after():
+    pair = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", **summary([9.0], [10.0])}
+    probe = {"cv": {"server": 0.05, "loadgen": 0.02}, "cpus": {"server": 0, "loadgen": 1}, "seconds": 9, "window_s": 1}
+    text = markdown(
+        {
+            "ours": "node",
+            "twin": "nodejs",
+            "stamp": "x",
+            "entry": "",
+            "versions": "",
+            "cpus": {"server": "0", "loadgen": "1"},
+            "rounds": 1,
+            "attempt_s": 3,
+            "pairs": [pair],
+            "steadiness": {"before": probe, "after": None},
+        }
+    )
+    assert "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 | 5.0 % → - |" in text
