@@ -16,11 +16,11 @@ import pytest
 
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import port_owner
-from harness.cli.subcommands import cmd_twin
-from harness.config import environment
+from harness.cli.subcommands import twin_inputs
 from harness.config.manifest import ManifestError, Server, discover
 from harness.measuring import twins
 from harness.measuring.twin_table import TwinError, first_of_round, load_twin, markdown, summary
+from harness.tools.availability import PreflightError
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 INTEGRATION_LOCK = Path("/tmp/harness-integration.lock")
@@ -81,15 +81,26 @@ def test_a_folder_without_twin_toml_is_refused(tmp_path):
         load_twin(tmp_path)
 
 
-def test_an_unknown_server_and_a_twin_of_another_server_are_refused(tmp_path, monkeypatch):
+def test_an_unknown_server_a_twin_of_another_and_a_missing_tool_are_refused_before_the_lock(tmp_path, monkeypatch):
     servers = discover()
-    config = environment.read({}, servers)
     args = argparse.Namespace(server="nope", twin=str(twin_folder(tmp_path, GOOD)), rounds="")
     with pytest.raises(ManifestError, match="unknown server 'nope': one of .*node"):
-        cmd_twin(args, config, servers)
-    other = twin_folder(tmp_path, GOOD.replace('ours = "node"', 'ours = "express"'))
-    with pytest.raises(TwinError, match="is the twin of 'express', not of 'node'"):
-        twins.run_twin(servers["node"], load_twin(other), CpuPlan((0,), (1,), (1,)), twins.TwinOptions(), tmp_path)
+        twin_inputs(args, servers)
+    args.server = "express"
+    with pytest.raises(TwinError, match="is the twin of 'node', not of 'express'"):
+        twin_inputs(args, servers)
+    args.server = "node"
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither wrk nor ab found
+    with pytest.raises(PreflightError, match="load tool\\(s\\) not installed: ab, wrk"):
+        twin_inputs(args, servers)
+    with pytest.raises(TwinError, match="is the twin of 'node', not of 'express'"):  # run_twin itself checks too
+        twins.run_twin(
+            servers["express"],
+            load_twin(twin_folder(tmp_path, GOOD)),
+            CpuPlan((0,), (1,), (1,)),
+            twins.TwinOptions(),
+            tmp_path,
+        )
 
 
 def test_the_rounds_ratios_median_interval_and_count_below_one_on_known_numbers():

@@ -15,7 +15,16 @@ from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
 from harness.cli.arguments import parser
 from harness.cli.placing import cpu_plan_of, hosts_runtime, names, targets, with_twin
-from harness.cli.subcommands import COMMANDS, cmd_build, cmd_calibrate, cmd_overhead, cmd_plan, cmd_twin, cmd_versus
+from harness.cli.subcommands import (
+    COMMANDS,
+    cmd_build,
+    cmd_calibrate,
+    cmd_overhead,
+    cmd_plan,
+    cmd_twin,
+    cmd_versus,
+    twin_inputs,
+)
 from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
@@ -52,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         config = environment.read(os.environ, servers, options(args))  # every variable checked, once, first
         if args.run_id:
             check_run_id(args.run_id)  # before anything starts; claimed when the run opens
+        if args.command == "twin":
+            twin_inputs(args, servers)  # a bad input said at once, not after waiting for the lock
         with one_command_at_a_time() if args.command in EXCLUSIVE else nullcontext():
             return run_command(args, config, servers)
     except (

@@ -23,7 +23,7 @@ from harness.measuring.campaign import run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
-from harness.measuring.twin_table import load_twin
+from harness.measuring.twin_table import Twin, TwinError, load_twin
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime, get_runtime
@@ -220,13 +220,21 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Configuration, Session, list[S
 }
 
 
-def cmd_twin(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
-    """`make twin`: `--server` beside its TechEmpower twin (`--twin`), on this machine's CPU plan (docs/versus.md)."""
+def twin_inputs(args: argparse.Namespace, servers: dict[str, Server]) -> tuple[Server, Twin]:
+    """`--server` and `--twin` checked, each bad one a one-line error, before the lock is waited for."""
     if args.server not in servers:
         raise ManifestError(f"unknown server {args.server!r}: one of {', '.join(sorted(servers))}")
     twin = load_twin(Path(args.twin).expanduser())
+    if twin.ours != args.server:
+        raise TwinError(f"{twin.folder}/twin.toml is the twin of {twin.ours!r}, not of {args.server!r}")
     check_tools({"wrk", "ab"})  # keep-alive and connection per request
+    return servers[args.server], twin
+
+
+def cmd_twin(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
+    """`make twin`: `--server` beside its TechEmpower twin (`--twin`), on this machine's CPU plan (docs/versus.md)."""
+    server, twin = twin_inputs(args, servers)
     settings = scenario_data.settings(config.profile, config.repeat)
     options = twins.TwinOptions(rounds=config.rounds if args.rounds else 7, steadiness=settings.steadiness)
-    twins.run_twin(servers[args.server], twin, cpu_plan_of(config), options)
+    twins.run_twin(server, twin, cpu_plan_of(config), options)
     return 0
