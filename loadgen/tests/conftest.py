@@ -1,9 +1,18 @@
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the runs the tests make go to a folder of their own (harness.basics.paths reads it), never results/; 0755: a
+# container's user writes the tools' side files under it
+os.environ["BENCH_RESULTS"] = tempfile.mkdtemp(prefix="bench-test-results-")
+os.chmod(os.environ["BENCH_RESULTS"], 0o755)
+atexit.register(shutil.rmtree, os.environ["BENCH_RESULTS"], True)
 
 
 # `make bench` in seconds: the command line of the harness with a scenario file of one short wrk scenario, for the tests

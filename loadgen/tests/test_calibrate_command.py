@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.basics.paths import RESULTS
 from harness.runtime.local import port_owner
 
 LOADGEN = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
     proc = subprocess.run(argv, cwd=LOADGEN, capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 1: a figure missed on this (shared) machine
     assert "known against measured" in proc.stdout
-    results = LOADGEN.parent / "results" / run_id
+    results = RESULTS / run_id
     data = json.loads((results / "results.json").read_text())
     [entry] = data["calibration"]
     assert (entry["tool"], entry["label"], entry["limit"], entry["failed"]) == ("wrk", "paced", "pace", None)

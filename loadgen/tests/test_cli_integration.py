@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness.basics.paths import RESULTS
 from harness.config.manifest import discover
 from harness.runtime import RuntimeFailure
 from harness.runtime.local import LocalRuntime, port_owner
@@ -62,7 +63,7 @@ def test_cli_run_writes_results_for_every_server_and_scenario(tmp_path):
     argv, env = harness("--servers", "rust nginx", "--run-id", f"test-{os.getpid()}", "run", "backend tweets")
     proc = subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    results = LOADGEN.parent / "results" / f"test-{os.getpid()}"
+    results = RESULTS / f"test-{os.getpid()}"
     data = json.loads((results / "results.json").read_text())
     assert data["conditions"]["runtime"] == "local" and data["conditions"]["cpus"]["server"]
     assert data["verification"]["rust"]["ok"]
@@ -94,7 +95,7 @@ def test_ctrl_c_stops_servers_and_tools_and_keeps_results():
     assert "interrupted" in output
     assert port_owner("127.0.0.1", PORTS["rust"]) is None and port_owner("127.0.0.1", PORTS["nginx"]) is None
     assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "wrk"], "a wrk outlived Ctrl-C"
-    assert json.loads((LOADGEN.parent / "results" / run_id / "results.json").read_text())["run_id"] == run_id
+    assert json.loads((RESULTS / run_id / "results.json").read_text())["run_id"] == run_id
 
 
 def test_interleaved_rounds_put_the_idle_server_to_sleep_and_ctrl_c_wakes_and_stops_it():
@@ -114,7 +115,7 @@ def test_interleaved_rounds_put_the_idle_server_to_sleep_and_ctrl_c_wakes_and_st
     assert seen_asleep, "no server slept while the other was measured\n" + output
     assert "order: interleaved" in output and proc.returncode == 130, output
     assert port_owner("127.0.0.1", PORTS["rust"]) is None and port_owner("127.0.0.1", PORTS["node"]) is None
-    order = json.loads((LOADGEN.parent / "results" / run_id / "results.json").read_text())["conditions"]["order"]
+    order = json.loads((RESULTS / run_id / "results.json").read_text())["conditions"]["order"]
     assert order["mode"] == "interleaved"
 
 

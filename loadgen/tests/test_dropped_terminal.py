@@ -21,10 +21,10 @@ import pytest
 
 from harness.basics import messages
 from harness.basics.machine import port_owner, wait_until
+from harness.basics.paths import RESULTS
 from harness.results import records as results
 
 LOADGEN = Path(__file__).resolve().parents[1]
-RESULTS = LOADGEN.parent / "results"
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORT = 28207
 SCENARIOS = """

@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from harness.basics.machine import port_owner, wait_until
+from harness.basics.paths import RESULTS
 from harness.config.manifest import discover
 from harness.measuring.ending import DEADLINE_CEILING_S, DEADLINE_FLOOR_S, INTERRUPT_GRACE_S, deadline_s
 from harness.results import records as results
@@ -28,7 +29,6 @@ from harness.runtime.protocol import exit_reason
 from harness.tools import TOOLS, LoadSpec
 
 LOADGEN = Path(__file__).resolve().parents[1]
-RESULTS = LOADGEN.parent / "results"
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCAL_PORTS = {"rust": 31086, "finagle": 31084, "nginx": 31000}  # away from the defaults and from other tests'
 # below 31768: the h2c ports (1000 above) must stay under the ephemeral range (32768-60999), where a client

@@ -22,6 +22,7 @@ import pytest
 from local_responder import CONTRACT_RESPONDER, running_responder
 
 from harness.basics.machine import port_owner
+from harness.basics.paths import RESULTS
 from harness.measuring.runner import Beside, Naming, measure
 from harness.results import records as results
 from harness.runtime.docker import engine_api
@@ -32,7 +33,6 @@ from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
 
 LOADGEN = Path(__file__).resolve().parents[1]
-RESULTS = LOADGEN.parent / "results"
 RESPONDER = CONTRACT_RESPONDER
 ODD_TOOL = Path(__file__).parent / "fixtures" / "odd_tool" / "odd_output.py"
 PORT = 28211

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.basics.machine import port_owner
+from harness.basics.paths import RESULTS
 from harness.config import scenarios
 from harness.config.manifest import discover, twin
 from harness.measuring.schedule import pattern, warmed_runs
@@ -22,7 +23,6 @@ from harness.runtime.docker import engine
 from harness.runtime.protocol import RuntimeFailure
 
 LOADGEN = Path(__file__).resolve().parents[1]
-RESULTS = LOADGEN.parent / "results"
 SERVERS = discover()
 
 

@@ -23,6 +23,7 @@ import pytest
 
 from harness.basics.cpus import plan
 from harness.basics.machine import port_owner, wait_until
+from harness.basics.paths import REPO
 from harness.config.manifest import discover
 from harness.measuring.lock import LOCK_FILE, HarnessBusy, one_command_at_a_time
 from harness.measuring.session import Session
@@ -285,9 +286,10 @@ def test_a_full_disk_keeps_the_records_measured_so_far_and_stops_the_servers(not
                 proc.kill()
         said = " ".join(output.split())
         assert proc.returncode == 1, output
+        shown = folder.relative_to(REPO) if folder.is_relative_to(REPO) else folder  # results/<run>, or the tests' own
         assert (
-            f"error: no space left on the device holding results/{run_id}: free some space; the 1 record(s) "
-            f"measured so far are in results/{run_id}/results.json"
+            f"error: no space left on the device holding {shown}: free some space; the 1 record(s) "
+            f"measured so far are in {shown}/results.json"
         ) in said
         assert "Traceback" not in output
         kept = results.load(folder / "results.json")

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.basics.paths import REPO
+from harness.basics.paths import REPO, RESULTS
 from harness.results import store
 
 LOADGEN = REPO / "loadgen"
@@ -84,7 +84,7 @@ def test_a_run_id_that_leaves_results_or_is_not_a_name_is_refused(run_id, tmp_pa
 
 def test_an_existing_run_id_is_refused_not_overwritten(tmp_path):
     taken = f"test-inputs-taken-{os.getpid()}"
-    folder = REPO / "results" / taken
+    folder = RESULTS / taken
     folder.mkdir(parents=True)
     (folder / "results.json").write_text("{}")
     try:

@@ -21,6 +21,7 @@ import pytest
 
 from harness.basics import interrupt
 from harness.basics.machine import port_owner, wait_until
+from harness.basics.paths import RESULTS
 from harness.config.manifest import discover
 from harness.measuring.runner import Beside, Naming, measure
 from harness.results import records as results
@@ -30,7 +31,6 @@ from harness.tools.load_plan import plan_load
 from harness.versus import checkout
 
 LOADGEN = Path(__file__).resolve().parents[1]
-RESULTS = LOADGEN.parent / "results"
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORTS = {"probe": 28201, "slowpoke": 28202}
 ROUTES = '["id", "hello", "backend", "tweets", "factorial", "fibonacci"]'

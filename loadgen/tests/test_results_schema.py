@@ -12,6 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from harness.basics.distribution import Distribution
+from harness.basics.paths import RESULTS
 
 LOADGEN = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((LOADGEN / "results.schema.json").read_text())
@@ -60,7 +61,7 @@ def test_a_run_writes_results_that_validate_with_whole_distributions():
     env = {**os.environ, "RUNTIME": "local", "REPEAT": "2"}
     proc = subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    data = json.loads((LOADGEN.parent / "results" / run_id / "results.json").read_text())
+    data = json.loads((RESULTS / run_id / "results.json").read_text())
     assert data["schema"] == 5 and not problems(data)
     tools = {r["tool"] for r in data["records"]}
     assert tools == {"ab", "wrk"}

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.basics.paths import RESULTS
 from harness.config import scenarios
 from harness.tools import TOOLS, LoadSpec, ToolFailed, register
 from harness.tools.output import Errors, Measurement
 
 SCRIPT = Path(__file__).parent / "fixtures" / "fake_tool" / "fake_load.py"
-RESULTS = Path(__file__).resolve().parents[2] / "results"
 PORTS = "rust=29086 nginx=29000"  # away from the defaults and from test_cli_integration's
 REQUESTS = 300
 SUMMARY = re.compile(r"^fake_load: (\d+) responses \((\d+) non-2xx\), (\d+) failed in ([\d.]+) s$", re.MULTILINE)
