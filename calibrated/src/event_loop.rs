@@ -4,7 +4,9 @@
 //! place of the previous wait, ahead of connections whose requests came earlier (with 8 connections burning 2 ms each,
 //! answers took 7 burns or 14, never the 8 of first come, first served). A request that must wait (its slot under the cap, its service time, its delay)
 //! parks its connection on a timer (timerfd: nanoseconds, where epoll_wait's own timeout has milliseconds) and the
-//! loop serves the others meanwhile; a CPU burn runs on the loop, so c connections on N loops take c·B/N each.
+//! loop serves the others meanwhile; for a slot under the cap the loop polls instead of sleeping (a sleeping loop's
+//! wake-up can come late). A CPU burn runs on the loop, timed by its timetable (`crate::burn_deadline`: a busy loop
+//! answers one request every B), so c connections on N loops take c·B/N each.
 //! A connection's requests are answered in order, one at a time (pipelined ones wait in its buffer).
 
 use std::cmp::Reverse;
@@ -13,7 +15,7 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::http::{self, Answer, Parsed};
 use crate::sys::{self, Epoll, EpollEvent, Timer, EPOLLET, EPOLLEXCLUSIVE, EPOLLIN, EPOLLOUT};
@@ -54,8 +56,9 @@ impl Conn {
         }
     }
 
-    /// Serves what the buffer holds until a request must wait (returns when it may go on) or nothing is left.
-    fn drive(&mut self, defaults: &Settings, shared: &Shared) -> Option<Instant> {
+    /// Serves what the buffer holds until a request must wait (returns when it may go on) or nothing is left;
+    /// `chain`: the end of the loop's latest burn while it has been busy since (`crate::burn_deadline`).
+    fn drive(&mut self, defaults: &Settings, shared: &Shared, chain: &mut Option<Instant>) -> Option<Instant> {
         loop {
             if let Some(p) = &self.pending {
                 if Instant::now() < p.until {
@@ -63,8 +66,12 @@ impl Conn {
                 }
                 let p = self.pending.take().expect("checked above");
                 match p.stage {
-                    Stage::Slot => self.after_slot(p.settings, p.start, p.keep, shared),
-                    Stage::Hold { number, delayed, failed } => self.answer_hello(number, delayed, failed, p.keep),
+                    Stage::Slot => self.after_slot(p.settings, (p.start, p.until), p.keep, shared, chain),
+                    Stage::Hold {
+                        number,
+                        delayed,
+                        failed,
+                    } => self.answer_hello(number, delayed, failed, p.keep),
                 }
                 continue;
             }
@@ -85,7 +92,7 @@ impl Conn {
             match path {
                 "/id" => self.answer(&Answer::ok("text/plain", "calibrated"), req.keep_alive),
                 "/hello" => match defaults.with_query(query) {
-                    Ok(settings) => self.begin(settings, Instant::now(), req.keep_alive, shared),
+                    Ok(settings) => self.begin(settings, Instant::now(), req.keep_alive, shared, chain),
                     Err(why) => self.answer(&Answer::bad_request(why), false),
                 },
                 _ => self.answer(&Answer::not_found(), req.keep_alive),
@@ -93,7 +100,7 @@ impl Conn {
         }
     }
 
-    fn begin(&mut self, settings: Settings, start: Instant, keep: bool, shared: &Shared) {
+    fn begin(&mut self, settings: Settings, start: Instant, keep: bool, shared: &Shared, chain: &mut Option<Instant>) {
         if settings.cap > 0 {
             let slot = shared.take_slot(settings.cap);
             if slot > Instant::now() {
@@ -107,11 +114,24 @@ impl Conn {
                 return;
             }
         }
-        self.after_slot(settings, start, keep, shared);
+        self.after_slot(settings, (start, start), keep, shared, chain);
     }
 
-    fn after_slot(&mut self, settings: Settings, start: Instant, keep: bool, shared: &Shared) {
-        crate::burn_cpu(std::time::Duration::from_micros(settings.burn_us));
+    /// The request's turn has come (`times`: when it was read, when its turn began): its burn, then its hold.
+    fn after_slot(
+        &mut self,
+        settings: Settings,
+        times: (Instant, Instant),
+        keep: bool,
+        shared: &Shared,
+        chain: &mut Option<Instant>,
+    ) {
+        let (start, began) = times;
+        if settings.burn_us > 0 {
+            let deadline = crate::burn_deadline(*chain, began, Duration::from_micros(settings.burn_us), Instant::now());
+            crate::spin_until(deadline);
+            *chain = Some(deadline);
+        }
         let (number, delayed, hold, failed) = shared.count(&settings);
         let until = start + hold;
         if until > Instant::now() {
@@ -119,7 +139,11 @@ impl Conn {
                 settings,
                 start,
                 keep,
-                stage: Stage::Hold { number, delayed, failed },
+                stage: Stage::Hold {
+                    number,
+                    delayed,
+                    failed,
+                },
                 until,
             });
         } else {
@@ -128,7 +152,11 @@ impl Conn {
     }
 
     fn answer_hello(&mut self, number: u64, delayed: bool, failed: bool, keep: bool) {
-        let answer = if failed { Answer::unavailable() } else { Answer::ok("text/plain; charset=utf-8", "Hello World") };
+        let answer = if failed {
+            Answer::unavailable()
+        } else {
+            Answer::ok("text/plain; charset=utf-8", "Hello World")
+        };
         let answer = answer.with_note(format!(
             "request={number}; delayed={}{}",
             u8::from(delayed),
@@ -177,6 +205,7 @@ struct Loop {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    chain: Option<Instant>, // the end of the latest burn, while the loop has not waited for work since
     defaults: Settings,
     shared: &'static Shared,
 }
@@ -197,7 +226,11 @@ impl Loop {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        if self.epoll.add(stream.as_raw_fd(), EPOLLIN | EPOLLET, id as u64).is_err() {
+        if self
+            .epoll
+            .add(stream.as_raw_fd(), EPOLLIN | EPOLLET, id as u64)
+            .is_err()
+        {
             self.free.push(id);
             return;
         }
@@ -219,7 +252,7 @@ impl Loop {
         };
         let alive = !readable || conn.read_in();
         let wake = if alive {
-            conn.drive(&self.defaults, self.shared)
+            conn.drive(&self.defaults, self.shared, &mut self.chain)
         } else {
             None
         };
@@ -232,13 +265,29 @@ impl Loop {
         }
         let want_out = !conn.out.is_empty();
         if want_out != conn.watching_out {
-            let events = if want_out { EPOLLIN | EPOLLOUT | EPOLLET } else { EPOLLIN | EPOLLET };
+            let events = if want_out {
+                EPOLLIN | EPOLLOUT | EPOLLET
+            } else {
+                EPOLLIN | EPOLLET
+            };
             let _ = self.epoll.modify(conn.stream.as_raw_fd(), events, id as u64);
             conn.watching_out = want_out;
         }
         if let Some(at) = wake {
             self.timers.push(Reverse((at, id)));
         }
+    }
+}
+
+impl Loop {
+    /// Whether the next timer is a request's slot under the cap: the loop polls for it rather than sleeping, since
+    /// a timer's wake-up can come late (an idle virtual CPU is slow to wake), and a late slot is a late answer.
+    fn waits_for_slot(&self) -> bool {
+        self.timers.peek().is_some_and(|&Reverse((_, id))| {
+            let conn = self.conns.get(id).and_then(|c| c.as_ref());
+            conn.and_then(|c| c.pending.as_ref())
+                .is_some_and(|p| matches!(p.stage, Stage::Slot))
+        })
     }
 }
 
@@ -250,6 +299,7 @@ pub fn run(listener: Arc<TcpListener>, defaults: Settings, shared: &'static Shar
         conns: Vec::new(),
         free: Vec::new(),
         timers: BinaryHeap::new(),
+        chain: None,
         defaults,
         shared,
     };
@@ -257,7 +307,13 @@ pub fn run(listener: Arc<TcpListener>, defaults: Settings, shared: &'static Shar
     lp.epoll.add(timer.0, EPOLLIN, TIMER)?;
     let mut events = vec![EpollEvent { events: 0, data: 0 }; 256];
     loop {
-        let n = lp.epoll.wait(&mut events)?;
+        let mut n = lp.epoll.wait(&mut events, false)?;
+        if n == 0 {
+            lp.chain = None; // nothing in hand: the loop waits for work, its next burn starts a new timetable
+            if !lp.waits_for_slot() {
+                n = lp.epoll.wait(&mut events, true)?;
+            }
+        }
         for event in &events[..n] {
             let (data, flags) = (event.data, event.events);
             match data {
@@ -274,7 +330,7 @@ pub fn run(listener: Arc<TcpListener>, defaults: Settings, shared: &'static Shar
             lp.timers.pop();
             lp.serve(id, false);
         }
-        if let Some(&Reverse((at, _))) = lp.timers.peek() {
+        if let Some(&Reverse((at, _))) = lp.timers.peek().filter(|_| !lp.waits_for_slot()) {
             timer.set(at.saturating_duration_since(Instant::now()));
         }
     }

@@ -3,8 +3,9 @@
 //!
 //! GET /hello answers "Hello World" after, in this order:
 //! - waiting for its slot under the rate cap (`cap` requests per second for all connections together; 0: none),
-//! - burning `burn_us` µs of CPU, measured on the thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID), so preemption
-//!   does not shorten it,
+//! - burning `burn_us` µs of CPU: the loop spins until B after its previous burn's end while it has had requests
+//!   waiting since (its own HTTP work inside the B, so a busy loop answers one request every B and spends B of CPU
+//!   on each), or B after the request's turn began on a loop that had waited for work (`burn_deadline`),
 //! - sleeping until `service_us` µs after the request was read (plus `delay_us` for 1 request in `every`, counted
 //!   over all connections: requests number 0, 1, 2, ...; every one whose number is `every - 1` modulo `every`),
 //! - and answering 503 "Unavailable" (as long as "Hello World", so a tool that compares lengths sees none changed) in
@@ -15,8 +16,9 @@
 //! environment at start (CAL_SERVICE_US, CAL_EVERY, CAL_DELAY_US, CAL_BURN_US, CAL_CAP, CAL_FAIL_EVERY).
 //!
 //! Design: one epoll event loop per core (SERVER_CORES, event_loop.rs), so that its own cost per request is small
-//! (a tool-bound calibration needs the tool to cost more per request than the server); a waiting request parks its
-//! connection on a nanosecond timer and holds only that connection, as the arithmetic of a closed loop assumes.
+//! (a tool-bound calibration needs the tool to cost more per request than the server); a request held for its service
+//! time parks its connection on a nanosecond timer and holds only that connection, as the arithmetic of a closed loop
+//! assumes; one waiting for its slot under the cap keeps the loop polling, so the slot is kept to the microsecond.
 //! GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the default action).
 //! Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a client can tell the
 //! delayed requests from the others (`; failed=1` on a 503).
@@ -129,14 +131,27 @@ impl Default for Shared {
     }
 }
 
-/// Spins until this thread has used `amount` more CPU time: exact in CPU, whatever else runs on the core.
-pub fn burn_cpu(amount: Duration) {
-    if amount.is_zero() {
-        return;
+/// How far a busy loop's answers may fall behind their timetable (one every B) and still be caught up: a loop that
+/// lost its core for a while (another process on it, the hypervisor) answers the requests whose times have passed
+/// at once, unburned, until it is on time again, so its rate stays 1/B; one further behind starts a new timetable.
+pub const MAX_LAG: Duration = Duration::from_millis(100);
+
+/// When a request that burns `burn` is answered. A loop that had it in hand without waiting for work since its
+/// previous burn (`previous`: that burn's end) answers it `burn` after that one: its own HTTP work between the two
+/// (the answer's write, the read, the parse) is inside the burn, so a busy loop answers one request every B exactly,
+/// and a stall shorter than the burn (or caught up, see MAX_LAG) moves no answer. A loop that waited for work
+/// answers `burn` after the request's turn began (`began`: it was read, or its slot under the cap came).
+pub fn burn_deadline(previous: Option<Instant>, began: Instant, burn: Duration, now: Instant) -> Instant {
+    match previous {
+        Some(p) if p + MAX_LAG >= now => p + burn,
+        _ => began + burn,
     }
-    let until = sys::thread_cpu_time() + amount;
+}
+
+/// Spins on the monotonic clock until `deadline`: the loop keeps its core, as a CPU-bound request would.
+pub fn spin_until(deadline: Instant) {
     let mut x: u64 = 1;
-    while sys::thread_cpu_time() < until {
+    while Instant::now() < deadline {
         for _ in 0..64 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
@@ -189,5 +204,35 @@ fn main() -> ExitCode {
             eprintln!("calibrated: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: Duration = Duration::from_micros(2000);
+
+    #[test]
+    fn a_busy_loop_answers_one_request_every_burn_whatever_its_own_work() {
+        let t0 = Instant::now();
+        let previous = t0 + B;
+        let read = previous + Duration::from_micros(40); // the loop's own HTTP work after the previous burn
+        assert_eq!(burn_deadline(Some(previous), read, B, read), previous + B);
+    }
+
+    #[test]
+    fn a_stall_is_caught_up_within_the_lag_and_restarts_the_timetable_beyond_it() {
+        let t0 = Instant::now();
+        let late = t0 + Duration::from_millis(30);
+        assert_eq!(burn_deadline(Some(t0), late, B, late), t0 + B); // already passed: answered at once
+        let far = t0 + MAX_LAG + Duration::from_millis(1);
+        assert_eq!(burn_deadline(Some(t0), far, B, far), far + B);
+    }
+
+    #[test]
+    fn a_loop_that_waited_for_work_burns_from_the_request_s_turn() {
+        let began = Instant::now();
+        assert_eq!(burn_deadline(None, began, B, began), began + B);
     }
 }

@@ -1,4 +1,4 @@
-//! The few Linux calls the standard library does not offer: epoll, timerfd, the thread's CPU clock and timer slack.
+//! The few Linux calls the standard library does not offer: epoll, timerfd and timer slack.
 
 use std::io;
 use std::time::Duration;
@@ -29,7 +29,6 @@ extern "C" {
     fn epoll_wait(epfd: i32, events: *mut EpollEvent, maxevents: i32, timeout: i32) -> i32;
     fn timerfd_create(clockid: i32, flags: i32) -> i32;
     fn timerfd_settime(fd: i32, flags: i32, new: *const Itimerspec, old: *mut Itimerspec) -> i32;
-    fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
     fn prctl(option: i32, arg2: u64, arg3: u64, arg4: u64, arg5: u64) -> i32;
     fn read(fd: i32, buf: *mut u8, count: usize) -> isize;
 }
@@ -41,7 +40,6 @@ pub const EPOLLET: u32 = 1 << 31;
 const EPOLL_CTL_ADD: i32 = 1;
 const EPOLL_CTL_MOD: i32 = 3;
 const CLOCK_MONOTONIC: i32 = 1;
-const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
 const PR_SET_TIMERSLACK: i32 = 29;
 const O_CLOEXEC_NONBLOCK: i32 = 0o2000000 | 0o4000;
 
@@ -75,10 +73,12 @@ impl Epoll {
         self.ctl(EPOLL_CTL_MOD, fd, events, data)
     }
 
-    /// Waits for events (forever: the timers are a timerfd among them); EINTR is no event.
-    pub fn wait(&self, events: &mut [EpollEvent]) -> io::Result<usize> {
+    /// Waits for events: `block` forever (the timers are a timerfd among them), or not at all (what is ready now);
+    /// EINTR is no event.
+    pub fn wait(&self, events: &mut [EpollEvent], block: bool) -> io::Result<usize> {
+        let timeout = if block { -1 } else { 0 };
         // SAFETY: the kernel writes at most events.len() entries into the slice
-        let n = unsafe { epoll_wait(self.0, events.as_mut_ptr(), events.len() as i32, -1) };
+        let n = unsafe { epoll_wait(self.0, events.as_mut_ptr(), events.len() as i32, timeout) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return if e.kind() == io::ErrorKind::Interrupted {
@@ -120,14 +120,6 @@ impl Timer {
         // SAFETY: reads at most 8 bytes into `count`
         unsafe { read(self.0, count.as_mut_ptr(), 8) };
     }
-}
-
-/// This thread's CPU time (user + system), from the kernel's per-thread clock.
-pub fn thread_cpu_time() -> Duration {
-    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec into memory we own; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
-    unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Timers of this thread end when asked, not up to 50 µs later (the default slack).
