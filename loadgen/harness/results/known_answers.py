@@ -1,8 +1,8 @@
 """What a load against the calibrated server (calibrated/, docs/calibrate.md) must measure, known from its
 settings and the load before anything runs, and the judgement of what a tool measured against it.
 
-The server's settings per request: a service time S, 1 request in k held D longer, a CPU burn B on its thread's own CPU
-clock, a rate cap R (all requests together). On N server cores:
+The server's settings per request: a service time S, 1 request in k held D longer, a CPU burn B (a busy loop answers one
+request every B, its own HTTP work inside it), a rate cap R (all requests together). On N server cores:
 - a closed loop of c connections runs at the lowest of its bounds: c / (S + D/k) (the sleeps: neither the server's CPU
   nor the tool is the limit), N / B (the server's CPU: the server is the limit), R (the cap); with none of them (no
   sleep, no burn, no cap) the tool is the limit and its rate is whatever the tool can send;
