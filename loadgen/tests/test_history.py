@@ -3,6 +3,7 @@ server's, a machine-wide 0.77× day called the machine's (and gone from the mach
 found where there is none at about the method's stated rate, conditions that differ never joined, make versus answers
 as paired ratios, the JSON for scripts, and the time 200 runs take."""
 
+import collections
 import json
 import statistics
 import time
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from harness.basics.paths import REPO
-from harness.history import adjustment, edivisive, history_command
+from harness.history import adjustment, edivisive, history_command, timeline
 from harness.history.timeline import Selection
 
 QUIET_RUN = REPO.parent / "shared" / "runs" / "20261123-224346-bench" / "results.json"
@@ -222,3 +223,53 @@ def test_the_readmes_adjustment_figure_is_what_the_recorded_runs_give():
     h = history_command.gather(Selection([str(QUIET_RUN.parents[1] / "*")]), lambda name: None)
     assert adjustment.overall(adjustment.by_pure_cpu_stand_in(h.series)) == pytest.approx(0.41, abs=0.005)
     assert adjustment.by_probe(h.series) == []
+
+
+def probed(mean: float, disagreement: float) -> dict:
+    """The probe's readings before and after a run: `mean` × 9e6 loops/s, `disagreement` apart (a log ratio)."""
+    half = np.exp(disagreement / 2)
+    return {
+        "before": {"rate": {"server": 9e6 * mean * half, "loadgen": 9e6 * mean * half}},
+        "after": {"rate": {"server": 9e6 * mean / half, "loadgen": 9e6 * mean / half}},
+    }
+
+
+def test_only_a_run_whose_probe_rate_moved_beyond_its_own_noise_is_divided(tmp_path):
+    """Six runs whose probe rate wobbles by less than its readings before and after a run disagree (10 %), then a
+    0.77x day: the six are left as measured (dividing them would add the probe's noise), the day's two divided."""
+    means = [1.0, 0.97, 1.03, 1.0, 0.96, 1.02, 0.77, 0.77]
+    for i, mean in enumerate(means):
+        write_run(tmp_path, i, {"node": 1000.0 * mean}, steadiness=probed(mean, 0.1))
+    h = history(tmp_path)
+    by_metric = {s.metric: [p.value for p in s.points] for s in h.series if s.server == "node"}
+    reference = statistics.median(means)
+    assert by_metric["rps_adjusted"][:6] == by_metric["rps"][:6]
+    assert by_metric["rps_adjusted"][6:] == pytest.approx([1000.0 * reference] * 2, rel=1e-9)
+    assert any("own noise 10.5 %" in n and "2 of 8 runs beyond it" in n for n in h.notes), h.notes
+
+
+def test_runs_without_the_probes_rate_are_left_out_of_the_adjusted_series_only(tmp_path):
+    """Two recorded runs from before the rate was kept, then three with it: the adjusted series has the three."""
+    for i in range(5):
+        write_run(tmp_path, i, {"node": 1000.0}, **({"steadiness": {}} if i < 2 else {}))
+    series = {s.metric: s for s in history(tmp_path).series if s.server == "node"}
+    assert len(series["rps"].points) == 5
+    assert [p.run.run_id for p in series["rps_adjusted"].points] == [p.run.run_id for p in series["rps"].points[2:]]
+
+
+TODAYS_BENCHES = [REPO / "results" / f"20261126-{t}-bench" for t in ("101555", "103829", "110403", "112226")]
+
+
+@pytest.mark.skipif(
+    not all((b / "results.json").is_file() for b in TODAYS_BENCHES),
+    reason="the four benches of 2026-11-26 are not here",
+)
+def test_the_readmes_probe_figure_is_what_the_four_benches_of_2026_11_26_give(monkeypatch):
+    """README.md: divided by every run's probe rate, the four benches an hour apart lose 5 % of their run-to-run
+    req/s change; divided only beyond the probe's own noise (no run is), 0 %."""
+    h = history_command.gather(Selection([str(b) for b in TODAYS_BENCHES]), lambda name: None)
+    assert adjustment.overall(adjustment.by_probe(h.series)) == 0.0
+    assert sum("0 of 4 runs beyond it" in n for n in h.notes) == 2, h.notes
+    monkeypatch.setattr(timeline, "probe_noise", lambda machine: collections.defaultdict(float))
+    every_run = history_command.gather(Selection([str(b) for b in TODAYS_BENCHES]), lambda name: None)
+    assert adjustment.overall(adjustment.by_probe(every_run.series)) == pytest.approx(0.05, abs=0.005)

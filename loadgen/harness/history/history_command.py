@@ -5,6 +5,8 @@ starts nothing and takes no lock, so it runs beside a bench."""
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +16,18 @@ from harness.basics.messages import say
 from harness.basics.paths import RESULTS
 from harness.config.manifest import TWIN_SUFFIX, Server
 from harness.history import adjustment, changes, edivisive, history_page
-from harness.history.timeline import PairedPoint, Point, Selection, Series, build_series, paired_points, read_runs
+from harness.history.timeline import (
+    MACHINE,
+    PairedPoint,
+    Point,
+    Selection,
+    Series,
+    build_series,
+    machine_speed,
+    paired_points,
+    probe_noise,
+    read_runs,
+)
 
 DEFAULT_RUNS = "results/* ../shared/runs/*"
 
@@ -65,7 +78,23 @@ def _notes(series: list[Series]) -> list[str]:
     if no_rate:
         notes.append(
             f"{len(no_rate)} run(s) without the probe's absolute rate (kept from 2026-11-26 on): "
-            f"{', '.join(no_rate)}; their figures have no machine-speed-adjusted series"
+            f"{', '.join(no_rate)}; their figures are left out of the machine-speed-adjusted series"
+        )
+    return notes + _probe_notes([s for s in series if s.server == MACHINE])
+
+
+def _probe_notes(machine: list[Series]) -> list[str]:
+    """Per probe series: its own noise, and how many runs moved beyond it (the only ones the adjustment divides)."""
+    noise = probe_noise(machine)
+    notes = []
+    for s in machine:
+        reference = statistics.median(p.value for p in s.points)
+        moved = [p for p in s.points if machine_speed(p.value, reference, noise[(s.run, s.conditions)]) != 1.0]
+        notes.append(
+            f"the probe's {s.run} rate: own noise {math.expm1(noise[(s.run, s.conditions)]) * 100:.1f} % (the median "
+            f"disagreement of a run's readings before and after); {len(moved)} of {len(s.points)} runs beyond it, "
+            "the only ones the machine-speed-adjusted series divide"
+            + (f" ({', '.join(f'{p.run.run_id} {p.value / reference:.2f}x' for p in moved)})" if moved else "")
         )
     return notes
 

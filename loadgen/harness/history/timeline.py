@@ -10,6 +10,7 @@ kernel, tool versions, the server's version, attempts per record) is named at th
 from __future__ import annotations
 
 import glob
+import math
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +42,7 @@ class RunInfo:
     details: dict[str, str]  # what may change within a series, named where it does
     rate: dict[str, float]  # role -> loops per second of the pinned busy loop (before and after the run, averaged)
     versus: dict[str, Any] | None
+    rate_spread: dict[str, float] = field(default_factory=dict)  # role -> |log(after / before)|: the probe's own noise
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,15 @@ def _rate(conditions: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def _rate_spread(conditions: dict[str, Any]) -> dict[str, float]:
+    """Role -> |log(after / before)|: how far the probe's two readings of one run disagree (none: one reading)."""
+    probes = conditions.get("steadiness") or {}
+    before, after = (
+        (probes.get(k) or {}).get("rate") or {} if isinstance(probes.get(k), dict) else {} for k in ("before", "after")
+    )
+    return {r: abs(math.log(float(after[r]) / float(before[r]))) for r in ROLES if before.get(r) and after.get(r)}
+
+
 def run_info(run: Run) -> RunInfo:
     c = run.conditions
     machine = c.get("machine") or {}
@@ -152,6 +163,7 @@ def run_info(run: Run) -> RunInfo:
         details,
         _rate(c),
         c.get("versus"),
+        _rate_spread(c),
     )
 
 
@@ -214,7 +226,7 @@ def _wanted(record: Record, selection: Selection) -> bool:
 
 def build_series(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[Series]:
     """Raw series of every metric, then the machine's probe series, then each metric divided by the machine's
-    speed where every point of its series has it."""
+    speed at the runs that have it."""
     series: dict[tuple[str, str, str, str, str], Series] = {}
     for info, run in runs:
         if info.versus:  # paired rounds of two builds: answers of their own (paired_points), not points of a series
@@ -244,20 +256,40 @@ def probe_series(infos: list[RunInfo]) -> list[Series]:
     return list(out.values())
 
 
+def probe_noise(machine: list[Series]) -> dict[tuple[str, str], float]:
+    """Per probe series (role, conditions): the median disagreement |log(after / before)| of a run's two readings,
+    the probe's own noise; 0 where no run has both."""
+    out = {}
+    for s in machine:
+        role = s.run.removesuffix(" CPU")
+        spreads = [p.run.rate_spread[role] for p in s.points if role in p.run.rate_spread]
+        out[(s.run, s.conditions)] = statistics.median(spreads) if spreads else 0.0
+    return out
+
+
+def machine_speed(rate: float, reference: float, noise: float) -> float:
+    """A run's rate over its conditions' median; 1 while the two are no further apart than the probe's own noise
+    (within it, dividing adds the probe's noise to the figure and takes nothing of the machine's away)."""
+    speed = rate / reference
+    return speed if abs(math.log(speed)) > noise else 1.0
+
+
 def adjusted_series(raw: list[Series], machine: list[Series]) -> list[Series]:
-    """Each series whose every point has the probe's rate, divided by the machine's relative speed: the rate of its
-    role (the load generator's for a loadgen-saturated req/s) over the series' conditions' median rate."""
+    """Each series divided by the machine's relative speed (`machine_speed`) at the points whose run has the probe's
+    rate (the others left out): the rate of its role (the load generator's for a loadgen-saturated req/s) over the
+    median rate of its conditions."""
     reference = {(s.run, s.conditions): statistics.median(p.value for p in s.points) for s in machine}
+    noise = probe_noise(machine)
     out = []
     for s in raw:
         points = []
         for p in s.points:
             role = "loadgen" if s.metric == "rps" and LOADGEN_BOUND.name in p.flags else "server"
-            ref = reference.get((f"{role} CPU", s.conditions))
+            key = (f"{role} CPU", s.conditions)
             rate = p.run.rate.get(role)
-            if not ref or not rate:
-                break
-            speed = rate / ref
+            if not reference.get(key) or not rate:
+                continue
+            speed = machine_speed(rate, reference[key], noise[key])
             scale = 1 / speed if s.metric in FASTER_IS_HIGHER else speed
             points.append(
                 Point(
@@ -271,7 +303,7 @@ def adjusted_series(raw: list[Series], machine: list[Series]) -> list[Series]:
                     speed,
                 )
             )
-        else:
+        if points:
             out.append(Series(s.server, s.scenario, s.run, s.metric + ADJUSTED, s.conditions, points))
     return out
 
