@@ -2,7 +2,8 @@
 //! figures can be checked against a truth (README.md, "Calibration").
 //!
 //! GET /hello answers "Hello World" after, in this order:
-//! - waiting for its slot under the rate cap (`cap` requests per second for all connections together; 0: none),
+//! - waiting for its slot under the rate cap (`cap` requests per second for all connections together; 0: none;
+//!   while requests wait their turns, slots a stall passed are caught up within CAP_LAG: `next_slot`),
 //! - burning `burn_us` µs of CPU: the loop spins until B after its previous burn's end while it has had requests
 //!   waiting since (its own HTTP work inside the B, so a busy loop answers one request every B and spends B of CPU
 //!   on each), or B after the request's turn began on a loop that had waited for work (`burn_deadline`),
@@ -89,27 +90,26 @@ fn env_u64(name: &str) -> Result<u64, String> {
     }
 }
 
-/// Shared by every connection: the request counter (1 in k) and the rate cap's next free slot.
+/// Shared by every connection: the request counter (1 in k) and the rate cap's next free slot, with whether the cap
+/// is binding (the latest request had to wait for its turn, or was catching up).
 pub struct Shared {
     requests: AtomicU64,
-    next_slot: Mutex<Option<Instant>>,
+    next_slot: Mutex<(Option<Instant>, bool)>,
 }
 
 impl Shared {
     pub fn new() -> Shared {
         Shared {
             requests: AtomicU64::new(0),
-            next_slot: Mutex::new(None),
+            next_slot: Mutex::new((None, false)),
         }
     }
 
     /// The next free slot under a cap of `cap` requests per second (all connections together), taken.
     pub fn take_slot(&self, cap: u64) -> Instant {
-        let spacing = Duration::from_nanos(1_000_000_000 / cap);
-        let mut next = self.next_slot.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let slot = next.map_or(now, |n| n.max(now));
-        *next = Some(slot + spacing);
+        let mut state = self.next_slot.lock().unwrap_or_else(|e| e.into_inner());
+        let (slot, binding) = next_slot(*state, Instant::now());
+        *state = (Some(slot + Duration::from_nanos(1_000_000_000 / cap)), binding);
         slot
     }
 
@@ -124,6 +124,22 @@ impl Shared {
         (number, delayed, Duration::from_micros(hold), failed)
     }
 }
+
+/// A request's slot under the cap, from the next free one and whether the cap was binding, and whether it is binding
+/// now. While requests wait their turns, each takes the next slot, even one a stall passed (the loop held from its
+/// core) within CAP_LAG: answered at once, so the cap's rate is R whatever such a stall; otherwise (an open load under
+/// the cap, or a new load) a slot never lies before the request: the cap keeps no credit from idle time.
+pub fn next_slot(state: (Option<Instant>, bool), now: Instant) -> (Instant, bool) {
+    match state {
+        (Some(next), _) if next > now => (next, true),
+        (Some(next), true) if next + CAP_LAG >= now => (next, true),
+        _ => (now, false),
+    }
+}
+
+/// How far a binding cap's slots may have passed and still be caught up: short, so that a new load started just after
+/// a capped one ends takes at most this much of its credit (20 requests at 1,000/s).
+pub const CAP_LAG: Duration = Duration::from_millis(20);
 
 impl Default for Shared {
     fn default() -> Self {
@@ -228,6 +244,17 @@ mod tests {
         assert_eq!(burn_deadline(Some(t0), late, B, late), t0 + B); // already passed: answered at once
         let far = t0 + MAX_LAG + Duration::from_millis(1);
         assert_eq!(burn_deadline(Some(t0), far, B, far), far + B);
+    }
+
+    #[test]
+    fn a_binding_cap_catches_up_slots_a_stall_passed_and_an_idle_one_keeps_no_credit() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(next_slot((Some(t0 + ms(3)), false), t0), (t0 + ms(3), true)); // waits its turn
+        assert_eq!(next_slot((Some(t0), true), t0 + ms(5)), (t0, true)); // a stall passed it: at once
+        assert_eq!(next_slot((Some(t0), false), t0 + ms(5)), (t0 + ms(5), false)); // idle: no credit
+        assert_eq!(next_slot((Some(t0), true), t0 + ms(21)), (t0 + ms(21), false)); // beyond CAP_LAG
+        assert_eq!(next_slot((None, false), t0), (t0, false));
     }
 
     #[test]

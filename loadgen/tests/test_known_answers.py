@@ -102,6 +102,11 @@ def test_cpu_per_request_is_judged_only_where_the_server_is_the_limit():
     burn = ka.known(ka.ServerSettings(burn_us=2000), concurrency=8, server_cores=1)
     assert ka.judge_cost(burn, ka.Observed(rps=500, cost_us=2190)).ok is True
     assert ka.judge_cost(burn, ka.Observed(rps=500, cost_us=2210)).ok is False
+    starved = ka.judge_cost(burn, ka.Observed(rps=500, cost_us=1700, server_wait_ms=450.0))
+    assert starved.ok is False and starved.note == (
+        "-15.0%: a busy loop answers one request every B of wall time, so the time its core went to others (its "
+        "threads waited 450.0 ms in all for a CPU) is CPU it did not spend"
+    )
     paced = ka.known(PACED, concurrency=16, server_cores=1)
     assert ka.judge_cost(paced, ka.Observed(rps=1391, cost_us=80)).ok is None
 

@@ -251,8 +251,8 @@ def judge_rate(k: Known, m: Observed) -> Figure:
         )
     elif not ok and k.limit == CAP_LIMIT and off < 0:
         note += (
-            ": slots that passed with no request waiting are lost (the cap keeps no credit), so every stall of "
-            "the machine or the tool costs rate"
+            ": slots that passed with no request waiting are lost (the cap catches up only those a stall of under "
+            "20 ms passed while requests waited), so a longer stall of the machine or the tool costs rate"
         )
     elif not ok and k.limit == SERVER_LIMIT and off < 0:
         note += ": the server spends more than its burn per request (its own HTTP work)"
@@ -346,14 +346,18 @@ def judge_cost(k: Known, m: Observed) -> Figure:
         return Figure("CPU µs/req", k.cost_us, None, False, "the server's CPU was not sampled")
     off = m.cost_us / k.cost_us - 1
     ok = abs(off) <= COST_TOLERANCE
-    note = (
-        ""
-        if ok
-        else (
+    if ok:
+        note = ""
+    elif off > 0:
+        note = (
             f"{off:+.1%}: the server's own work per request (parsing, syscalls, a thread's wake-up) "
             f"is {m.cost_us - k.cost_us:.0f} µs beside the burn"
         )
-    )
+    else:
+        note = (
+            f"{off:+.1%}: a busy loop answers one request every B of wall time, so the time its core went to others "
+            f"(its threads waited {m.server_wait_ms or 0:.1f} ms in all for a CPU) is CPU it did not spend"
+        )
     return Figure("CPU µs/req", k.cost_us, m.cost_us, ok, note)
 
 
