@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from harness.basics.paths import REPO
-from harness.history import adjustment, edivisive, history_command, timeline
+from harness.history import adjustment, changes, edivisive, history_command, timeline
 from harness.history.timeline import Selection
 
 QUIET_RUN = REPO.parent / "shared" / "runs" / "20261123-224346-bench" / "results.json"
@@ -273,3 +273,20 @@ def test_the_readmes_probe_figure_is_what_the_four_benches_of_2026_11_26_give(mo
     monkeypatch.setattr(timeline, "probe_noise", lambda machine: collections.defaultdict(float))
     every_run = history_command.gather(Selection([str(b) for b in TODAYS_BENCHES]), lambda name: None)
     assert adjustment.overall(adjustment.by_probe(every_run.series)) == pytest.approx(0.05, abs=0.005)
+
+
+@pytest.mark.parametrize("others_drop, cause", [(0.85, "machine"), (1.0, "server")])
+def test_a_step_every_server_took_is_the_machines_though_found_in_one_series_only(tmp_path, others_drop, cause):
+    """Finagle's low-compute req/s at 10:38 on 2026-11-26 (-15 %, called its own) was a step all nine others took
+    (0.71-1.00x, median 0.84x): a change found in one series, whose run every other server crossed alike, is the
+    machine's; where the others stayed, the server's."""
+    for i in range(7):
+        rates = {s: 10_000.0 * (others_drop if i >= 4 else 1.0) for s in SERVERS[:5]}
+        rates["node"] = 10_000.0 * (0.85 if i >= 4 else 1.0)
+        write_run(tmp_path, i, rates)
+    series = history(tmp_path).series
+    [node] = [s for s in series if s.server == "node" and s.metric == "rps"]
+    found = changes.SeriesChange("node", "hello", "c100", "rps", node.points[4].run.run_id, 1e4, 8.5e3, -15.0, 0.96)
+    found.conditions = node.conditions
+    changes.attribute([found], series)
+    assert found.cause == cause

@@ -98,10 +98,36 @@ def minimum_runs() -> int:
     return n
 
 
+def _steps(series: list[Series]) -> dict[tuple[str, str, str, str, str], dict[str, float]]:
+    """(scenario, run, metric, conditions, run id) -> server -> the log ratio of its figure from the run before."""
+    out: dict[tuple[str, str, str, str, str], dict[str, float]] = {}
+    for s in series:
+        for a, b in zip(s.points, s.points[1:]):
+            out.setdefault((s.scenario, s.run, s.metric, s.conditions, b.run.run_id), {})[s.server] = math.log(
+                b.value / a.value
+            )
+    return out
+
+
+def moved_alike(c: SeriesChange, steps: dict[tuple[str, str, str, str, str], dict[str, float]]) -> bool:
+    """More than SHARED_SHARE of the other servers measured across that run in the same scenario run (at least two)
+    moved the same way there by at least half the change: a step every server took, though too short or noisy a
+    series to be found a change in theirs."""
+    size = math.log(c.after / c.before)
+    others = [
+        v
+        for server, v in steps.get((c.scenario, c.run, c.metric, c.conditions, c.at), {}).items()
+        if server != c.server
+    ]
+    alike = [v for v in others if v * size > 0 and abs(v) >= abs(size) / 2]
+    return len(alike) >= 2 and len(alike) > SHARED_SHARE * len(others)
+
+
 def attribute(changes: list[SeriesChange], series: list[Series]) -> None:
     """Each change's cause: `machine` where the probe changed at that run (a raw figure's change: one that dividing by
-    the probe leaves is not the probe's), or where more than SHARED_SHARE of the servers measured on both sides of
-    that run (and at least two) show a change of the same metric there."""
+    the probe leaves is not the probe's), where more than SHARED_SHARE of the servers measured on both sides of
+    that run (and at least two) show a change of the same metric there, or where they moved alike (`moved_alike`)."""
+    steps = _steps([s for s in series if s.server != MACHINE])
     probe_at = {c.at for c in changes if c.server == MACHINE}
     covering: dict[tuple[str, str], set[str]] = {}
     for s in series:
@@ -114,7 +140,8 @@ def attribute(changes: list[SeriesChange], series: list[Series]) -> None:
         servers = covering.get((c.at, c.metric), set()) - {MACHINE}
         shared = changed[(c.at, c.metric)] - {MACHINE}
         probe_moved = c.at in probe_at and not c.metric.endswith(ADJUSTED)  # left after dividing: not the probe's
-        if c.server == MACHINE or probe_moved or (len(shared) >= 2 and len(shared) > SHARED_SHARE * len(servers)):
+        found_alike = len(shared) >= 2 and len(shared) > SHARED_SHARE * len(servers)
+        if c.server == MACHINE or probe_moved or found_alike or moved_alike(c, steps):
             c.cause = "machine"
 
 
