@@ -7,7 +7,10 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
+import os
+import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -225,3 +228,43 @@ def test_the_markdown_table_has_a_line_per_pair_and_the_probe_before_and_after()
         }
     )
     assert "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 | 5.0 % → - |" in text
+
+
+RUN_TWIN = """
+import sys
+from pathlib import Path
+from harness.basics import interrupt
+from harness.basics.cpus import CpuPlan
+from harness.config.manifest import discover
+from harness.measuring import twins
+from harness.measuring.twin_table import load_twin
+interrupt.install()
+servers, folder, results = (Path(a) for a in sys.argv[1:])
+options = twins.TwinOptions(rounds=20, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30)
+try:
+    twins.run_twin(discover(servers)["probe"], load_twin(folder), CpuPlan((0,), (1,), (1,)), options, results)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_in_the_rounds_stops_both_servers_and_their_tools(integration_lock, tmp_path):
+    server, folder = loopback_pair(tmp_path)
+    twin = load_twin(folder)
+    argv = [sys.executable, "-c", RUN_TWIN, str(tmp_path / "servers"), str(folder), str(tmp_path / "results")]
+    proc = subprocess.Popen(
+        argv, cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    lines = []
+    for line in proc.stdout:  # until the rounds run
+        lines.append(line)
+        if "round 1/20" in line:
+            break
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group, the load tool too
+    assert proc.wait(60) == 130, "".join(lines) + proc.stdout.read()
+    assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
+    strays = [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    strays += [p for p in psutil.process_iter(["cmdline"]) if f"{RESPONDER}" in " ".join(p.info["cmdline"] or [])
+               and str(twin.port) in " ".join(p.info["cmdline"] or [])]  # fmt: skip
+    assert not strays
