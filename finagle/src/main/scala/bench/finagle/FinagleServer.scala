@@ -3,7 +3,9 @@ package bench.finagle
 import bench.contract.ServerEnv
 import com.twitter.concurrent.NamedPoolThreadFactory
 import com.twitter.finagle.Http
+import com.twitter.finagle.http.{Request, Response}
 import com.twitter.finagle.server.Listener
+import com.twitter.finagle.stack.nilStack
 import com.twitter.finagle.stats.NullStatsReceiver
 import com.twitter.finagle.tracing.NullTracer
 import com.twitter.util.{Await, Closable, Duration, FuturePool}
@@ -40,6 +42,12 @@ object FinagleServer {
 
     val service = ServerHeaders.andThen(new Routes(weather, cpuPool))
     val serverBase = Http.server
+      // No server stack modules, as Finagle's own TechEmpower entry serves (issue 48). With stats and tracing off
+      // they only pass each request along: tracing, stats, timeout/deadline/admission/concurrency limits (none set),
+      // Dtab and Finagle-Ctx header contexts, nack-to-503. What the contract needs is not in the stack: Server and
+      // Date come from ServerHeaders, 404 from Routes, a failed handler's 500 from the HTTP dispatcher, 400 for a
+      // malformed request from the Netty pipeline, and HTTP/2 is a listener/transport parameter.
+      .withStack(nilStack[Request, Response])
       .withStatsReceiver(NullStatsReceiver)
       .withTracer(NullTracer)
       .withCompressionLevel(0) // no gzip handler: the contract's responses are tiny and clients ask none
