@@ -187,27 +187,36 @@ def tool_note(
 
 
 GATLING_RESOLUTION_MS = 1.0  # its times are differences of whole-ms timestamps: within 1 ms of the truth either way
+AB_SLOWEST_RESOLUTION_MS = 0.5  # ab's -g file has whole ms, rounded
+
+
+def resolution_ms(load: CalibrationLoad, name: str) -> float:
+    """How far the tool's reading of figure `name` may lie from the time it measured, by its own resolution."""
+    if load.tool == "gatling":
+        return GATLING_RESOLUTION_MS
+    return AB_SLOWEST_RESOLUTION_MS if load.tool == "ab" and name == "p99.9" else 0.0
 
 
 def within_resolution(load: CalibrationLoad, figure: ka.Figure, known_ms: float | None) -> ka.Figure:
-    """`figure` judged by what the tool can read: Gatling times a request by two timestamps in whole ms, so a 10.3 ms
-    answer reads 10 or 11 ms, each reading within 1 ms of the truth either way (its mean too). Its max is its JVM's:
-    the JVM starts with the load (a warm-up run is another JVM), so its first requests carry its class loading and
-    JIT, which no setting of the server knows: judged only from below (a max under the server's slowest answer is a
-    request lost), above it said, not judged."""
-    if load.tool != "gatling" or known_ms is None or not isinstance(figure.measured, float | int):
+    """`figure` judged by what the tool can read: within the tolerance and the tool's resolution. Gatling times a
+    request by two timestamps in whole ms, so a 10.3 ms answer reads 10 or 11 ms (its mean too); ab's p99.9 is from its
+    -g file's whole ms. Gatling's max is its JVM's: the JVM starts with the load (a warm-up run is another JVM), so
+    its first requests carry its class loading and JIT, which no setting of the server knows: judged only from below
+    (a max under the server's slowest answer is a request lost), above it said, not judged."""
+    resolution = resolution_ms(load, figure.name)
+    if not resolution or known_ms is None or not isinstance(figure.measured, float | int):
         return figure
     off = figure.measured - known_ms
-    if figure.name == "max" and off >= -GATLING_RESOLUTION_MS:
+    if load.tool == "gatling" and figure.name == "max" and off >= -resolution:
         said = figure.note if figure.ok is False else "; ".join(n for n in (f"{off:+.3f} ms", figure.note) if n)
         figure.ok = None
         figure.note = (
             "not judged above the server's slowest answer: Gatling's slowest is its own fresh JVM's (class loading "
             f"and JIT with the load's first users); {said}"
         )
-    elif figure.ok is False and abs(off) <= GATLING_RESOLUTION_MS:
+    elif figure.ok is False and abs(off) <= max(ka.LATENCY_TOLERANCE * known_ms, ka.LATENCY_FLOOR_MS) + resolution:
         figure.ok = True
-        figure.note = f"within Gatling's whole-ms reading (±{GATLING_RESOLUTION_MS:g} ms of the truth); {figure.note}"
+        figure.note = f"within the tolerance and the tool's reading (±{resolution:g} ms of its time); {figure.note}"
     return figure
 
 
