@@ -118,6 +118,8 @@ def test_the_rounds_ratios_median_interval_and_count_below_one_on_known_numbers(
     ten = summary([float(x) for x in range(91, 101)], [100.0] * 10)  # 10 rounds: [x_(2), x_(9)] at 97.9 %
     assert (ten["interval"]["low"], ten["interval"]["high"], ten["interval"]["k"]) == (0.92, 0.99, 2)
     assert ten["median_ratio"] == 0.955 and ten["below_1"] == 9
+    one = summary([2.0], [3.0])  # the median and its interval read off the same rounded ratio, printed alike
+    assert one["ratios"] == [0.6667] and one["median_ratio"] == one["interval"]["low"] == one["interval"]["high"]
     with pytest.raises(ValueError, match="rounds differ"):
         summary([1.0], [1.0, 2.0])
 

@@ -96,9 +96,10 @@ def summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
     its order-statistic interval, how many rounds fall below 1, and each side's median req/s."""
     if len(ours) != len(theirs) or not ours:
         raise ValueError(f"rounds differ or are none: {len(ours)} of ours, {len(theirs)} of theirs")
-    ratios = [o / t if t > 0 else float("inf") for o, t in zip(ours, theirs, strict=True)]
+    # rounded first, so that the median, its interval and the count below 1 are read off the ratios as written
+    ratios = [round(o / t, 4) if t > 0 else float("inf") for o, t in zip(ours, theirs, strict=True)]
     return {
-        "ratios": [round(r, 4) for r in ratios],
+        "ratios": ratios,
         "median_ratio": round(stats.median(ratios), 4),
         "interval": stats.median_interval(ratios),
         "below_1": sum(r < 1 for r in ratios),
@@ -124,7 +125,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Entry: {result['entry'] or '-'}; versions: {result['versions'] or '-'}.",
         f"Both servers on CPU {result['cpus']['server']}, the load tools on CPU {result['cpus']['loadgen']}; "
-        f"{result['rounds']} alternating rounds (ours first on even rounds), {result['attempt_s']:g} s per attempt.",
+        f"{result['rounds']} alternating round{'s' if result['rounds'] != 1 else ''} (ours first on even rounds), "
+        f"{result['attempt_s']:g} s per attempt.",
         "",
         "| route pair (ours ÷ theirs) | pattern | median ratio | interval | rounds below 1 | ours req/s | theirs req/s | probe CV before → after |",
         "|---|---|---|---|---|---|---|---|",
