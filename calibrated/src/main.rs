@@ -197,10 +197,11 @@ fn run() -> Result<(), String> {
     let listener = Arc::new(listener);
     let shared: &'static Shared = Box::leak(Box::new(Shared::new()));
     println!("calibrated listening on http://{addr}, {cores} event loop(s) (defaults {defaults:?})");
+    let alone = cores <= 1;
     let loops: Vec<_> = (0..cores.max(1))
         .map(|_| {
             let listener = Arc::clone(&listener);
-            thread::spawn(move || event_loop::run(listener, defaults, shared))
+            thread::spawn(move || event_loop::run(listener, defaults, shared, alone))
         })
         .collect();
     for handle in loops {

@@ -216,3 +216,29 @@ def test_exactly_one_answer_in_m_is_a_503_as_long_as_a_hello(server):
     assert all(n % m == 0 and text == "Unavailable" for n, text in failed) and len(failed) == 40 // m
     assert all(note.get("failed") == "1" for status, _, note in answers if status == 503)
     assert all(text == "Hello World" and "failed" not in note for status, text, note in answers if status == 200)
+
+
+def test_connections_that_came_while_the_server_was_busy_are_served_in_the_order_they_came(server):
+    """Three connections open, each sending its request, while another's 30 ms burn runs; that one asks again the
+    moment its answer is in. First come, first served: the three first requests come before its second. (Taking one
+    waiting connection per pass of the ready list served the 8th of 8 new connections 28 burns late: wrk read 52 ms
+    for a 16 ms load.)"""
+    _, running = server
+    ask = request_bytes("/hello?burn_us=30000")
+    first = socket.create_connection((running.host, running.port))
+    first.sendall(ask)
+    time.sleep(0.005)  # its burn has begun
+    later = []
+    for _ in range(3):
+        conn = socket.create_connection((running.host, running.port))
+        conn.sendall(ask)
+        later.append(conn)
+    number = re.compile(rb"(?i)calibration: *request=(\d+)")
+    first_answer = answer_of(first)
+    first.sendall(ask)
+    again = int(number.search(answer_of(first)).group(1))
+    came = [int(number.search(answer_of(conn)).group(1)) for conn in later]
+    for conn in (first, *later):
+        conn.close()
+    assert int(number.search(first_answer).group(1)) < min(came)
+    assert came == sorted(came) and max(came) < again, (came, again)
