@@ -23,13 +23,9 @@ object AkkaServer {
     val env = new ServerEnv(8081)
     import env.{host, port}
 
-    // the default dispatcher and fibonacci-dispatcher sized to the CPUs the server is pinned to; the internal
-    // dispatcher (the TCP actors: every accept, read and write) is the default one, as the framework's TechEmpower
-    // entry has it: one pool, so a new connection is not handed between two pools' threads on the same cores
+    // the default dispatcher and fibonacci-dispatcher sized to the CPUs the server is pinned to
     implicit val system: ActorSystem = ActorSystem("akka-server",
-      ConfigFactory
-        .parseString(env.coreSizedDispatchers("akka") + "akka.actor.internal-dispatcher = \"akka.actor.default-dispatcher\"\n")
-        .withFallback(ConfigFactory.load()))
+      ConfigFactory.parseString(env.coreSizedDispatchers("akka")).withFallback(ConfigFactory.load()))
 
     val route = new AkkaServer(Uri(env.upstreamUrl)).route
     serve(Http().newServerAt(host, port), route, s"$host:$port", env.listening("akka"))
