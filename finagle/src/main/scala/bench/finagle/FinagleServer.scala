@@ -20,9 +20,11 @@ object FinagleServer {
     import env.{cores, host, port}
     val upstreamUrl = URI.create(env.upstreamUrl)
 
-    // Netty event loops: Finagle's default, max(8, 2 x CPUs), as its TechEmpower entry runs it. One loop per CPU
-    // read 0.86x that entry's rate on connection per request (finagle/PROFILE.md); the flag stays settable
-    // (-Dcom.twitter.finagle.netty4.numWorkers).
+    // One Netty event loop per CPU we are pinned to. Finagle's default is max(8, 2 x CPUs), sized for hosts that
+    // share CPUs with blocking work; here the I/O threads never block. This global flag is read from a system
+    // property the first time Finagle builds its worker pool, so it must be set before any server or client exists.
+    if (System.getProperty("com.twitter.finagle.netty4.numWorkers") == null)
+      System.setProperty("com.twitter.finagle.netty4.numWorkers", cores.toString)
 
     // Finagle's rule: never block or burn CPU on the Netty I/O threads, they serve every connection. /fibonacci runs on
     // a FuturePool over a fixed pool of SERVER_CORES threads: as many as the CPUs, so CPU-bound jobs queue instead of
