@@ -33,7 +33,7 @@ from harness.measuring.verification import verify
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import new_run_id
 from harness.runtime import RunningServer
-from harness.runtime.local import LocalRuntime, log_tail
+from harness.runtime.local import LocalRuntime, log_tail, spawn_server
 from harness.tools import TOOLS, LoadSpec, ToolFailed
 from harness.tools.adapter import ParseError
 from harness.tools.output import Measurement
@@ -127,15 +127,7 @@ def start_twin(twin: Twin, cpus: list[int], log: Path, timeout_s: float) -> Runn
     env = {**os.environ, **twin.env, "SERVER_CORES": str(len(cpus)), "PORT": str(twin.port)}
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out, interrupt.deferred():  # a Ctrl-C during the Popen raises once `proc` is kept
-        proc = subprocess.Popen(
-            pinned(list(twin.run), cpus),
-            cwd=twin.folder,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = spawn_server(list(twin.run), cpus, twin.folder, env, out)
         running = RunningServer(
             name=twin.name,
             host=HOST,

@@ -9,7 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 
@@ -64,6 +64,22 @@ def log_tail(path: str | Path, lines: int = 15) -> str:
     except OSError:
         return "(no log)"
     return indent("\n".join(text[-lines:]) or "(empty log)")
+
+
+def spawn_server(
+    argv: list[str], cpus: list[int], folder: Path, env: dict[str, str], log: IO[bytes]
+) -> subprocess.Popen[bytes]:
+    """A server process: `argv` pinned to `cpus`, run in `folder`, its output into the open `log`, in a process group of
+    its own (what `LocalRuntime.stop` kills whole) and with no stdin."""
+    return subprocess.Popen(
+        pinned(argv, cpus),
+        cwd=folder,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _check_ports_free(server: Server, host: str, port: int, env: dict[str, str]) -> None:
@@ -143,15 +159,7 @@ class LocalRuntime(OnThisMachine):
         try:
             with log.open("wb") as log_file, interrupt.deferred():  # a Ctrl-C during the Popen raises with `proc` set
                 try:
-                    proc = subprocess.Popen(
-                        pinned(argv, cpus),
-                        cwd=server.folder,
-                        env=child_env,
-                        stdout=log_file,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        start_new_session=True,
-                    )
+                    proc = spawn_server(argv, cpus, server.folder, child_env, log_file)
                 except OSError as exc:
                     raise RuntimeFailure(f"cannot start {server.name}: {exc}. Did `make build` run?") from exc
             self._children[proc.pid] = proc
