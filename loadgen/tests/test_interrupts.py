@@ -91,6 +91,7 @@ def start(
     ]
     env = {k: v for k, v in os.environ.items() if k not in ("SERVERS", "PORTS", "REPEAT", "ORDER", "PROFILE", "TWIN")}
     env["BENCH_SERVERS_DIR"] = str(servers_dir)
+    env["PYTHONFAULTHANDLER"] = "1"
     return subprocess.Popen(
         argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )  # its own group: the Ctrl-C below reaches it and its tools only
@@ -103,8 +104,15 @@ def ctrl_c(proc: subprocess.Popen) -> tuple[str, float]:
     try:
         output = proc.communicate(timeout=120)[0]
     except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail(f"the harness did not end within 120 s of Ctrl-C:\n{proc.communicate()[0]}")
+        # what it hangs in, should it ever: PYTHONFAULTHANDLER (set in start()) prints every thread's stack on SIGABRT
+        left = [" ".join(p.cmdline()) for p in psutil.Process(proc.pid).children(recursive=True)]
+        proc.send_signal(signal.SIGABRT)
+        try:
+            stacks = proc.communicate(timeout=10)[0]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stacks = proc.communicate()[0]
+        pytest.fail(f"the harness did not end within 120 s of Ctrl-C; its children: {left}; it said:\n{stacks}")
     return output, time.monotonic() - sent
 
 
@@ -157,11 +165,12 @@ def test_ctrl_c_while_a_server_starts(tmp_path, servers_dir):
     assert results.load(RESULTS / run_id / "results.json").records == []
 
 
-def test_ctrl_c_during_the_steadiness_probe(tmp_path, servers_dir):
-    run_id = f"test-int-probe-{os.getpid()}"
+@pytest.mark.parametrize("after_s", [0, 1])  # 0: while the probes' interpreters start (a traceback of theirs leaked)
+def test_ctrl_c_during_the_steadiness_probe(tmp_path, servers_dir, after_s):
+    run_id = f"test-int-probe-{os.getpid()}-{after_s}"
     proc, lines = start(tmp_path, servers_dir, "probe", run_id, steadiness=True), []
     wait_for_line(proc, "machine steadiness probe (before the run", 60, lines)
-    time.sleep(1)
+    time.sleep(after_s)
     output, took = ctrl_c(proc)
     interrupted("".join(lines) + output, took, proc)
     run = results.load(RESULTS / run_id / "results.json")

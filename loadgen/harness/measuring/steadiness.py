@@ -72,15 +72,23 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict[str, An
     procs = {}
     try:
         for role, cpu in cpus.items():
-            procs[role] = subprocess.Popen(
-                pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)], [cpu]),
-                stdout=subprocess.PIPE,
-                text=True,
-            )
+            with interrupt.deferred():  # a Ctrl-C inside Popen would lose the child
+                procs[role] = subprocess.Popen(
+                    pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)], [cpu]),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,  # a Ctrl-C in its interpreter's start prints a traceback: not the user's
+                    text=True,
+                )
         deadline = time.monotonic() + seconds + 30
         while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
             interrupt.sleep(0.1)  # a probe's output (a line per tick) fits the pipe: read once it has ended
-        outputs = {role: p.communicate(timeout=1)[0] for role, p in procs.items()}
+        ended = {role: p.communicate(timeout=1) for role, p in procs.items()}
+        outputs = {role: out for role, (out, _) in ended.items()}
+        for role, (out, err) in ended.items():
+            if not _rates(out):
+                warn(
+                    f"the steadiness probe on the {role}'s CPU printed no count (its reading is left out): {err.strip()[-300:]}"
+                )
     finally:
         for p in procs.values():
             if p.poll() is None:
