@@ -1,6 +1,7 @@
 package bench.play
 
 import bench.contract.ServerEnv
+import com.typesafe.config.ConfigFactory
 import java.net.URI
 import play.api.{Configuration, Environment, Mode}
 import play.api.routing.Router
@@ -20,13 +21,18 @@ object PlayServer {
     // application.conf plus the pool sizes that follow SERVER_CORES. Pekko's default dispatcher (which runs
     // the HTTP streams and the actions) would otherwise use at least 8 threads whatever the CPU count, and its
     // internal one (pekko-io's TCP actors: every accept, read and write) at least 4 (ServerEnv says what that costs).
-    val config = Configuration(
-      "pekko.actor.default-dispatcher.fork-join-executor.parallelism-min" -> cores,
-      "pekko.actor.default-dispatcher.fork-join-executor.parallelism-max" -> cores,
-      "pekko.actor.internal-dispatcher.fork-join-executor.parallelism-min" -> cores,
-      "pekko.actor.internal-dispatcher.fork-join-executor.parallelism-max" -> cores,
-      "contexts.cpu-bound.thread-pool-executor.fixed-pool-size" -> cores
-    ).withFallback(Configuration.load(env))
+    // A -D system property still wins over them (to measure another size without a rebuild).
+    val config = Configuration(ConfigFactory.systemProperties())
+      .withFallback(
+        Configuration(
+          "pekko.actor.default-dispatcher.fork-join-executor.parallelism-min" -> cores,
+          "pekko.actor.default-dispatcher.fork-join-executor.parallelism-max" -> cores,
+          "pekko.actor.internal-dispatcher.fork-join-executor.parallelism-min" -> cores,
+          "pekko.actor.internal-dispatcher.fork-join-executor.parallelism-max" -> cores,
+          "contexts.cpu-bound.thread-pool-executor.fixed-pool-size" -> cores
+        )
+      )
+      .withFallback(Configuration.load(env))
 
     val components = new DefaultPekkoHttpServerComponents {
       override lazy val environment: Environment = env
