@@ -1,6 +1,7 @@
 """`make twin` (issue 48): a twin's twin.toml read and refused line by line, the rounds' statistics on known numbers,
 and a real twin run on loopback (the tests' contract responder as ours and as the twin, very short rounds): both
-started, checked, alternated, stopped, and twin.json written in its shape."""
+started, checked, alternated, stopped, and twin.json written in its shape, its p99 figures those of the tools' own
+output."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from harness.basics.machine import port_owner
 from harness.cli.subcommands import twin_inputs
 from harness.config.manifest import ManifestError, Server, discover
 from harness.measuring import twins
-from harness.measuring.twin_table import TwinError, first_of_round, load_twin, markdown, summary
+from harness.measuring.twin_table import TwinError, first_of_round, load_twin, markdown, ms_text, p99_summary, summary
+from harness.tools import TOOLS
 from harness.tools.availability import PreflightError
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
@@ -124,6 +126,30 @@ def test_the_rounds_ratios_median_interval_and_count_below_one_on_known_numbers(
         summary([1.0], [1.0, 2.0])
 
 
+def test_the_rounds_p99_ratios_median_interval_and_count_above_one_on_known_numbers():
+    out = p99_summary([1.2, 0.9, 2.0, 1.0, 3.3, 1.1, 0.5], [1.0] * 7)
+    assert out["ratios"] == [1.2, 0.9, 2.0, 1.0, 3.3, 1.1, 0.5]
+    assert out["median_ratio"] == 1.1 and out["above_1"] == 4  # 1.0 itself is not above: not slower
+    assert out["interval"] == {"low": 0.5, "high": 3.3, "level": 0.984375, "method": "order-statistic", "k": 1}
+    assert (out["rounds"], out["ours_median_ms"], out["theirs_median_ms"]) == (7, 1.1, 1.0)
+    assert (out["ours_ms"], out["theirs_ms"]) == ([1.2, 0.9, 2.0, 1.0, 3.3, 1.1, 0.5], [1.0] * 7)
+    with pytest.raises(ValueError, match="rounds differ"):
+        p99_summary([1.0], [1.0, 2.0])
+
+
+def test_a_round_without_a_p99_on_either_side_has_no_ratio_and_is_left_out_not_counted_as_zero():
+    # round 1: ours gave none; round 2: theirs gave 0 (ab's whole-ms table of a fast p99); rounds 0 and 3 have ratios
+    out = p99_summary([3.0, None, 2.0, 1.0], [2.0, 1.0, 0.0, 4.0])
+    assert out["ratios"] == [1.5, None, None, 0.25]
+    assert (out["rounds"], out["median_ratio"], out["above_1"]) == (2, 0.875, 1)
+    assert (out["interval"]["low"], out["interval"]["high"]) == (0.25, 1.5)
+    assert (out["ours_median_ms"], out["theirs_median_ms"]) == (2.0, 3.0)  # over the same two rounds
+    none = p99_summary([None, None], [1.0, None])
+    assert none["ratios"] == [None, None] and none["rounds"] == 0
+    assert none["median_ratio"] is none["interval"] is none["above_1"] is none["ours_median_ms"] is None
+    assert none["theirs_median_ms"] is None
+
+
 def test_rounds_alternate_ours_first_on_even_rounds():
     assert [first_of_round(k) for k in range(4)] == ["ours", "theirs", "ours", "theirs"]
 
@@ -179,6 +205,7 @@ def test_a_real_twin_run_alternates_writes_twin_json_and_leaves_nothing_running(
         assert len(pair["ratios"]) == pair["rounds"] == 2 and 0 <= pair["below_1"] <= 2
         assert all(r > 0 for r in pair["ours_rps"] + pair["theirs_rps"])
         assert pair["ratios"] == [round(o / t, 4) for o, t in zip(pair["ours_rps"], pair["theirs_rps"])]
+    assert_p99_from_the_tools_output(result, out)
     sides = [(a["round"], a["pair"], a["pattern"], a["side"]) for a in result["attempts"]]
     assert len(sides) == 2 * 2 * 2 * 2
     assert sides[:2] == [(0, 0, "keep-alive", "ours"), (0, 0, "keep-alive", "theirs")]  # round 0: ours first
@@ -187,6 +214,35 @@ def test_a_real_twin_run_alternates_writes_twin_json_and_leaves_nothing_running(
     assert "| /hello ÷ /hello | keep-alive |" in (out / "twin.md").read_text()
     assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
     assert not [p for p in psutil.Process().children(recursive=True) if "contract_server" in " ".join(p.cmdline())]
+
+
+def assert_p99_from_the_tools_output(result: dict, out: Path) -> None:
+    """Each attempt's p99 is its tool's, read again by the tool's adapter from the output and files the run kept; each
+    pair's p99 ratios are ours ÷ theirs of those recorded figures; twin.md shows them."""
+    for a in result["attempts"]:
+        scratch = out / "raw" / f"round{a['round']}-{a['side']}-{a['pair']}-{a['pattern']}"
+        output = (scratch / "output.txt").read_text()
+        tool = "wrk" if a["pattern"] == "keep-alive" else "ab"
+        assert a["p99_ms"] > 0 and a["p99_ms"] == round(TOOLS[tool].parse(output, scratch).latency_ms["p99"], 3)
+        if tool == "wrk":
+            assert "Latency Distribution" in output  # run with --latency
+    table = (out / "twin.md").read_text()
+    assert "| p99 ratio | p99 interval | p99 rounds above 1 | ours p99 ms | theirs p99 ms |" in table
+    for i, pair in enumerate(result["pairs"]):
+        p99 = pair["p99"]
+        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
+        assert p99["ours_ms"] == [a["p99_ms"] for a in mine if a["side"] == "ours"]
+        assert p99["theirs_ms"] == [a["p99_ms"] for a in mine if a["side"] == "theirs"]
+        assert p99["ratios"] == [round(o / t, 4) for o, t in zip(p99["ours_ms"], p99["theirs_ms"])]
+        assert p99["rounds"] == 2 and p99["above_1"] == sum(r > 1 for r in p99["ratios"])
+        assert p99["median_ratio"] == round(sum(p99["ratios"]) / 2, 4) > 0
+        assert (p99["interval"]["low"], p99["interval"]["high"]) == (min(p99["ratios"]), max(p99["ratios"]))
+        assert p99["ours_median_ms"] == round(sum(p99["ours_ms"]) / 2, 3) > 0
+        assert p99["theirs_median_ms"] == round(sum(p99["theirs_ms"]) / 2, 3) > 0
+        assert (
+            f"| {p99['median_ratio']:.3f} | {p99['interval']['low']:.3f}-{p99['interval']['high']:.3f} (50%) | "
+            f"{p99['above_1']} of 2 | {ms_text(p99['ours_median_ms'])} | {ms_text(p99['theirs_median_ms'])} |"
+        ) in table
 
 
 def test_a_busy_twin_port_is_refused_before_anything_starts(tmp_path):
@@ -212,10 +268,9 @@ def test_a_twin_that_dies_while_starting_is_reported_with_its_log_and_ours_is_st
     assert port_owner("127.0.0.1", server.port) is None
 
 
-def test_the_markdown_table_has_a_line_per_pair_and_the_probe_before_and_after():
-    pair = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", **summary([9.0], [10.0])}
+def twin_md(pairs: list[dict]) -> str:
     probe = {"cv": {"server": 0.05, "loadgen": 0.02}, "cpus": {"server": 0, "loadgen": 1}, "seconds": 9, "window_s": 1}
-    text = markdown(
+    return markdown(
         {
             "ours": "node",
             "twin": "nodejs",
@@ -225,11 +280,34 @@ def test_the_markdown_table_has_a_line_per_pair_and_the_probe_before_and_after()
             "cpus": {"server": "0", "loadgen": "1"},
             "rounds": 1,
             "attempt_s": 3,
-            "pairs": [pair],
+            "pairs": pairs,
             "steadiness": {"before": probe, "after": None},
         }
     )
-    assert "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 | 5.0 % → - |" in text
+
+
+def test_the_markdown_table_has_a_line_per_pair_with_rate_p99_and_the_probe_before_and_after():
+    pair = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", **summary([9.0], [10.0])}
+    text = twin_md([{**pair, "p99": p99_summary([12.5], [2.5])}])
+    assert (
+        "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 "
+        "| 5.000 | 5.000-5.000 (0%) | 1 of 1 | 12.5 | 2.5 | 5.0 % → - |"
+    ) in text
+
+
+def test_a_missing_p99_reads_n_a_in_twin_md_never_0_and_an_older_twin_json_without_p99_still_reads():
+    pair = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", **summary([9.0], [10.0])}
+    rate = "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 "
+    missing = twin_md([{**pair, "p99": p99_summary([None], [2.5])}])  # ours' tool gave no p99
+    assert rate + "| n/a | n/a | n/a | n/a | n/a | 5.0 % → - |" in missing
+    older = twin_md([pair])  # a pair as twin.json held it before p99 was kept
+    assert rate + "| n/a | n/a | n/a | n/a | n/a | 5.0 % → - |" in older
+    assert [ms_text(None), ms_text(0.4123, " ms"), ms_text(73.97), ms_text(10234.0)] == [
+        "n/a",
+        "0.412 ms",
+        "74",
+        "10,234",
+    ]
 
 
 RUN_TWIN = """

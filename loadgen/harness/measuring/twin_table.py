@@ -1,6 +1,7 @@
 """A TechEmpower twin (issue 48) as `make twin` reads it, and what its rounds come to: the twin's twin.toml checked
-(the format is /work/te/SPEC.md's, kept outside this repository), each round's ratio ours ÷ theirs, their median
-with its order-statistic interval (harness.basics.stats), the rounds below 1, and the Markdown table of twin.md."""
+(the format is /work/te/SPEC.md's, kept outside this repository), each round's ratio ours ÷ theirs of req/s and of the
+tool's p99 latency, their medians with their order-statistic intervals (harness.basics.stats), the rounds below 1 on
+rate and above 1 on p99 (ours slower), and the Markdown table of twin.md."""
 
 from __future__ import annotations
 
@@ -109,6 +110,32 @@ def summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
     }
 
 
+def p99_summary(ours: list[float | None], theirs: list[float | None]) -> dict[str, Any]:
+    """The rounds of one route pair and pattern, each side's p99 latency (ms) round by round as its tool gave it (None:
+    it gave none): each round's ratio ours ÷ theirs, None where a side has no p99 or one of 0 (ab's whole-ms table
+    rounds a fast p99 down to 0: no ratio is made of it); and over the rounds that have a ratio, their median, its
+    order-statistic interval, how many are above 1 (ours slower), their count, and each side's median p99 in them.
+    Those are None when no round has a ratio."""
+    if len(ours) != len(theirs):
+        raise ValueError(f"rounds differ: {len(ours)} of ours, {len(theirs)} of theirs")
+    ratios = [
+        round(o / t, 4) if o is not None and t is not None and o > 0 and t > 0 else None
+        for o, t in zip(ours, theirs, strict=True)
+    ]
+    known = [(o, t, r) for o, t, r in zip(ours, theirs, ratios, strict=True) if r is not None]
+    out: dict[str, Any] = {"ratios": ratios, "rounds": len(known), "ours_ms": ours, "theirs_ms": theirs}
+    if not known:
+        return out | dict.fromkeys(("median_ratio", "interval", "above_1", "ours_median_ms", "theirs_median_ms"))
+    ours_known, theirs_known, ratios_known = ([float(x) for x in column] for column in zip(*known, strict=True))
+    return out | {
+        "median_ratio": round(stats.median(ratios_known), 4),
+        "interval": stats.median_interval(ratios_known),
+        "above_1": sum(r > 1 for r in ratios_known),
+        "ours_median_ms": round(stats.median(ours_known), 3),
+        "theirs_median_ms": round(stats.median(theirs_known), 3),
+    }
+
+
 def worst_cv(probe: dict[str, Any] | None) -> float | None:
     """The larger of the probe's two CPUs' coefficients of variation."""
     if not probe:
@@ -117,7 +144,8 @@ def worst_cv(probe: dict[str, Any] | None) -> float | None:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """twin.md: the table, one line per route pair and pattern, with the probe's reading before and after."""
+    """twin.md: the table, one line per route pair and pattern, with the probe's reading before and after. A pair
+    without p99 figures (a twin.json written before they were kept) reads n/a in their columns."""
     before, after = (worst_cv(result["steadiness"].get(w)) for w in ("before", "after"))
     probe = f"{_pct(before)} → {_pct(after)}"
     lines = [
@@ -128,19 +156,40 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['rounds']} alternating round{'s' if result['rounds'] != 1 else ''} (ours first on even rounds), "
         f"{result['attempt_s']:g} s per attempt.",
         "",
-        "| route pair (ours ÷ theirs) | pattern | median ratio | interval | rounds below 1 | ours req/s | theirs req/s | probe CV before → after |",
-        "|---|---|---|---|---|---|---|---|",
+        "| route pair (ours ÷ theirs) | pattern | median ratio | interval | rounds below 1 | ours req/s | theirs req/s "
+        "| p99 ratio | p99 interval | p99 rounds above 1 | ours p99 ms | theirs p99 ms | probe CV before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["pairs"]:
-        ci = row["interval"]
-        interval = f"{ci['low']:.3f}-{ci['high']:.3f} ({ci['level']:.0%})" if ci else "-"
+        p99 = row.get("p99") or {}
+        above = f"{p99['above_1']} of {p99['rounds']}" if p99.get("above_1") is not None else "n/a"
+        p99_ratio = f"{p99['median_ratio']:.3f}" if p99.get("median_ratio") is not None else "n/a"
         lines.append(
             f"| {row['ours_path']} ÷ {row['theirs_path']} | {row['pattern']} | {row['median_ratio']:.3f} | "
-            f"{interval} | {row['below_1']} of {row['rounds']} | {row['ours_median_rps']:,.0f} | "
-            f"{row['theirs_median_rps']:,.0f} | {probe} |"
+            f"{_interval(row['interval'], '-')} | {row['below_1']} of {row['rounds']} | {row['ours_median_rps']:,.0f} | "
+            f"{row['theirs_median_rps']:,.0f} | {p99_ratio} | {_interval(p99.get('interval'), 'n/a')} | {above} | "
+            f"{ms_text(p99.get('ours_median_ms'))} | {ms_text(p99.get('theirs_median_ms'))} | {probe} |"
         )
-    lines += ["", *(f"Probe {w}: {steadiness_text(result['steadiness'].get(w))}." for w in ("before", "after")), ""]
+    lines += [
+        "",
+        "p99: each side's p99 latency as its tool measured it (wrk --latency, ab's percentiles), the ratio ours ÷ "
+        "theirs round by round, its median and interval; above 1, ours answered slower. n/a: a tool gave no p99.",
+        "",
+        *(f"Probe {w}: {steadiness_text(result['steadiness'].get(w))}." for w in ("before", "after")),
+        "",
+    ]
     return "\n".join(lines)
+
+
+def ms_text(ms: float | None, unit: str = "") -> str:
+    """A latency in ms to three figures (whole ms from 100 up) followed by `unit`, or n/a when there is none."""
+    if ms is None:
+        return "n/a"
+    return (f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}") + unit
+
+
+def _interval(ci: dict[str, Any] | None, none: str) -> str:
+    return f"{ci['low']:.3f}-{ci['high']:.3f} ({ci['level']:.0%})" if ci else none
 
 
 def _pct(cv: float | None) -> str:

@@ -5,7 +5,8 @@ Both are started here and always stopped here, Ctrl-C and failures included (eac
 killed whole: runtime/local.py's stop). Each is checked first (ours against the contract, the twin for a 200 with a
 body on each of its routes), warmed alike (its `warmup_connections` of connection-per-request load, then each route
 pair on both patterns), then measured in alternating rounds: in round k, for each route pair and pattern, ours first
-when k is even and theirs first when it is odd, wrk for keep-alive and ab for connection per request. The machine's
+when k is even and theirs first when it is odd, wrk for keep-alive and ab for connection per request; each attempt
+keeps its req/s and its p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles). The machine's
 steadiness probe (steadiness.py, as `make bench` takes it) is read before and after. What the rounds come to
 (twin_table.py) is written to results/<stamp>-twin-<ours>/twin.json and twin.md."""
 
@@ -28,7 +29,17 @@ from harness.basics.messages import say
 from harness.basics.paths import RESULTS
 from harness.config.manifest import Server
 from harness.measuring import steadiness
-from harness.measuring.twin_table import PATTERNS, TOOL_OF, Twin, TwinError, first_of_round, markdown, summary
+from harness.measuring.twin_table import (
+    PATTERNS,
+    TOOL_OF,
+    Twin,
+    TwinError,
+    first_of_round,
+    markdown,
+    ms_text,
+    p99_summary,
+    summary,
+)
 from harness.measuring.verification import verify
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import new_run_id
@@ -240,7 +251,7 @@ def measure_rounds(
 ) -> list[dict[str, Any]]:
     """Every attempt of the rounds, in the order measured: round k measures each route pair and pattern on both sides
     back to back, ours first when k is even."""
-    attempts = []
+    attempts: list[dict[str, Any]] = []
     for k in range(options.rounds):
         order = (ours, theirs) if first_of_round(k) == "ours" else (theirs, ours)
         for n in range(len(ours.paths)):
@@ -261,27 +272,35 @@ def measure_rounds(
                             "requests": m.requests,
                             "errors": m.errors.total,
                             "length_errors": m.errors.length,
+                            "p99_ms": _p99(m),
                         }
                     )
                 say(
                     f"  round {k + 1}/{options.rounds} {theirs.paths[n]} {pattern}: "
-                    + ", ".join(f"{a['side']} {a['rps']:,.0f} req/s" for a in attempts[-2:])
+                    + ", ".join(
+                        f"{a['side']} {a['rps']:,.0f} req/s p99 {ms_text(a['p99_ms'], ' ms')}" for a in attempts[-2:]
+                    )
                 )
     return attempts
+
+
+def _p99(m: Measurement) -> float | None:
+    """The attempt's p99 in ms to the µs (wrk's and ab's own resolution), None where the tool gave none."""
+    p99 = m.latency_ms.get("p99")
+    return None if p99 is None else round(p99, 3)
 
 
 def _result(
     server: Server, twin: Twin, plan: CpuPlan, options: TwinOptions, attempts: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """twin.json's content but the stamp and the probe: the conditions, each route pair and pattern's summary, and
-    every attempt."""
+    """twin.json's content but the stamp and the probe: the conditions, each route pair and pattern's summary (on
+    rate, and on p99 under "p99"), and every attempt."""
     pairs = []
     for n, (theirs_path, ours_path) in enumerate(twin.routes):
         for pattern in PATTERNS:
-            rps = {
-                side: [a["rps"] for a in attempts if a["pair"] == n and a["pattern"] == pattern and a["side"] == side]
-                for side in ("ours", "theirs")
-            }
+            mine = [a for a in attempts if a["pair"] == n and a["pattern"] == pattern]
+            rps = {side: [a["rps"] for a in mine if a["side"] == side] for side in ("ours", "theirs")}
+            p99 = {side: [a["p99_ms"] for a in mine if a["side"] == side] for side in ("ours", "theirs")}
             pairs.append(
                 {
                     "theirs_path": theirs_path,
@@ -291,6 +310,7 @@ def _result(
                     **summary(rps["ours"], rps["theirs"]),
                     "ours_rps": rps["ours"],
                     "theirs_rps": rps["theirs"],
+                    "p99": p99_summary(p99["ours"], p99["theirs"]),
                 }
             )
     return {
