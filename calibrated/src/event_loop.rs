@@ -8,6 +8,8 @@
 //! wake-up can come late). A CPU burn runs on the loop, timed by its timetable (`crate::burn_deadline`: a busy loop
 //! answers one request every B), so c connections on N loops take c·B/N each.
 //! A connection's requests are answered in order, one at a time (pipelined ones wait in its buffer).
+//! Each loop keeps its account of the load (account.rs): a /hello request's read, and once its answer is written,
+//! when it was due and when it left.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -17,6 +19,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::account::Tally;
 use crate::http::{self, Answer, Parsed};
 use crate::sys::{self, Epoll, EpollEvent, Timer, EPOLLET, EPOLLEXCLUSIVE, EPOLLIN, EPOLLOUT};
 use crate::{Settings, Shared};
@@ -45,6 +48,15 @@ struct Conn {
     pending: Option<Pending>,
     close_after: bool,
     watching_out: bool,
+    unsent: Vec<(Instant, Instant)>, // the /hello answers in `out`: when each request was read, when it was due
+    written_at: Option<Instant>,     // when the latest answer left, while the connection is kept alive
+}
+
+/// What a loop's connections share: the settings' defaults, what all loops share, the loop's own account.
+struct Context<'a> {
+    defaults: &'a Settings,
+    shared: &'a Shared,
+    tally: &'a Tally,
 }
 
 impl Conn {
@@ -58,7 +70,8 @@ impl Conn {
 
     /// Serves what the buffer holds until a request must wait (returns when it may go on) or nothing is left;
     /// `chain`: the end of the loop's latest burn while it has been busy since (`crate::burn_deadline`).
-    fn drive(&mut self, defaults: &Settings, shared: &Shared, chain: &mut Option<Instant>) -> Option<Instant> {
+    fn drive(&mut self, cx: &Context, chain: &mut Option<Instant>) -> Option<Instant> {
+        let shared = cx.shared;
         loop {
             if let Some(p) = &self.pending {
                 if Instant::now() < p.until {
@@ -71,7 +84,7 @@ impl Conn {
                         number,
                         delayed,
                         failed,
-                    } => self.answer_hello(number, delayed, failed, p.keep),
+                    } => self.answer_hello((number, delayed, failed), p.keep, (p.start, p.until)),
                 }
                 continue;
             }
@@ -89,12 +102,26 @@ impl Conn {
             };
             self.buf.drain(..req.head_len + req.body_len);
             let (path, query) = req.target.split_once('?').unwrap_or((&req.target, ""));
+            let previous = self.written_at.take();
             match path {
                 "/id" => self.answer(&Answer::ok("text/plain", "calibrated"), req.keep_alive),
-                "/hello" => match defaults.with_query(query) {
-                    Ok(settings) => self.begin(settings, Instant::now(), req.keep_alive, shared, chain),
+                "/hello" => match cx.defaults.with_query(query) {
+                    Ok(settings) => {
+                        let read = Instant::now();
+                        let turnaround = previous.map(|w| read.saturating_duration_since(w).as_nanos() as u64);
+                        cx.tally.read(shared.generation(), shared.nanos(read), turnaround);
+                        self.begin(settings, read, req.keep_alive, shared, chain)
+                    }
                     Err(why) => self.answer(&Answer::bad_request(why), false),
                 },
+                "/calibration/stats" => self.answer(
+                    &Answer::ok("application/json", &shared.account().json()),
+                    req.keep_alive,
+                ),
+                "/calibration/reset" => {
+                    shared.reset_accounts();
+                    self.answer(&Answer::ok("application/json", "{\"reset\": true}"), req.keep_alive)
+                }
                 _ => self.answer(&Answer::not_found(), req.keep_alive),
             }
         }
@@ -127,10 +154,12 @@ impl Conn {
         chain: &mut Option<Instant>,
     ) {
         let (start, began) = times;
+        let mut due = began;
         if settings.burn_us > 0 {
             let deadline = crate::burn_deadline(*chain, began, Duration::from_micros(settings.burn_us), Instant::now());
             crate::spin_until(deadline);
             *chain = Some(deadline);
+            due = due.max(deadline);
         }
         let (number, delayed, hold, failed) = shared.count(&settings);
         let until = start + hold;
@@ -147,11 +176,15 @@ impl Conn {
                 until,
             });
         } else {
-            self.answer_hello(number, delayed, failed, keep);
+            self.answer_hello((number, delayed, failed), keep, (start, due.max(until)));
         }
     }
 
-    fn answer_hello(&mut self, number: u64, delayed: bool, failed: bool, keep: bool) {
+    /// `counted`: the request's number, whether it was delayed, whether it fails; `times`: when it was read, when its
+    /// answer was due (its slot, burn and hold done).
+    fn answer_hello(&mut self, counted: (u64, bool, bool), keep: bool, times: (Instant, Instant)) {
+        let (number, delayed, failed) = counted;
+        self.unsent.push(times);
         let answer = if failed {
             Answer::unavailable()
         } else {
@@ -163,6 +196,19 @@ impl Conn {
             if failed { "; failed=1" } else { "" }
         ));
         self.answer(&answer, keep);
+    }
+
+    /// The answers `out` held have left (it is empty): each counted in the loop's account, written now.
+    fn count_written(&mut self, cx: &Context) {
+        if self.unsent.is_empty() || !self.out.is_empty() {
+            return;
+        }
+        let (shared, generation, now) = (cx.shared, cx.shared.generation(), Instant::now());
+        for (read, due) in self.unsent.drain(..) {
+            cx.tally
+                .answered(generation, shared.nanos(read), shared.nanos(due), shared.nanos(now));
+        }
+        self.written_at = (!self.close_after).then_some(now);
     }
 
     /// Reads what has arrived; false when the peer closed or the connection failed.
@@ -208,6 +254,7 @@ struct Loop {
     chain: Option<Instant>, // the end of the latest burn, while the loop has not waited for work since
     defaults: Settings,
     shared: &'static Shared,
+    tally: Arc<Tally>,
 }
 
 impl Loop {
@@ -242,6 +289,8 @@ impl Loop {
             pending: None,
             close_after: false,
             watching_out: false,
+            unsent: Vec::new(),
+            written_at: None,
         };
         self.conns[id] = Some(conn);
         Some(Some(id))
@@ -267,12 +316,16 @@ impl Loop {
             return;
         };
         let alive = !readable || conn.read_in();
-        let wake = if alive {
-            conn.drive(&self.defaults, self.shared, &mut self.chain)
-        } else {
-            None
+        let cx = Context {
+            defaults: &self.defaults,
+            shared: self.shared,
+            tally: &self.tally,
         };
+        let wake = if alive { conn.drive(&cx, &mut self.chain) } else { None };
         let flushed = alive && conn.flush();
+        if flushed {
+            conn.count_written(&cx);
+        }
         let done = !flushed || (conn.close_after && conn.out.is_empty() && conn.pending.is_none());
         if done {
             self.conns[id] = None; // closing the socket takes it out of the epoll set
@@ -321,6 +374,7 @@ pub fn run(listener: Arc<TcpListener>, defaults: Settings, shared: &'static Shar
         chain: None,
         defaults,
         shared,
+        tally: shared.new_tally(),
     };
     lp.epoll.add(listener.as_raw_fd(), EPOLLIN | EPOLLEXCLUSIVE, LISTENER)?;
     lp.epoll.add(timer.0, EPOLLIN, TIMER)?;

@@ -23,7 +23,12 @@
 //! GET /id answers "calibrated". HTTP/1.1 keep-alive and pipelining, HTTP/1.0; SIGTERM ends it (the default action).
 //! Each /hello answer says what it was in a header, `Calibration: request=41; delayed=1`, so a client can tell the
 //! delayed requests from the others (`; failed=1` on a 503).
+//! GET /calibration/stats answers, as JSON, what the server saw of the load since GET /calibration/reset (account.rs):
+//! its answers over its span (first request read to last answer written), how late its answers left (written minus
+//! due: its timers' and its loop's wake-ups), and on keep-alive connections the time from an answer's write to the next
+//! request's read (the tool's turnaround): the parts of a closed loop's cycle that no setting of the server knows.
 
+mod account;
 mod event_loop;
 mod http;
 mod sys;
@@ -35,6 +40,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use account::{Account, Tally};
 
 const DEFAULT_PORT: u16 = 8089;
 
@@ -91,10 +98,14 @@ fn env_u64(name: &str) -> Result<u64, String> {
 }
 
 /// Shared by every connection: the request counter (1 in k) and the rate cap's next free slot, with whether the cap
-/// is binding (the latest request had to wait for its turn, or was catching up).
+/// is binding (the latest request had to wait for its turn, or was catching up); and the loops' accounts of the load
+/// (account.rs): their tallies, the generation a reset began, the epoch their times count from.
 pub struct Shared {
     requests: AtomicU64,
     next_slot: Mutex<(Option<Instant>, bool)>,
+    epoch: Instant,
+    generation: AtomicU64,
+    tallies: Mutex<Vec<Arc<Tally>>>,
 }
 
 impl Shared {
@@ -102,7 +113,44 @@ impl Shared {
         Shared {
             requests: AtomicU64::new(0),
             next_slot: Mutex::new((None, false)),
+            epoch: Instant::now(),
+            generation: AtomicU64::new(0),
+            tallies: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A new loop's tally, listed for the stats (locked once per loop, not per request).
+    pub fn new_tally(&self) -> Arc<Tally> {
+        let tally = Arc::new(Tally::default());
+        self.tallies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&tally));
+        tally
+    }
+
+    /// `at` in ns since the server started (the tallies' clock).
+    pub fn nanos(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// The generation the loops count in (a reset begins a new one).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Begins a new account: every loop's tally reads as empty until it counts again.
+    pub fn reset_accounts(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The loops' tallies of the current generation, merged.
+    pub fn account(&self) -> Account {
+        let generation = self.generation.load(Ordering::Acquire);
+        let tallies = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
+        tallies
+            .iter()
+            .fold(Account::default(), |sum, t| sum.merge(t.account(generation)))
     }
 
     /// The next free slot under a cap of `cap` requests per second (all connections together), taken.
