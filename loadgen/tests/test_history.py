@@ -177,6 +177,9 @@ def test_versus_runs_are_paired_ratios_and_the_json_has_changes_and_series(tmp_p
     assert len(node) == 1 and len(node[0]["points"]) == 1  # the versus run's records are not points of the series
     assert {"value", "low", "high", "flags", "commit", "runtime", "machine"} <= set(node[0]["points"][0])
     assert (tmp_path / "out" / "history" / "index.html").is_file()
+    page = (tmp_path / "out" / "history" / "index.md").read_text()
+    assert "changes kept at a false-discovery rate of 5 % over 0 series tested" in page
+    assert printed["discovery"] == {"false_discovery_rate": 0.05, "tested": 0, "threshold": 0.0}
 
 
 def test_200_runs_are_read_and_searched_well_under_a_second_each(tmp_path):
@@ -190,12 +193,14 @@ def test_200_runs_are_read_and_searched_well_under_a_second_each(tmp_path):
 
 
 def test_a_servers_change_has_the_commits_that_touched_its_folder_beside_it(tmp_path):
-    """Two commits of this repository: between 9e5aa0e and 7690406, 52e07bc touched node/ (h2c)."""
+    """Two commits of this repository: between 9e5aa0e and 7690406, 52e07bc touched node/ (h2c). 16 runs: over the
+    page's 26 series, a change kept at a false-discovery rate of 5 % needs p <= k 0.05 / 26, which 10 runs (at best
+    2 / C(10, 5) = 0.008) cannot reach."""
     rng = np.random.default_rng(11)
-    for i in range(10):
+    for i in range(16):
         rates = {s: 10_000.0 * np.exp(0.01 * rng.standard_normal()) for s in SERVERS[:4]}
-        rates["node"] *= 0.8 if i >= 5 else 1.0
-        write_run(tmp_path, i, rates, git_commit="9e5aa0e" if i < 5 else "7690406")
+        rates["node"] *= 0.8 if i >= 8 else 1.0
+        write_run(tmp_path, i, rates, git_commit="9e5aa0e" if i < 8 else "7690406")
     found = history_command.gather(Selection([str(tmp_path / "*")]), lambda name: REPO / name).changes
     node = [c for c in found if c.server == "node" and c.metric == "rps"]
     assert len(node) == 1 and node[0].cause == "server" and node[0].commit_range == ("9e5aa0e", "7690406")

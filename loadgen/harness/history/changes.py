@@ -1,7 +1,13 @@
 """The changes in every series of the timeline (E-divisive means, harness.history.edivisive, on the log of each
 figure: a change is a ratio whatever the level), their size and confidence, and their cause: a change that most
 servers show at the same run (or that the machine's own probe shows) is the machine's; one a server shows alone is
-that server's, with the commits between the two runs that touched its folder beside it."""
+that server's, with the commits between the two runs that touched its folder beside it.
+
+A page tests every series with enough runs, each at 5 %: by chance alone about one in twenty would show a change. The
+changes kept are those Benjamini-Hochberg keeps at FALSE_DISCOVERY_RATE over all the series tested (Benjamini, Y. and
+Hochberg, Y. (1995), "Controlling the False Discovery Rate", JRSS B 57(1)): of the series shown changed, at most that
+share, on average, have none. Written out (eight lines of numpy): scipy and statsmodels, which have it, are not
+dependencies of the harness."""
 
 from __future__ import annotations
 
@@ -11,13 +17,17 @@ import subprocess
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
+
+import numpy as np
 
 from harness.basics.paths import REPO
 from harness.history import edivisive
 from harness.history.timeline import ADJUSTED, MACHINE, Series, what_changed
 
 SHARED_SHARE = 0.5  # more than this share of the servers measured across a run changing there at once: the machine's
+FALSE_DISCOVERY_RATE = 0.05  # Benjamini-Hochberg's level over every series of a page
 
 
 @dataclass
@@ -58,12 +68,59 @@ class SeriesChange:
         }
 
 
-def series_changes(series: Series) -> list[SeriesChange]:
-    """The change points of one series (none while it is too short for the test to reach its level)."""
+@dataclass(frozen=True)
+class Discovery:
+    """How a page's changes were kept: the series tested and the largest p-value Benjamini-Hochberg kept (0: none)."""
+
+    tested: int
+    threshold: float
+
+    def sentence(self) -> str:
+        return (
+            f"changes kept at a false-discovery rate of {FALSE_DISCOVERY_RATE * 100:g} % over {self.tested} series "
+            f"tested (Benjamini-Hochberg over each series' change-point p-value: kept where p ≤ {self.threshold:.2g})"
+        )
+
+
+def benjamini_hochberg(p_values: list[float], rate: float) -> float:
+    """The largest p-value that Benjamini-Hochberg's step-up procedure keeps at `rate` (the largest p_(k), sorted,
+    with p_(k) <= k rate / m); every p at or below it is kept. 0.0 when none is."""
+    ordered = np.sort(np.asarray(p_values, dtype=float))
+    ranks = np.arange(1, len(ordered) + 1)
+    passing = np.flatnonzero(ordered <= ranks * rate / len(ordered))
+    return float(ordered[passing[-1]]) if len(passing) else 0.0
+
+
+def permutations_for(tested: int) -> int:
+    """Shuffles enough that p can reach half the smallest threshold Benjamini-Hochberg may ask of `tested` series
+    (rate / tested): 1 / (R + 1) <= rate / (2 tested)."""
+    return max(edivisive.PERMUTATIONS, math.ceil(2 * tested / FALSE_DISCOVERY_RATE) - 1)
+
+
+def _search(series: Series, most_permutations: int) -> list[edivisive.ChangePoint]:
+    """The series' change points at the test's own level, in the order found, on the log of its figures."""
     values = [math.log(p.value) for p in series.points]
     seed = zlib.crc32("|".join(series.key).encode())  # the same series, the same permutations, the same answer
-    found = sorted(edivisive.change_points(values, seed), key=lambda c: c.index)
-    cuts = [0, *(c.index for c in found), len(values)]
+    return edivisive.change_points(values, seed, most_permutations=most_permutations)
+
+
+def discover(series: list[Series]) -> tuple[list[tuple[Series, list[edivisive.ChangePoint]]], Discovery]:
+    """Each series with at least `minimum_runs` runs searched, then Benjamini-Hochberg over their p-values: a series'
+    p is its first (most significant) split's, 1 where none passed its own test (above 5 %, which BH at 5 % never
+    keeps). A series keeps its change points, in the order found, while p is at or below BH's threshold: the search
+    run at that level would have stopped at the first above it."""
+    tested = [s for s in series if len(s.points) >= minimum_runs()]
+    most = permutations_for(len(tested))
+    searched = [(s, _search(s, most)) for s in tested]
+    threshold = benjamini_hochberg([found[0].p_value if found else 1.0 for _, found in searched], FALSE_DISCOVERY_RATE)
+    kept = [(s, list(takewhile(lambda c: c.p_value <= threshold, found))) for s, found in searched]
+    return kept, Discovery(len(tested), threshold)
+
+
+def series_changes(series: Series, found: list[edivisive.ChangePoint]) -> list[SeriesChange]:
+    """The changes of one series at its change points `found`: sizes from the medians between them."""
+    found = sorted(found, key=lambda c: c.index)
+    cuts = [0, *(c.index for c in found), len(series.points)]
     out = []
     for k, cp in enumerate(found):
         before = statistics.median(p.value for p in series.points[cuts[k] : cp.index])
@@ -89,11 +146,11 @@ def series_changes(series: Series) -> list[SeriesChange]:
     return out
 
 
-def minimum_runs() -> int:
-    """The fewest runs in which a change can be significant at all: both sides at least MIN_SEGMENT long, and few
+def minimum_runs(level: float = edivisive.SIGNIFICANCE) -> int:
+    """The fewest runs in which a change can reach p <= `level` at all: both sides at least MIN_SEGMENT long, and few
     enough orderings that p can reach the level (a split of n into a and n - a has C(n, a) of them)."""
     n = 2 * edivisive.MIN_SEGMENT
-    while 2 / math.comb(n, n // 2) > edivisive.SIGNIFICANCE:
+    while 2 / math.comb(n, n // 2) > level:
         n += 1
     return n
 
@@ -145,9 +202,11 @@ def attribute(changes: list[SeriesChange], series: list[Series]) -> None:
             c.cause = "machine"
 
 
-def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) -> list[SeriesChange]:
-    """Every series' changes, attributed, newest first; a server's own with the commits that touched its folder."""
-    changes = [c for s in series if len(s.points) >= 2 * edivisive.MIN_SEGMENT for c in series_changes(s)]
+def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) -> tuple[list[SeriesChange], Discovery]:
+    """Every series' changes kept at the page's false-discovery rate (`discover`), attributed, newest first; a
+    server's own with the commits that touched its folder; and how they were kept."""
+    kept, discovery = discover(series)
+    changes = [c for s, found in kept for c in series_changes(s, found)]
     attribute(changes, series)
     commits = Commits()
     for c in changes:
@@ -155,9 +214,10 @@ def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) 
         if folder is not None:
             c.commits = commits.between(*c.commit_range, folder)
     order = {p.run.run_id: p.run.started_at or p.run.run_id for s in series for p in s.points}
-    return sorted(
+    newest_first = sorted(
         changes, key=lambda c: (str(order.get(c.at, c.at)), c.server, c.scenario, c.run, c.metric), reverse=True
     )
+    return newest_first, discovery
 
 
 class Commits:

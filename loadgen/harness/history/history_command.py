@@ -16,6 +16,7 @@ from harness.basics.messages import say
 from harness.basics.paths import RESULTS
 from harness.config.manifest import TWIN_SUFFIX, Server
 from harness.history import adjustment, changes, edivisive, history_page
+from harness.history.changes import Discovery
 from harness.history.timeline import (
     MACHINE,
     PairedPoint,
@@ -41,18 +42,19 @@ class Timeline:
     changes: list[changes.SeriesChange]
     paired: list[PairedPoint]
     notes: list[str]
+    discovery: Discovery
 
 
 def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> Timeline:
     skipped: list[str] = []
     runs = read_runs(selection, skipped)
     series = build_series(runs, selection)
-    found = changes.find_changes(series, folder_of)
-    notes = [f"left out, unreadable: {s}" for s in skipped] + _notes(series)
-    return Timeline([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes)
+    found, discovery = changes.find_changes(series, folder_of)
+    notes = [f"left out, unreadable: {s}" for s in skipped] + _notes(series, discovery.tested)
+    return Timeline([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes, discovery)
 
 
-def _notes(series: list[Series]) -> list[str]:
+def _notes(series: list[Series], tested: int) -> list[str]:
     """What a reader must know to read the page: too few runs for the test, series split by conditions, runs
     without the probe's rate."""
     notes = []
@@ -64,6 +66,13 @@ def _notes(series: list[Series]) -> list[str]:
             f"E-divisive's permutation test (5 %) can find a change (both sides at least "
             f"{edivisive.MIN_SEGMENT} runs, and enough orderings for p to reach 5 %): they are drawn, and "
             "no change can be significant in them yet"
+        )
+    if tested:
+        alone = changes.minimum_runs(changes.FALSE_DISCOVERY_RATE / tested)
+        notes.append(
+            f"over {tested} series tested, a change is kept only where its p is at most k × "
+            f"{changes.FALSE_DISCOVERY_RATE * 100:g} % / {tested} (k: its rank among the series' p-values, "
+            f"smallest first): a series that alone changed needs at least {alone} runs for p to get that low"
         )
     split: dict[tuple[str, str, str, str], set[str]] = {}
     for s in series:
@@ -148,6 +157,11 @@ def as_json(history: Timeline) -> dict[str, Any]:
             for p in history.paired
         ],
         "notes": history.notes,
+        "discovery": {
+            "false_discovery_rate": changes.FALSE_DISCOVERY_RATE,
+            "tested": history.discovery.tested,
+            "threshold": history.discovery.threshold,
+        },
     }
 
 
@@ -190,13 +204,14 @@ def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: 
         (history.series, history.changes, history.paired),
         history.notes + adjustment_lines(history.series),
         RESULTS / "history",
+        history.discovery,
     )
     if output == "json":
         print(json.dumps(as_json(history), ensure_ascii=False))
         return 0
     say(
-        f"{len(history.runs)} runs, {len(history.series)} series, {len(history.changes)} changes, "
-        f"{len(history.paired)} paired answers"
+        f"{len(history.runs)} runs, {len(history.series)} series, {len(history.changes)} changes "
+        f"({history.discovery.sentence()}), {len(history.paired)} paired answers"
     )
     for c in history.changes[:30]:
         say(

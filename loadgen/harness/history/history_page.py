@@ -9,7 +9,7 @@ from html import escape
 from pathlib import Path
 
 from harness.history.adjustment import day_steps
-from harness.history.changes import SeriesChange
+from harness.history.changes import Discovery, SeriesChange
 from harness.history.timeline import MACHINE, PairedPoint, Series
 
 CHANGE_HEADER = [
@@ -131,16 +131,21 @@ STYLE = (
 
 
 def write(
-    runs: list[str], found: tuple[list[Series], list[SeriesChange], list[PairedPoint]], notes: list[str], folder: Path
+    runs: list[str],
+    found: tuple[list[Series], list[SeriesChange], list[PairedPoint]],
+    notes: list[str],
+    folder: Path,
+    discovery: Discovery,
 ) -> list[Path]:
-    """index.html and index.md in `folder` for the runs read, their (series, changes, paired answers); returns their
-    paths."""
+    """index.html and index.md in `folder` for the runs read, their (series, changes, paired answers) and how the
+    changes were kept; returns their paths."""
     series, changes, paired = found
     folder.mkdir(parents=True, exist_ok=True)
     intro = (
         f"{len(runs)} runs ({', '.join(runs)}); {len(changes)} changes found by E-divisive means with a "
-        "permutation test (Matteson & James 2014; 5 %, 199 permutations) on the log of each figure; cause "
-        "`machine`: most servers (or the machine's own probe) changed at that run, `server`: that server alone."
+        "permutation test (Matteson & James 2014; 5 %, 199 permutations, more where a series passes) on the log "
+        f"of each figure, {discovery.sentence()}; cause `machine`: most servers (or the machine's own probe) "
+        "changed at that run, `server`: that server alone."
     )
     drawn = charts(series, changes, paired)
     html = [

@@ -1,0 +1,72 @@
+"""make history's changes over a whole page (harness/history/changes.py): kept at a false-discovery rate of 5 % over
+every series tested (Benjamini-Hochberg), so that a page of hundreds of flat series shows no change but at that rate,
+and a change its own series' test passes but the page's does not is not drawn."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+from test_history import history, recorded_noise, write_run
+
+from harness.history import changes, edivisive
+
+# Benjamini and Hochberg (1995), section 4: fifteen p-values of a trial; at 5 % the procedure keeps the four smallest
+# (Bonferroni, 0.05 / 15, three)
+PAPERS_P_VALUES = [
+    0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344,
+    0.0459, 0.3240, 0.4262, 0.5719, 0.6528, 0.7590, 1.0000,
+]  # fmt: skip
+
+
+def test_benjamini_hochberg_keeps_the_four_smallest_of_its_papers_fifteen_p_values():
+    threshold = changes.benjamini_hochberg(PAPERS_P_VALUES, 0.05)
+    assert threshold == 0.0095
+    assert sum(p <= threshold for p in PAPERS_P_VALUES) == 4
+    assert changes.benjamini_hochberg([0.2, 0.5, 0.9], 0.05) == 0.0
+
+
+def write_rps_run(root: Path, i: int, rates: dict[str, float]) -> None:
+    """Run i with only req/s (p99 and CPU µs/req, derived from it in write_run, would be the same series again) and
+    no probe rate (no adjusted copy): one independent series per server."""
+    write_run(root, i, rates, steadiness={})
+    path = next(root.glob(f"*-{i % 24:02d}0000-bench")) if i < 24 else next(root.glob(f"20261102-{i - 24:02d}*"))
+    run = json.loads((path / "results.json").read_text())
+    for record in run["records"]:
+        record["summary"] = {"rps": record["summary"]["rps"]}
+    (path / "results.json").write_text(json.dumps(run))
+
+
+def test_pages_of_300_flat_series_show_a_false_change_on_at_most_the_rate_of_pages(tmp_path):
+    """Eight pages of 300 series of 30 runs with no change (the recorded run-to-run noise): each series at 5 % would
+    show about 15 false changes per page. With no change anywhere, every change kept is false, so the false-discovery
+    rate Benjamini-Hochberg holds to 5 % is the chance that a page shows any: at most 5 % of the pages, plus three
+    standard errors of a count of 8 (fixed seeds: the same draws every time)."""
+    noise, pages, servers = recorded_noise(), 8, [f"s{k:03d}" for k in range(300)]
+    with_false = 0
+    for page in range(pages):
+        rng = np.random.default_rng(1995 + page)
+        root = tmp_path / f"page{page}"
+        for i in range(30):
+            write_rps_run(root, i, {s: 10_000.0 * np.exp(noise * rng.standard_normal()) for s in servers})
+        h = history(root)
+        with_false += bool(h.changes)
+    rate = 0.05  # changes.FALSE_DISCOVERY_RATE
+    assert with_false <= rate * pages + 3 * (pages * rate * (1 - rate)) ** 0.5, f"{with_false} of {pages} pages"
+    assert "changes kept at a false-discovery rate of 5 % over 300 series tested" in h.discovery.sentence()
+
+
+def test_a_series_own_change_not_kept_over_the_page_is_not_drawn(tmp_path):
+    """Node's req/s drops 20 % after run 5 of 10: its own test passes (p near 2 / C(10, 5) = 0.008, below 5 %), but
+    over the page's 26 series Benjamini-Hochberg asks for p <= k 0.05 / 26 and even the six series of node's drop
+    cannot reach it: no change is drawn, and the notes say how many runs a change alone would need."""
+    rng = np.random.default_rng(11)
+    for i in range(10):
+        rates = {s: 10_000.0 * np.exp(0.01 * rng.standard_normal()) for s in ["akka", "finagle", "node", "pekko"]}
+        rates["node"] *= 0.8 if i >= 5 else 1.0
+        write_run(tmp_path, i, rates)
+    h = history(tmp_path)
+    [node] = [s for s in h.series if s.server == "node" and s.metric == "rps"]
+    assert edivisive.change_points([np.log(p.value) for p in node.points], 0)[0].p_value <= 0.05
+    assert h.changes == []
+    assert h.discovery.tested == 26
+    assert any("a series that alone changed needs at least 13 runs" in n for n in h.notes), h.notes
