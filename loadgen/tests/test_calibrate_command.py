@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.basics.paths import RESULTS
 from harness.runtime.local import port_owner
 
@@ -67,7 +69,12 @@ def test_calibrate_measures_judges_keeps_and_reports_a_plan(tmp_path):
         "loadgen-saturated",
         "non_2xx",
     ]
-    assert figures["req/s"]["known"] == round(4 / 0.007, 1)  # 4 connections, 5 ms + 10 ms / 5 each
+    # a closed loop's rate: against the answers the server saw over its span, the construction's ideal beside it
+    [seen] = entry["server_seen"]
+    assert seen["answers"] > 0 and figures["req/s"]["known"] == round(seen["rate"], 1)
+    assert figures["req/s"]["ideal"] == round(4 / 0.007, 1)  # 4 connections, 5 ms + 10 ms / 5 each
+    assert seen["hold_mean_ms"] == pytest.approx(7.0, abs=0.4)  # 1 in 5 of its answers held 10 ms more, about
+    assert seen["turnarounds"] > 0 and "cycle" in figures["req/s"]["note"]
     assert (figures["p50"]["known"], figures["p99"]["known"], figures["mean"]["known"]) == (5.0, 15.0, 7.0)
     assert figures["non_2xx"]["ok"] is True  # 1 in 4 answered 503, wrk counted them
     assert figures["req/s"]["measured"] > 0 and figures["req/s"]["ok"] in (True, False)

@@ -3,6 +3,7 @@ lower bounds by construction (a request is never answered before its service tim
 the CPU it burns is what was asked, less its thread's waits for a core): these tests check them and the exact 1-in-k
 pattern, and no speed. Builds the server when `make build` has not (cargo, offline, a few seconds)."""
 
+import json
 import re
 import selectors
 import socket
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.basics.cpus import plan
-from harness.basics.httpclient import Connection, request_bytes
+from harness.basics.httpclient import Connection, get, request_bytes
 from harness.config.manifest import by_default, discover
 from harness.measuring import verification as contract
 from harness.runtime.local import LocalRuntime, port_owner
@@ -242,3 +243,46 @@ def test_connections_that_came_while_the_server_was_busy_are_served_in_the_order
         conn.close()
     assert int(number.search(first_answer).group(1)) < min(came)
     assert came == sorted(came) and max(came) < again, (came, again)
+
+
+def stats(running, path: str = "/calibration/stats") -> dict:
+    response = get(running.host, running.port, path)
+    assert response.status == 200 and response.header("content-type") == "application/json"
+    return json.loads(response.text)
+
+
+def test_the_server_s_own_account_splits_each_cycle_and_a_reset_empties_it(server):
+    """GET /calibration/stats: the /hello answers since GET /calibration/reset, the time each was held (its service
+    time, and its delay when delayed: exact), how late it left, and on a kept-alive connection the time from one
+    answer's write to the next request's read; the answers over the span from the first read to the last write.
+    Requests for /id and for the account itself are not counted."""
+    _, running = server
+    assert stats(running, "/calibration/reset") == {"reset": True}
+    answers = timed_requests(running, "/hello?service_us=3000&every=4&delay_us=5000", 8)
+    get(running.host, running.port, "/id")
+    account = stats(running)
+    delayed = sum(note["delayed"] == "1" for _, note in answers)
+    assert delayed == 2  # 1 in 4 of 8 consecutive request numbers
+    assert (account["answers"], account["turnarounds"]) == (8, 7)  # one connection: 7 reads after an answer
+    assert account["hold_mean_ms"] == pytest.approx((8 * 3 + delayed * 5) / 8, abs=1e-6)
+    # the client's time for a request holds the server's hold and lateness: lateness is never more than the rest
+    assert 0 <= account["late_mean_ms"] <= account["late_max_ms"] <= max(took for took, _ in answers) * 1000 - 3
+    assert 0 < account["turnaround_mean_ms"] < max(took for took, _ in answers) * 1000
+    cycles_ms = account["hold_mean_ms"] + account["late_mean_ms"] + account["turnaround_mean_ms"]
+    # one connection: its span is its 8 holds and lateness and 7 turnarounds, to the ns
+    assert account["span_s"] * 1000 == pytest.approx(8 * cycles_ms - account["turnaround_mean_ms"], abs=1e-3)
+    assert account["rate"] == pytest.approx(8 / account["span_s"], rel=1e-4)  # the span is printed to the µs
+    for _ in range(3):  # a connection per request: no turnaround the server can pair
+        get(running.host, running.port, "/hello?service_us=1000")
+    assert (stats(running)["answers"], stats(running)["turnarounds"]) == (11, 7)
+    assert stats(running, "/calibration/reset") == {"reset": True}
+    assert stats(running) == {
+        "answers": 0,
+        "span_s": 0.0,
+        "rate": None,
+        "hold_mean_ms": None,
+        "late_mean_ms": None,
+        "late_max_ms": None,
+        "turnarounds": 0,
+        "turnaround_mean_ms": None,
+    }

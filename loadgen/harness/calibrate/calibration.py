@@ -8,15 +8,13 @@ report shows it (harness/report/calibration_page.py)."""
 from __future__ import annotations
 
 import math
+import statistics
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
-from harness.basics.formats import fmt_figure
-from harness.basics.messages import console, say
+from harness.calibrate import server_seen
 from harness.config.scenarios import LoadRun, Scenario, ScenarioError, Settings, WarmupRule, parse_run
 from harness.results import flag_kinds as kinds
 from harness.results import flags
@@ -261,9 +259,59 @@ def with_connection_opening(load: CalibrationLoad, record: Record, k: ka.Known) 
     )
 
 
-def judge(load: CalibrationLoad, record: Record | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Aside:
+    """What the judgement knows beside the tool's figures: the server's own account of each load (None: not asked)
+    and the run's steadiness probe (its largest CV; None: not probed)."""
+
+    accounts: server_seen.Accounts | None = None
+    probe_cv: float | None = None
+
+
+def rate_figure(load: CalibrationLoad, record: Record, k: ka.Known, m: ka.Observed, beside: Aside) -> ka.Figure:
+    """req/s: a closed loop held by time outside the server (its sleeps, the tool's turnaround) against what the
+    server itself saw (server_seen.py says why); open loops, the cap and the burn against the construction."""
+    seen = beside.accounts.of_record(record) if beside.accounts else None
+    connections = load.run.load.get("concurrency") or 0
+    s = load.server
+    if seen and not load.open_loop and k.limit == ka.PACE_LIMIT:
+        ideal_ms = (s.service_us + (s.delay_us / s.every if s.every else 0)) / 1000
+        judged = server_seen.judge_rate(k, m, seen, connections, ideal_ms)
+        if judged:
+            return judged
+    rate = ka.judge_rate(k, m)
+    if seen and k.limit == ka.TOOL_LIMIT and all(x.rate for x in seen):
+        rate.note = (
+            f"the server saw {statistics.median(x.rate or 0 for x in seen):,.1f} req/s (its answers over its span)"
+        )
+    return rate
+
+
+def latency_figures(
+    load: CalibrationLoad, record: Record, k: ka.Known, m: ka.Observed, beside: Aside
+) -> list[ka.Figure]:
+    """Each latency figure judged; a miss says what the figures show about it, whether the server's answers left on
+    time and whether the machine was steady (a miss on an unsteady one is the machine's, and still a miss)."""
+    seen = beside.accounts.of_record(record) if beside.accounts else None
+    figures = []
+    for name in ka.FIGURES:
+        known_ms = ka.figure_ms(k.latencies, name)
+        _, note = tool_note(load, record, name, known_ms, k)
+        measured_ms = m.latency_ms.get(name)
+        given = name not in ka.NOT_GIVEN.get(load.tool, ())
+        figure = within_resolution(load, ka.judge_latency(name, known_ms, measured_ms, note, given), known_ms)
+        if figure.ok is False:
+            miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
+            whose = server_seen.latency_verdict(seen, miss, beside.probe_cv)
+            figure.note = "; ".join(n for n in (whose, figure.note, ka.latency_context(k, m, known_ms, miss)) if n)
+        figures.append(figure)
+    return figures
+
+
+def judge(load: CalibrationLoad, record: Record | None, beside: Aside | None = None) -> dict[str, Any]:
     """One load's verdict: its known answers and, figure by figure, what was measured and whether it is within
     tolerance (the miss explained)."""
+    beside = beside or Aside()
     entry = {
         "tool": load.tool,
         "label": load.label,
@@ -279,20 +327,10 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict[str, Any]:
         load, record, ka.known(load.server, load.run.load.get("concurrency") or 0, cores, offered)
     )
     m = measured(record)
-    rate = ka.judge_rate(k, m)
+    rate = rate_figure(load, record, k, m, beside)
     extra = rate_note(load, record)
     rate.note = "; ".join(n for n in (rate.note, extra) if n)
-    figures = [rate]
-    for name in ka.FIGURES:
-        known_ms = ka.figure_ms(k.latencies, name)
-        _, note = tool_note(load, record, name, known_ms, k)
-        measured_ms = m.latency_ms.get(name)
-        given = name not in ka.NOT_GIVEN.get(load.tool, ())
-        figure = within_resolution(load, ka.judge_latency(name, known_ms, measured_ms, note, given), known_ms)
-        if figure.ok is False:
-            miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
-            figure.note = "; ".join(n for n in (figure.note, ka.latency_context(k, m, known_ms, miss)) if n)
-        figures.append(figure)
+    figures = [rate, *latency_figures(load, record, k, m, beside)]
     flag = ka.judge_flag(k, m, kinds.LOADGEN_BOUND.name)
     if load.tool == "httperf":  # its CPU cannot tell (it polls at 100 %): judged by its own pace (flags.httperf_held)
         flag.note += (
@@ -307,9 +345,18 @@ def judge(load: CalibrationLoad, record: Record | None) -> dict[str, Any]:
         "server_cores": cores,
         "limit": k.limit,
         "why": k.why,
-        "figures": [f.to_dict() for f in figures],
+        "figures": [with_cause(f, beside) for f in figures],
+        "server_seen": [vars(s) for s in beside.accounts.of_record(record) or []] if beside.accounts else [],
         "failed": None,
     }
+
+
+def with_cause(figure: ka.Figure, beside: Aside) -> dict[str, Any]:
+    """The figure as results.json keeps it; a latency miss on an unsteady machine marked the machine's."""
+    out = figure.to_dict()
+    if figure.ok is False and figure.name in ka.FIGURES and server_seen.unsteady(beside.probe_cv):
+        out["cause"] = "machine"
+    return out
 
 
 def failures(load: CalibrationLoad, record: Record) -> ka.Figure:
@@ -321,40 +368,10 @@ def failures(load: CalibrationLoad, record: Record) -> ka.Figure:
     return ka.judge_failures(load.server.fail_every, sum(a.requests for a in measured), counted, in_flight, note)
 
 
-def judge_run(run: Run, plan: Plan, server: str) -> list[dict[str, Any]]:
-    """Every load of `plan` judged from `run`'s records of `server` (flags evaluated first)."""
+def judge_run(run: Run, plan: Plan, server: str, accounts: server_seen.Accounts | None = None) -> list[dict[str, Any]]:
+    """Every load of `plan` judged from `run`'s records of `server` (flags evaluated first), beside the server's own
+    `accounts` of its loads and the run's steadiness probe."""
     flags.evaluate(run)
     by_scenario = {r.scenario: r for r in run.records if r.server == server}
-    return [judge(load, by_scenario.get(load.scenario)) for load in plan.loads]
-
-
-def print_verdicts(loads: list[dict[str, Any]]) -> tuple[int, int]:
-    """The known-against-measured table; returns (passed, missed)."""
-    table = Table(title="make calibrate: known against measured (pass: within tolerance; n/a: not given or not judged)")
-    for column in ("tool", "load", "limit", "figure", "known", "measured", "verdict", "why"):
-        table.add_column(column, justify="right" if column in ("known", "measured") else "left", overflow="fold")
-    passed = missed = 0
-    for entry in loads:
-        if entry.get("failed"):
-            table.add_row(entry["tool"], entry["label"], "", "", "", "", "[red]failed[/]", entry["failed"])
-            missed += 1
-            continue
-        for i, f in enumerate(entry["figures"]):
-            verdict = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[dim]n/a[/]"}[f["ok"]]
-            passed += f["ok"] is True
-            missed += f["ok"] is False
-            first = i == 0
-            table.add_row(
-                entry["tool"] if first else "",
-                entry["label"] if first else "",
-                entry["limit"] if first else "",
-                f["figure"],
-                fmt_figure(f["known"]),
-                fmt_figure(f["measured"]),
-                verdict,
-                f["note"],
-            )
-        table.add_section()
-    console.print(table)
-    say(f"calibration: {passed} figure(s) within tolerance, {missed} missed (each miss explained above)")
-    return passed, missed
+    beside = Aside(accounts, server_seen.probe_cv(run.conditions))
+    return [judge(load, by_scenario.get(load.scenario), beside) for load in plan.loads]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.basics.messages import fail, say
-from harness.calibrate import calibration
+from harness.calibrate import calibration, server_seen, verdict_table
 from harness.cli.placing import cpu_plan_of, hosts_runtime, names, with_twin
 from harness.config import environment
 from harness.config import scenarios as scenario_data
@@ -153,15 +153,17 @@ def cmd_calibrate(args: argparse.Namespace, config: Configuration, session: Sess
     )
     # the profile's steadiness probe before and after, so the table's misses stand beside the machine's own noise
     probe_settings = scenario_data.settings(config.profile, config.repeat)
+    accounts = server_seen.Accounts()
     ok = False
     try:
         steadiness.probe_and_record(store, session.plan, probe_settings, "before")
+        session.around_load = accounts.around  # the server's own account of each load, for the judgement
         ok = run_campaign(session, store, [server], picked, plan.settings)
         steadiness.probe_and_record(store, session.plan, probe_settings, "after")
     finally:  # what was measured is judged and kept, also on Ctrl-C
-        store.set_calibration(calibration.judge_run(store.run, plan, server.name))
+        store.set_calibration(calibration.judge_run(store.run, plan, server.name, accounts))
         finish_run(store, session.runtime)
-    _, missed = calibration.print_verdicts(store.run.calibration or [])
+    _, missed = verdict_table.print_verdicts(store.run.calibration or [])
     for when, reading in (store.run.conditions.get("steadiness") or {}).items():
         say(f"machine steadiness {when} the calibration: {steadiness_text(reading)}")
     return 0 if ok and not missed else 1

@@ -111,7 +111,7 @@ class Bench:
             )
         except ValueError as exc:  # a load the plan cannot divide: this attempt is not run, and says why
             return Outcome(None, f"not run: {exc}")
-        with session.measuring(target.running):
+        with session.measuring(target.running), session.beside_load(target.running, stem):
             beside = Beside(target.running, len(target.running.cpus), idle, self.neighbours(target))
             naming = Naming(self.raw, stem, label, self.status() if self.status else "")
             outcome = measure(session.runtime, plan, naming, beside, expected_rps)

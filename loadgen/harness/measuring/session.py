@@ -5,8 +5,8 @@ those whose command is gone and stops them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import psutil
 
@@ -32,6 +32,9 @@ class Session:
         self.started: list[str] = []
         self.upstream: Server | None = upstream_of(servers)
         self._stamps: dict[str, str] = {}  # each server's artifacts_stamp, read once per command
+        # entered around every load (warm-up run or attempt) with its server and stem: make calibrate asks the
+        # calibrated server what it saw of each load (harness/calibrate/server_seen.py)
+        self.around_load: Callable[[RunningServer, str], AbstractContextManager[object]] | None = None
 
     def running(self) -> dict[str, RunningServer]:
         """Servers recorded as up that are still alive (dead entries are dropped). Not those a killed command left:
@@ -260,6 +263,10 @@ class Session:
                 self.runtime.pin(running, before)
         else:
             yield running
+
+    def beside_load(self, running: RunningServer, stem: str) -> AbstractContextManager[object]:
+        """What `around_load` does around the load `stem` on `running` (nothing when unset)."""
+        return self.around_load(running, stem) if self.around_load else nullcontext()
 
     def __enter__(self) -> Session:
         return self

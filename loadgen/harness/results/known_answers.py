@@ -212,9 +212,11 @@ class Figure:
     measured: float | bool | None
     ok: bool | None
     note: str = ""
+    ideal: float | None = None  # the construction's, where `known` is what the server itself saw (a closed loop's rate)
 
     def to_dict(self) -> dict[str, object]:
-        return {"figure": self.name, "known": self.known, "measured": self.measured, "ok": self.ok, "note": self.note}
+        out: dict[str, object] = {"figure": self.name, "known": self.known, "measured": self.measured, "ok": self.ok}
+        return out | {"note": self.note} | ({} if self.ideal is None else {"ideal": self.ideal})
 
 
 @dataclass
