@@ -78,12 +78,15 @@ def history(root: Path, **selection):
 
 
 def test_a_servers_8_percent_drop_at_run_12_of_30_is_found_and_called_the_servers(tmp_path):
+    """The runs before the drop at this repository's 9e5aa0e, those after at 7690406: 52e07bc between them changed
+    node's code (a `server` change needs one)."""
     rng, noise = np.random.default_rng(47), recorded_noise()
     for i in range(30):
         rates = {s: 10_000 * (k + 1) * np.exp(noise * rng.standard_normal()) for k, s in enumerate(SERVERS[:5])}
         rates["node"] *= 0.92 if i >= 11 else 1.0  # run 12 (index 11) on
-        write_run(tmp_path, i, rates, speed=np.exp(0.01 * rng.standard_normal()))
-    found = history(tmp_path).changes
+        commit = "9e5aa0e" if i < 11 else "7690406"
+        write_run(tmp_path, i, rates, speed=np.exp(0.01 * rng.standard_normal()), git_commit=commit)
+    found = history_command.gather(Selection([str(tmp_path / "*")]), lambda name: REPO / name).changes
     node = [c for c in found if c.server == "node" and c.metric == "rps"]
     assert len(node) == 1, found
     run_of = {f"202611{1 + i // 24:02d}-{i % 24:02d}0000-bench": i for i in range(30)}

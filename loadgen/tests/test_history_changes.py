@@ -1,14 +1,18 @@
 """make history's changes over a whole page (harness/history/changes.py): kept at a false-discovery rate of 5 % over
 every series tested (Benjamini-Hochberg), so that a page of hundreds of flat series shows no change but at that rate,
-and a change its own series' test passes but the page's does not is not drawn."""
+and a change its own series' test passes but the page's does not is not drawn; a `server` change needs a commit
+that changed the server's code, not only its notes."""
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_history import history, recorded_noise, write_run
 
-from harness.history import changes, edivisive
+from harness.history import changes, edivisive, history_command
+from harness.history.timeline import Selection
 
 # Benjamini and Hochberg (1995), section 4: fifteen p-values of a trial; at 5 % the procedure keeps the four smallest
 # (Bonferroni, 0.05 / 15, three)
@@ -70,3 +74,78 @@ def test_a_series_own_change_not_kept_over_the_page_is_not_drawn(tmp_path):
     assert h.changes == []
     assert h.discovery.tested == 26
     assert any("a series that alone changed needs at least 13 runs" in n for n in h.notes), h.notes
+
+
+@pytest.mark.parametrize(
+    "path, code",
+    [
+        ("node/node-server.js", True),
+        ("node/package-lock.json", True),
+        ("rust/src/main.rs", True),
+        ("nginx/static/hello", True),
+        ("python/requirements.txt", True),
+        ("node/PROFILE.md", False),
+        ("node/README.md", False),
+        ("akka/DIFF-pekko.md", False),
+        ("node/notes.txt", False),
+        ("node/flame.svg", False),
+        ("node/profile.PNG", False),
+        ("node/docs/how-it-runs.js", False),
+    ],
+)
+def test_a_code_path_is_anything_in_the_folder_but_its_notes(path, code):
+    assert changes.is_code_path(path) is code
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def server_repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A repository with node/: its code and notes, then a commit of notes only (PROFILE.md, README.md, an image, a
+    docs/ page), then one that changes its code; the three commits' ids."""
+    repo = tmp_path / "repo"
+    (repo / "node" / "docs").mkdir(parents=True)
+    git(repo, "init", "-q")
+    commits = []
+    for message, files in [
+        ("node: the server", {"node-server.js": "serve(1)\n", "PROFILE.md": "# node\n"}),
+        ("node: notes", {"PROFILE.md": "# node\nfaster\n", "README.md": "r\n", "flame.svg": "<svg/>", "docs/a.js": ""}),
+        ("node: a faster parser", {"node-server.js": "serve(2)\n"}),
+    ]:
+        for name, text in files.items():
+            (repo / "node" / name).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+        commits.append(git(repo, "rev-parse", "--short", "HEAD"))
+    return repo, commits
+
+
+def test_commits_that_changed_only_a_servers_notes_are_not_its_code(server_repo):
+    repo, (first, notes, code) = server_repo
+    found = changes.Commits()
+    assert found.touching_code(first, notes, repo / "node") == changes.Touched([])
+    assert found.touching_code(first, code, repo / "node").code == [f"{code} node: a faster parser"]
+    assert found.touching_code(first, "nosuchcommit", repo / "node").problem.startswith("git log")
+
+
+@pytest.mark.parametrize("after, cause", [("notes", "unexplained"), ("code", "server")])
+def test_a_servers_own_change_is_its_only_after_a_commit_to_its_code(tmp_path, server_repo, after, cause):
+    """Node's req/s drops 20 % after run 8 of 16, the others flat: the change is node's alone. Between runs at the
+    first commit and runs at the notes-only one it is unexplained; at the code commit, the server's, with it."""
+    repo, (first, notes, code) = server_repo
+    rng = np.random.default_rng(11)
+    for i in range(16):
+        rates = {s: 10_000.0 * np.exp(0.01 * rng.standard_normal()) for s in ["akka", "finagle", "node", "pekko"]}
+        rates["node"] *= 0.8 if i >= 8 else 1.0
+        write_run(tmp_path / "runs", i, rates, git_commit=first if i < 8 else {"notes": notes, "code": code}[after])
+    found = history_command.gather(Selection([str(tmp_path / "runs" / "*")]), lambda name: repo / name).changes
+    [node] = [c for c in found if c.server == "node" and c.metric == "rps"]
+    assert node.cause == cause
+    assert node.commits == ([f"{code} node: a faster parser"] if after == "code" else [])

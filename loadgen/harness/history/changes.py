@@ -1,7 +1,8 @@
 """The changes in every series of the timeline (E-divisive means, harness.history.edivisive, on the log of each
 figure: a change is a ratio whatever the level), their size and confidence, and their cause: a change that most
 servers show at the same run (or that the machine's own probe shows) is the machine's; one a server shows alone is
-that server's, with the commits between the two runs that touched its folder beside it.
+that server's where a commit between the two runs changed its code (`is_code_path`: not only its notes), with those
+commits beside it, and unexplained where none did.
 
 A page tests every series with enough runs, each at 5 %: by chance alone about one in twenty would show a change. The
 changes kept are those Benjamini-Hochberg keeps at FALSE_DISCOVERY_RATE over all the series tested (Benjamini, Y. and
@@ -18,14 +19,16 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import takewhile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from harness.basics.paths import REPO
 from harness.history import edivisive
 from harness.history.timeline import ADJUSTED, MACHINE, Series, what_changed
 
+UNEXPLAINED = (
+    "unexplained"  # neither the machine's nor a commit to the server's code: noise, or what runs do not record
+)
 SHARED_SHARE = 0.5  # more than this share of the servers measured across a run changing there at once: the machine's
 FALSE_DISCOVERY_RATE = 0.05  # Benjamini-Hochberg's level over every series of a page
 
@@ -41,11 +44,11 @@ class SeriesChange:
     after: float  # the median of the runs from this change to the next (or the end)
     change_percent: float
     confidence: float  # 1 - the permutation test's p-value
-    cause: str = "server"  # server or machine
+    cause: str = "server"  # server (a commit changed its code), machine or unexplained
     previous: str = ""  # the run id of the last run before the change
     commit_range: tuple[str, str] = ("?", "?")  # the commits of the runs before and after the change
     conditions: str = ""
-    commits: list[str] = field(default_factory=list)  # git log --oneline previous..at -- <server folder>
+    commits: list[str] = field(default_factory=list)  # those of git log previous..at -- <folder> that changed code
     conditions_changed: list[str] = field(default_factory=list)  # what else differs between the two runs
 
     def to_dict(self) -> dict[str, object]:
@@ -210,9 +213,13 @@ def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) 
     attribute(changes, series)
     commits = Commits()
     for c in changes:
-        folder = folder_of(c.server) if c.cause == "server" else None
-        if folder is not None:
-            c.commits = commits.between(*c.commit_range, folder)
+        if c.cause != "server":
+            continue
+        folder = folder_of(c.server)
+        touched = commits.touching_code(*c.commit_range, folder) if folder else Touched([], "its folder is not known")
+        c.commits = touched.code or ([f"({touched.problem})"] if touched.problem else [])
+        if not touched.code:  # no commit changed what runs: not the server's, as far as the runs can tell
+            c.cause = UNEXPLAINED
     order = {p.run.run_id: p.run.started_at or p.run.run_id for s in series for p in s.points}
     newest_first = sorted(
         changes, key=lambda c: (str(order.get(c.at, c.at)), c.server, c.scenario, c.run, c.metric), reverse=True
@@ -220,26 +227,63 @@ def find_changes(series: list[Series], folder_of: Callable[[str], Path | None]) 
     return newest_first, discovery
 
 
+NOTE_SUFFIXES = (".md", ".txt", ".rst", ".png", ".svg", ".jpg", ".jpeg", ".gif")
+BUILD_TEXT_FILES = ("requirements", "CMakeLists")  # .txt files a build reads: code
+
+
+def is_code_path(path: str) -> bool:
+    """Whether a path changed in a server's folder (as git prints it) changes what is built and run: anything but its
+    notes. Notes are Markdown and text (PROFILE.md, README.md, DIFF notes), reStructuredText, images (PNG, SVG, JPEG,
+    GIF) and whatever lies under a docs/ folder; a .txt a build reads (requirements*.txt, CMakeLists.txt) is code."""
+    name = PurePosixPath(path)
+    if name.suffix == ".txt" and name.name.startswith(BUILD_TEXT_FILES):
+        return True
+    return "docs" not in name.parts[:-1] and name.suffix.lower() not in NOTE_SUFFIXES
+
+
+@dataclass(frozen=True)
+class Touched:
+    """The commits between two runs that changed a server's code (`git log --oneline` lines), or why none is known."""
+
+    code: list[str]
+    problem: str = ""
+
+
 class Commits:
-    """`git log --oneline A..B -- <folder>`, each asked once."""
+    """Per pair of commits and folder, the commits between them that changed code there, each asked of git once (in
+    the repository that holds the folder)."""
 
     def __init__(self) -> None:
-        self.known: dict[tuple[str, str, Path], list[str]] = {}
+        self.known: dict[tuple[str, str, Path], Touched] = {}
 
-    def between(self, a: str, b: str, folder: Path) -> list[str]:
-        if a == b or "?" in (a, b):
-            return []
+    def touching_code(self, a: str, b: str, folder: Path) -> Touched:
+        """`git log A..B -- <folder>` with the paths each commit changed there; the commits with a code path among
+        them (`is_code_path`): a commit that changed only the server's notes is not one."""
+        if "?" in (a, b):
+            return Touched([], "a run's commit is not recorded")
         key = (a, b, folder)
-        if key not in self.known:
+        if a != b and key not in self.known:
             proc = subprocess.run(
-                ["git", "-C", str(REPO), "log", "--oneline", f"{a}..{b}", "--", str(folder)],
+                [
+                    "git",
+                    "-C",
+                    str(folder),
+                    "log",
+                    "--format=%x1e%h %s",
+                    "--name-only",
+                    f"{a}..{b}",
+                    "--",
+                    ".",
+                ],
                 capture_output=True,
                 text=True,
                 check=False,
             )
-            self.known[key] = (
-                proc.stdout.splitlines()
-                if proc.returncode == 0
-                else [f"(git log {a}..{b} failed: {proc.stderr.strip().splitlines()[-1:] or ['?']})"]
-            )
-        return self.known[key]
+            if proc.returncode != 0:
+                self.known[key] = Touched(
+                    [], f"git log {a}..{b} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+                )
+            else:
+                commits = [chunk.strip("\n").splitlines() for chunk in proc.stdout.split("\x1e")[1:]]
+                self.known[key] = Touched([c[0] for c in commits if any(is_code_path(p) for p in c[1:] if p)])
+        return self.known.get(key, Touched([]))

@@ -64,8 +64,9 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
 
 
 def _mark_changes(ax: Any, changes: list[SeriesChange], order: dict[str, int]) -> None:
-    """Each change a vertical line before the run it starts at, with a note: a server's own in red, with its commit
-    range; those that came with the machine one dashed grey line and one note for every series that moved with it."""
+    """Each change a vertical line before the run it starts at, with a note: a server's own in red (an unexplained
+    one in amber), with its commit range; those that came with the machine one dashed grey line and one note for
+    every series that moved with it."""
     machine_days: dict[str, list[SeriesChange]] = {}
     for c in changes:
         x = order[c.at] - 0.5
@@ -73,8 +74,9 @@ def _mark_changes(ax: Any, changes: list[SeriesChange], order: dict[str, int]) -
             machine_days.setdefault(c.at, []).append(c)
             continue
         what = c.commits[0] if c.commits else (c.conditions_changed[0] if c.conditions_changed else "")
-        note = f"{c.server} {c.run} {c.change_percent:+.0f} % (server; {'..'.join(c.commit_range)}"
-        _mark(ax, x, note + f"{'; ' + what[:50] if what else ''})", ("#b91c1c", ":", "#7f1d1d"))
+        note = f"{c.server} {c.run} {c.change_percent:+.0f} % ({c.cause}; {'..'.join(c.commit_range)}"
+        style = ("#b91c1c", ":", "#7f1d1d") if c.cause == "server" else ("#b45309", ":", "#78350f")
+        _mark(ax, x, note + f"{'; ' + what[:50] if what else ''})", style)
     for at, shared in machine_days.items():
         x, sizes = order[at] - 0.5, [c.change_percent for c in shared]
         what = next((c.conditions_changed[0] for c in shared if c.conditions_changed), "")

@@ -145,7 +145,8 @@ def write(
         f"{len(runs)} runs ({', '.join(runs)}); {len(changes)} changes found by E-divisive means with a "
         "permutation test (Matteson & James 2014; 5 %, 199 permutations, more where a series passes) on the log "
         f"of each figure, {discovery.sentence()}; cause `machine`: most servers (or the machine's own probe) "
-        "changed at that run, `server`: that server alone."
+        "changed at that run, `server`: that server alone, after a commit that changed its code (not only its notes), "
+        "`unexplained`: that server alone, with no such commit."
     )
     drawn = charts(series, changes, paired)
     html = [
