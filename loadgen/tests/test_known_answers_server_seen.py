@@ -4,7 +4,7 @@ probe found it unsteady. Hand-made records and accounts: exact values, no server
 
 import pytest
 
-from harness.calibrate import calibration, server_seen
+from harness.calibrate import calibration, server_seen, verdict_table
 from harness.calibrate.server_seen import Accounts, ServerSeen
 from harness.results.records import Record, Run
 
@@ -154,3 +154,15 @@ def test_the_probe_s_worst_reading_decides_and_attempts_find_their_account_by_st
     assert accounts.of_record(again) == [seen(700.0, 7000)]
     assert accounts.of_record(record(plan_load("calibrate-ab-paced"), 700.0, 7000, {})) is None
     assert pytest.approx(server_seen.mean_of([seen(1, 1), seen(1, 1, turnaround=None)], "turnaround_mean_ms")) == 0.56
+
+
+def test_the_table_says_a_machine_s_miss_is_one_and_counts_it_apart(capsys):
+    load = plan_load("calibrate-ab-paced-split2")
+    latency = {"p50": 40.3, "p90": 40.3, "p99": 80.4, "p99.9": 80.5, "max": 86.0, "mean": 42.1}
+    entry, _ = judged(load, 760.0, accounts_for(load, seen(760.0, 7600)), 0.072, latency)
+    assert verdict_table.print_verdicts([entry]) == (7, 1)  # all but the max
+    out = " ".join(capsys.readouterr().out.split())
+    assert "miss (the machine's)" in out and "7 figure(s) within tolerance, 1 missed, 1 of them latency on an" in out
+    # a figure the tool gives and the record lacks is the parser's miss, not the machine's
+    _, lost = judged(load, 760.0, accounts_for(load, seen(760.0, 7600)), 0.072, {**latency, "p90": None})
+    assert lost["p90"]["ok"] is False and "cause" not in lost["p90"] and "machine" not in lost["p90"]["note"]

@@ -300,9 +300,9 @@ def latency_figures(
         measured_ms = m.latency_ms.get(name)
         given = name not in ka.NOT_GIVEN.get(load.tool, ())
         figure = within_resolution(load, ka.judge_latency(name, known_ms, measured_ms, note, given), known_ms)
-        if figure.ok is False:
+        if figure.ok is False:  # a figure missing is the parser's, not the machine's
             miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
-            whose = server_seen.latency_verdict(seen, miss, beside.probe_cv)
+            whose = server_seen.latency_verdict(seen, miss, beside.probe_cv) if miss is not None else ""
             figure.note = "; ".join(n for n in (whose, figure.note, ka.latency_context(k, m, known_ms, miss)) if n)
         figures.append(figure)
     return figures
@@ -354,7 +354,8 @@ def judge(load: CalibrationLoad, record: Record | None, beside: Aside | None = N
 def with_cause(figure: ka.Figure, beside: Aside) -> dict[str, Any]:
     """The figure as results.json keeps it; a latency miss on an unsteady machine marked the machine's."""
     out = figure.to_dict()
-    if figure.ok is False and figure.name in ka.FIGURES and server_seen.unsteady(beside.probe_cv):
+    latency_miss = figure.ok is False and figure.name in ka.FIGURES and figure.measured is not None
+    if latency_miss and server_seen.unsteady(beside.probe_cv):
         out["cause"] = "machine"
     return out
 
