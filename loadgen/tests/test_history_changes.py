@@ -1,15 +1,17 @@
 """make history's changes over a whole page (harness/history/changes.py): kept at a false-discovery rate of 5 % over
 every series tested (Benjamini-Hochberg), so that a page of hundreds of flat series shows no change but at that rate,
 and a change its own series' test passes but the page's does not is not drawn; a `server` change needs a commit
-that changed the server's code, not only its notes."""
+that changed the server's code, not only its notes; a figure whose meaning a results schema changed (ab's p99, whole
+ms before schema 4) is two series, never one with a change at the schema."""
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_history import history, recorded_noise, write_run
+from test_history import described, history, recorded_noise, write_run
 
 from harness.history import changes, edivisive, history_command
 from harness.history.timeline import Selection
@@ -29,15 +31,28 @@ def test_benjamini_hochberg_keeps_the_four_smallest_of_its_papers_fifteen_p_valu
     assert changes.benjamini_hochberg([0.2, 0.5, 0.9], 0.05) == 0.0
 
 
+def run_id(i: int) -> str:
+    """write_run's run i."""
+    return f"202611{1 + i // 24:02d}-{i % 24:02d}0000-bench"
+
+
+def rewrite_run(root: Path, i: int, change: Callable[[dict], None]) -> None:
+    path = root / run_id(i) / "results.json"
+    run = json.loads(path.read_text())
+    change(run)
+    path.write_text(json.dumps(run))
+
+
 def write_rps_run(root: Path, i: int, rates: dict[str, float]) -> None:
     """Run i with only req/s (p99 and CPU µs/req, derived from it in write_run, would be the same series again) and
     no probe rate (no adjusted copy): one independent series per server."""
     write_run(root, i, rates, steadiness={})
-    path = next(root.glob(f"*-{i % 24:02d}0000-bench")) if i < 24 else next(root.glob(f"20261102-{i - 24:02d}*"))
-    run = json.loads((path / "results.json").read_text())
-    for record in run["records"]:
-        record["summary"] = {"rps": record["summary"]["rps"]}
-    (path / "results.json").write_text(json.dumps(run))
+
+    def only_rps(run: dict) -> None:
+        for record in run["records"]:
+            record["summary"] = {"rps": record["summary"]["rps"]}
+
+    rewrite_run(root, i, only_rps)
 
 
 def test_pages_of_300_flat_series_show_a_false_change_on_at_most_the_rate_of_pages(tmp_path):
@@ -149,3 +164,35 @@ def test_a_servers_own_change_is_its_only_after_a_commit_to_its_code(tmp_path, s
     [node] = [c for c in found if c.server == "node" and c.metric == "rps"]
     assert node.cause == cause
     assert node.commits == ([f"{code} node: a faster parser"] if after == "code" else [])
+
+
+def test_abs_p99_is_two_series_split_at_the_schema_that_changed_its_meaning(tmp_path):
+    """Node measured by ab, wrk for rust: eight runs of results schema 3, where ab's p99 is whole ms (11 ms), then
+    eight of schema 5, where it is µs (11.4 ms). One series would show a +4 % change at the schema, which is ab's
+    resolution, not node's: node's p99 is two series split there (make compare's rule), the page says so, nothing
+    changes; rust's wrk p99, whose meaning no schema changed, stays one series."""
+    rng = np.random.default_rng(43)
+    for i in range(16):
+        write_run(tmp_path, i, {"node": 10_000.0, "rust": 20_000.0})
+        p99 = {
+            "node": 11.4 * np.exp(0.005 * rng.standard_normal()),
+            "rust": 2.5 * np.exp(0.005 * rng.standard_normal()),
+        }
+
+        def as_recorded(run: dict, i: int = i, p99: dict[str, float] = p99) -> None:
+            run["schema"] = 3 if i < 8 else 5
+            for record in run["records"]:
+                record["tool"] = "ab" if record["server"] == "node" else "wrk"
+                whole_ms = record["tool"] == "ab" and i < 8
+                record["summary"]["p99"] = described(
+                    round(p99[record["server"]]) if whole_ms else p99[record["server"]]
+                )
+
+        rewrite_run(tmp_path, i, as_recorded)
+    h = history(tmp_path)
+    assert not [c for c in h.changes if c.metric.startswith("p99")], h.changes
+    node = [s for s in h.series if s.server == "node" and s.metric == "p99"]
+    assert [(s.since, len(s.points)) for s in node] == [("", 8), (run_id(8), 8)]
+    assert "whole ms before schema 4" in node[1].why
+    assert [len(s.points) for s in h.series if s.server == "rust" and s.metric == "p99"] == [16]
+    assert any(n.startswith(f"node hello c100 p99: two series, not joined, split at {run_id(8)}") for n in h.notes)

@@ -56,7 +56,8 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
             color=palette(servers.index(s.run if s.server == MACHINE else s.server) % 20),
             linestyle="--" if other else "-",
             label=(s.run if s.server == MACHINE else f"{s.server} {s.run}")
-            + (f" (conditions {other + 1})" if other else ""),
+            + (f" (conditions {other + 1})" if other else "")
+            + (f" (from {s.since[:13]})" if s.since else ""),
         )
     _mark_changes(ax, [c for c in changes if c.metric == metric and c.at in order], order)
     ax.set_yscale("log")

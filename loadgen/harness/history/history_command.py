@@ -18,6 +18,7 @@ from harness.config.manifest import TWIN_SUFFIX, Server
 from harness.history import adjustment, changes, edivisive, history_page
 from harness.history.changes import Discovery
 from harness.history.timeline import (
+    ADJUSTED,
     MACHINE,
     PairedPoint,
     Point,
@@ -55,8 +56,9 @@ def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> Tim
 
 
 def _notes(series: list[Series], tested: int) -> list[str]:
-    """What a reader must know to read the page: too few runs for the test, series split by conditions, runs
-    without the probe's rate."""
+    """What a reader must know to read the page: too few runs for the test, how changes are kept over the page,
+    series split by conditions or by a results schema that changed a figure's meaning, runs without the probe's
+    rate."""
     notes = []
     least = changes.minimum_runs()
     short = [s for s in series if len(s.points) < least]
@@ -82,6 +84,12 @@ def _notes(series: list[Series], tested: int) -> list[str]:
             notes.append(
                 f"{server} {scenario} {run}: {len(keys)} series, not joined, as their conditions differ: "
                 + " | ".join(sorted(keys))
+            )
+    for s in series:
+        if s.since and not s.metric.endswith(ADJUSTED):
+            notes.append(
+                f"{s.server} {s.scenario} {s.run} {s.metric}: two series, not joined, split at {s.since}: {s.why} "
+                "(make compare's rule); no change is sought across it"
             )
     no_rate = sorted({p.run.run_id for s in series for p in s.points if not p.run.rate})
     if no_rate:
@@ -136,6 +144,8 @@ def as_json(history: Timeline) -> dict[str, Any]:
                 "run": s.run,
                 "metric": s.metric,
                 "conditions": s.conditions,
+                "since": s.since,
+                "why": s.why,
                 "points": [_point_dict(p) for p in s.points],
             }
             for s in history.series

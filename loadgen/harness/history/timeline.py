@@ -3,8 +3,11 @@ interval and flags, the run's commit, runtime and machine; the machine's own spe
 second) as a series of its own, and each figure divided by it. Reads results.json files only: starts nothing.
 
 A series never joins runs whose conditions differ in what moves every figure (runtime, CPU plan, machine, profile):
-those are series of their own, with `conditions` naming the difference. What may change inside a series (commit,
-kernel, tool versions, the server's version, attempts per record) is named at the run where it changed.
+those are series of their own, with `conditions` naming the difference. Nor does it join runs whose results schema
+gives the figure another meaning (`make compare`'s rule, harness.report.compare.meaning_changed: ab's percentiles
+were whole ms before schema 4): the part from the first such run on is a series of its own, `since` that run. What may
+change inside a series (commit, kernel, tool versions, the server's version, attempts per record) is named at the run
+where it changed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.basics.paths import REPO
+from harness.report.compare import meaning_changed
 from harness.results import records
 from harness.results.flag_kinds import LOADGEN_BOUND
 from harness.results.records import Record, ResultsError, Run
@@ -65,10 +69,12 @@ class Series:
     metric: str
     conditions: str
     points: list[Point] = field(default_factory=list)
+    since: str = ""  # a later part of a figure whose meaning a results schema changed: the run it starts at
+    why: str = ""  # and how the meaning changed there
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        return self.server, self.scenario, self.run, self.metric, self.conditions
+    def key(self) -> tuple[str, ...]:
+        return self.server, self.scenario, self.run, self.metric, self.conditions, *([self.since] if self.since else [])
 
 
 @dataclass(frozen=True)
@@ -227,7 +233,9 @@ def _wanted(record: Record, selection: Selection) -> bool:
 def build_series(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[Series]:
     """Raw series of every metric, then the machine's probe series, then each metric divided by the machine's
     speed at the runs that have it."""
-    series: dict[tuple[str, str, str, str, str], Series] = {}
+    series: dict[tuple[str, str, str, str, str], Series] = {}  # the part of each series read up to now
+    earlier: list[Series] = []  # parts that a change of the figure's meaning ended
+    last: dict[tuple[str, str, str, str, str], tuple[Run, str | None]] = {}  # the run and tool of the latest point
     for info, run in runs:
         if info.versus:  # paired rounds of two builds: answers of their own (paired_points), not points of a series
             continue
@@ -238,10 +246,25 @@ def build_series(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[
                 point = _point(info, run, record, metric)
                 if point:
                     key = (record.server, record.scenario, record.label, metric, info.conditions_key)
-                    series.setdefault(key, Series(*key)).points.append(point)
-    raw = list(series.values())
+                    why = _meaning_changed(last.get(key), run, record.tool, metric)
+                    if why:
+                        earlier.append(series.pop(key))
+                    series.setdefault(key, Series(*key, since=run.run_id if why else "", why=why or ""))
+                    series[key].points.append(point)
+                    last[key] = (run, record.tool)
+    raw = earlier + list(series.values())
     machine = probe_series([info for info, _ in runs])
     return raw + machine + adjusted_series(raw, machine)
+
+
+def _meaning_changed(before: tuple[Run, str | None] | None, run: Run, tool: str | None, metric: str) -> str | None:
+    """How the figure means something else in `run` than at the series' latest point (`before`: its run and tool), by
+    make compare's rule for either run's tool; None where it does not."""
+    if before is None:
+        return None
+    return next(
+        filter(None, (meaning_changed(before[0], run, t, metric) for t in dict.fromkeys((before[1], tool)))), None
+    )
 
 
 def probe_series(infos: list[RunInfo]) -> list[Series]:
@@ -304,7 +327,7 @@ def adjusted_series(raw: list[Series], machine: list[Series]) -> list[Series]:
                 )
             )
         if points:
-            out.append(Series(s.server, s.scenario, s.run, s.metric + ADJUSTED, s.conditions, points))
+            out.append(Series(s.server, s.scenario, s.run, s.metric + ADJUSTED, s.conditions, points, s.since, s.why))
     return out
 
 
