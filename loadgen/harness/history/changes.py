@@ -81,7 +81,8 @@ class Discovery:
     def sentence(self) -> str:
         return (
             f"changes kept at a false-discovery rate of {FALSE_DISCOVERY_RATE * 100:g} % over {self.tested} series "
-            f"tested (Benjamini-Hochberg over each series' change-point p-value: kept where p ≤ {self.threshold:.2g})"
+            "tested (Benjamini-Hochberg over each series' change-point p-value: "
+            + (f"kept where p ≤ {self.threshold:.2g})" if self.threshold else "none passed)")
         )
 
 

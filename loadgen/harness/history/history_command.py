@@ -85,12 +85,15 @@ def _notes(series: list[Series], tested: int) -> list[str]:
                 f"{server} {scenario} {run}: {len(keys)} series, not joined, as their conditions differ: "
                 + " | ".join(sorted(keys))
             )
+    meaning: dict[tuple[str, str, str], list[str]] = {}  # (metric, split at, why) -> the series split there
     for s in series:
         if s.since and not s.metric.endswith(ADJUSTED):
-            notes.append(
-                f"{s.server} {s.scenario} {s.run} {s.metric}: two series, not joined, split at {s.since}: {s.why} "
-                "(make compare's rule); no change is sought across it"
-            )
+            meaning.setdefault((s.metric, s.since, s.why), []).append(f"{s.server} {s.scenario} {s.run}")
+    for (metric, since, why), split_ones in meaning.items():
+        notes.append(
+            f"{metric} of {len(split_ones)} series split in two at {since}, not joined: {why} (make compare's rule); "
+            f"no change is sought across it: {', '.join(split_ones)}"
+        )
     no_rate = sorted({p.run.run_id for s in series for p in s.points if not p.run.rate})
     if no_rate:
         notes.append(
