@@ -4,6 +4,7 @@ measure, the judgement of what a tool measured, and the plan (loadgen/calibrate.
 from pathlib import Path
 
 import pytest
+from calibrated_records import one_attempt
 
 from harness.calibrate import calibration
 from harness.config.scenarios import ScenarioError
@@ -144,27 +145,12 @@ def test_a_plan_with_an_unknown_server_setting_is_one_error_naming_it(tmp_path):
 
 
 def recorded(server: str, scenario: str, rps: float, cost_cpu_s: float, requests: int) -> Record:
-    attempt = {
-        "attempt": 1,
-        "requests": requests,
-        "good_requests": requests,
-        "rps": rps,
-        "duration_s": requests / rps,
-        "latency_ms": {"p50": 40.3, "p99": 80.4},
-        "tool_processes": 1,
-        "samples": {"server": {"cores": 1, "cpu_s": cost_cpu_s}, "loadgen": {"cores": 1, "cpu_s": 0.1}},
-    }
-    return Record.from_dict(
-        {
-            "server": server,
-            "scenario": scenario,
-            "run": "paced",
-            "tool": "wrk",
-            "rps": rps,
-            "latency_ms": attempt["latency_ms"],
-            "requests": requests,
-            "attempts": [attempt],
-        }
+    return one_attempt(
+        {"server": server, "scenario": scenario, "run": "paced", "tool": "wrk"},
+        rps,
+        requests,
+        latency_ms={"p50": 40.3, "p99": 80.4},
+        samples={"server": {"cores": 1, "cpu_s": cost_cpu_s}, "loadgen": {"cores": 1, "cpu_s": 0.1}},
     )
 
 

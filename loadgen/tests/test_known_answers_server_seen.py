@@ -3,6 +3,7 @@ construction's ideal beside it and the cycle split; a latency miss said to be th
 probe found it unsteady. Hand-made records and accounts: exact values, no server."""
 
 import pytest
+from calibrated_records import one_attempt
 
 from harness.calibrate import calibration, server_seen, verdict_table
 from harness.calibrate.server_seen import Accounts, ServerSeen
@@ -26,29 +27,8 @@ def record(load: calibration.CalibrationLoad, rps: float, requests: int, latency
     parts = load.run.load.get("processes") or 1
     stem = f"calibrated-{load.scenario}-{load.label}-1"
     raw = [f"raw/{stem}/output.txt"] if parts == 1 else [f"raw/{stem}.part{i + 1}/output.txt" for i in range(parts)]
-    attempt = {
-        "attempt": 1,
-        "requests": requests,
-        "good_requests": requests,
-        "rps": rps,
-        "duration_s": requests / rps,
-        "latency_ms": latency,
-        "tool_processes": parts,
-        "raw": raw,
-        "samples": {"server": {"cores": 1, "cpu_s": 0.2}, "loadgen": {"cores": 1, "cpu_s": 0.1}},
-    }
-    return Record.from_dict(
-        {
-            "server": "calibrated",
-            "scenario": load.scenario,
-            "run": load.label,
-            "tool": load.tool,
-            "rps": rps,
-            "latency_ms": latency,
-            "requests": requests,
-            "attempts": [attempt],
-        }
-    )
+    run = {"server": "calibrated", "scenario": load.scenario, "run": load.label, "tool": load.tool}
+    return one_attempt(run, rps, requests, latency_ms=latency, tool_processes=parts, raw=raw)
 
 
 def plan_load(scenario: str) -> calibration.CalibrationLoad:
