@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.basics.httpclient import HttpError, get
 from harness.basics.messages import warn
-from harness.measuring.steadiness import UNSTEADY_CV
+from harness.measuring.steadiness import UNSTEADY_CV, worst_cv
 from harness.results import known_answers as ka
 from harness.results.records import Attempt, Record
 from harness.runtime import RunningServer
@@ -148,9 +148,8 @@ def judge_rate(
 
 def probe_cv(conditions: dict[str, Any]) -> float | None:
     """The run's steadiness probe (before and after): its largest CV, of either side's CPU; None where not probed."""
-    readings = (conditions.get("steadiness") or {}).values()
-    cvs = [c for r in readings for c in (r.get("cv") or {}).values() if c is not None]
-    return max(cvs) if cvs else None
+    worst = [cv for r in (conditions.get("steadiness") or {}).values() if (cv := worst_cv(r)) is not None]
+    return max(worst, default=None)
 
 
 def unsteady(cv: float | None) -> bool:

@@ -117,6 +117,11 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict[str, An
     }
 
 
+def worst_cv(reading: dict[str, Any] | None) -> float | None:
+    """The larger of a probe reading's two CPUs' coefficients of variation; None without a reading (or any CV)."""
+    return max((c for c in ((reading or {}).get("cv") or {}).values() if c is not None), default=None)
+
+
 def probe_and_record(store: RunStore, plan: CpuPlan, settings: Settings, when: str) -> None:
     """The machine's own CPU-speed steadiness, probed and recorded in the conditions `when` ("before", "after") the
     run, where the profile asks for it; a warning when it varies more than UNSTEADY_CV."""
@@ -130,7 +135,7 @@ def probe_and_record(store: RunStore, plan: CpuPlan, settings: Settings, when: s
     say(f"machine steadiness probe ({when} the run, {settings.steadiness['seconds']:g} s on both sides' CPUs)")
     result = probe({"server": plan.server[0], "loadgen": plan.loadgen[0]}, **settings.steadiness)
     say(f"  {steadiness_text(result)}")
-    worst = max((c for c in result["cv"].values() if c is not None), default=None)
+    worst = worst_cv(result)
     if worst is not None and worst > UNSTEADY_CV:
         warn(
             f"this machine's own CPU speed varies {worst:.0%} between {result['window_s']:g} s windows: attempts of that "

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.basics import stats
+from harness.measuring.steadiness import worst_cv
 from harness.report.run_conditions import steadiness_text
 
 TWIN_FILE = "twin.toml"
@@ -134,13 +135,6 @@ def p99_summary(ours: list[float | None], theirs: list[float | None]) -> dict[st
         "ours_median_ms": round(stats.median(ours_known), 3),
         "theirs_median_ms": round(stats.median(theirs_known), 3),
     }
-
-
-def worst_cv(probe: dict[str, Any] | None) -> float | None:
-    """The larger of the probe's two CPUs' coefficients of variation."""
-    if not probe:
-        return None
-    return max((c for c in probe["cv"].values() if c is not None), default=None)
 
 
 def markdown(result: dict[str, Any]) -> str:

@@ -260,8 +260,7 @@ def measure(
 def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) -> dict[str, Any]:
     """`result` with each metric's verdict line given its evidence (evidence.py), and whether it reached an answer."""
     records = {r.server: r for r in store.run.records if r.scenario == result["scenario"] and r.run == result["run"]}
-    steady = store.run.conditions.get("steadiness", {}).get("before", {})
-    cv = max((c for c in (steady.get("cv") or {}).values() if c is not None), default=None)
+    cv = steadiness.worst_cv(store.run.conditions.get("steadiness", {}).get("before"))
     by_start = {metric: ratios_by_start(sides, result["starts"], metric) for metric in result["metrics"]}
     intervals = {metric: paired.grouped_interval(ratios) for metric, ratios in by_start.items()}
     proof = evidence.Evidence(
