@@ -14,6 +14,7 @@ from harness.config.manifest import Server, discover, upstream_of, upstream_url
 from harness.runtime.docker.images import LOADGEN, app_dir, family, static_mounts
 from harness.runtime.docker.service import (
     CONTAINER_REPO,
+    CONTAINER_RESULTS,
     IMAGE_USER,
     SERVER_MEMORY,
     Mount,
@@ -101,7 +102,7 @@ def loadgen_entry() -> Service:
         Mount("./", CONTAINER_REPO, read_only=True, note="wrk's report script"),
         Mount(
             "${BENCH_RESULTS:-./results}",
-            f"{CONTAINER_REPO}/results",
+            CONTAINER_RESULTS,
             note="ab's percentile files, next to the outputs",
         ),
     ]

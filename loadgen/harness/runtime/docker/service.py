@@ -16,6 +16,10 @@ from harness.config.manifest import Server
 from harness.runtime.docker.images import LOADGEN, app_dir, runtime_image, server_image
 
 CONTAINER_REPO = "/bench"  # the loadgen container's working folder: where it sees the repository files a tool reads
+# The results folder's own mount point, outside the read-only repository mount: under it, the engine would have to make
+# the mount point inside a read-only bind whenever BENCH_RESULTS is not the checkout's results/ (CI's failure: a fresh
+# clone has no results/ and the tests write to a temporary folder).
+CONTAINER_RESULTS = "/results"
 IMAGE_USER = "10001:10001"  # `bench`, the unprivileged user of every image (docker/*.Dockerfile)
 SERVER_MEMORY = "3g"  # JVMs: 1 GiB fixed heap + metaspace, code cache, threads; node: a process per core
 LOADGEN_MEMORY = "2g"
@@ -50,7 +54,7 @@ class Place:
 def container_path(arg: str) -> str:
     """A host path under the repository or the results folder, as a container that mounts them sees it (one
     machine's loadgen container); anything else as it is."""
-    for host, inside in ((RESULTS, f"{CONTAINER_REPO}/results"), (REPO, CONTAINER_REPO)):
+    for host, inside in ((RESULTS, CONTAINER_RESULTS), (REPO, CONTAINER_REPO)):
         prefix = str(host)
         if arg == prefix or arg.startswith(prefix + "/"):
             return inside + arg[len(prefix) :]
