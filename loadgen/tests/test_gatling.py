@@ -1,13 +1,14 @@
 """The Gatling adapter: its parser on real reports (fixtures/gatling/<case>: the console output and the report's
-js/stats.json of runs against loopback servers), its command lines, and one real run of a tiny profile against a
-server on loopback (skipped when loadgen/gatling/build.sh has not built the launcher). That last test holds the
-integration lock, /tmp/harness-integration.lock, while it runs."""
+js/stats.json of runs against loopback servers; constant_warmup also its simulation.log), its command lines, and one
+real run of a tiny profile against a server on loopback (skipped when loadgen/gatling/build.sh has not built the
+launcher). That last test holds the integration lock, /tmp/harness-integration.lock, while it runs."""
 
 from __future__ import annotations
 
 import fcntl
 import functools
 import http.server
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ from harness.tools.gatling import SIMULATION, TOOL
 FIXTURES = Path(__file__).parent / "fixtures" / "gatling"
 INTEGRATION_LOCK = Path("/tmp/harness-integration.lock")
 URL = "http://127.0.0.1:8080/backend"
+WARMUP = {"warmup_s": "3"}  # every load's tool warm-up: WARMUP_S at the load's arrival rate
 
 
 def parse(case: str):
@@ -111,6 +113,67 @@ def test_no_output_at_all_fails_clearly(tmp_path):
         TOOL.parse("", tmp_path)
 
 
+# ------------------------------------------------------------------------------------------- the tool's warm-up
+WARMED = FIXTURES / "constant_warmup"  # 100 users/s for 5 s after 3 s of warm-up at 100/s, by the adapter's command
+# against the calibrated server (S 10 ms, 1 in 20 held 30 ms more, 1 in 10 answered 503); its simulation.log without
+# its USER lines (the parser reads only the REQUEST lines)
+
+
+def logged_requests(name: str) -> list[tuple[int, int, str]]:
+    """(start ms, end ms, OK|KO) of each REQUEST line of `name` in the fixture's simulation.log, counted here apart
+    from the parser."""
+    log = next(WARMED.glob("gatling/*/simulation.log")).read_text()
+    rows = [line.split("\t") for line in log.splitlines()]
+    return [(int(r[3]), int(r[4]), r[5]) for r in rows if r[0] == "REQUEST" and r[2] == name]
+
+
+def test_the_warm_up_s_requests_are_left_out_of_the_figures():
+    measured, warm = logged_requests("request"), logged_requests("warm-up")
+    assert (len(measured), len(warm)) == (500, 300)
+    assert max(end for _, end, _ in warm) <= min(start for start, _, _ in measured)  # andThen: one after the other
+    m = parse("constant_warmup")
+    ko = sum(status == "KO" for *_, status in measured)
+    assert m.requests == len(measured) == 500 and m.errors.total == m.errors.other == ko == 50  # 1 in 10: 503
+    assert m.good_requests == 450 and m.details["gatling"]["ok"] == 450
+    assert m.details["gatling"]["warm_up"] == {"requests": 300, "ko": sum(s == "KO" for *_, s in warm)}
+    assert m.details["gatling"]["distribution"] == {
+        "t < 800 ms": 450,
+        "800 ms <= t < 1200 ms": 0,
+        "t >= 1200 ms": 0,
+        "failed": 50,
+    }
+    # the fresh JVM's slow first answers are the warm-up's: up to 167 ms there, 44 ms at most in the measured load
+    assert m.latency_ms["max"] == max(end - start for start, end, _ in measured) == 44
+    assert max(end - start for start, end, _ in warm) == 167
+    assert m.latency_ms == {"p50": 11, "p75": 12, "p95": 17, "p99": 42, "p90": None, "max": 44, "mean": 13}
+    assert m.details["gatling"]["std_dev_ms"] == 7 and m.details["gatling"]["min_ms"] == 10
+
+
+def test_the_rate_is_the_measured_requests_over_their_own_span():
+    """Gatling's per-request mean divides by the whole run's span in whole seconds, the warm-up's included (500 over
+    9 s); the rate is the measured requests over theirs, from the first one's start to the last one's end."""
+    measured = logged_requests("request")
+    span_s = (max(end for _, end, _ in measured) - min(start for start, _, _ in measured)) / 1000
+    m = parse("constant_warmup")
+    assert span_s == pytest.approx(5.034) and m.duration_s == pytest.approx(span_s)
+    assert m.rps == pytest.approx(500 / 5.034)
+    assert m.details["gatling"]["mean_rps"] == pytest.approx(500 / 9)  # Gatling's own, as it says it
+
+
+def test_a_warmed_report_without_its_log_or_its_measured_request_fails_clearly(tmp_path):
+    report = next((WARMED / "gatling").iterdir())
+    shutil.copytree(report / "js", tmp_path / "gatling" / report.name / "js")
+    output = (WARMED / "output.txt").read_text()
+    with pytest.raises(ToolFailed, match=r"has a 'warm-up' request and no simulation\.log beside it"):
+        TOOL.parse(output, tmp_path)
+    stats = tmp_path / "gatling" / report.name / "js" / "stats.json"
+    entries = json.loads(stats.read_text())
+    entries["contents"] = {k: v for k, v in entries["contents"].items() if v["name"] == "warm-up"}
+    stats.write_text(json.dumps(entries))
+    with pytest.raises(ToolFailed, match=r"has a 'warm-up' request and no 'request' one"):
+        TOOL.parse(output, tmp_path)
+
+
 # ---------------------------------------------------------------------------------------------------- command lines
 def props(argv: list[str]) -> dict[str, str]:
     return dict(a[len("-Dbench.") :].split("=", 1) for a in argv if a.startswith("-Dbench."))
@@ -128,7 +191,14 @@ def test_the_adapter_is_registered_and_built_by_the_repository():
 def test_ramp_command(tmp_path):
     argv = TOOL.command(LoadSpec(url=URL, injection="ramp", users=52000, duration_s=60.0), tmp_path / "s")
     assert argv[0] == TOOL.binary
-    assert props(argv) == {"url": URL, "injection": "ramp", "users": "52000", "duration_s": "60"}
+    assert props(argv) == {
+        "url": URL,
+        "injection": "ramp",
+        "users": "52000",
+        "duration_s": "60",
+        **WARMUP,
+        "warmup_rate": "866.6666666666666",  # the ramp's users over its duration
+    }
     assert argv[-6:-2] == ["-s", SIMULATION, "-rf", str(tmp_path / "s" / "gatling")]
     assert argv[-2] == "-rd" and (tmp_path / "s").is_dir()
 
@@ -138,8 +208,11 @@ def test_at_once_command_takes_users_or_else_concurrency(tmp_path):
         "url": URL,
         "injection": "at-once",
         "users": "3000",
+        **WARMUP,
+        "warmup_rate": "200",  # no arrival rate of its own: at most AT_ONCE_WARMUP_RATE
     }
-    assert props(TOOL.command(LoadSpec(url=URL, injection="at-once", concurrency=500), tmp_path))["users"] == "500"
+    few = props(TOOL.command(LoadSpec(url=URL, injection="at-once", concurrency=50), tmp_path))
+    assert few["users"] == "50" and few["warmup_rate"] == "50"  # fewer users than that: its users a second
 
 
 def test_constant_command_with_a_timeout(tmp_path):
@@ -150,6 +223,8 @@ def test_constant_command_with_a_timeout(tmp_path):
         "rate": "850",
         "duration_s": "60",
         "timeout_s": "2.5",
+        **WARMUP,
+        "warmup_rate": "850",  # its own rate
     }
     assert (
         props(TOOL.command(LoadSpec(url=URL, injection="constant", rate=12.5, duration_s=1), tmp_path))["rate"]
@@ -233,4 +308,5 @@ def test_a_tiny_ramp_really_runs(integration_lock, static_server, tmp_path):
     m = TOOL.parse(proc.stdout, tmp_path / "scratch")
     assert m.requests == 200 and m.errors.total == 0, proc.stdout
     assert m.details["gatling"]["ok"] == 200 and sum(m.details["gatling"]["distribution"].values()) == 200
+    assert m.details["gatling"]["warm_up"] == {"requests": 300, "ko": 0}  # 3 s at the ramp's 100 users/s, left out
     assert m.rps > 0 and 0 <= m.latency_ms["p50"] <= m.latency_ms["p99"] <= m.latency_ms["max"]

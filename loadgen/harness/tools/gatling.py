@@ -1,7 +1,14 @@
 """Gatling: the seeds' open workload model. Virtual users arrive by an injection profile (ramp, at-once, constant
 rate), each sends one GET and leaves. The project builds it (loadgen/gatling: a Java DSL simulation driven by -Dbench.*
 properties, and a launcher); figures come from the js/stats.json of the HTML report the run's own output names, not
-the console text (nor the newest report in the folder)."""
+the console text (nor the newest report in the folder).
+
+Every run is a fresh JVM: its class loading and JIT made the first second of a load slow (a make calibrate at 200
+users/s, known p99 40 ms: 74 requests of the first second took 35 ms or more, up to 259 ms; without the first 2 s, p99
+41 ms and max 46 ms). So the simulation first sends a tool warm-up of its own (WARMUP_S at the load's arrival rate,
+request name "warm-up") and then the measured users (request name "request"); the figures are the measured request's
+alone, its rate over its own span from the report's simulation.log (Gatling's per-request mean divides by the whole
+run's span, warm-up included, in whole seconds)."""
 
 from __future__ import annotations
 
@@ -20,6 +27,9 @@ REPORT_LINE = re.compile(r"please open the following file: \S*?([^\s/]+)/index\.
 FD_MARGIN = 64  # descriptors the JVM holds besides its sockets (jars, epoll, report files)
 # Gatling's default percentiles (gatling.charting.indicators.percentile1..4), as the seeds' reports show them
 PERCENTILES = {"p50": "percentiles1", "p75": "percentiles2", "p95": "percentiles3", "p99": "percentiles4"}
+WARMUP_S = 3.0  # long enough for class loading and the first JIT tiers; short beside a 30 s load
+AT_ONCE_WARMUP_RATE = 200.0  # users/s at most before an at-once load, which has no arrival rate of its own
+MEASURED, WARM_UP = "request", "warm-up"  # the simulation's request names
 INJECTIONS = {  # what each profile needs from the LoadSpec, and what it means
     "ramp": ("users", "duration_s"),  # rampUsers(users).during(duration_s)
     "at-once": ("users",),  # atOnceUsers(users); users defaults to concurrency
@@ -27,9 +37,17 @@ INJECTIONS = {  # what each profile needs from the LoadSpec, and what it means
 }
 
 
-class GatlingDetails(TypedDict):
-    """What Gatling's stats.json says beside the figures (a Measurement's details["gatling"]): its OK and KO counts,
-    its mean rate, the standard deviation and minimum (ms), and its requests by response-time group's name."""
+class WarmUp(TypedDict):
+    """The tool warm-up's requests, left out of the figures."""
+
+    requests: int
+    ko: int
+
+
+class GatlingDetails(TypedDict, total=False):
+    """What Gatling's stats.json says beside the figures (a Measurement's details["gatling"]), of the measured request:
+    its OK and KO counts, its mean rate as Gatling says it, the standard deviation and minimum (ms), and its requests by
+    response-time group's name; and the warm-up's requests (a report without one has no warm_up)."""
 
     ok: int
     ko: int
@@ -37,6 +55,7 @@ class GatlingDetails(TypedDict):
     std_dev_ms: float
     min_ms: float
     distribution: dict[str, int]
+    warm_up: WarmUp
 
 
 class Gatling:
@@ -76,6 +95,7 @@ class Gatling:
         props.update({f: _number(value) for f, value in given.items() if value})
         if spec.timeout_s:
             props["timeout_s"] = _number(spec.timeout_s)
+        props.update(warmup_s=_number(WARMUP_S), warmup_rate=_number(warmup_rate(injection, given)))
         scratch.mkdir(parents=True, exist_ok=True)
         description = " ".join(f"{k}={v}" for k, v in props.items() if k != "url")
         return [
@@ -90,32 +110,78 @@ class Gatling:
         ]
 
     def parse(self, output: str, scratch: Path) -> Measurement:
-        stats = json.loads(own_report(output, scratch).read_text())["stats"]  # "All Requests": every request
+        report = own_report(output, scratch)
+        entries = json.loads(report.read_text())
+        warm = request_stats(entries, WARM_UP)
+        # a report without a warm-up (from before it): "All Requests", every request a measured one
+        stats = entries["stats"] if warm is None else request_stats(entries, MEASURED)
+        if stats is None:
+            raise ToolFailed(f"Gatling's report {report} has a {WARM_UP!r} request and no {MEASURED!r} one")
 
         def total(key: str) -> Any:
             return stats[key]["total"]
 
-        requests = total("numberOfRequests")
-        rps = float(total("meanNumberOfRequestsPerSecond"))
+        requests, ko = total("numberOfRequests"), stats["numberOfRequests"]["ko"]
+        mean_rps = float(total("meanNumberOfRequestsPerSecond"))
+        # Gatling's mean divides by the whole run's span, the warm-up's included: the measured requests' own instead
+        duration_s = requests / mean_rps if mean_rps else 0.0
+        if warm is not None:
+            duration_s = measured_span_s(report.parent.parent / "simulation.log")
         latency: dict[str, float | None] = {key: float(total(field)) for key, field in PERCENTILES.items()}
         latency.update(p90=None, max=float(total("maxResponseTime")), mean=float(total("meanResponseTime")))
         groups = [stats[f"group{i}"] for i in range(1, 5)]  # t < lower, lower <= t < higher, t >= higher, failed
         own: GatlingDetails = {
             "ok": stats["numberOfRequests"]["ok"],
-            "ko": stats["numberOfRequests"]["ko"],
-            "mean_rps": rps,
+            "ko": ko,
+            "mean_rps": mean_rps,
             "std_dev_ms": total("standardDeviation"),
             "min_ms": total("minResponseTime"),
             "distribution": {g["name"]: g["count"] for g in groups},
         }
+        if warm is not None:
+            own["warm_up"] = {"requests": warm["numberOfRequests"]["total"], "ko": warm["numberOfRequests"]["ko"]}
         return Measurement(
             requests=requests,
-            errors=Errors(other=stats["numberOfRequests"]["ko"]),  # Gatling's KO: refused, timed out or not 2xx
-            duration_s=requests / rps if rps else 0.0,
-            rps=rps,
+            errors=Errors(other=ko),  # Gatling's KO: refused, timed out or not 2xx
+            duration_s=duration_s,
+            rps=requests / duration_s if duration_s else 0.0,
             latency_ms=latency,
             details={"gatling": own},
         )
+
+
+def warmup_rate(injection: str, given: dict[str, float | None]) -> float:
+    """The warm-up's users/s: the load's own arrival rate, so that the JVM warms at the pace it then measures at (a
+    ramp's users over its duration); an at-once load has none: its users at most AT_ONCE_WARMUP_RATE a second."""
+    users, duration = given.get("users") or 0.0, given.get("duration_s") or 0.0
+    if injection == "constant":
+        return given["rate"] or 0.0
+    if injection == "ramp":
+        return users / duration
+    return min(users, AT_ONCE_WARMUP_RATE)
+
+
+def request_stats(entries: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """stats.json's figures of the request named `name` (its `contents`, one entry per request name), None if none."""
+    found = [e["stats"] for e in entries.get("contents", {}).values() if e.get("name") == name]
+    return found[0] if found else None
+
+
+def measured_span_s(log: Path) -> float:
+    """The measured requests' own span in seconds: the first one's start to the last one's end, from the REQUEST
+    lines of the report's simulation.log (REQUEST, group, name, start ms, end ms, OK|KO, message; Gatling 3.11's text
+    log). 0 where none is there."""
+    if not log.is_file():
+        raise ToolFailed(f"Gatling's report has a {WARM_UP!r} request and no {log.name} beside it: {log}")
+    first = last = None
+    with log.open() as lines:
+        for line in lines:
+            fields = line.split("\t")
+            if fields[0] == "REQUEST" and len(fields) > 4 and fields[2] == MEASURED:
+                start, end = int(fields[3]), int(fields[4])
+                first = start if first is None else min(first, start)
+                last = end if last is None else max(last, end)
+    return (last - first) / 1000 if first is not None and last is not None else 0.0
 
 
 def own_report(output: str, scratch: Path) -> Path:
