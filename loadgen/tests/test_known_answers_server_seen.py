@@ -108,11 +108,13 @@ def test_a_latency_miss_on_an_unsteady_machine_is_the_machine_s_and_still_a_miss
         "due): the delay is outside it; +6.000 ms"
     )
     assert "cause" not in figures["p50"]
-    _, steady = judged(load, 760.0, accounts_for(load, seen(760.0, 7600, late_max=2.5)), 0.03, latency)
+    # 86 ms where 80 were due, the server's slowest answer 1.5 ms late: beyond the 4 ms tolerance and the 1.5 it
+    # explains (allowance.py), so a miss on a steady machine
+    _, steady = judged(load, 760.0, accounts_for(load, seen(760.0, 7600, late_max=1.5)), 0.03, latency)
     assert "cause" not in steady["max"] and steady["max"]["ok"] is False
     assert steady["max"]["note"].startswith(
-        "on a steady machine (probe CV 3.0%, within 5%); the server's answers left at most 2.50 ms after due (its "
-        "wake-ups): the other 3.50 ms at least are outside it"
+        "on a steady machine (probe CV 3.0%, within 5%); the server's answers left at most 1.50 ms after due (its "
+        "wake-ups): the other 4.50 ms at least are outside it"
     )
     assert server_seen.latency_verdict([seen(760.0, 7600, late_max=9.0)], 6.0, None) == (
         "the machine's steadiness was not probed; the server's own answers left up to 9.00 ms after due (its "

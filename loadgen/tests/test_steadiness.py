@@ -1,6 +1,10 @@
 """The machine's CPU-speed probe (harness/measuring/steadiness.py): real busy loops, pinned, and the arithmetic of windows."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -39,3 +43,30 @@ def test_the_profiles_probe_with_windows_as_long_as_an_attempt_and_a_bad_setting
     )
     with pytest.raises(scenarios.ScenarioError, match="steadiness = .* give positive seconds and window_s"):
         scenarios.settings("quick", path=bad)
+
+
+def test_the_probe_counts_a_stall_of_its_cpu_and_its_length():
+    """A real probe process stopped for 60 ms (SIGSTOP: its CPU taken away, as a hypervisor does) reports a stall of
+    at least that length; its counts still read as rates."""
+    probe = subprocess.Popen(
+        [sys.executable, "-c", steadiness.PROBE, str(steadiness.TICK_S), "1.5", str(steadiness.STALL_S)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.6)
+    probe.send_signal(signal.SIGSTOP)
+    time.sleep(0.06)
+    probe.send_signal(signal.SIGCONT)
+    out, _ = probe.communicate(timeout=10)
+    found = steadiness.stalls(out)
+    assert (
+        found is not None and found["worst_ms"] >= 60 and found["per_s"] > 0 and found["share"] >= 0.06 / 1.7
+    )  # of about 1.6 s
+    assert len(steadiness._rates(out)) >= 10
+
+
+def test_stalls_are_counted_per_second_over_the_ticks_and_an_older_probe_has_none():
+    lines = "0.100000 1000 1 0.002500 0.002500\n0.100000 1000 0 0.000000 0.000000\n0.200000 2000 2 0.004000 0.006000\n"
+    assert steadiness.stalls(lines) == {"per_s": 7.5, "worst_ms": 4.0, "share": 0.02125}
+    assert steadiness.stalls("0.100000 1000\n0.100000 1000\n") is None
+    assert steadiness._rates(lines) == [10000.0, 10000.0, 10000.0]

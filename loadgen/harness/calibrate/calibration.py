@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.calibrate import server_seen
+from harness.calibrate import allowance, server_seen
 from harness.config.scenarios import LoadRun, Scenario, ScenarioError, Settings, WarmupRule, parse_run
 from harness.results import flag_kinds as kinds
 from harness.results import flags
@@ -266,6 +266,7 @@ class Aside:
 
     accounts: server_seen.Accounts | None = None
     probe_cv: float | None = None
+    stalls: allowance.Stalls | None = None  # the machine's, by its steadiness probes (None: not counted)
 
 
 def rate_figure(load: CalibrationLoad, record: Record, k: ka.Known, m: ka.Observed, beside: Aside) -> ka.Figure:
@@ -300,12 +301,28 @@ def latency_figures(
         measured_ms = m.latency_ms.get(name)
         given = name not in ka.NOT_GIVEN.get(load.tool, ())
         figure = within_resolution(load, ka.judge_latency(name, known_ms, measured_ms, note, given), known_ms)
+        if figure.ok is False and known_ms is not None and measured_ms is not None:
+            figure = within_stalls(figure, known_ms, resolution_ms(load, name), beside, seen)
         if figure.ok is False:  # a figure missing is the parser's, not the machine's
             miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
             whose = server_seen.latency_verdict(seen, miss, beside.probe_cv) if miss is not None else ""
             figure.note = "; ".join(n for n in (whose, figure.note, ka.latency_context(k, m, known_ms, miss)) if n)
         figures.append(figure)
     return figures
+
+
+def within_stalls(
+    figure: ka.Figure, known_ms: float, resolution: float, beside: Aside, seen: list[server_seen.ServerSeen] | None
+) -> ka.Figure:
+    """A tail figure above its known value judged within the tolerance, the tool's resolution and what the machine's
+    stalls and the server's late answers add (allowance.py: each measured)."""
+    late = max((s.late_max_ms for s in seen or [] if s.late_max_ms is not None), default=None)
+    allowed, why = allowance.allowance_ms(figure.name, beside.stalls, late)
+    off = float(figure.measured or 0) - known_ms
+    if allowed and 0 < off <= max(ka.LATENCY_TOLERANCE * known_ms, ka.LATENCY_FLOOR_MS) + resolution + allowed:
+        figure.ok = True
+        figure.note = f"within the tolerance and {allowed:.2f} ms for {why}; {off:+.3f} ms; {figure.note}".rstrip("; ")
+    return figure
 
 
 def judge(load: CalibrationLoad, record: Record | None, beside: Aside | None = None) -> dict[str, Any]:
@@ -374,5 +391,5 @@ def judge_run(run: Run, plan: Plan, server: str, accounts: server_seen.Accounts 
     `accounts` of its loads and the run's steadiness probe."""
     flags.evaluate(run)
     by_scenario = {r.scenario: r for r in run.records if r.server == server}
-    beside = Aside(accounts, server_seen.probe_cv(run.conditions))
+    beside = Aside(accounts, server_seen.probe_cv(run.conditions), allowance.probe_stalls(run.conditions))
     return [judge(load, by_scenario.get(load.scenario), beside) for load in plan.loads]

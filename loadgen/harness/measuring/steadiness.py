@@ -29,22 +29,31 @@ from harness.results import flag_kinds
 from harness.results.store import RunStore
 
 TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
+# A stall: the probe's CPU taken away this long or longer (a chunk of its loop takes about 0.05 ms). On this project's
+# 2-core VM both virtual CPUs lose 2-4 ms about once a second (the hypervisor's), which the speed's CV over 1.25 s
+# windows does not show but a tool's p99.9 and max do: `make calibrate` reads them here (calibrate/allowance.py).
+STALL_S = 0.001
 # Above this, the run is warned that its records will carry the machine's spread: with 3 attempts whose own CV is 5 %,
 # about one record in twenty passes the 10 % spread flag by chance; at 10 %, about four in ten.
 UNSTEADY_CV = 0.05
-# A loop that counts and prints its count every TICK_S; it ends after the given seconds.
+# A loop that counts, and times each chunk of 2000 counts (a chunk over the stall threshold: its CPU was taken away);
+# every TICK_S it prints its count, its stalls, the longest and their sum; it ends after the given seconds.
 PROBE = (
     "import signal, sys, time\n"
     "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"  # Ctrl-C (to the harness's process group) ends it without a word
-    "tick, end = float(sys.argv[1]), time.monotonic() + float(sys.argv[2])\n"
+    "tick, end, stall = float(sys.argv[1]), time.monotonic() + float(sys.argv[2]), float(sys.argv[3])\n"
     "n, last = 0, time.monotonic()\n"
+    "previous, stalls, longest, lost = last, 0, 0.0, 0.0\n"
     "while True:\n"
     "    for _ in range(2000):\n"
     "        n += 1\n"
     "    now = time.monotonic()\n"
+    "    if now - previous > stall:\n"
+    "        stalls, longest, lost = stalls + 1, max(longest, now - previous), lost + now - previous\n"
+    "    previous = now\n"
     "    if now - last >= tick:\n"
-    "        print(f'{now - last:.6f} {n}', flush=True)\n"
-    "        n, last = 0, now\n"
+    "        print(f'{now - last:.6f} {n} {stalls} {longest:.6f} {lost:.6f}', flush=True)\n"
+    "        n, last, stalls, longest, lost = 0, now, 0, 0.0, 0.0\n"
     "        if now >= end:\n"
     "            break\n"
 )
@@ -55,10 +64,24 @@ def _rates(output: str) -> list[float]:
     out = []
     for line in output.split("\n"):
         parts = line.split()
-        if len(parts) == 2:
+        if len(parts) >= 2:
             elapsed, count = float(parts[0]), int(parts[1])
             out.append(count / elapsed if elapsed > 0 else 0.0)
     return out
+
+
+def stalls(output: str) -> dict[str, float] | None:
+    """{"per_s": stalls a second, "worst_ms": the longest, "share": of the time they took} over the probe's ticks;
+    None from an older probe's lines."""
+    ticks = [line.split() for line in output.split("\n") if len(line.split()) == 5]
+    seconds = sum(float(t[0]) for t in ticks)
+    if not ticks or seconds <= 0:
+        return None
+    return {
+        "per_s": round(sum(int(t[2]) for t in ticks) / seconds, 2),
+        "worst_ms": round(max(float(t[3]) for t in ticks) * 1000, 2),
+        "share": round(sum(float(t[4]) for t in ticks) / seconds, 5),
+    }
 
 
 def windows(rates: list[float], per_window: int) -> list[float]:
@@ -68,13 +91,13 @@ def windows(rates: list[float], per_window: int) -> list[float]:
 
 def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict[str, Any]:
     """{"seconds", "window_s", "cpus", "cv": {role: CV between windows}, "correlation": of the roles' window rates
-    (None with one role), "rate": {role: loops per second, the median window}}. `cpus`: role -> the CPU its busy loop is pinned to."""
+    (None with one role), "rate": {role: loops per second, the median window}, "stalls": {role: `stalls`}}. `cpus`: role -> the CPU its busy loop is pinned to."""
     procs = {}
     try:
         for role, cpu in cpus.items():
             with interrupt.deferred():  # a Ctrl-C inside Popen would lose the child
                 procs[role] = subprocess.Popen(
-                    pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds)], [cpu]),
+                    pinned([sys.executable, "-c", PROBE, str(TICK_S), str(seconds), str(STALL_S)], [cpu]),
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,  # a Ctrl-C in its interpreter's start prints a traceback: not the user's
                     text=True,
@@ -114,6 +137,8 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict[str, An
         "cv": {role: stats.cv(s) for role, s in series.items()},
         "correlation": correlation,
         "rate": rate,
+        # how often and how long each CPU was taken away (STALL_S or more): the tails' share of the machine
+        "stalls": {role: found for role, text in outputs.items() if (found := stalls(text))},
     }
 
 

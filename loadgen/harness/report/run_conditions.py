@@ -196,4 +196,10 @@ def steadiness_text(result: dict[str, Any] | None) -> str:
     )
     if result.get("correlation") is not None:
         text += f"; the two moved together with correlation {result['correlation']:.2f}"
+    stalled = [
+        f"{s['per_s']:g}/s on the {names.get(role, role)}'s, at worst {s['worst_ms']:g} ms"
+        for role, s in (result.get("stalls") or {}).items()
+    ]
+    if stalled:
+        text += f"; its CPUs taken away for 1 ms or more {' and '.join(stalled)}"
     return text
