@@ -198,21 +198,12 @@ def resolution_ms(load: CalibrationLoad, name: str) -> float:
 def within_resolution(load: CalibrationLoad, figure: ka.Figure, known_ms: float | None) -> ka.Figure:
     """`figure` judged by what the tool can read: within the tolerance and the tool's resolution. Gatling times a
     request by two timestamps in whole ms, so a 10.3 ms answer reads 10 or 11 ms (its mean too); ab's p99.9 is from its
-    -g file's whole ms. Gatling's max is its JVM's: the JVM starts with the load (a warm-up run is another JVM), so
-    its first requests carry its class loading and JIT, which no setting of the server knows: judged only from below
-    (a max under the server's slowest answer is a request lost), above it said, not judged."""
+    -g file's whole ms. (Gatling's own JVM start is in its warm-up, outside its figures: tools/gatling.py.)"""
     resolution = resolution_ms(load, figure.name)
     if not resolution or known_ms is None or not isinstance(figure.measured, float | int):
         return figure
     off = figure.measured - known_ms
-    if load.tool == "gatling" and figure.name == "max" and off >= -resolution:
-        said = figure.note if figure.ok is False else "; ".join(n for n in (f"{off:+.3f} ms", figure.note) if n)
-        figure.ok = None
-        figure.note = (
-            "not judged above the server's slowest answer: Gatling's slowest is its own fresh JVM's (class loading "
-            f"and JIT with the load's first users); {said}"
-        )
-    elif figure.ok is False and abs(off) <= max(ka.LATENCY_TOLERANCE * known_ms, ka.LATENCY_FLOOR_MS) + resolution:
+    if figure.ok is False and abs(off) <= max(ka.LATENCY_TOLERANCE * known_ms, ka.LATENCY_FLOOR_MS) + resolution:
         figure.ok = True
         figure.note = f"within the tolerance and the tool's reading (±{resolution:g} ms of its time); {figure.note}"
     return figure
@@ -223,13 +214,6 @@ def rate_note(load: CalibrationLoad, record: Record) -> str:
     asked = load.run.load.get("duration_s")
     if load.tool == "oha" and asked and asked != int(asked):  # wrk is ended at the time asked (wrk.stop_after_s)
         return f"{load.tool} takes whole seconds: it ran {math.ceil(asked)} s for the {asked:g} s asked"
-    if load.tool == "gatling" and asked:
-        span = asked + (load.server.service_us + load.server.delay_us) / 1e6  # the last users' answers come after
-        low, high = math.floor(span), math.ceil(span)
-        return (
-            f"Gatling divides its count by its run's span in whole seconds: {span:.2f} s reads as {low} or "
-            f"{high} s, {asked / low - 1:+.1%} or {asked / high - 1:+.1%} on its rate"
-        )
     return ""
 
 
