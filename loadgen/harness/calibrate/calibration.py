@@ -286,7 +286,7 @@ def latency_figures(
         given = name not in ka.NOT_GIVEN.get(load.tool, ())
         figure = within_resolution(load, ka.judge_latency(name, known_ms, measured_ms, note, given), known_ms)
         if figure.ok is False and known_ms is not None and measured_ms is not None:
-            figure = within_stalls(figure, known_ms, resolution_ms(load, name), beside, seen)
+            figure = within_stalls(figure, known_ms, resolution_ms(load, name), beside, (seen, m.server_steal_ms))
         if figure.ok is False:  # a figure missing is the parser's, not the machine's
             miss = measured_ms - known_ms if known_ms is not None and measured_ms is not None else None
             whose = server_seen.latency_verdict(seen, miss, beside.probe_cv) if miss is not None else ""
@@ -296,12 +296,18 @@ def latency_figures(
 
 
 def within_stalls(
-    figure: ka.Figure, known_ms: float, resolution: float, beside: Aside, seen: list[server_seen.ServerSeen] | None
+    figure: ka.Figure,
+    known_ms: float,
+    resolution: float,
+    beside: Aside,
+    server: tuple[list[server_seen.ServerSeen] | None, float | None],
 ) -> ka.Figure:
     """A tail figure above its known value judged within the tolerance, the tool's resolution and what the machine's
-    stalls and the server's late answers add (allowance.py: each measured)."""
+    stalls, the server's late answers and the hypervisor's steal add (`server`: its account, its CPUs' steal in ms;
+    allowance.py: each measured)."""
+    seen, steal_ms = server
     late = max((s.late_max_ms for s in seen or [] if s.late_max_ms is not None), default=None)
-    allowed, why = allowance.allowance_ms(figure.name, beside.stalls, late)
+    allowed, why = allowance.allowance_ms(figure.name, beside.stalls, late, steal_ms)
     off = float(figure.measured or 0) - known_ms
     if allowed and 0 < off <= max(ka.LATENCY_TOLERANCE * known_ms, ka.LATENCY_FLOOR_MS) + resolution + allowed:
         figure.ok = True
