@@ -138,9 +138,7 @@ def test_families_and_image_names():
 def test_tool_paths_map_into_the_loadgen_container():
     from harness.results.store import RESULTS
 
-    assert (
-        service.container_path(str(RESULTS / "r1/raw/x/percentiles.csv")) == "/results/r1/raw/x/percentiles.csv"
-    )
+    assert service.container_path(str(RESULTS / "r1/raw/x/percentiles.csv")) == "/results/r1/raw/x/percentiles.csv"
     assert (
         service.container_path(str(REPO / "loadgen/harness/tools/wrk_report.lua"))
         == "/bench/loadgen/harness/tools/wrk_report.lua"
