@@ -11,6 +11,7 @@ import time
 import pytest
 
 from harness.basics.sampling import ProcessSampler
+from harness.runtime.child_tool import ChildTool
 
 # grows by about 20 MB every 0.5 s, busy in between
 GROWER = """
@@ -79,3 +80,27 @@ def test_the_sampler_thread_runs_only_when_its_cpu_is_idle_and_the_caller_stays_
         assert os.sched_getscheduler(0) == os.SCHED_OTHER
     finally:
         sampler.stop()
+
+
+BUSY = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end:\n    pass\n"
+
+
+def test_a_tool_reaped_as_a_child_has_its_own_cpu_exactly_its_reaped_children_included(tmp_path):
+    """A tool that ends before any sampler reads it (samplers run SCHED_IDLE beside a saturated tool) still has its CPU:
+    the kernel's account at wait4, which includes the children it reaped itself."""
+    script = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {BUSY.format(s=0.3)!r}])\n"
+    script += BUSY.format(s=0.2)
+    tool = ChildTool([sys.executable, "-c", script], tmp_path / "output.txt")
+    assert tool.cpu_s is None and tool.poll() is None
+    assert tool.wait(timeout=30) == 0
+    assert tool.cpu_s is not None and 0.5 <= tool.cpu_s < 0.5 + 0.4  # 0.3 s grandchild + 0.2 s own + interpreters
+    tool.terminate()  # ended and reaped: no signal to a pid the kernel may have handed on
+    assert tool.poll() == 0
+
+
+def test_a_child_tool_that_outlives_its_timeout_raises_and_can_still_be_stopped(tmp_path):
+    tool = ChildTool(["sleep", "30"], tmp_path / "output.txt")
+    with pytest.raises(subprocess.TimeoutExpired):
+        tool.wait(timeout=0.2)
+    tool.terminate()
+    assert tool.wait(timeout=5) == -15 and tool.cpu_s is not None

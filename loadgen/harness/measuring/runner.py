@@ -106,8 +106,12 @@ class ToolTree:
         return pids
 
     def cpu_by_part(self, sampler: Sampler, exact: float | None) -> list[float] | None:
-        """Each process's CPU seconds (its children's included), scaled to the exact total where it is known; None
-        where the sampler sees only the whole (an engine's counters)."""
+        """Each process's CPU seconds (its children's included): the kernel's own account where each was reaped as our
+        child (runtime/child_tool), else sampled and scaled to the exact total where it is known; None where the
+        sampler sees only the whole (an engine's counters)."""
+        reaped = [getattr(proc, "cpu_s", None) for proc in self.procs]
+        if self.procs and all(cpu is not None for cpu in reaped):
+            return [round(cpu, 3) for cpu in reaped if cpu is not None]
         by_pid = getattr(sampler, "cpu_by_pid", None)
         if by_pid is None:
             return None

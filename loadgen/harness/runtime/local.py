@@ -25,6 +25,7 @@ from harness.basics.machine import (
 )
 from harness.basics.paths import STATE_DIR
 from harness.config.manifest import Server
+from harness.runtime.child_tool import ChildTool
 from harness.runtime.protocol import OnThisMachine, RunningServer, RuntimeFailure, exit_reason, indent
 from harness.runtime.starting import await_start
 from harness.tools import TOOLS, find_binary, tool_version
@@ -238,9 +239,8 @@ class LocalRuntime(OnThisMachine):
                 pass
         psutil.wait_procs(alive, timeout=5)
 
-    def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> subprocess.Popen[bytes]:
-        with output.open("wb") as out:
-            return subprocess.Popen(pinned(argv, cpus), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> ChildTool:
+        return ChildTool(pinned(argv, cpus), output)
 
     def check_tools(self, tools: set[str]) -> None:
         check_tools(tools)
