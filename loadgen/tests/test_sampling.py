@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -104,3 +105,25 @@ def test_a_child_tool_that_outlives_its_timeout_raises_and_can_still_be_stopped(
         tool.wait(timeout=0.2)
     tool.terminate()
     assert tool.wait(timeout=5) == -15 and tool.cpu_s is not None
+
+
+def test_a_child_tool_polled_from_two_threads_at_once_is_reaped_once(tmp_path):
+    """The sampler's thread polls the tool while the runner waits for it: neither may find the child gone."""
+    for _ in range(20):
+        tool = ChildTool([sys.executable, "-c", BUSY.format(s=0.05)], tmp_path / "output.txt")
+        errors = []
+
+        def poll_until_ended(tool=tool, errors=errors):
+            try:
+                while tool.poll() is None:
+                    pass
+            except Exception as exc:  # noqa: BLE001 - the test reports it
+                errors.append(exc)
+
+        pollers = [threading.Thread(target=poll_until_ended) for _ in range(3)]
+        for poller in pollers:
+            poller.start()
+        assert tool.wait() == 0
+        for poller in pollers:
+            poller.join()
+        assert errors == [] and tool.cpu_s is not None and tool.cpu_s > 0.04

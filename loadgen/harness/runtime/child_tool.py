@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -25,14 +26,21 @@ class ChildTool:
         self.pid = self._popen.pid
         self.returncode: int | None = None
         self.cpu_s: float | None = None
+        # the sampler's thread polls too (runner.ToolTree): one reaper at a time, or the other's wait4 finds no child
+        self._reaping = threading.Lock()
 
     def _reap(self, flags: int) -> int | None:
-        if self.returncode is None:
-            pid, status, used = os.wait4(self.pid, flags)
-            if pid == self.pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-                self.cpu_s = used.ru_utime + used.ru_stime
-                self._popen.returncode = self.returncode  # Popen's own finaliser must not wait for a reaped pid
+        if not self._reaping.acquire(blocking=not flags & os.WNOHANG):
+            return None  # another thread is reaping it right now: as if still running, as Popen.poll answers
+        try:
+            if self.returncode is None:
+                pid, status, used = os.wait4(self.pid, flags)
+                if pid == self.pid:
+                    self.cpu_s = used.ru_utime + used.ru_stime
+                    self.returncode = os.waitstatus_to_exitcode(status)
+                    self._popen.returncode = self.returncode  # Popen's own finaliser must not wait for a reaped pid
+        finally:
+            self._reaping.release()
         return self.returncode
 
     def poll(self) -> int | None:
