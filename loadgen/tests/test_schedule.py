@@ -28,6 +28,7 @@ from harness.measuring.schedule import (
     Job,
     Target,
     WarmupStep,
+    neighbours_by_rate,
 )
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
@@ -323,6 +324,30 @@ def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first():
         ("rust", "keepalive", None),
         ("node", "keepalive", None),
     ]
+
+
+class RatedWarmUps(FakeExecutor):
+    """Warm-ups that read each server's own rate (req/s)."""
+
+    def __init__(self, warm_rates: dict[str, float | None]):
+        super().__init__()
+        self.warm_rates = warm_rates
+
+    def warm_up(self, step, rule):
+        super().warm_up(step, rule)
+        return WarmupResult("ab", [], True, 0.1, 8, self.warm_rates[step.job.name])
+
+
+def test_from_the_second_round_the_servers_closest_in_speed_take_neighbouring_turns():
+    """The drift a pair shares is largest on neighbouring turns (docs/noise.md): the pairs hardest to tell apart,
+    those closest in rate, are measured next to each other; the first round follows the warm-ups' order."""
+    executor = RatedWarmUps({"rust": 90_000.0, "node": 20_000.0, "nginx": None, "play": 85_000.0, "express": 21_000.0})
+    measure(executor, HELLO, members=("node", "rust", "nginx", "express", "play"))
+    order = [[c[1] for c in executor.calls if c[0] == "attempt" and c[3] == n] for n in (1, 2, 3)]
+    assert order[0] == ["node", "rust", "nginx", "express", "play"]
+    assert order[1] == ["play", "express", "node", "nginx", "rust"]  # rust play express node nginx, rotated by one
+    assert order[2] == ["express", "node", "nginx", "rust", "play"]
+    assert neighbours_by_rate(["a", "b"], {"a": None, "b": None}) == ["a", "b"]
 
 
 def test_records_carry_the_runtime_and_the_round_they_were_measured_in():

@@ -158,6 +158,16 @@ def turns(names: list[str], round_no: int) -> list[tuple[str, tuple[int, int] | 
     return [(name, (i, len(order)) if len(order) > 1 else None) for i, name in enumerate(order, 1)]
 
 
+def neighbours_by_rate(names: list[str], rates: dict[str, float | None]) -> list[str]:
+    """The order of a group's turns from its second round on: by warm-up rate, fastest first, so that the servers
+    closest in speed, the pairs hardest to tell apart, take neighbouring turns, where the machine's drift they share
+    is largest (docs/noise.md: next turn alike at +0.37 to +0.49, four or more turns apart +0.20 to +0.31), and
+    their paired ratio is the narrowest. A server without a rate keeps its place after those with one. The first
+    round keeps the warm-up's order: each server's first attempt follows its own warm-up closely."""
+    known = sorted((n for n in names if rates.get(n)), key=lambda n: -(rates[n] or 0.0))
+    return known + [n for n in names if not rates.get(n)]
+
+
 def attempt_seconds(run: LoadRun) -> float:
     """How long one attempt of `run` should take: its duration, or its request count at an assumed rate."""
     load = run.load
