@@ -8,6 +8,7 @@ of new connections)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,7 +159,7 @@ def turns(names: list[str], round_no: int) -> list[tuple[str, tuple[int, int] | 
     return [(name, (i, len(order)) if len(order) > 1 else None) for i, name in enumerate(order, 1)]
 
 
-def neighbours_by_rate(names: list[str], rates: dict[str, float | None]) -> list[str]:
+def neighbours_by_rate(names: Sequence[str], rates: dict[str, float | None]) -> list[str]:
     """The order of a group's turns from its second round on: by warm-up rate, fastest first, so that the servers
     closest in speed, the pairs hardest to tell apart, take neighbouring turns, where the machine's drift they share
     is largest (docs/noise.md: next turn alike at +0.37 to +0.49, four or more turns apart +0.20 to +0.31), and
