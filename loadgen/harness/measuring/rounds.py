@@ -132,7 +132,7 @@ class Rounds:
         attempts: dict[str, list[Attempt]] = {job.name: [] for job in jobs}
         by_rate = neighbours_by_rate([job.name for job in jobs], {name: w.rate for name, w in warmups.items()})
         for n in range(1, repeat + 1):
-            alive = [name for name in (by_rate if n > 1 else by_name) if name not in self.executor.dead]
+            alive = [name for name in (by_rate if n > 1 else list(by_name)) if name not in self.executor.dead]
             if not alive:
                 break
             for name, position in turns(alive, n):
@@ -182,9 +182,9 @@ class Rounds:
         )
         self.clock.plan_within(len(found.servers) * found.rounds * round_s, MORE)
         by_name = {job.name: job for job in alive}
+        by_rate = neighbours_by_rate(found.servers, {name: warmups[name].rate for name in found.servers})
         for n in range(repeat + 1, total + 1):
-            rates = {name: warmups[name].rate for name in found.servers}
-            names = [name for name in neighbours_by_rate(found.servers, rates) if name not in self.executor.dead]
+            names = [name for name in by_rate if name not in self.executor.dead]
             for name, position in turns(names, n) if names else []:
                 job, started = by_name[name], time.monotonic()
                 attempts[name].append(self.executor.attempt(job, n, total, warmups[name].rate, position))
