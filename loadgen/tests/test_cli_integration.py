@@ -66,6 +66,10 @@ def test_cli_run_writes_results_for_every_server_and_scenario(tmp_path):
     results = RESULTS / f"test-{os.getpid()}"
     data = json.loads((results / "results.json").read_text())
     assert data["conditions"]["runtime"] == "local" and data["conditions"]["cpus"]["server"]
+    idle = data["conditions"]["cpu_idle"]  # polled where this machine lets the harness ask it (root, the device)
+    asked = env.get("CPU_IDLE") or "poll"
+    held = asked == "poll" and os.geteuid() == 0 and os.path.exists("/dev/cpu_dma_latency")
+    assert (idle["asked"], idle["in_force"]) == (asked, "poll" if held else "machine"), idle
     assert data["verification"]["rust"]["ok"]
     got = {(r["server"], r["scenario"], r["run"]) for r in data["records"]}
     assert got == {

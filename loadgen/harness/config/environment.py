@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from harness.basics import idle_states
 from harness.basics.cpus import CpuPlanError, format_cpus, parse_cpus
 from harness.config import host_roles
 from harness.config.host_roles import Host, HostsError
@@ -55,6 +56,7 @@ EXAMPLES = {
     "ASSUME_CPUS": "8",
     "ASSUME_SMT": "2",
     "FORMAT": "text or json",
+    "CPU_IDLE": "poll (the default) or machine",
 }
 
 
@@ -80,6 +82,7 @@ class Configuration:
     assume_cpus: int | None = None
     assume_smt: int | None = None
     format: str = "text"
+    cpu_idle: str = "poll"  # idle CPUs poll while measuring (harness.basics.idle_states), or "machine"
 
 
 def read(
@@ -107,6 +110,7 @@ def read(
         assume_cpus=whole("ASSUME_CPUS", value["ASSUME_CPUS"], 2, MAX_CPUS),
         assume_smt=whole("ASSUME_SMT", value["ASSUME_SMT"], 1, MAX_SMT),
         format=one_of("FORMAT", value["FORMAT"], FORMATS, "text"),
+        cpu_idle=one_of("CPU_IDLE", value["CPU_IDLE"], idle_states.MODES, "poll"),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import psutil
 
+from harness.basics import idle_states
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import nofile_limit, shell_output, timestamp
 from harness.runtime import Runtime
@@ -51,4 +52,6 @@ def collect(runtime: Runtime, profile: str, plan: CpuPlan, command: str) -> dict
             "somaxconn": shell_output("cat /proc/sys/net/core/somaxconn"),
         },
         "tools": runtime.tool_versions(),
+        # how idle CPUs waited while this run measured: polling, or the machine's idle states (and why)
+        "cpu_idle": idle_states.reading(remote=runtime.remote),
     }

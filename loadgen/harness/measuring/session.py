@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import psutil
 
+from harness.basics import idle_states
 from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.messages import say, warn
@@ -269,11 +270,17 @@ class Session:
         return self.around_load(running, stem) if self.around_load else nullcontext()
 
     def __enter__(self) -> Session:
+        if not self.runtime.remote:  # idle CPUs poll while this command measures here (not on other hosts)
+            idle_states.hold()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if not self.keep:
-            self.stop_started()
+        try:
+            if not self.keep:
+                self.stop_started()
+        finally:
+            if not self.runtime.remote:
+                idle_states.release()
 
 
 def _stop_tool(tool: ListedTool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.basics import idle_states
 from harness.results.records import Run
 
 
@@ -137,6 +138,7 @@ def items(run: Run) -> list[tuple[str, str]]:
             (f"machine steadiness {when} the run", steadiness_text(result))
             for when, result in (c.get("steadiness") or {}).items()
         ),
+        ("idle CPUs", idle_states.text(c.get("cpu_idle"))),
         ("runtime", c.get("runtime", "-")),
         ("CPU sets", cpus_text(c.get("cpus"))),
         *_machine(c),
