@@ -109,5 +109,5 @@ def text(r: dict[str, Any] | None) -> str:
     driver = f"cpuidle driver {r.get('driver')}, states {', '.join(r.get('states') or []) or '-'}"
     if r.get("in_force") == "poll":
         return f"idle CPUs polled while measuring ({DEVICE} held at 0 µs); {driver}"
-    why = r.get("why_not") or "CPU_IDLE=machine"
+    why = r.get("why_not") or ("CPU_IDLE=machine" if r.get("asked") == "machine" else "not held by this command")
     return f"idle CPUs kept the machine's idle states ({why}); {driver}"
