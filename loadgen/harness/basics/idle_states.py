@@ -97,7 +97,7 @@ def reading(remote: bool = False) -> dict[str, Any]:
         "driver": _read(CPUIDLE / "current_driver"),
         "states": [name for p in states if (name := _read(p))],
     }
-    if _mode == "poll" and not held() and _why_not:
+    if not held() and _why_not:  # set only by a poll that could not be had
         out["why_not"] = _why_not
     return out
 
