@@ -29,6 +29,7 @@ from harness.measuring.schedule import (
     Target,
     WarmupStep,
     neighbours_by_rate,
+    warmed_runs,
 )
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
@@ -107,6 +108,17 @@ def test_the_quick_profile_sizes_every_attempt_by_time_and_keeps_two_weather_lev
     seed = scenarios.load("seed")
     assert seed["low-compute"].runs[0].load["requests"] == 20000  # the seeds' exact parameters stay
     assert len(seed["weather"].runs) == 9
+
+
+def test_a_run_at_more_connections_than_its_pattern_was_warmed_at_is_warmed_again():
+    quick, seed = scenarios.load("quick"), scenarios.load("seed")
+    assert [r.label for r in warmed_runs(quick["weather"])] == ["c1", "c256"]
+    # every level above the last warmed; c128-t16 follows c128-t8 at the same 128 connections
+    assert [r.label for r in warmed_runs(seed["weather"])] == [
+        r.label for r in seed["weather"].runs if r.label != "c128-t16"
+    ]
+    assert [r.label for r in warmed_runs(quick["backend"])] == ["close", "keepalive"]  # the pattern changes
+    assert [r.label for r in warmed_runs(quick["latency"])] == ["10%"]  # its own warm-up load, once
 
 
 def servers(*names):
