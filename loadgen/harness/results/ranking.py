@@ -6,8 +6,9 @@ point: nothing is known of its uncertainty, so nothing can be ordered against it
 `warming` and `drifting` widen or explain the interval but the record is ordered through it.
 
 Two relations place B above A:
-- **by rate:** B's req/s interval lies wholly above A's (touching ends overlap). A figure limited by the load
-  generator (`loadgen-saturated`) or by the upstream (`upstream-limit`) is a lower bound: its interval is
+- **by rate:** B's attempts lie above A's (harness.results.attempt_ranks): at most as many of their pairs of attempts
+  inverted as identical servers show at the false-order rate; at 4 attempts each, none, which is B's min–max
+  interval wholly above A's (touching ends overlap). A figure limited by the load generator (`loadgen-saturated`) or by the upstream (`upstream-limit`) is a lower bound: its interval is
   [low, ∞), so it is above every record whose interval lies wholly below its low end, and nothing is above it by rate.
 - **by cost, where the load generator is the limit:** when at least one of the two is such a lower bound and their
   rate intervals overlap, the server's CPU per request decides: B is above A when B's cost interval (µs of server CPU
@@ -23,10 +24,11 @@ has a range ("1–5"): a wide interval gets a wide range, never a better-looking
 So no record is ever placed below one whose interval lies wholly under its own, and a best (best place 1) has nothing
 above it. Rows are listed by the middle of their range, then req/s.
 
-How often this orders two identical servers: with n attempts each and min–max intervals, their intervals are
-disjoint with probability 2·n!·n!/(2n)! (the attempts of the two, exchangeable, fall all of one side above all of the
-other): 10 % with 3 attempts, 2.9 % with 4, 0.8 % with 5. The profiles take 4 (`false_order_rate`, and the A/A
-twin of `make bench` checks it on every run).
+How often this orders two identical servers: at most 2.9 % from 4 attempts on (the two-sided tail of the count
+of inverted pairs, exact: 2.9 % with 4 attempts each, 1.6 % with 5, 2.6 % with 6; with 3 or fewer, the min–max
+rule's 10 % or more, stated in the report).
+Min–max intervals alone would order them 2·n!·n!/(2n)! of the time: 10 % with 3, 2.9 % with 4, 0.8 % with 5 (where
+a further round made pairs harder to tell apart). The A/A twin of `make bench` checks the rate on every run.
 
 **By paired rounds, where a group's rounds share enough of the noise** (harness.results.round_pairs, issue 41): the
 rate relation between two records that both have interleaved rounds and neither a lower bound is then their
@@ -41,10 +43,11 @@ import math
 from dataclasses import dataclass
 
 from harness.basics import stats
+from harness.results import attempt_ranks, noise, round_pairs
 from harness.results import flag_kinds as kinds
-from harness.results import noise, round_pairs
 from harness.results.records import Record
 from harness.results.round_pairs import GroupRule, group_rule
+from harness.results.summary import measured
 
 # what keeps a record out and what makes its figure a lower bound: each flag declares it (flag_kinds)
 EXCLUDING, LOWER_BOUND = kinds.EXCLUDING, kinds.LOWER_BOUND
@@ -74,7 +77,20 @@ def cost_interval(record: Record) -> tuple[float, float] | None:
     return stats.interval(record.summary.cost_us if record.summary else None)
 
 
+def attempt_rates(record: Record) -> list[float] | None:
+    """The req/s of the attempts the record's figure is the median of; None where they are not all there (a record
+    an older harness summarized from fewer attempts than it kept)."""
+    rates = [a.rps for a in measured(record.attempts) if a.rps is not None]
+    n = record.summary.rps.get("n") if record.summary and record.summary.rps else None
+    return rates if rates and len(rates) == n else None
+
+
 def above_by_rate(b: Record, a: Record) -> bool:
+    """B above A by rate: by their attempts' ranks (attempt_ranks), or, where either is a lower bound or lacks its
+    attempts, B's interval wholly above A's."""
+    rb, ra = attempt_rates(b), attempt_rates(a)
+    if rb and ra and not (is_lower_bound(a) or is_lower_bound(b)):
+        return attempt_ranks.above(rb, ra)
     ib, ia = rate_interval(b), rate_interval(a)
     return ib is not None and ia is not None and ib[0] > ia[1]
 
@@ -195,13 +211,17 @@ def ordered(a: Record, b: Record, among: list[Record]) -> bool:
     return ib in anc[ia] or ia in anc[ib]
 
 
-# 2·n!·n!/(2n)!: the intervals' rate with n attempts; the paired rule's is round_pairs.FALSE_ORDER_RATE (this at 4)
-false_order_rate = round_pairs.false_order_rate
+def false_order_rate(attempts: int) -> float:
+    """How often the rate relation orders two identical servers measured `attempts` times each (2.9 % at 4, at most
+    that from 4 on, the min–max rule's below); the paired rule's is round_pairs.FALSE_ORDER_RATE."""
+    return attempt_ranks.false_order_rate(attempts, attempts)
 
 
 METHOD_NOTE = (
     "Ranks: every record with a figure is ranked; only failures, errors and a failed contract keep one out. A server "
-    "is above another when its req/s interval lies wholly above the other's. A figure limited by the load generator "
+    "is above another when its attempts' req/s lie above the other's: with 4 attempts each, its slowest above the "
+    "other's fastest (its interval wholly above); with more, at most as many pairs of attempts inverted as two "
+    "identical servers show 2.9 % of the time. A figure limited by the load generator "
     '(⚑ loadgen-saturated) or the upstream is a lower bound, shown "≥": above every server whose interval lies wholly '
     "below it, tied with the rest; where such a lower bound's interval overlaps another's, the server CPU per request "
     "(µs/req) decides when the two cost intervals are apart and the cheaper one ran at an equal or lower rate (cost "
