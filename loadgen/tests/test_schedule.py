@@ -104,7 +104,7 @@ def test_the_quick_profile_sizes_every_attempt_by_time_and_keeps_two_weather_lev
                 continue
             assert run.load.get("duration_s"), f"{scenario.name} {run.label} is sized by count"
     assert [r.label for r in quick["weather"].runs] == ["c1", "c256"]
-    assert quick["low-compute"].repeat(scenarios.settings("quick")) == 4  # the 5 % rule needs four attempts
+    assert quick["low-compute"].repeat(scenarios.settings("quick")) == 6  # six short attempts: attempt_ranks
     seed = scenarios.load("seed")
     assert seed["low-compute"].runs[0].load["requests"] == 20000  # the seeds' exact parameters stay
     assert len(seed["weather"].runs) == 9

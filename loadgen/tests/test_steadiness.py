@@ -35,7 +35,7 @@ def test_a_real_probe_on_two_pinned_cpus_reports_each_cpus_variation_and_their_c
 
 
 def test_the_profiles_probe_with_windows_as_long_as_an_attempt_and_a_bad_setting_is_refused(tmp_path):
-    assert scenarios.settings("quick").steadiness == {"seconds": 9, "window_s": 1.25}
+    assert scenarios.settings("quick").steadiness == {"seconds": 9, "window_s": 0.8}
     bad = tmp_path / "scenarios.toml"
     bad.write_text(
         "[settings.quick]\nrepeat = 3\nsteadiness = { seconds = 0, window_s = 2 }\n"
