@@ -6,9 +6,9 @@ point: nothing is known of its uncertainty, so nothing can be ordered against it
 `warming` and `drifting` widen or explain the interval but the record is ordered through it.
 
 Two relations place B above A:
-- **by rate:** B's attempts lie above A's (harness.results.attempt_ranks): at most as many of their pairs of attempts
-  inverted as identical servers show at the false-order rate; at 4 attempts each, none, which is B's min–max
-  interval wholly above A's (touching ends overlap). A figure limited by the load generator (`loadgen-saturated`) or by the upstream (`upstream-limit`) is a lower bound: its interval is
+- **by rate:** B's attempts, less 4 % (what two processes of one server differ by), lie above A's
+  (harness.results.attempt_ranks): at most as many of their pairs of attempts inverted as identical servers show at
+  the false-order rate; at 4 attempts each, none. A figure limited by the load generator (`loadgen-saturated`) or by the upstream (`upstream-limit`) is a lower bound: its interval is
   [low, ∞), so it is above every record whose interval lies wholly below its low end, and nothing is above it by rate.
 - **by cost, where the load generator is the limit:** when at least one of the two is such a lower bound and their
   rate intervals overlap, the server's CPU per request decides: B is above A when B's cost interval (µs of server CPU
@@ -219,9 +219,9 @@ def false_order_rate(attempts: int) -> float:
 
 METHOD_NOTE = (
     "Ranks: every record with a figure is ranked; only failures, errors and a failed contract keep one out. A server "
-    "is above another when its attempts' req/s lie above the other's: with 4 attempts each, its slowest above the "
-    "other's fastest (its interval wholly above); with more, at most as many pairs of attempts inverted as two "
-    "identical servers show 2.9 % of the time. A figure limited by the load generator "
+    "is above another when its attempts' req/s, less 4 % (what two processes of one server differ by), lie above the "
+    "other's: with 4 attempts each, its slowest above the other's fastest; with more, at most as many pairs of "
+    "attempts inverted as two identical servers show 2.9 % of the time. A figure limited by the load generator "
     '(⚑ loadgen-saturated) or the upstream is a lower bound, shown "≥": above every server whose interval lies wholly '
     "below it, tied with the rest; where such a lower bound's interval overlaps another's, the server CPU per request "
     "(µs/req) decides when the two cost intervals are apart and the cheaper one ran at an equal or lower rate (cost "
