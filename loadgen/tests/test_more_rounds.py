@@ -75,8 +75,9 @@ def measure(levels: dict[str, float], budget_left_s: float) -> Fake:
     return executor
 
 
-# rust far above, akka far below; express 5 % above node: tied after 4 rounds, told apart after 8
-LEVELS = {"rust": 2000.0, "node": 500.0, "express": 525.0, "akka": 250.0}
+# rust far above, akka far below; express 10 % above node (6 % beyond the process margin): tied after 4 rounds, told
+# apart after 8
+LEVELS = {"rust": 2000.0, "node": 500.0, "express": 550.0, "akka": 250.0}
 
 
 def test_the_tied_neighbours_more_rounds_would_tell_apart_get_them_interleaved_and_the_others_none():
@@ -116,12 +117,12 @@ def test_the_rounds_stay_within_the_run_s_share_of_the_budget():
 def test_the_decision_reads_the_pairs_the_group_s_rule_leaves_tied():
     executor = measure(LEVELS, budget_left_s=0.0)  # the first four rounds only
     records = list(executor.records.values())
-    assert undecided(records, 4) == []  # at 4 rounds the 5 % pair stays tied: more of the same decides nothing
+    assert undecided(records, 4) == []  # at 4 rounds the 10 % pair stays tied: more of the same decides nothing
     assert undecided(records, 8) == ["node", "express"]
     found = extension(records, 4, round_s=1.06, share_s=100.0)
     assert found is not None and (found.servers, found.rounds) == (("node", "express"), MAX_EXTRA_ROUNDS)
     assert extension(records, 4, round_s=1.06, share_s=1.0) is None
-    assert math.isclose(records[2].rps / records[1].rps, 1.05, rel_tol=0.05)
+    assert math.isclose(records[2].rps / records[1].rps, 1.10, rel_tol=0.05)
 
 
 def test_make_docker_overhead_s_rounds_get_none():
@@ -151,9 +152,9 @@ class Drifting(Fake):
 
 
 def sitting(seed: int, budget_left_s: float) -> tuple[bool, bool]:
-    """One run of a group with an identical pair (node, express) and a pair 5 % apart (akka, pekko): whether each
+    """One run of a group with an identical pair (node, express) and a pair 10 % apart (akka, pekko): whether each
     pair was ordered, under the group's rule, after the rounds and whatever further rounds the budget paid for."""
-    levels = {"rust": 2000.0, "node": 500.0, "express": 500.0, "akka": 250.0, "pekko": 262.5}
+    levels = {"rust": 2000.0, "node": 500.0, "express": 500.0, "akka": 250.0, "pekko": 275.0}
     known = discover()
     executor = Drifting(levels, seed, shared_sd=0.06, own_sd=0.03)  # this machine's benches: 22-33 % shared
     members = [Target(known[name], None) for name in levels]
@@ -164,7 +165,7 @@ def sitting(seed: int, budget_left_s: float) -> tuple[bool, bool]:
     return twins, above_in(rule, r["pekko"], r["akka"])
 
 
-def test_further_rounds_order_more_pairs_5_percent_apart_and_no_more_identical_ones_than_stated():
+def test_further_rounds_order_more_pairs_10_percent_apart_and_no_more_identical_ones_than_stated():
     sittings = 500
     without = [sitting(seed, 0.0) for seed in range(sittings)]
     with_rounds = [sitting(seed, 500.0) for seed in range(sittings)]
@@ -175,4 +176,4 @@ def test_further_rounds_order_more_pairs_5_percent_apart_and_no_more_identical_o
     ordered_with = sum(f for _, f in with_rounds) / sittings
     assert (
         ordered_with >= 1.5 * ordered_without
-    )  # here: 26 % of the pairs 5 % apart ordered, then 55 % (twins 1.8, 2.0 %)
+    )  # here: 34 % of the pairs 10 % apart ordered, then 67 % (twins 0 and 0 %)

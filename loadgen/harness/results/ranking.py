@@ -129,7 +129,7 @@ def above_in(rule: GroupRule, b: Record, a: Record) -> bool:
     if pairable(b, rule) and pairable(a, rule):
         found = round_pairs.paired_interval(b, a)
         if found is not None:
-            return found.low > 1
+            return found.low > 1 + attempt_ranks.PROCESS_MARGIN  # what two processes of one server differ by
     return above(b, a)
 
 

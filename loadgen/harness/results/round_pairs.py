@@ -15,7 +15,8 @@ this machine share 22–33 % (README), so with 4 rounds their groups are mostly 
 The paired relation: over the rounds both servers have (in interleaved rounds, not measured again back to back),
 the geometric mean of B ÷ A and its Student t interval on the logs (as harness.results.paired.ratio_interval) at
 the false-order rate the unpaired rule has with the profiles' 4 attempts, 2·4!·4!/8! = 2.9 %, whatever the rounds:
-B is above A where the interval lies wholly above 1. So the A/A twin, judged by whichever rule its group uses, is
+B is above A where the interval lies wholly above 1.04 (attempt_ranks.PROCESS_MARGIN: what two processes of one
+server differ by, which rounds of one process each cannot show). So the A/A twin, judged by whichever rule its group uses, is
 ordered at the same stated rate as before (for normal noise on the log scale; the twin checks it on real noise).
 A lower bound (a saturated load generator) has no ratio to pair: its pairs stay with the intervals.
 """
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from harness.results import noise
+from harness.results.attempt_ranks import PROCESS_MARGIN
 from harness.results.paired import RatioInterval, t_quantile
 from harness.results.records import Record
 
@@ -59,12 +61,14 @@ def pairing_threshold(rounds: int) -> float:
 
 def power(difference: float, own_sd: float, rounds: int) -> float:
     """The probability that the paired rule orders two servers `difference` apart (a fraction: 0.05) whose attempts
-    each carry an own noise of `own_sd` (ln scale) beyond the round's shared part, over `rounds` rounds: the normal
-    approximation of the noncentral t (Johnson & Kotz: P(T' > c) ≈ Φ((δ − c) / √(1 + c²/2ν)))."""
+    each carry an own noise of `own_sd` (ln scale) beyond the round's shared part, over `rounds` rounds, beyond the
+    process margin (attempt_ranks.PROCESS_MARGIN): the normal approximation of the noncentral t (Johnson & Kotz:
+    P(T' > c) ≈ Φ((δ − c) / √(1 + c²/2ν)))."""
+    beyond = math.log1p(difference) - math.log1p(PROCESS_MARGIN)
     if own_sd <= 0:
-        return 1.0
+        return 1.0 if beyond > 0 else 0.0
     df = rounds - 1
-    shift = math.log1p(difference) / (math.sqrt(2) * own_sd / math.sqrt(rounds))
+    shift = beyond / (math.sqrt(2) * own_sd / math.sqrt(rounds))
     c = critical_t(df)
     z = (shift - c) / math.sqrt(1 + c * c / (2 * df))
     return 0.5 * (1 + math.erf(z / math.sqrt(2)))
@@ -119,8 +123,3 @@ def paired_interval(b: Record, a: Record) -> RatioInterval | None:
     mean = sum(logs) / n
     margin = critical_t(n - 1) * math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1) / n)
     return RatioInterval(math.exp(mean), math.exp(mean - margin), math.exp(mean + margin), n, 1 - FALSE_ORDER_RATE)
-
-
-def paired_above(b: Record, a: Record) -> bool:
-    found = paired_interval(b, a)
-    return found is not None and found.low > 1
