@@ -151,14 +151,16 @@ def test_ties_and_transitivity():
 
 def test_the_method_orders_identical_servers_at_most_5_percent_of_the_time():
     """Exact: of the C(8,4) = 70 equally likely ways four attempts of each of two identical servers interleave, 2
-    leave their min–max intervals disjoint (2.9 %); with 3 attempts, 2 of 20 (10 %)."""
-    for n, expected in ((3, 0.10), (4, 2 / 70), (5, 2 / 252)):
+    leave their min–max intervals disjoint (2.9 %), the ranks rule's rate at 4 each; with 3 attempts, 2 of 20 (10 %),
+    both; with 5, min–max intervals 2 of 252, the ranks rule (one pair inverted allowed) 4 of 252."""
+    for n, min_max, rule in ((3, 0.10, 0.10), (4, 2 / 70, 2 / 70), (5, 2 / 252, 4 / 252)):
         disjoint = 0
         ways = list(itertools.combinations(range(2 * n), n))
         for mine in ways:
             theirs = [i for i in range(2 * n) if i not in mine]
             disjoint += min(mine) > max(theirs) or min(theirs) > max(mine)
-        assert disjoint / len(ways) == pytest.approx(expected) == pytest.approx(ranking.false_order_rate(n))
+        assert disjoint / len(ways) == pytest.approx(min_max)
+        assert ranking.false_order_rate(n) == pytest.approx(rule)
     assert ranking.false_order_rate(4) <= 0.05 < ranking.false_order_rate(3)
 
 
@@ -213,7 +215,8 @@ LOW_COMPUTE = Path(__file__).parent / "fixtures" / "bench_20261124_low_compute" 
 def test_a_rank_is_the_range_of_places_its_interval_allows_so_imprecision_never_looks_better():
     """Issue 32: on the recorded low-compute run socko (14,771, interval 13,323–16,478, spread) was ranked "=1" above
     finagle "2" (16,079, 15,424–16,512) because nothing lies wholly above socko's wide interval. Its place is 1st to
-    5th; finagle's (below rust by cost, above node, the twin and everything slower) 2nd or 3rd."""
+    5th; finagle's (below rust by cost, above the twin and everything slower; its slowest attempt within the 4 %
+    process margin of node's fastest, attempt_ranks) 2nd to 4th."""
     from harness.report import csv_export, markdown
     from harness.report import terminal as console
 
@@ -223,25 +226,25 @@ def test_a_rank_is_the_range_of_places_its_interval_allows_so_imprecision_never_
     g = group(m, "low-compute", "c1000")
     assert [(s.record.server, s.rank, s.worst) for s in g.ranked] == [
         ("rust", 1, 2),
-        ("finagle", 2, 3),
+        ("finagle", 2, 4),
         ("socko", 1, 5),
+        ("node", 2, 5),
         ("node-twin", 3, 5),
-        ("node", 3, 5),
         ("spray", 6, 6),
         ("express", 7, 10),
         ("pekko", 7, 10),
         ("play", 7, 10),
         ("akka", 7, 10),
     ]
-    assert standings(g)["socko"] == "1–5" and standings(g)["finagle"] == "2–3" and standings(g)["spray"] == "6"
+    assert standings(g)["socko"] == "1–5" and standings(g)["finagle"] == "2–4" and standings(g)["spray"] == "6"
     # wherever a rank is shown: the report's table and at-a-glance, the CSV, the terminal (the charts' labels are
     # Group.rank_label, the same text)
     md = markdown.render(m)
-    assert "| 1–5 | socko | 14,771 |" in md and "| 2–3 | finagle | 16,079 |" in md
+    assert "| 1–5 | socko | 14,771 |" in md and "| 2–4 | finagle | 16,079 |" in md
     assert "| low-compute | c1000 | rust (1–2) |" in md and "|  |  | socko (1–5) |" in md  # a line per leader
     rows = {line.split(",")[2]: line.split(",")[3:6] for line in csv_export.render(m).splitlines()[1:]}
-    assert rows["socko"] == ["1–5", "1", "5"] and rows["finagle"] == ["2–3", "2", "3"]
+    assert rows["socko"] == ["1–5", "1", "5"] and rows["finagle"] == ["2–4", "2", "4"]
     table = console.table(m)
     marks = dict(zip(table.columns[1].cells, table.columns[0].cells))
-    assert (marks["socko"], marks["finagle"], marks["rust"]) == ("1–5", "2–3", "1–2")
+    assert (marks["socko"], marks["finagle"], marks["rust"]) == ("1–5", "2–4", "1–2")
     assert g.rank_label(g.ranked[2].record) == "1–5"
