@@ -15,10 +15,11 @@ from harness.measuring import rounds
 from harness.measuring.clock import Clock
 from harness.measuring.more_rounds import MAX_EXTRA_ROUNDS, extension, undecided
 from harness.measuring.schedule import History, Target
+from harness.results.attempt_ranks import FALSE_ORDER_RATE
 from harness.results.ranking import above_in
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
-from harness.results.round_pairs import FALSE_ORDER_RATE, group_rule
+from harness.results.round_pairs import group_rule
 from harness.tools.output import Errors
 
 SETTINGS = Settings(repeat=4, warmup=WarmupRule(duration_s=1.0, tolerance=0.1, max_runs=5))

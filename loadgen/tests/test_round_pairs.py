@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import csv_export, first_screen, markdown, model
-from harness.results import flags, noise, ranking, round_pairs
+from harness.results import attempt_ranks, flags, noise, ranking, round_pairs
 from harness.results import records as results
 from harness.results.records import Record
 from harness.results.round_pairs import GroupRule
@@ -74,7 +74,7 @@ def test_a_shared_drift_is_paired_out_ten_percent_told_apart_at_the_stated_power
     the servers 10 % apart (6 % beyond the 4 % process margin) at round_pairs.power's figure (99 %) and the
     identical pair at most at 2.9 %."""
     shared, own, rounds, draws = 0.06, 0.02, 8, 1500
-    stated_power, stated_rate = round_pairs.power(0.10, own, rounds), round_pairs.FALSE_ORDER_RATE
+    stated_power, stated_rate = round_pairs.power(0.10, own, rounds), attempt_ranks.FALSE_ORDER_RATE
     right, wrong, twins, paired = order_rates(shared, own, rounds, draws)
     assert paired > 0.99
     assert stated_power == pytest.approx(0.99, abs=0.01) and stated_rate == pytest.approx(2 / 70)

@@ -10,7 +10,7 @@ from harness.basics.formats import fmt_ms
 from harness.report.cells import INTERVAL_NOTE, cost_text, latency, rps_text
 from harness.report.model import Group, Model, aa_result
 from harness.report.run_conditions import machine_note
-from harness.results import flag_kinds, ranking, round_pairs
+from harness.results import attempt_ranks, flag_kinds, ranking
 from harness.results.records import Record
 
 
@@ -136,7 +136,7 @@ def method_note(model: Model) -> str:
             if rates
             else ""
         )
-        + f" By paired rounds, {round_pairs.FALSE_ORDER_RATE:.1%} whatever the rounds."
+        + f" By paired rounds, {attempt_ranks.FALSE_ORDER_RATE:.1%} whatever the rounds."
     )
 
 

@@ -15,9 +15,9 @@ from typing import Any
 from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.config.manifest import discover
 from harness.report import compliance
+from harness.results import attempt_ranks, ranking, round_pairs
 from harness.results import capacity as capacity_rules
 from harness.results import flags as flag_rules
-from harness.results import ranking, round_pairs
 from harness.results.ranking import Standing
 from harness.results.records import Record, Run
 
@@ -60,7 +60,7 @@ class Group:
         rest = [s.record.server for s in self.ranked if not s.paired]
         return (
             f"Ordered by paired rounds (the geometric mean of per-round ratios, its interval at "
-            f"{round_pairs.FALSE_ORDER_RATE:.1%} false orders) between {', '.join(pairs)}: {rule.why}"
+            f"{attempt_ranks.FALSE_ORDER_RATE:.1%} false orders) between {', '.join(pairs)}: {rule.why}"
             + (
                 f"; by intervals wherever {', '.join(rest)} is one of the two (a lower bound, or measured again "
                 "outside the rounds)."

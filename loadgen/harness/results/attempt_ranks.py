@@ -9,14 +9,15 @@ how much less depends on the count. With min–max intervals (the only ones 4 to
 Held to the rate itself, every attempt more orders more pairs. At 4 attempts each this is the intervals' rule exactly
 (u = 0: B's slowest above A's fastest, min–max intervals disjoint); at 6 each it allows 4 of the 36 pairs inverted
 (2.6 %), at 8 each 11 of 64 (2.8 %). With 3 attempts or fewer against as few even none inverted is more likely
-than that between identical servers; the rule then stays the min–max intervals' (u = 0) at the rate it has (10 % with 3
-each), which the report states, as before.
+than that between identical servers; the rule then stays the min–max intervals' (u = 0) at the rate it has (10 %
+with 3 each), which the report states, as before.
 
 Two processes of one server differ beyond their attempts (PROCESS_MARGIN, below): B's attempts are divided by
 1 + PROCESS_MARGIN before they are ranked against A's, so that nothing a second process of one server could show is
-claimed as an order. The ranks alone (no margin), their power: two servers 5 % apart, each attempt's noise 2.8 % (a quiet machine: 2 % drift a round, 2 % its own), are
-told apart 38 % of the time with 4 attempts each, 66 % with 6 and 86 % with 8; at an own noise of 5 %, 13, 22 and 32 %;
-15 % apart at 8 %, 39, 62 and 82 % (simulated, 40,000 draws; tests/test_attempt_ranks.py checks the 6 at 2.8 %)."""
+claimed as an order. The ranks alone (no margin), their power: two servers 5 % apart, each attempt's noise 2.8 % (a
+quiet machine: 2 % drift a round, 2 % its own), are told apart 38 % of the time with 4 attempts each, 66 % with 6 and
+86 % with 8; at an own noise of 5 %, 13, 22 and 32 %; 15 % apart at 8 %, 39, 62 and 82 % (simulated, 40,000 draws;
+tests/test_attempt_ranks.py checks the 6 at 2.8 %)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 
-# the profiles' 4 attempts' min–max rate (round_pairs.false_order_rate(4)), exact, so that 4 against 4 allows u = 0
-FALSE_ORDER_RATE = 2 / 70
+PROFILE_ATTEMPTS = 4  # the profiles' attempts before six (and the seed profile's)
+# The false-order rate of both rules (this one and round_pairs'): the min–max intervals' with the profiles' 4
+# attempts, 2·4!·4!/8! = 2 / C(8, 4) (all of one server's attempts above all of the other's), so 4 against 4 allows
+# u = 0
+FALSE_ORDER_RATE = 2 / math.comb(2 * PROFILE_ATTEMPTS, PROFILE_ATTEMPTS)
 # What two processes of one server differ by, beyond their attempts: B's attempts are compared with A's after dividing
 # B's by 1 + PROCESS_MARGIN. All of a record's attempts come from one process, so their ranks say nothing of it. On
 # 27 Nov (05:11, six attempts of 0.8 s) node and its A/A twin differed consistently round after round, whichever went

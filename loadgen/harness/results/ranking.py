@@ -8,8 +8,9 @@ point: nothing is known of its uncertainty, so nothing can be ordered against it
 Two relations place B above A:
 - **by rate:** B's attempts, less 4 % (what two processes of one server differ by), lie above A's
   (harness.results.attempt_ranks): at most as many of their pairs of attempts inverted as identical servers show at
-  the false-order rate; at 4 attempts each, none. A figure limited by the load generator (`loadgen-saturated`) or by the upstream (`upstream-limit`) is a lower bound: its interval is
-  [low, ∞), so it is above every record whose interval lies wholly below its low end, and nothing is above it by rate.
+  the false-order rate; at 4 attempts each, none. A figure limited by the load generator (`loadgen-saturated`) or by
+  the upstream (`upstream-limit`) is a lower bound: its interval is [low, ∞), so it is above every record whose
+  interval lies wholly below its low end, and nothing is above it by rate.
 - **by cost, where the load generator is the limit:** when at least one of the two is such a lower bound and their
   rate intervals overlap, the server's CPU per request decides: B is above A when B's cost interval (µs of server CPU
   per request) lies wholly below A's and B ran at a rate no higher than A's (within `EQUAL_RATE`). Why the rate
@@ -213,15 +214,16 @@ def ordered(a: Record, b: Record, among: list[Record]) -> bool:
 
 def false_order_rate(attempts: int) -> float:
     """How often the rate relation orders two identical servers measured `attempts` times each (2.9 % at 4, at most
-    that from 4 on, the min–max rule's below); the paired rule's is round_pairs.FALSE_ORDER_RATE."""
+    that from 4 on, the min–max rule's below); the paired rule's is attempt_ranks.FALSE_ORDER_RATE."""
     return attempt_ranks.false_order_rate(attempts, attempts)
 
 
 METHOD_NOTE = (
     "Ranks: every record with a figure is ranked; only failures, errors and a failed contract keep one out. A server "
-    "is above another when its attempts' req/s, less 4 % (what two processes of one server differ by), lie above the "
-    "other's: with 4 attempts each, its slowest above the other's fastest; with more, at most as many pairs of "
-    "attempts inverted as two identical servers show 2.9 % of the time. A figure limited by the load generator "
+    f"is above another when its attempts' req/s, less {attempt_ranks.PROCESS_MARGIN * 100:g} % (what two processes of "
+    "one server differ by), lie above the other's: with 4 attempts each, its slowest above the other's fastest; with "
+    "more, at most as many pairs of attempts inverted as two identical servers show "
+    f"{attempt_ranks.FALSE_ORDER_RATE * 100:.1f} % of the time. A figure limited by the load generator "
     '(⚑ loadgen-saturated) or the upstream is a lower bound, shown "≥": above every server whose interval lies wholly '
     "below it, tied with the rest; where such a lower bound's interval overlaps another's, the server CPU per request "
     "(µs/req) decides when the two cost intervals are apart and the cheaper one ran at an equal or lower rate (cost "

@@ -16,9 +16,9 @@ The paired relation: over the rounds both servers have (in interleaved rounds, n
 the geometric mean of B ÷ A and its Student t interval on the logs (as harness.results.paired.ratio_interval) at
 the false-order rate the unpaired rule has with the profiles' 4 attempts, 2·4!·4!/8! = 2.9 %, whatever the rounds:
 B is above A where the interval lies wholly above 1.04 (attempt_ranks.PROCESS_MARGIN: what two processes of one
-server differ by, which rounds of one process each cannot show). So the A/A twin, judged by whichever rule its group uses, is
-ordered at the same stated rate as before (for normal noise on the log scale; the twin checks it on real noise).
-A lower bound (a saturated load generator) has no ratio to pair: its pairs stay with the intervals.
+server differ by, which rounds of one process each cannot show). So the A/A twin, judged by whichever rule its group
+uses, is ordered at the same stated rate as before (for normal noise on the log scale; the twin checks it on real
+noise). A lower bound (a saturated load generator) has no ratio to pair: its pairs stay with the intervals.
 """
 
 from __future__ import annotations
@@ -28,24 +28,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from harness.results import noise
-from harness.results.attempt_ranks import PROCESS_MARGIN
+from harness.results.attempt_ranks import FALSE_ORDER_RATE, PROCESS_MARGIN
 from harness.results.paired import RatioInterval, t_quantile
 from harness.results.records import Record
 
 MIN_ROUNDS = 3  # a paired interval of two rounds rests on one degree of freedom: not worth having
-PROFILE_ATTEMPTS = 4  # the profiles' attempts: the paired rule's false-order rate is the unpaired rule's with these
-
-
-def false_order_rate(attempts: int) -> float:
-    """The probability that two identical servers' min–max intervals of `attempts` attempts each are disjoint:
-    2·n!·n!/(2n)! (the 2n exchangeable attempts ordered so that all of one server's lie above all of the other's)."""
-    return 2 * math.factorial(attempts) ** 2 / math.factorial(2 * attempts)
-
-
-# The paired rule's false-order rate, whatever its rounds: the unpaired rule's with the profiles' 4 attempts (2.9 %),
-# so that pairing adds no false order. (Held to 2·n!·n!/(2n)! for n rounds instead, it would order nothing from 8
-# rounds on: 0.008 %.)
-FALSE_ORDER_RATE = false_order_rate(PROFILE_ATTEMPTS)
+# The paired rule's false-order rate, whatever its rounds, is the unpaired rule's (attempt_ranks.FALSE_ORDER_RATE,
+# 2.9 %), so that pairing adds no false order. (Held to min–max's 2·n!·n!/(2n)! for n rounds instead, it would order
+# nothing from 8 rounds on: 0.008 %.)
 
 
 @lru_cache(maxsize=256)
