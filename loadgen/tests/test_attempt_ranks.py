@@ -104,7 +104,7 @@ def test_more_attempts_order_more_pairs_where_min_max_intervals_ordered_fewer():
     rng = random.Random(6)
     min_max_six = (
         sum(
-            min(g["fast"].summary.rps["ci"]["low"], math.inf) > g["slow"].summary.rps["ci"]["high"]
+            g["fast"].summary.rps["ci"]["low"] > g["slow"].summary.rps["ci"]["high"]
             for g in (group(rng, 6, 0.0, 0.05) for _ in range(1500))
         )
         / 1500
