@@ -73,9 +73,11 @@ def test_a_planned_stop_ends_at_its_time_and_reads_the_rate_the_drained_count_re
     # the count drained its last connections after its planned time (the SERVICE_S of its last answers)
     assert d.requests == CAP * PLANNED_S and d.duration_s == pytest.approx(PLANNED_S + SERVICE_S, abs=0.1)
     assert drained_wall - stopped_wall == pytest.approx(SERVICE_S, abs=0.1)
-    # both read the cap less the answers held at either end (X·S of X·T: 10 %): the same rate to within 2 %
-    assert s.rps == pytest.approx(d.rps, rel=0.02)
-    assert d.rps == pytest.approx(CAP * PLANNED_S / (PLANNED_S + SERVICE_S), rel=0.02)
+    # both read the cap less the answers held at either end (X·S of X·T: 10 %), which a stop that counted the held
+    # answers or the drain would miss by 10 %; 4 % leaves room for where the SIGINT lands on a busy machine (CI on
+    # 2026-11-27 read 443.6 against 453.6 req/s: 2.2 %, 45 ms of 2 s)
+    assert s.rps == pytest.approx(d.rps, rel=0.04)
+    assert d.rps == pytest.approx(CAP * PLANNED_S / (PLANNED_S + SERVICE_S), rel=0.04)
 
 
 class _Tool:
