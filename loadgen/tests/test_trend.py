@@ -64,6 +64,45 @@ def test_the_old_two_run_rule_called_akka_steady_mid_climb_and_the_window_does_n
     assert settled_at == 12 and min(AKKA_BY_HAND[settled_at - 3 : settled_at]) > 7600  # 7,630 → 7,683 → 7,614
 
 
+# akka's weather c1 warm-up (wrk, one connection, 1 s runs), 2026-11-28 on this project's VM, judged on its latest half
+AKKA_WEATHER_C1 = [
+    183,
+    291,
+    396,
+    555,
+    845,
+    1037,
+    1374,
+    1362,
+    1650,
+    1654,
+    1537,
+    2445,
+    2276,
+    2410,
+    3803,
+    5740,
+    5528,
+    5488,
+    5554,
+    5446,
+]
+NGINX_WEATHER_C1 = [42806, 39617, 40558]
+
+
+def ends_at(series: list[float], judged) -> int:
+    return next(i for i in range(3, len(series) + 1) if trend.settled(series[:i], judged(i), 0.10))
+
+
+def test_a_warm_up_is_judged_on_its_latest_half_and_no_longer_ends_mid_climb():
+    three = ends_at(AKKA_WEATHER_C1, lambda n: 3)  # the rule before: three runs, one noisy slope
+    assert three == 11 and AKKA_WEATHER_C1[three - 1] < 1600  # 1,650, 1,654, 1,537: a third of its steady rate
+    half = ends_at(AKKA_WEATHER_C1, lambda n: trend.judged_window(n, 3))
+    assert half == 19 and min(AKKA_WEATHER_C1[half - 3 : half]) > 5400
+    assert ends_at(NGINX_WEATHER_C1, lambda n: trend.judged_window(n, 3)) == 3  # flat from its start: as before
+    assert [trend.judged_window(n, 3) for n in (1, 3, 6, 9, 10, 40)] == [3, 3, 3, 5, 5, 5]
+
+
 def test_flat_series_are_flat():
     for server, scenario in (("rust", "low-compute"), ("rust", "backend"), ("finagle", "long"), ("node", "tweets")):
         _, attempts = recorded(server, scenario)

@@ -22,6 +22,9 @@ import statistics
 from dataclasses import dataclass
 
 FLAT, WARMING, DRIFTING = "flat", "warming", "drifting"
+# The most runs a warm-up's end is judged on: over more, a slow residual climb adds up past the tolerance (pekko's
+# weather c1, flat at 5–7k req/s from run 17, was still "climbing" over its latest 19 and ran to the 60 s cap)
+JUDGED_AT_MOST = 5
 
 
 # Kendall's S over its maximum n(n−1)/2 that a trend needs: up to 4 points strictly monotone (noise alone does that
@@ -83,3 +86,11 @@ def classify(values: list[float], tolerance: float) -> Trend:
 def settled(values: list[float], window: int, tolerance: float) -> bool:
     """A warm-up's end: its latest `window` runs change by at most `tolerance` (relative Theil–Sen trend)."""
     return len(values) >= window and abs(relative_change(values[-window:])) <= tolerance
+
+
+def judged_window(runs: int, least: int) -> int:
+    """The runs a warm-up of `runs` runs is judged on: its latest half, at least `least` and at most JUDGED_AT_MOST.
+    Three runs are one noisy slope: on 2026-11-28 akka's weather c1 warm-up climbed 183 → 1,654 req/s and was called
+    settled on 1,650, 1,654, 1,537 (run 11); judged on five it went on to 5,740 (run 19), its steady level (5.2–6.1k
+    measured again after the rounds). A series flat from its start (nginx: 42.8k, 39.6k, 40.6k) still ends at `least`."""
+    return max(least, min((runs + 1) // 2, JUDGED_AT_MOST))

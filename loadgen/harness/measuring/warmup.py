@@ -2,9 +2,9 @@
 the plan's: schedule.warmup_step).
 
 A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
-`rule.duration_s` (a counting tool's request count from the last run's rate), until the latest `rule.window` runs show
-no trend beyond the tolerance (harness.basics.trend.settled): a JIT that still climbs is not called warm because two
-short runs happened to agree. A server's first warm-up on connection-per-request load also runs until its manifest's
+`rule.duration_s` (a counting tool's request count from the last run's rate), until the latest half of its runs (at
+least `rule.window`, at most five) show no trend beyond the tolerance (harness.basics.trend.settled, judged_window): a JIT that still
+climbs is not called warm because two or three short runs happened to agree. A server's first warm-up on connection-per-request load also runs until its manifest's
 `warmup_connections` were made. At most `rule.max_runs` runs and `rule.max_s` seconds. The last run's rate sizes the
 attempts.
 
@@ -53,12 +53,13 @@ class Loader(Protocol):
 class Progress:
     """The warm-up's runs so far."""
 
-    window: int
+    window: int  # the fewest runs its end is judged on
     connections: int  # new connections its JIT's first warm-up must make
     runs: list[WarmupRun] = field(default_factory=list)
     rate: float | None = None
     made: int = 0  # requests made
     steady: bool = False
+    judged: int = 0  # the latest runs its end was last judged on (trend.judged_window)
     started: float = field(default_factory=time.monotonic)
 
     def enough(self) -> bool:
@@ -72,8 +73,9 @@ class Progress:
             WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=duration_s, errors=errors)
         )
         self.rate = rps or self.rate
-        latest = [r.rps for r in self.runs[-self.window :]]
-        self.steady = all(latest) and trend.settled([r for r in latest if r is not None], self.window, tolerance)
+        self.judged = trend.judged_window(len(self.runs), self.window)
+        latest = [r.rps for r in self.runs[-self.judged :]]
+        self.steady = all(latest) and trend.settled([r for r in latest if r is not None], self.judged, tolerance)
 
 
 def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
@@ -124,7 +126,7 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
         tolerance=rule.tolerance,
         max_runs=max_runs,
         rate=round(done.rate, 1) if done.rate else None,
-        window=done.window,
+        window=done.judged or done.window,
     )
 
 
@@ -155,7 +157,7 @@ def _announce(step: WarmupStep, tool_name: str, run_s: float, done: Progress, ru
     job = step.job
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in done.runs)
     verdict = (
-        f"steady (the latest {done.window} within {rule.tolerance:.0%})"
+        f"steady (the latest {done.judged} within {rule.tolerance:.0%})"
         if done.steady
         else f"NOT steady within {rule.tolerance:.0%} after {len(done.runs)} runs, "
         f"{time.monotonic() - done.started:.0f} s"
