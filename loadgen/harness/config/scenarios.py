@@ -42,8 +42,8 @@ class ScenarioError(Exception):
 
 @dataclass(frozen=True)
 class WarmupRule:
-    """Runs of the scenario's own load, each `duration_s` long, until the latest `window` runs show no trend beyond
-    `tolerance` (harness.basics.trend.settled), at most `max_runs` runs or `max_s` seconds."""
+    """Runs of the scenario's own load, each `duration_s` long, until their latest half (at least `window` runs,
+    trend.judged_window) shows no trend beyond `tolerance` (trend.settled), at most `max_runs` runs or `max_s` s."""
 
     duration_s: float
     tolerance: float
