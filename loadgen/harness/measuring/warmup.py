@@ -3,10 +3,10 @@ the plan's: schedule.warmup_step).
 
 A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
 `rule.duration_s` (a counting tool's request count from the last run's rate), until the latest half of its runs (at
-least `rule.window`, at most five) show no trend beyond the tolerance (harness.basics.trend.settled, judged_window): a JIT that still
-climbs is not called warm because two or three short runs happened to agree. A server's first warm-up on connection-per-request load also runs until its manifest's
-`warmup_connections` were made. At most `rule.max_runs` runs and `rule.max_s` seconds. The last run's rate sizes the
-attempts.
+least `rule.window`, at most five) show no trend beyond the tolerance (harness.basics.trend.settled, judged_window):
+a JIT that still climbs is not called warm because two or three short runs happened to agree. A server's first
+warm-up on connection-per-request load also runs until its manifest's `warmup_connections` were made. At most
+`rule.max_runs` runs and `rule.max_s` seconds. The last run's rate sizes the attempts.
 
 Before any rate is known ab runs for its time (-t); a run in which no request completed (ten fibonacci(35) at once
 take longer than a second on one core, and ab -t drops the requests still under way) is followed by one twice as long
@@ -59,8 +59,12 @@ class Progress:
     rate: float | None = None
     made: int = 0  # requests made
     steady: bool = False
-    judged: int = 0  # the latest runs its end was last judged on (trend.judged_window)
     started: float = field(default_factory=time.monotonic)
+
+    @property
+    def judged(self) -> int:
+        """The latest runs its end is judged on (trend.judged_window)."""
+        return trend.judged_window(len(self.runs), self.window)
 
     def enough(self) -> bool:
         return self.steady and self.made >= self.connections
@@ -73,7 +77,6 @@ class Progress:
             WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=duration_s, errors=errors)
         )
         self.rate = rps or self.rate
-        self.judged = trend.judged_window(len(self.runs), self.window)
         latest = [r.rps for r in self.runs[-self.judged :]]
         self.steady = all(latest) and trend.settled([r for r in latest if r is not None], self.judged, tolerance)
 
@@ -126,7 +129,7 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
         tolerance=rule.tolerance,
         max_runs=max_runs,
         rate=round(done.rate, 1) if done.rate else None,
-        window=done.judged or done.window,
+        window=done.judged,
     )
 
 
