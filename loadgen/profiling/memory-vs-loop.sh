@@ -17,15 +17,18 @@ for r in $(seq "$rounds"); do
     wait
   done
 done
-python3 - "$out" <<'PY'
-import glob, statistics as s, sys
+# the probe's own arithmetic (steadiness.py: tick rates, 0.8 s windows, their CV), so both read as the probe reads
+cd "$here/.." && ../.venv/bin/python - "$out" <<'PY'
+import glob, statistics, sys
+from harness.basics.stats import cv
+from harness.measuring.steadiness import TICK_S, tick_rates, windows
 cvs = {}
 for f in sorted(glob.glob(sys.argv[1] + "/*.*.*")):
     kind, _, cpu = f.rsplit("/", 1)[1].split(".")
-    rows = [tuple(map(float, line.split()[:2])) for line in open(f)][2:]  # its first 0.2 s: start-up
-    windows = [sum(n for _, n in rows[i:i + 8]) / sum(t for t, _ in rows[i:i + 8]) for i in range(0, len(rows) - 7, 8)]
-    if len(windows) > 1:
-        cvs.setdefault((kind, cpu), []).append(100 * s.stdev(windows) / s.mean(windows))
+    rates = tick_rates(open(f).read())[2:]  # its first 0.2 s: start-up
+    found = cv(windows(rates, round(0.8 / TICK_S)))
+    if found is not None:
+        cvs.setdefault((kind, cpu), []).append(100 * found)
 for (kind, cpu), v in sorted(cvs.items()):
-    print(f"{kind:5s} CPU {cpu}: CV between 0.8 s windows {' '.join(f'{x:.1f}' for x in v)} %, median {s.median(v):.1f} %")
+    print(f"{kind:5s} CPU {cpu}: CV between 0.8 s windows {' '.join(f'{x:.1f}' for x in v)} %, median {statistics.median(v):.1f} %")
 PY

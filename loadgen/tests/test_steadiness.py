@@ -62,11 +62,11 @@ def test_the_probe_counts_a_stall_of_its_cpu_and_its_length():
     assert (
         found is not None and found["worst_ms"] >= 60 and found["per_s"] > 0 and found["share"] >= 0.06 / 1.7
     )  # of about 1.6 s
-    assert len(steadiness._rates(out)) >= 10
+    assert len(steadiness.tick_rates(out)) >= 10
 
 
 def test_stalls_are_counted_per_second_over_the_ticks_and_an_older_probe_has_none():
     lines = "0.100000 1000 1 0.002500 0.002500\n0.100000 1000 0 0.000000 0.000000\n0.200000 2000 2 0.004000 0.006000\n"
     assert steadiness.stalls(lines) == {"per_s": 7.5, "worst_ms": 4.0, "share": 0.02125}
     assert steadiness.stalls("0.100000 1000\n0.100000 1000\n") is None
-    assert steadiness._rates(lines) == [10000.0, 10000.0, 10000.0]
+    assert steadiness.tick_rates(lines) == [10000.0, 10000.0, 10000.0]

@@ -59,7 +59,7 @@ PROBE = (
 )
 
 
-def _rates(output: str) -> list[float]:
+def tick_rates(output: str) -> list[float]:
     """Iterations per second, tick by tick."""
     out = []
     for line in output.split("\n"):
@@ -108,7 +108,7 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict[str, An
         ended = {role: p.communicate(timeout=1) for role, p in procs.items()}
         outputs = {role: out for role, (out, _) in ended.items()}
         for role, (out, err) in ended.items():
-            if not _rates(out):
+            if not tick_rates(out):
                 warn(
                     f"the steadiness probe on the {role}'s CPU printed no count (its reading is left out): {err.strip()[-300:]}"
                 )
@@ -118,7 +118,7 @@ def probe(cpus: dict[str, int], seconds: float, window_s: float) -> dict[str, An
                 p.kill()
                 p.wait()
     per_window = max(1, round(window_s / TICK_S))
-    series = {role: windows(_rates(text), per_window) for role, text in outputs.items()}
+    series = {role: windows(tick_rates(text), per_window) for role, text in outputs.items()}
     roles = list(series)
     correlation = None
     if len(roles) == 2:
