@@ -1,5 +1,5 @@
 """The sampler on a real process: its CPU seconds, its peak memory, and the once-a-second memory timeline that shows
-whether a server grows during a long run."""
+whether a server grows during a long run; a process tree's cost read before and after some work (make twin's)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 
-from harness.basics.sampling import ProcessSampler
+from harness.basics.sampling import ProcessSampler, process_cost
 from harness.runtime.child_tool import ChildTool
 
 # grows by about 20 MB every 0.5 s, busy in between
@@ -127,3 +128,57 @@ def test_a_child_tool_polled_from_two_threads_at_once_is_reaped_once(tmp_path):
         for poller in pollers:
             poller.join()
         assert errors == [] and tool.cpu_s is not None and tool.cpu_s > 0.04
+
+
+# three threads that live on; on each line read they sleep 1 ms 200 times each (600 voluntary switches at least),
+# then the main thread spins 0.5 s
+WORKER = """
+import sys, threading, time
+go, done = threading.Semaphore(0), threading.Semaphore(0)
+def naps():
+    while True:
+        go.acquire()
+        for _ in range(200):
+            time.sleep(0.001)
+        done.release()
+for _ in range(3):
+    threading.Thread(target=naps, daemon=True).start()
+print("ready", flush=True)
+for _ in sys.stdin:
+    for _ in range(3):
+        go.release()
+    for _ in range(3):
+        done.acquire()
+    end = time.time() + 0.5
+    while time.time() < end:
+        pass
+    print("done", flush=True)
+"""
+
+
+def test_a_process_trees_cost_counts_its_childrens_cpu_and_every_threads_switches():
+    """The worker runs under a shell that waits for it, so it is a descendant of the pid asked about; its threads'
+    switches are summed, where the main thread's own count (/proc/<pid>/status, psutil's) shows a handful."""
+    shell = subprocess.Popen(
+        ["sh", "-c", f"{sys.executable} -c '{WORKER}'; true"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    worker = None
+    try:
+        assert shell.stdout is not None and shell.stdin is not None and shell.stdout.readline() == "ready\n"
+        worker = psutil.Process(shell.pid).children()[0]
+        before, main_before = process_cost(shell.pid), sum(worker.num_ctx_switches())
+        shell.stdin.write("go\n")
+        shell.stdin.flush()
+        assert shell.stdout.readline() == "done\n"
+        after, main_after = process_cost(shell.pid), sum(worker.num_ctx_switches())
+    finally:
+        for proc in (worker, shell):
+            if proc is not None:
+                proc.kill()
+        shell.communicate()
+    assert before is not None and after is not None
+    assert 0.4 <= after.user_s - before.user_s <= 1.5  # the 0.5 s spin, in the child
+    assert after.system_s >= before.system_s
+    assert 600 <= after.switches - before.switches <= 2000
+    assert main_after - main_before < 100
+    assert process_cost(shell.pid) is None  # gone

@@ -23,7 +23,17 @@ from harness.basics.machine import port_owner
 from harness.cli.subcommands import twin_inputs
 from harness.config.manifest import ManifestError, Server, discover
 from harness.measuring import twins
-from harness.measuring.twin_table import TwinError, first_of_round, load_twin, markdown, ms_text, p99_summary, summary
+from harness.measuring.twin_table import (
+    TwinError,
+    cost_lines,
+    cost_summary,
+    first_of_round,
+    load_twin,
+    markdown,
+    ms_text,
+    p99_summary,
+    summary,
+)
 from harness.tools import TOOLS
 from harness.tools.availability import PreflightError
 
@@ -206,6 +216,7 @@ def test_a_real_twin_run_alternates_writes_twin_json_and_leaves_nothing_running(
         assert all(r > 0 for r in pair["ours_rps"] + pair["theirs_rps"])
         assert pair["ratios"] == [round(o / t, 4) for o, t in zip(pair["ours_rps"], pair["theirs_rps"])]
     assert_p99_from_the_tools_output(result, out)
+    assert_costs_read_and_summarised(result, out)
     sides = [(a["round"], a["pair"], a["pattern"], a["side"]) for a in result["attempts"]]
     assert len(sides) == 2 * 2 * 2 * 2
     assert sides[:2] == [(0, 0, "keep-alive", "ours"), (0, 0, "keep-alive", "theirs")]  # round 0: ours first
@@ -243,6 +254,35 @@ def assert_p99_from_the_tools_output(result: dict, out: Path) -> None:
             f"| {p99['median_ratio']:.3f} | {p99['interval']['low']:.3f}-{p99['interval']['high']:.3f} (50%) | "
             f"{p99['above_1']} of 2 | {ms_text(p99['ours_median_ms'])} | {ms_text(p99['theirs_median_ms'])} |"
         ) in table
+
+
+def assert_costs_read_and_summarised(result: dict, out: Path) -> None:
+    """Every attempt has what the measured server spent on it a request (the responder answers with CPU of its own);
+    each pair's cost is the medians of its attempts'; twin.md shows them."""
+    for a in result["attempts"]:
+        assert set(a["cost"]) == {"user_us", "kernel_us", "switches"}
+        assert a["cost"]["user_us"] + a["cost"]["kernel_us"] > 0 and a["cost"]["switches"] >= 0
+    table = (out / "twin.md").read_text()
+    for i, pair in enumerate(result["pairs"]):
+        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
+        for side in ("ours", "theirs"):
+            costs = [a["cost"] for a in mine if a["side"] == side]
+            assert pair["cost"][side] == {f: round(sum(c[f] for c in costs) / 2, 3) for f in costs[0]}
+        assert cost_lines([pair])[2] in table
+
+
+def test_a_requests_cost_is_each_sides_median_over_the_rounds_it_was_read_in():
+    ours = [
+        {"user_us": 100.0, "kernel_us": 50.0, "switches": 12.0},
+        None,
+        {"user_us": 80.0, "kernel_us": 70.0, "switches": 11.0},
+    ]
+    theirs: list[dict[str, float] | None] = [None, None, None]
+    cost = cost_summary(ours, theirs)
+    assert cost == {"ours": {"user_us": 90.0, "kernel_us": 60.0, "switches": 11.5}, "theirs": None}
+    row = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", "cost": cost}
+    assert cost_lines([row])[2] == "| /hello ÷ /plaintext | keep-alive | 150 (90 + 60) | n/a | 11.50 | n/a |"
+    assert cost_lines([{**row, "cost": None}])[2] == "| /hello ÷ /plaintext | keep-alive | n/a | n/a | n/a | n/a |"
 
 
 def test_a_busy_twin_port_is_refused_before_anything_starts(tmp_path):

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import psutil
@@ -44,6 +45,53 @@ def run_delay_s(pid: int) -> float | None:
         except (OSError, IndexError, ValueError):
             continue  # a thread that ended meanwhile
     return total / 1e9 if found else None
+
+
+@dataclass(frozen=True)
+class ProcessCost:
+    """What a process and its descendants have spent since they started: CPU seconds in user space and in the kernel
+    (every thread's, ended ones included: /proc/<pid>/stat keeps them), and their live threads' context switches,
+    voluntary and not (a thread's own count ends with it)."""
+
+    user_s: float
+    system_s: float
+    switches: int
+
+
+def process_cost(pid: int) -> ProcessCost | None:
+    """`pid`'s ProcessCost now, its descendants' summed in (a wrapper's children, a cluster's workers); None when it
+    is gone. Read before and after a load, the difference is that load's cost."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+    user = system = 0.0
+    switches = 0
+    for proc in tree:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue  # ended meanwhile
+        user, system = user + times.user, system + times.system
+        switches += thread_switches(proc.pid)
+    return ProcessCost(user, system, switches)
+
+
+def thread_switches(pid: int) -> int:
+    """Context switches of `pid`'s live threads, summed: /proc/<pid>/status counts the main thread's alone."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                total += sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total
 
 
 def steal_s(cpus: list[int]) -> float | None:

@@ -1,7 +1,7 @@
 """A TechEmpower twin (issue 48) as `make twin` reads it, and what its rounds come to: the twin's twin.toml checked
 (the format is /work/te/SPEC.md's, kept outside this repository), each round's ratio ours ÷ theirs of req/s and of the
 tool's p99 latency, their medians with their order-statistic intervals (harness.basics.stats), the rounds below 1 on
-rate and above 1 on p99 (ours slower), and the Markdown table of twin.md."""
+rate and above 1 on p99 (ours slower), each side's median cost a request, and the Markdown tables of twin.md."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from harness.report.run_conditions import steadiness_text
 TWIN_FILE = "twin.toml"
 PATTERNS = ("keep-alive", "connection-per-request")  # wrk, ab: the two connection patterns of every route pair
 TOOL_OF = {"keep-alive": "wrk", "connection-per-request": "ab"}
+COST_FIELDS = ("user_us", "kernel_us", "switches")  # a request's CPU µs in user space, in the kernel; context switches
 
 
 class TwinError(Exception):
@@ -137,6 +138,16 @@ def p99_summary(ours: list[float | None], theirs: list[float | None]) -> dict[st
     }
 
 
+def cost_summary(ours: list[dict[str, float] | None], theirs: list[dict[str, float] | None]) -> dict[str, Any]:
+    """Each side's median of each of a request's costs (COST_FIELDS) over the rounds where it was read; a side's None
+    when it was read in none."""
+    out: dict[str, Any] = {}
+    for side, costs in (("ours", ours), ("theirs", theirs)):
+        known = [c for c in costs if c is not None]
+        out[side] = {f: round(stats.median([c[f] for c in known]), 3) for f in COST_FIELDS} if known else None
+    return out
+
+
 def markdown(result: dict[str, Any]) -> str:
     """twin.md: the table, one line per route pair and pattern, with the probe's reading before and after. A pair
     without p99 figures (a twin.json written before they were kept) reads n/a in their columns."""
@@ -169,10 +180,41 @@ def markdown(result: dict[str, Any]) -> str:
         "p99: each side's p99 latency as its tool measured it (wrk --latency, ab's percentiles), the ratio ours ÷ "
         "theirs round by round, its median and interval; above 1, ours answered slower. n/a: a tool gave no p99.",
         "",
+        *cost_lines(result["pairs"]),
         *(f"Probe {w}: {steadiness_text(result['steadiness'].get(w))}." for w in ("before", "after")),
         "",
     ]
     return "\n".join(lines)
+
+
+def cost_lines(pairs: list[dict[str, Any]]) -> list[str]:
+    """twin.md's second table: what a request cost each side, the medians over the rounds (n/a: not read)."""
+    lines = [
+        "| route pair (ours ÷ theirs) | pattern | CPU µs a request, ours (user + kernel) | theirs | "
+        "context switches a request, ours | theirs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in pairs:
+        cost = row.get("cost") or {}
+        cpu = {side: _cpu_text(cost.get(side)) for side in ("ours", "theirs")}
+        switches = {side: f"{cost[side]['switches']:.2f}" if cost.get(side) else "n/a" for side in ("ours", "theirs")}
+        lines.append(
+            f"| {row['ours_path']} ÷ {row['theirs_path']} | {row['pattern']} | {cpu['ours']} | {cpu['theirs']} | "
+            f"{switches['ours']} | {switches['theirs']} |"
+        )
+    return [
+        *lines,
+        "",
+        "Cost: what the measured server's process (its children included) spent during each attempt, from /proc, "
+        "over the requests answered; the median over the rounds.",
+        "",
+    ]
+
+
+def _cpu_text(cost: dict[str, float] | None) -> str:
+    if not cost:
+        return "n/a"
+    return f"{cost['user_us'] + cost['kernel_us']:.0f} ({cost['user_us']:.0f} + {cost['kernel_us']:.0f})"
 
 
 def ms_text(ms: float | None, unit: str = "") -> str:

@@ -6,7 +6,10 @@ killed whole: runtime/local.py's stop). Each is checked first (ours against the 
 body on each of its routes), warmed alike (its `warmup_connections` of connection-per-request load, then each route
 pair on both patterns), then measured in alternating rounds: in round k, for each route pair and pattern, ours first
 when k is even and theirs first when it is odd, wrk for keep-alive and ab for connection per request; each attempt
-keeps its req/s and its p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles). The machine's
+keeps its req/s and its p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles), and what the
+measured server spent on it a request (CPU µs in user space and in the kernel, context switches: sampling.process_cost
+read before and after; counts that the machine's noise moves far less than a rate, so a gap can be told by its
+cause). The machine's
 steadiness probe (steadiness.py, as `make bench` takes it) is read before and after. What the rounds come to
 (twin_table.py) is written to results/<stamp>-twin-<ours>/twin.json and twin.md."""
 
@@ -27,6 +30,7 @@ from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import kernel_start, pinned, port_owner, process_create_time, wait_until
 from harness.basics.messages import say
 from harness.basics.paths import RESULTS
+from harness.basics.sampling import ProcessCost, process_cost
 from harness.config.manifest import Server
 from harness.measuring import steadiness
 from harness.measuring.twin_table import (
@@ -34,6 +38,7 @@ from harness.measuring.twin_table import (
     TOOL_OF,
     Twin,
     TwinError,
+    cost_summary,
     first_of_round,
     markdown,
     ms_text,
@@ -70,6 +75,7 @@ class TwinSide:
 
     label: str  # "ours" or "theirs"
     port: int
+    pid: int  # its process (a wrapper's children counted in): what its attempts cost is read from it
     paths: tuple[str, ...]  # its path of each route pair, in twin.toml's order
     warmup_connections: int
 
@@ -81,9 +87,9 @@ def run_twin(server: Server, twin: Twin, plan: CpuPlan, options: TwinOptions, ro
     folder = root / new_run_id(f"twin-{server.name}", root)
     say(f"twin: {server.name} beside {twin.name} ({twin.folder}); results in {folder}")
     probes: dict[str, Any] = {"before": _probe(plan, options, "before")}
-    with servers_up(server, twin, plan, folder, options.startup_timeout_s) as port:
-        ours = TwinSide("ours", port, tuple(mine for _, mine in twin.routes), server.warmup_connections)
-        theirs = TwinSide("theirs", twin.port, tuple(path for path, _ in twin.routes), twin.warmup_connections)
+    with servers_up(server, twin, plan, folder, options.startup_timeout_s) as (mine, its):
+        ours = TwinSide("ours", mine.port, mine.pid, tuple(m for _, m in twin.routes), server.warmup_connections)
+        theirs = TwinSide("theirs", its.port, its.pid, tuple(t for t, _ in twin.routes), twin.warmup_connections)
         for side in (ours, theirs):
             warm(side, plan, options, folder / "raw")
         attempts = measure_rounds(ours, theirs, plan, options, folder / "raw")
@@ -107,9 +113,11 @@ def _probe(plan: CpuPlan, options: TwinOptions, when: str) -> dict[str, Any] | N
 
 
 @contextmanager
-def servers_up(server: Server, twin: Twin, plan: CpuPlan, folder: Path, timeout_s: float) -> Iterator[int]:
+def servers_up(
+    server: Server, twin: Twin, plan: CpuPlan, folder: Path, timeout_s: float
+) -> Iterator[tuple[RunningServer, RunningServer]]:
     """Ours and the twin up on the plan's server CPUs, each checked, for the block; both stopped at its end whatever
-    ends it. Yields our port."""
+    ends it. Yields both, ours first."""
     runtime, cpus = LocalRuntime(), list(plan.server)
     owner = port_owner(HOST, twin.port)
     if owner:
@@ -123,7 +131,7 @@ def servers_up(server: Server, twin: Twin, plan: CpuPlan, folder: Path, timeout_
         check_ours(server, started[0], tuple(mine for _, mine in twin.routes))
         for path, _ in twin.routes:
             answers(twin.name, twin.port, path, raising=True)
-        yield server.port
+        yield started[0], started[1]
     finally:
         for running in reversed(started):
             runtime.stop(running)
@@ -260,7 +268,9 @@ def measure_rounds(
                     interrupt.check()
                     url = f"http://{HOST}:{side.port}{side.paths[n]}"
                     scratch = raw / f"round{k}-{side.label}-{n}-{pattern}"
+                    before = process_cost(side.pid)
                     m = load(pattern, url, options.concurrency, options.attempt_s, plan.loadgen, scratch)
+                    cost = per_request(before, process_cost(side.pid), m.requests)
                     attempts.append(
                         {
                             "round": k,
@@ -273,6 +283,7 @@ def measure_rounds(
                             "errors": m.errors.total,
                             "length_errors": m.errors.length,
                             "p99_ms": _p99(m),
+                            "cost": cost,
                         }
                     )
                 say(
@@ -282,6 +293,18 @@ def measure_rounds(
                     )
                 )
     return attempts
+
+
+def per_request(before: ProcessCost | None, after: ProcessCost | None, requests: int) -> dict[str, float] | None:
+    """What a server spent on each of an attempt's `requests`: CPU µs in user space and in the kernel, and context
+    switches; None when it could not be read at either end or no request was answered."""
+    if before is None or after is None or requests <= 0:
+        return None
+    return {
+        "user_us": round((after.user_s - before.user_s) * 1e6 / requests, 1),
+        "kernel_us": round((after.system_s - before.system_s) * 1e6 / requests, 1),
+        "switches": round((after.switches - before.switches) / requests, 3),
+    }
 
 
 def _p99(m: Measurement) -> float | None:
@@ -294,7 +317,7 @@ def _result(
     server: Server, twin: Twin, plan: CpuPlan, options: TwinOptions, attempts: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """twin.json's content but the stamp and the probe: the conditions, each route pair and pattern's summary (on
-    rate, and on p99 under "p99"), and every attempt."""
+    rate, on p99 under "p99", on what a request cost each side under "cost"), and every attempt."""
     pairs = []
     for n, (theirs_path, ours_path) in enumerate(twin.routes):
         for pattern in PATTERNS:
@@ -311,6 +334,10 @@ def _result(
                     "ours_rps": rps["ours"],
                     "theirs_rps": rps["theirs"],
                     "p99": p99_summary(p99["ours"], p99["theirs"]),
+                    "cost": cost_summary(
+                        [a["cost"] for a in mine if a["side"] == "ours"],
+                        [a["cost"] for a in mine if a["side"] == "theirs"],
+                    ),
                 }
             )
     return {
