@@ -222,6 +222,9 @@ def test_a_real_twin_run_alternates_writes_twin_json_and_leaves_nothing_running(
     assert sides[:2] == [(0, 0, "keep-alive", "ours"), (0, 0, "keep-alive", "theirs")]  # round 0: ours first
     assert sides[8:10] == [(1, 0, "keep-alive", "theirs"), (1, 0, "keep-alive", "ours")]  # round 1: theirs first
     assert result["steadiness"] == {"before": None, "after": None}  # no probe asked for
+    # ours was checked against the contract in a process of its own, stopped before the measured one started
+    assert result["ours_pids"]["checked"] != result["ours_pids"]["measured"]
+    assert not any(psutil.pid_exists(pid) for pid in result["ours_pids"].values())
     assert "| /hello ÷ /hello | keep-alive |" in (out / "twin.md").read_text()
     assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
     assert not [p for p in psutil.Process().children(recursive=True) if "contract_server" in " ".join(p.cmdline())]

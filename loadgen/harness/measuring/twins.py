@@ -87,7 +87,7 @@ def run_twin(server: Server, twin: Twin, plan: CpuPlan, options: TwinOptions, ro
     folder = root / new_run_id(f"twin-{server.name}", root)
     say(f"twin: {server.name} beside {twin.name} ({twin.folder}); results in {folder}")
     probes: dict[str, Any] = {"before": _probe(plan, options, "before")}
-    with servers_up(server, twin, plan, folder, options.startup_timeout_s) as (mine, its):
+    with servers_up(server, twin, plan, folder, options.startup_timeout_s) as (mine, its, checked_pid):
         ours = TwinSide("ours", mine.port, mine.pid, tuple(m for _, m in twin.routes), server.warmup_connections)
         theirs = TwinSide("theirs", its.port, its.pid, tuple(t for t, _ in twin.routes), twin.warmup_connections)
         for side in (ours, theirs):
@@ -95,7 +95,7 @@ def run_twin(server: Server, twin: Twin, plan: CpuPlan, options: TwinOptions, ro
         attempts = measure_rounds(ours, theirs, plan, options, folder / "raw")
     probes["after"] = _probe(plan, options, "after")
     result = _result(server, twin, plan, options, attempts)
-    result.update(stamp=folder.name, steadiness=probes)
+    result.update(stamp=folder.name, steadiness=probes, ours_pids={"checked": checked_pid, "measured": ours.pid})
     (folder / "twin.json").write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
     (folder / "twin.md").write_text(table)
@@ -115,9 +115,12 @@ def _probe(plan: CpuPlan, options: TwinOptions, when: str) -> dict[str, Any] | N
 @contextmanager
 def servers_up(
     server: Server, twin: Twin, plan: CpuPlan, folder: Path, timeout_s: float
-) -> Iterator[tuple[RunningServer, RunningServer]]:
-    """Ours and the twin up on the plan's server CPUs, each checked, for the block; both stopped at its end whatever
-    ends it. Yields both, ours first."""
+) -> Iterator[tuple[RunningServer, RunningServer, int]]:
+    """Ours and the twin up on the plan's server CPUs for the block, both stopped at its end whatever ends it; yields
+    both, ours first, and the pid ours was checked in. Ours is checked against the contract on a start of its own, stopped before ours is started again
+    for the rounds: the check's varied requests (every route, errors, HTTP/1.0, pipelining) slowed Play's JIT on
+    new connections for 100,000 more of them (play/PROFILE.md), and the twin serves nothing but its warm-up. Both
+    measured processes answer one GET on each of their paths first."""
     runtime, cpus = LocalRuntime(), list(plan.server)
     owner = port_owner(HOST, twin.port)
     if owner:
@@ -125,13 +128,17 @@ def servers_up(
     started: list[RunningServer] = []
     try:
         started.append(runtime.start(server, cpus, server.port, {}))
-        say(f"  {server.name} up at {HOST}:{server.port} on CPU {format_cpus(cpus)}")
+        check_ours(server, started[0], tuple(mine for _, mine in twin.routes))
+        checked_pid = started[0].pid
+        runtime.stop(started.pop())
+        started.append(runtime.start(server, cpus, server.port, {}))
+        say(f"  {server.name} up again at {HOST}:{server.port} on CPU {format_cpus(cpus)}, to be measured")
         started.append(start_twin(twin, cpus, folder / "twin.log", timeout_s))
         say(f"  {twin.name} up at {HOST}:{twin.port} on CPU {format_cpus(cpus)}")
-        check_ours(server, started[0], tuple(mine for _, mine in twin.routes))
-        for path, _ in twin.routes:
-            answers(twin.name, twin.port, path, raising=True)
-        yield started[0], started[1]
+        for theirs, mine in twin.routes:
+            answers(server.name, server.port, mine, raising=True)
+            answers(twin.name, twin.port, theirs, raising=True)
+        yield started[0], started[1], checked_pid
     finally:
         for running in reversed(started):
             runtime.stop(running)
@@ -192,7 +199,7 @@ def check_ours(server: Server, running: RunningServer, paths: tuple[str, ...]) -
     )
     if not report.ok:
         raise TwinError(f"{server.name} fails the contract: {'; '.join(report.failures[:3])}")
-    say(f"  {server.name}: contract OK ({report.checks} checks)")
+    say(f"  {server.name}: contract OK ({report.checks} checks) on a start of its own (pid {running.pid}), now stopped")
     for path in paths:
         answers(server.name, running.port, path, raising=True)
 
