@@ -117,10 +117,10 @@ def servers_up(
     server: Server, twin: Twin, plan: CpuPlan, folder: Path, timeout_s: float
 ) -> Iterator[tuple[RunningServer, RunningServer, int]]:
     """Ours and the twin up on the plan's server CPUs for the block, both stopped at its end whatever ends it; yields
-    both, ours first, and the pid ours was checked in. Ours is checked against the contract on a start of its own, stopped before ours is started again
-    for the rounds: the check's varied requests (every route, errors, HTTP/1.0, pipelining) slowed Play's JIT on
-    new connections for 100,000 more of them (play/PROFILE.md), and the twin serves nothing but its warm-up. Both
-    measured processes answer one GET on each of their paths first."""
+    both, ours first, and the pid ours was checked in. Ours is checked against the contract on a start of its own,
+    stopped before ours is started again for the rounds, so that both measured processes have served nothing but one
+    GET on each of their paths and the warm-up: by hand, a play process checked first (every route, errors, HTTP/1.0,
+    pipelining) read 0.70-0.92 of an unchecked one for its first five rounds (play/PROFILE.md)."""
     runtime, cpus = LocalRuntime(), list(plan.server)
     owner = port_owner(HOST, twin.port)
     if owner:
