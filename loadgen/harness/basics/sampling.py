@@ -29,22 +29,28 @@ def yield_to_the_load() -> None:
         pass
 
 
-def run_delay_s(pid: int) -> float | None:
-    """Seconds the threads of `pid` have spent runnable but waiting for a CPU (the second field of each thread's
-    /proc/<pid>/task/<tid>/schedstat): time others took on its cores. None where the kernel keeps no schedstat."""
-    total, found = 0, False
+def per_thread(pid: int, name: str, read: Callable[[str], int]) -> list[int] | None:
+    """`read` of each live thread's /proc/<pid>/task/<tid>/<name>, a thread that ended meanwhile (or whose file does
+    not read as expected) left out; None when the process is gone."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
+    values = []
     for tid in tasks:
         try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[1])
-                found = True
+            with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+                values.append(read(f.read()))
         except (OSError, IndexError, ValueError):
-            continue  # a thread that ended meanwhile
-    return total / 1e9 if found else None
+            continue
+    return values
+
+
+def run_delay_s(pid: int) -> float | None:
+    """Seconds the threads of `pid` have spent runnable but waiting for a CPU (the second field of each thread's
+    /proc/<pid>/task/<tid>/schedstat): time others took on its cores. None where the kernel keeps no schedstat."""
+    delays = per_thread(pid, "schedstat", lambda text: int(text.split()[1]))
+    return sum(delays) / 1e9 if delays else None
 
 
 @dataclass(frozen=True)
@@ -80,18 +86,10 @@ def process_cost(pid: int) -> ProcessCost | None:
 
 def thread_switches(pid: int) -> int:
     """Context switches of `pid`'s live threads, summed: /proc/<pid>/status counts the main thread's alone."""
-    total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status") as f:
-                total += sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
-        except (OSError, IndexError, ValueError):
-            continue  # a thread that ended meanwhile
-    return total
+    counts = per_thread(
+        pid, "status", lambda text: sum(int(line.split()[1]) for line in text.splitlines() if "ctxt_switches:" in line)
+    )
+    return sum(counts or [])
 
 
 def steal_s(cpus: list[int]) -> float | None:
