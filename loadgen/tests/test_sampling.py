@@ -8,11 +8,12 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from harness.basics.sampling import ProcessSampler, process_cost
+from harness.basics.sampling import ProcessSampler, cgroup_cpu_s, process_cost
 from harness.runtime.child_tool import ChildTool
 
 # grows by about 20 MB every 0.5 s, busy in between
@@ -182,3 +183,40 @@ def test_a_process_trees_cost_counts_its_childrens_cpu_and_every_threads_switche
     assert 600 <= after.switches - before.switches <= 2000
     assert main_after - main_before < 100
     assert process_cost(shell.pid) is None  # gone
+
+
+def _own_cpu_group(name: str) -> Path | None:
+    """A fresh control group with a CPU count (cgroup v2, or v1's cpuacct), made here; None where this user cannot."""
+    v2, v1 = Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/cpuacct")
+    root = v2 if (v2 / "cgroup.controllers").exists() else v1 if (v1 / "cpuacct.usage").exists() else None
+    if root is None:
+        return None
+    try:
+        (root / name).mkdir()
+    except OSError:
+        return None
+    return root / name
+
+
+def test_a_control_groups_cpu_counts_its_processes_that_have_ended():
+    """What the Docker runtime reads of the loadgen container: a tool that spun 0.5 s and ended still counts, read
+    through a process that stayed (the container's init), without anyone sampling the tool while it ran."""
+    group = _own_cpu_group(f"bench-test-{os.getpid()}")
+    if group is None:
+        pytest.skip("no control group can be made here (needs root and a cgroup v2 or v1 cpuacct hierarchy)")
+    stayer = subprocess.Popen(["sleep", "30"])
+    try:
+        (group / "cgroup.procs").write_text(str(stayer.pid))
+        before = cgroup_cpu_s(stayer.pid)
+        spin = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+        tool = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(0.3)\n{spin}"])  # moved, then spins
+        (group / "cgroup.procs").write_text(str(tool.pid))
+        assert tool.wait(10) == 0
+        after = cgroup_cpu_s(stayer.pid)
+    finally:
+        stayer.kill()
+        stayer.wait()
+        time.sleep(0.1)
+        group.rmdir()
+    assert before is not None and after is not None
+    assert 0.45 <= after - before <= 1.0

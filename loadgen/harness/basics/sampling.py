@@ -4,10 +4,12 @@ thread."""
 from __future__ import annotations
 
 import os
+import resource
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -90,6 +92,37 @@ def thread_switches(pid: int) -> int:
         pid, "status", lambda text: sum(int(line.split()[1]) for line in text.splitlines() if "ctxt_switches:" in line)
     )
     return sum(counts or [])
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this process's children and their descendants that have ended and been reaped (RUSAGE_CHILDREN):
+    the kernel's exact count, their last moments included."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def cgroup_cpu_s(pid: int) -> float | None:
+    """CPU seconds that every process of `pid`'s control group has used, those that have ended included (the kernel's
+    own count: cgroup v2's cpu.stat, v1's cpuacct.usage). None where neither is readable, or where `pid` is in the root
+    group (the whole machine's count)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if path == "/":
+            continue
+        try:
+            if controllers == "":  # v2: one hierarchy
+                stat = Path(f"/sys/fs/cgroup{path}/cpu.stat").read_text()
+                return int(stat.split("usage_usec", 1)[1].split()[0]) / 1e6
+            if "cpuacct" in controllers.split(","):
+                mount = "cpu,cpuacct" if Path("/sys/fs/cgroup/cpu,cpuacct").is_dir() else "cpuacct"
+                return int(Path(f"/sys/fs/cgroup/{mount}{path}/cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
 
 
 def steal_s(cpus: list[int]) -> float | None:

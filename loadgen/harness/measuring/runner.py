@@ -54,11 +54,6 @@ class Outcome:
     stopped: str | None = None  # why the harness stopped the tool before it ended by itself
 
 
-def _children_cpu_s() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
 def _own_cpu_s() -> float:
     used = resource.getrusage(resource.RUSAGE_SELF)
     return used.ru_utime + used.ru_stime
@@ -107,8 +102,8 @@ class ToolTree:
 
     def cpu_by_part(self, sampler: Sampler, exact: float | None) -> list[float] | None:
         """Each process's CPU seconds (its children's included): the kernel's own account where each was reaped as our
-        child (runtime/child_tool), else sampled and scaled to the exact total where it is known; None where the
-        sampler sees only the whole (an engine's counters)."""
+        child (runtime/child_tool), else sampled and scaled to the exact total where it is known; None where only the
+        whole is known (an engine's counters, or several tools the sampler never saw run)."""
         reaped = [getattr(proc, "cpu_s", None) for proc in self.procs]
         if self.procs and all(cpu is not None for cpu in reaped):
             return [round(cpu, 3) for cpu in reaped if cpu is not None]
@@ -122,6 +117,10 @@ class ToolTree:
         sampled = sum(parts)
         if exact is not None and sampled > 0:
             parts = [p * exact / sampled for p in parts]
+        elif exact is not None and len(parts) > 1:  # the sampler never saw them run: the whole alone is known
+            return None
+        elif exact is not None:
+            parts = [exact]
         return [round(p, 3) for p in parts]
 
 
@@ -204,12 +203,14 @@ class Load:
         self.samplers: dict[str, Sampler] = {}
         self.sampling_failed: str | None = None
         self.started = time.monotonic()
-        self.children_cpu_before, self.own_cpu_before = _children_cpu_s(), _own_cpu_s()
+        self.own_cpu_before = _own_cpu_s()
+        self.tools_cpu_before: float | None = None
 
     def start_sampling(self, beside: Beside) -> bool:
         try:
             self.samplers = _samplers(self.runtime, beside, self.tree, list(self.plan.loadgen_cores))
             _together(sampler.start for sampler in self.samplers.values())
+            self.tools_cpu_before = self.runtime.tools_cpu_s()  # after the samplers: the loadgen container is up
         except Exception as exc:  # noqa: BLE001 - an engine's error, a process gone: this attempt is lost, not the run
             self.outcome.failure = f"the CPU sampling could not start, so the load was not run: {_what(exc)}"
             return False
@@ -236,9 +237,10 @@ class Load:
         samplers, outcome = self.samplers, self.outcome
         try:
             outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
-            # Tools run as our children exactly account their CPU in RUSAGE_CHILDREN; sampling misses a process's
-            # last moments.
-            exact = _children_cpu_s() - self.children_cpu_before if self.runtime.tools_are_children else None
+            # The kernel's count where the runtime has one: sampling misses a tool's last moments, and a short tool's
+            # whole run where the sampler's idle-priority thread gets no CPU beside it.
+            after, before = self.runtime.tools_cpu_s(), self.tools_cpu_before
+            exact = None if after is None or before is None else after - before
             loadgen = samplers["loadgen"]
             if isinstance(loadgen, ExactCpu):  # both runtimes' tool samplers are
                 outcome.samples["loadgen"] = loadgen.result(exact)

@@ -24,6 +24,7 @@ from harness.basics.machine import (
     wall_clock,
 )
 from harness.basics.paths import STATE_DIR
+from harness.basics.sampling import children_cpu_s
 from harness.config.manifest import Server
 from harness.runtime.child_tool import ChildTool
 from harness.runtime.protocol import OnThisMachine, RunningServer, RuntimeFailure, exit_reason, indent
@@ -127,7 +128,6 @@ def _command(
 
 class LocalRuntime(OnThisMachine):
     name = "local"
-    tools_are_children = True  # their CPU time is exact in RUSAGE_CHILDREN
 
     def __init__(self) -> None:
         # The servers this runtime started, by pid, kept so that only `death` reaps them: a Popen dropped while its
@@ -238,6 +238,9 @@ class LocalRuntime(OnThisMachine):
             except psutil.Error:
                 pass
         psutil.wait_procs(alive, timeout=5)
+
+    def tools_cpu_s(self) -> float | None:
+        return children_cpu_s()  # the tools are this process's children
 
     def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> ChildTool:
         return ChildTool(pinned(argv, cpus), output)

@@ -102,8 +102,6 @@ class Runtime(Protocol):
     """Every capability a runtime has: callers call these, they never probe for one."""
 
     name: str
-    # whether load tools are this process's children, so that RUSAGE_CHILDREN counts their CPU time exactly
-    tools_are_children: bool
     # whether the servers and tools run on other machines (HOSTS): then this machine's CPUs, processes and ports are
     # not theirs, and nothing is checked or sampled here
     remote: bool
@@ -153,6 +151,10 @@ class Runtime(Protocol):
 
     def tool_sampler(self, tree: Callable[[], list[int]], cpus: list[int]) -> Sampler:
         """What samples the load tools' CPU; `tree()` gives the pids of the tool processes this command started."""
+
+    def tools_cpu_s(self) -> float | None:
+        """CPU seconds that the load tools this runtime started have used so far, ended ones included, as the kernel
+        counts them: a load's exact figure is the difference across it. None where only sampling sees them."""
 
     def pause(self, running: RunningServer, asleep: bool) -> None:
         """Freeze (asleep) or thaw an idle server (interleaved rounds)."""

@@ -48,7 +48,6 @@ class EngineRuntime:
     before a server's container is made (`_ready`), how one is started (`_start_server`, `_start_loadgen`) and removed
     (`_remove_server`), and whether this machine sees the containers' processes (`remote`)."""
 
-    tools_are_children = False  # the tools run in the loadgen container: their CPU is sampled, not RUSAGE_CHILDREN's
     name: str
     remote: bool
     checkout_label: str  # the container label that names the checkout it was made from: ours say REPO (`_owner`)
@@ -264,6 +263,9 @@ class EngineRuntime:
         if state.get("OOMKilled"):
             return "killed for memory (OOMKilled)"
         return f"container {state['Status']}{place.on}: {exit_reason(state['ExitCode'])}"
+
+    def tools_cpu_s(self) -> float | None:
+        return None  # the loadgen container's CPU is sampled whole (a host's engine); one_host.py counts it exactly
 
     def pause(self, running: RunningServer, asleep: bool) -> None:
         """Interleaved rounds: an idle server is frozen by its engine (the cgroup freezer: `docker pause`), then thawed.

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import pinned, port_owner, still_runs
 from harness.basics.messages import say
 from harness.basics.paths import REPO, RESULTS
+from harness.basics.sampling import ProcessSampler, cgroup_cpu_s, children_cpu_s
 from harness.config.manifest import Server, discover
 from harness.runtime.docker.compose import (
     COMPOSE_FILE,
@@ -75,6 +77,7 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
         self.compose = compose_command()
         self.plan = plan
         self.servers: dict[str, Server] = {}
+        self._loadgen_pid: int | None = None
 
     def place(self, role: str) -> Place:
         return Place()  # every role on this machine's engine
@@ -177,9 +180,20 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
         except psutil.Error:
             return []
 
+    def tool_sampler(self, tree: Callable[[], list[int]], cpus: list[int]) -> ProcessSampler:
+        self.prepare()
+        self._loadgen_pid = self._ensure_loadgen(cpus)["State"]["Pid"]  # up before the load: tools_cpu_s reads it
+        return super().tool_sampler(tree, cpus)
+
+    def tools_cpu_s(self) -> float | None:
+        """The loadgen container's CPU, ended tools included (its control group's count: the sampler's idle-priority
+        thread may not run at all beside a short tool on a busy CPU), and the `docker exec` clients' (our children)."""
+        in_container = cgroup_cpu_s(self._loadgen_pid) if self._loadgen_pid else None
+        return None if in_container is None else in_container + children_cpu_s()
+
     def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> ContainerProcess:
         self.prepare()
-        loadgen_pid = self._ensure_loadgen(cpus)["State"]["Pid"]
+        loadgen_pid = self._loadgen_pid = self._ensure_loadgen(cpus)["State"]["Pid"]
         applied = allowed_cpus(loadgen_pid)
         if sorted(applied) != sorted(cpus):
             raise RuntimeFailure(f"the loadgen container runs on CPU {format_cpus(applied)}, not {format_cpus(cpus)}")
