@@ -22,18 +22,19 @@ from harness.basics.cpus import CpuPlan
 from harness.basics.machine import port_owner
 from harness.cli.subcommands import twin_inputs
 from harness.config.manifest import ManifestError, Server, discover
+from harness.config.manifest import twin as manifest_twin
 from harness.measuring import twins
 from harness.measuring.twin_table import (
     TwinError,
     cost_lines,
     cost_summary,
-    first_of_round,
     load_twin,
     markdown,
     ms_text,
     p99_summary,
     summary,
 )
+from harness.measuring.twin_warmup import TwinOptions, TwinSide, rotated
 from harness.tools import TOOLS
 from harness.tools.availability import PreflightError
 
@@ -113,7 +114,7 @@ def test_an_unknown_server_a_twin_of_another_and_a_missing_tool_are_refused_befo
             servers["express"],
             load_twin(twin_folder(tmp_path, GOOD)),
             CpuPlan((0,), (1,), (1,)),
-            twins.TwinOptions(),
+            TwinOptions(),
             tmp_path,
         )
 
@@ -160,8 +161,15 @@ def test_a_round_without_a_p99_on_either_side_has_no_ratio_and_is_left_out_not_c
     assert none["theirs_median_ms"] is None
 
 
-def test_rounds_alternate_ours_first_on_even_rounds():
-    assert [first_of_round(k) for k in range(4)] == ["ours", "theirs", "ours", "theirs"]
+def test_the_sides_order_rotates_so_each_goes_first_in_turn_two_sides_alternating():
+    ours, theirs, again = (TwinSide(label, 0, 0, ("/",), 0) for label in ("ours", "theirs", "again"))
+    assert [[s.label for s in rotated([ours, theirs], k)][0] for k in range(4)] == ["ours", "theirs", "ours", "theirs"]
+    assert [[s.label for s in rotated([ours, theirs, again], k)] for k in range(4)] == [
+        ["ours", "theirs", "again"],
+        ["theirs", "again", "ours"],
+        ["again", "ours", "theirs"],
+        ["ours", "theirs", "again"],
+    ]
 
 
 def free_port() -> int:
@@ -194,10 +202,10 @@ def loopback_pair(tmp_path: Path) -> tuple[Server, Path]:
     return discover(tmp_path / "servers")["probe"], folder
 
 
-def test_a_real_twin_run_alternates_writes_twin_json_and_leaves_nothing_running(integration_lock, tmp_path):
+def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_running(integration_lock, tmp_path):
     server, folder = loopback_pair(tmp_path)
     twin = load_twin(folder)
-    options = twins.TwinOptions(rounds=2, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30)
+    options = TwinOptions(rounds=2, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1)
     out = twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), options, root=tmp_path / "results")
 
     assert out.name.endswith("-twin-probe") and (out / "twin.md").is_file() and (out / "twin.log").is_file()
@@ -211,23 +219,50 @@ def test_a_real_twin_run_alternates_writes_twin_json_and_leaves_nothing_running(
         ("/v1/tweets", "/v1/tweets", "keep-alive", "wrk"),
         ("/v1/tweets", "/v1/tweets", "connection-per-request", "ab"),
     ]
-    for pair in result["pairs"]:
+    for i, pair in enumerate(result["pairs"]):
         assert len(pair["ratios"]) == pair["rounds"] == 2 and 0 <= pair["below_1"] <= 2
         assert all(r > 0 for r in pair["ours_rps"] + pair["theirs_rps"])
         assert pair["ratios"] == [round(o / t, 4) for o, t in zip(pair["ours_rps"], pair["theirs_rps"])]
+        # the A/A: ours ÷ ours again, round by round, from the attempts of the second process
+        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
+        again = [a["rps"] for a in mine if a["side"] == "again"]
+        assert pair["again"]["ratios"] == [round(o / a, 4) for o, a in zip(pair["ours_rps"], again)]
+        assert pair["again"]["rounds"] == 2 and pair["again"]["again_median_rps"] == round(sum(again) / 2, 1)
     assert_p99_from_the_tools_output(result, out)
     assert_costs_read_and_summarised(result, out)
     sides = [(a["round"], a["pair"], a["pattern"], a["side"]) for a in result["attempts"]]
-    assert len(sides) == 2 * 2 * 2 * 2
-    assert sides[:2] == [(0, 0, "keep-alive", "ours"), (0, 0, "keep-alive", "theirs")]  # round 0: ours first
-    assert sides[8:10] == [(1, 0, "keep-alive", "theirs"), (1, 0, "keep-alive", "ours")]  # round 1: theirs first
+    assert len(sides) == 2 * 2 * 2 * 3
+    assert sides[:3] == [(0, 0, "keep-alive", s) for s in ("ours", "theirs", "again")]  # round 0: ours first
+    assert sides[12:15] == [(1, 0, "keep-alive", s) for s in ("theirs", "again", "ours")]  # round 1: rotated by one
+    assert_climbed_alike(result, out, server.warmup_connections, twin.warmup_connections)
     assert result["steadiness"] == {"before": None, "after": None}  # no probe asked for
-    # ours was checked against the contract in a process of its own, stopped before the measured one started
-    assert result["ours_pids"]["checked"] != result["ours_pids"]["measured"]
-    assert not any(psutil.pid_exists(pid) for pid in result["ours_pids"].values())
-    assert "| /hello ÷ /hello | keep-alive |" in (out / "twin.md").read_text()
+    # ours was checked against the contract in a process of its own, stopped before the measured one started; the A/A
+    # is a third process
+    pids = result["ours_pids"]
+    assert len({pids["checked"], pids["measured"], pids["again"]}) == 3
+    assert not any(psutil.pid_exists(pid) for pid in pids.values())
+    table = (out / "twin.md").read_text()
+    assert "| /hello ÷ /hello | keep-alive |" in table and "| /hello | keep-alive | " in table.split("A/A: ours")[1]
     assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
     assert not [p for p in psutil.Process().children(recursive=True) if "contract_server" in " ".join(p.cmdline())]
+
+
+def assert_climbed_alike(result: dict, out: Path, ours_connections: int, theirs_connections: int) -> None:
+    """Every side climbed in the same turns, the first of each rotating, until each made its connections; each run's
+    rate is ab's own figure of the output the run kept."""
+    climb = result["climb"]["sides"]
+    turns = len(climb["ours"]["rps"])
+    assert turns >= 3 and all(len(c["rps"]) == turns for c in climb.values())  # the trend is judged on 3 or more
+    assert climb["ours"]["connections"] >= ours_connections and climb["again"]["connections"] >= ours_connections
+    assert climb["theirs"]["connections"] >= theirs_connections
+    for label, c in climb.items():
+        for turn, rps in enumerate(c["rps"]):
+            scratch = out / "raw" / f"warm-{label}-climb-{turn + 1}"
+            assert rps == round(TOOLS["ab"].parse((scratch / "output.txt").read_text(), scratch).rps, 1)
+    assert (
+        f"Warm-up, connection per request in turns for {result['climb']['seconds']:g} s: ours "
+        in (out / "twin.md").read_text()
+    )
 
 
 def assert_p99_from_the_tools_output(result: dict, out: Path) -> None:
@@ -268,7 +303,7 @@ def assert_costs_read_and_summarised(result: dict, out: Path) -> None:
     table = (out / "twin.md").read_text()
     for i, pair in enumerate(result["pairs"]):
         mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
-        for side in ("ours", "theirs"):
+        for side in ("ours", "theirs", "again"):
             costs = [a["cost"] for a in mine if a["side"] == side]
             assert pair["cost"][side] == {f: round(sum(c[f] for c in costs) / 2, 3) for f in costs[0]}
         assert cost_lines([pair])[2] in table
@@ -281,7 +316,7 @@ def test_a_requests_cost_is_each_sides_median_over_the_rounds_it_was_read_in():
         {"user_us": 80.0, "kernel_us": 70.0, "switches": 11.0},
     ]
     theirs: list[dict[str, float] | None] = [None, None, None]
-    cost = cost_summary(ours, theirs)
+    cost = cost_summary({"ours": ours, "theirs": theirs})
     assert cost == {"ours": {"user_us": 90.0, "kernel_us": 60.0, "switches": 11.5}, "theirs": None}
     row = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", "cost": cost}
     assert cost_lines([row])[2] == "| /hello ÷ /plaintext | keep-alive | 150 (90 + 60) | n/a | 11.50 | n/a |"
@@ -295,7 +330,7 @@ def test_a_busy_twin_port_is_refused_before_anything_starts(tmp_path):
         holder.bind(("127.0.0.1", twin.port))
         holder.listen()
         with pytest.raises(TwinError, match=f"port {twin.port} is in use by pid"):
-            twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), twins.TwinOptions(), root=tmp_path / "results")
+            twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), TwinOptions(), root=tmp_path / "results")
     assert port_owner("127.0.0.1", server.port) is None  # ours was never started
 
 
@@ -305,9 +340,7 @@ def test_a_twin_that_dies_while_starting_is_reported_with_its_log_and_ours_is_st
         (folder / "twin.toml").read_text().replace(f'"{RESPONDER}"', '"-c", "print(\'no such server\'); exit(3)"')
     )
     with pytest.raises(TwinError, match="exited \\(3\\) while starting; its log:\n.*no such server"):
-        twins.run_twin(
-            server, load_twin(folder), CpuPlan((0,), (1,), (1,)), twins.TwinOptions(), root=tmp_path / "results"
-        )
+        twins.run_twin(server, load_twin(folder), CpuPlan((0,), (1,), (1,)), TwinOptions(), root=tmp_path / "results")
     assert port_owner("127.0.0.1", server.port) is None
 
 
@@ -360,10 +393,11 @@ from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan
 from harness.config.manifest import discover
 from harness.measuring import twins
+from harness.measuring.twin_warmup import TwinOptions, TwinSide, rotated
 from harness.measuring.twin_table import load_twin
 interrupt.install()
 servers, folder, results = (Path(a) for a in sys.argv[1:])
-options = twins.TwinOptions(rounds=20, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30)
+options = TwinOptions(rounds=20, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1)
 try:
     twins.run_twin(discover(servers)["probe"], load_twin(folder), CpuPlan((0,), (1,), (1,)), options, results)
 except KeyboardInterrupt:
@@ -386,8 +420,11 @@ def test_ctrl_c_in_the_rounds_stops_both_servers_and_their_tools(integration_loc
             break
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group, the load tool too
     assert proc.wait(60) == 130, "".join(lines) + proc.stdout.read()
-    assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
+    again = manifest_twin(server, {server.port, twin.port})  # ours a second time (the A/A), as run_twin starts it
+    assert not [
+        port_owner("127.0.0.1", port) for port in (server.port, twin.port, again.port) if port_owner("127.0.0.1", port)
+    ]
     strays = [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
     strays += [p for p in psutil.process_iter(["cmdline"]) if f"{RESPONDER}" in " ".join(p.info["cmdline"] or [])
-               and str(twin.port) in " ".join(p.info["cmdline"] or [])]  # fmt: skip
+               and {str(twin.port), str(again.port)} & set(p.info["cmdline"] or [])]  # fmt: skip
     assert not strays

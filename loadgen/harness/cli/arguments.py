@@ -118,9 +118,13 @@ def _versus(sub: Subparsers[argparse.ArgumentParser]) -> None:
 def _twin(sub: Subparsers[argparse.ArgumentParser]) -> None:
     twin_cmd = sub.add_parser(
         "twin",
-        help="a server beside its TechEmpower twin (a folder with twin.toml), both on the server's CPUs: "
-        "ours ÷ theirs per alternating round, their median and the rounds below 1 (docs/versus.md)",
+        help="a server beside its TechEmpower twin (a folder with twin.toml) and beside itself (the A/A), all on the "
+        "server's CPUs: ours ÷ theirs and ours ÷ ours again per round, their medians and the rounds below 1 "
+        "(docs/versus.md)",
     )
     twin_cmd.add_argument("--server", required=True)
     twin_cmd.add_argument("--twin", required=True, help="the twin's folder (or its twin.toml)")
-    twin_cmd.add_argument("--rounds", default="", help="alternating rounds (ROUNDS, default 7)")
+    twin_cmd.add_argument("--rounds", default="", help="rounds, the sides' order rotated in each (ROUNDS, default 7)")
+    twin_cmd.add_argument(
+        "--no-again", action="store_true", help="no A/A: ours is not measured a second time beside itself (AA=0)"
+    )

@@ -24,6 +24,7 @@ from harness.measuring.lifecycle import RunOptions, finish_run, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
 from harness.measuring.twin_table import Twin, TwinError, load_twin
+from harness.measuring.twin_warmup import TwinOptions
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime, get_runtime
@@ -237,6 +238,12 @@ def cmd_twin(args: argparse.Namespace, config: Configuration, servers: dict[str,
     """`make twin`: `--server` beside its TechEmpower twin (`--twin`), on this machine's CPU plan (docs/versus.md)."""
     server, twin = twin_inputs(args, servers)
     settings = scenario_data.settings(config.profile, config.repeat)
-    options = twins.TwinOptions(rounds=config.rounds if args.rounds else 7, steadiness=settings.steadiness)
+    options = TwinOptions(
+        rounds=config.rounds if args.rounds else 7,
+        steadiness=settings.steadiness,
+        again=not args.no_again,
+        warmup_tolerance=settings.warmup.tolerance,  # the bench's own trend rule, as its profile sets it
+        warmup_window=settings.warmup.window,
+    )
     twins.run_twin(server, twin, cpu_plan_of(config), options)
     return 0

@@ -89,11 +89,6 @@ def _twin(data: dict[str, Any], file: Path) -> Twin:
     )
 
 
-def first_of_round(k: int) -> str:
-    """Who is measured first in round k (from 0): ours on even rounds, theirs on odd ones."""
-    return "ours" if k % 2 == 0 else "theirs"
-
-
 def summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
     """The rounds of one route pair and pattern, req/s round by round: each round's ratio ours ÷ theirs, their median,
     its order-statistic interval, how many rounds fall below 1, and each side's median req/s."""
@@ -138,14 +133,22 @@ def p99_summary(ours: list[float | None], theirs: list[float | None]) -> dict[st
     }
 
 
-def cost_summary(ours: list[dict[str, float] | None], theirs: list[dict[str, float] | None]) -> dict[str, Any]:
+def cost_summary(sides: dict[str, list[dict[str, float] | None]]) -> dict[str, Any]:
     """Each side's median of each of a request's costs (COST_FIELDS) over the rounds where it was read; a side's None
     when it was read in none."""
     out: dict[str, Any] = {}
-    for side, costs in (("ours", ours), ("theirs", theirs)):
+    for side, costs in sides.items():
         known = [c for c in costs if c is not None]
         out[side] = {f: round(stats.median([c[f] for c in known]), 3) for f in COST_FIELDS} if known else None
     return out
+
+
+def again_summary(ours: list[float], again: list[float]) -> dict[str, Any]:
+    """The A/A of one route pair and pattern: ours ÷ ours again round by round, as summary() reads ours ÷ theirs."""
+    both = summary(ours, again)
+    return {k: v for k, v in both.items() if k not in ("ours_median_rps", "theirs_median_rps")} | {
+        "again_median_rps": both["theirs_median_rps"]
+    }
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -158,7 +161,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Entry: {result['entry'] or '-'}; versions: {result['versions'] or '-'}.",
         f"Both servers on CPU {result['cpus']['server']}, the load tools on CPU {result['cpus']['loadgen']}; "
-        f"{result['rounds']} alternating round{'s' if result['rounds'] != 1 else ''} (ours first on even rounds), "
+        f"{result['rounds']} round{'s' if result['rounds'] != 1 else ''}, the sides' order rotated each round, "
         f"{result['attempt_s']:g} s per attempt.",
         "",
         "| route pair (ours ÷ theirs) | pattern | median ratio | interval | rounds below 1 | ours req/s | theirs req/s "
@@ -180,11 +183,50 @@ def markdown(result: dict[str, Any]) -> str:
         "p99: each side's p99 latency as its tool measured it (wrk --latency, ab's percentiles), the ratio ours ÷ "
         "theirs round by round, its median and interval; above 1, ours answered slower. n/a: a tool gave no p99.",
         "",
+        *again_lines(result["pairs"]),
+        *climb_lines(result.get("climb")),
         *cost_lines(result["pairs"]),
         *(f"Probe {w}: {steadiness_text(result['steadiness'].get(w))}." for w in ("before", "after")),
         "",
     ]
     return "\n".join(lines)
+
+
+def again_lines(pairs: list[dict[str, Any]]) -> list[str]:
+    """The A/A's table (none when the run had no A/A): ours ÷ ours again, as the first table reads ours ÷ theirs."""
+    if not any("again" in row for row in pairs):
+        return []
+    lines = [
+        "| route pair | pattern | A/A: ours ÷ ours again | interval | rounds below 1 | ours again req/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in pairs:
+        aa = row.get("again")
+        if aa:
+            lines.append(
+                f"| {row['ours_path']} | {row['pattern']} | {aa['median_ratio']:.3f} | {_interval(aa['interval'], '-')} "
+                f"| {aa['below_1']} of {aa['rounds']} | {aa['again_median_rps']:,.0f} |"
+            )
+    return [
+        *lines,
+        "",
+        "A/A: our server started a second time the same way, on a port of its own, measured in the same rounds: what "
+        "this sitting reads between two identical servers. A ratio against the twin is a gap only beyond that.",
+        "",
+    ]
+
+
+def climb_lines(climb: dict[str, Any] | None) -> list[str]:
+    """How the warm-up's climb ended for each side (none for a twin.json written before it was kept)."""
+    if not climb:
+        return []
+    sides = [
+        f"{label} {c['rps'][-1] or 0:,.0f} req/s after {c['connections']:,} connections "
+        f"({'flat' if c['flat'] else 'still climbing'})"
+        for label, c in climb["sides"].items()
+        if c["rps"]
+    ]
+    return [f"Warm-up, connection per request in turns for {climb['seconds']:g} s: {'; '.join(sides)}.", ""]
 
 
 def cost_lines(pairs: list[dict[str, Any]]) -> list[str]:

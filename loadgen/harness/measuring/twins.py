@@ -1,16 +1,17 @@
-"""`make twin`: our server measured beside its TechEmpower twin (issue 48), both up at once on the server's CPUs of the
-CPU plan, the load tools on the load generator's.
+"""`make twin`: our server measured beside its TechEmpower twin (issue 48), and beside itself (the A/A), all up at once
+on the server's CPUs of the CPU plan, the load tools on the load generator's.
 
-Both are started here and always stopped here, Ctrl-C and failures included (each in a process group of its own,
+All are started here and always stopped here, Ctrl-C and failures included (each in a process group of its own,
 killed whole: runtime/local.py's stop). Ours is checked against the contract on a start of its own, stopped before
-ours is started again for the rounds; then each answers a 200 with a body on each of its routes, is warmed alike (its
-`warmup_connections` of connection-per-request load, then each route pair on both patterns), then measured in
-alternating rounds: in round k, for each route pair and pattern, ours first when k is even and theirs first when it
-is odd, wrk for keep-alive and ab for connection per request; each attempt keeps its req/s and its p99 latency as the
-tool's adapter read it (wrk --latency, ab's percentiles), and what the measured server spent on it a request (CPU µs
-in user space and in the kernel, context switches: sampling.process_cost read before and after; a count of switches
-moves far less with the machine's noise than a rate). The machine's steadiness probe (steadiness.py, as `make bench`
-takes it) is read before and after. What the rounds come to (twin_table.py) is written to
+ours is started again for the rounds; our second process (the A/A: the bench's `<ours>-twin`) is started the same way.
+Each answers a 200 with a body on each of its routes, is warmed alike in turns (twin_warmup.py: until flat by the
+bench's trend rule), then measured in rounds: in round k, for each route pair and pattern, every side back to back in
+their order rotated by k, wrk for keep-alive and ab for connection per request; each attempt keeps its req/s and its
+p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles), and what the measured server spent on it a
+request (CPU µs in user space and in the kernel, context switches: sampling.process_cost read before and after; a
+count of switches moves far less with the machine's noise than a rate). The machine's steadiness probe (steadiness.py,
+as `make bench` takes it) is read before and after. What the rounds come to (twin_table.py: ours ÷ theirs, and ours ÷
+ours again, which is how far apart this sitting reads identical servers) is written to
 results/<stamp>-twin-<ours>/twin.json and twin.md."""
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,57 +27,34 @@ from typing import Any
 
 from harness.basics import httpclient, interrupt
 from harness.basics.cpus import CpuPlan, format_cpus
-from harness.basics.machine import kernel_start, pinned, port_owner, process_create_time, wait_until
+from harness.basics.machine import kernel_start, port_owner, process_create_time, wait_until
 from harness.basics.messages import say
 from harness.basics.paths import RESULTS
 from harness.basics.sampling import ProcessCost, process_cost
 from harness.config.manifest import Server
+from harness.config.manifest import twin as manifest_twin
 from harness.measuring import steadiness
 from harness.measuring.twin_table import (
     PATTERNS,
     TOOL_OF,
     Twin,
     TwinError,
+    again_summary,
     cost_summary,
-    first_of_round,
     markdown,
     ms_text,
     p99_summary,
     summary,
 )
+from harness.measuring.twin_warmup import HOST, TwinOptions, TwinSide, load, rotated, warm
 from harness.measuring.verification import verify
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import new_run_id
 from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime, log_tail, spawn_server
-from harness.tools import TOOLS, LoadSpec, ToolFailed
-from harness.tools.adapter import ParseError
 from harness.tools.output import Measurement
 
-HOST = "127.0.0.1"
-TOOL_TIMEOUT_S = 10  # a request's timeout (wrk --timeout, ab -s)
 NO_UPSTREAM = {"weather"}  # routes whose check needs the upstream nginx, which a twin run does not start
-
-
-@dataclass(frozen=True)
-class TwinOptions:
-    rounds: int = 7
-    attempt_s: int = 3  # whole seconds (wrk's -d): each measured attempt, wrk's or ab's (-t)
-    warmup_s: int = 3  # each route pair and pattern, on each side, before the rounds
-    concurrency: int = 100  # wrk's and ab's connections, as the bench's hello scenario (loadgen/scenarios.toml)
-    steadiness: dict[str, float] | None = None  # {"seconds", "window_s"} of the probe before and after; None: none
-    startup_timeout_s: float = 60.0  # the twin's (ours: its manifest's)
-
-
-@dataclass(frozen=True)
-class TwinSide:
-    """One of the two servers as the rounds see it."""
-
-    label: str  # "ours" or "theirs"
-    port: int
-    pid: int  # its process (a wrapper's children counted in): what its attempts cost is read from it
-    paths: tuple[str, ...]  # its path of each route pair, in twin.toml's order
-    warmup_connections: int
 
 
 def run_twin(server: Server, twin: Twin, plan: CpuPlan, options: TwinOptions, root: Path = RESULTS) -> Path:
@@ -87,15 +64,22 @@ def run_twin(server: Server, twin: Twin, plan: CpuPlan, options: TwinOptions, ro
     folder = root / new_run_id(f"twin-{server.name}", root)
     say(f"twin: {server.name} beside {twin.name} ({twin.folder}); results in {folder}")
     probes: dict[str, Any] = {"before": _probe(plan, options, "before")}
-    with servers_up(server, twin, plan, folder, options.startup_timeout_s) as (mine, its, checked_pid):
-        ours = TwinSide("ours", mine.port, mine.pid, tuple(m for _, m in twin.routes), server.warmup_connections)
-        theirs = TwinSide("theirs", its.port, its.pid, tuple(t for t, _ in twin.routes), twin.warmup_connections)
-        for side in (ours, theirs):
-            warm(side, plan, options, folder / "raw")
-        attempts = measure_rounds(ours, theirs, plan, options, folder / "raw")
+    with servers_up(server, twin, plan, folder, options) as up:
+        ours_paths = tuple(m for _, m in twin.routes)
+        sides = [
+            TwinSide("ours", up.ours.port, up.ours.pid, ours_paths, server.warmup_connections),
+            TwinSide(
+                "theirs", up.theirs.port, up.theirs.pid, tuple(t for t, _ in twin.routes), twin.warmup_connections
+            ),
+        ]
+        if up.again:
+            sides.append(TwinSide("again", up.again.port, up.again.pid, ours_paths, server.warmup_connections))
+        climbed = warm(sides, plan, options, folder / "raw")
+        attempts = measure_rounds(sides, plan, options, folder / "raw")
     probes["after"] = _probe(plan, options, "after")
     result = _result(server, twin, plan, options, attempts)
-    result.update(stamp=folder.name, steadiness=probes, ours_pids={"checked": checked_pid, "measured": ours.pid})
+    pids = {"checked": up.checked_pid, "measured": up.ours.pid, **({"again": up.again.pid} if up.again else {})}
+    result.update(stamp=folder.name, steadiness=probes, climb=climbed, ours_pids=pids)
     (folder / "twin.json").write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
     (folder / "twin.md").write_text(table)
@@ -112,19 +96,29 @@ def _probe(plan: CpuPlan, options: TwinOptions, when: str) -> dict[str, Any] | N
     return reading
 
 
+@dataclass(frozen=True)
+class Up:
+    """The servers of a twin run, as servers_up started them."""
+
+    ours: RunningServer
+    theirs: RunningServer
+    again: RunningServer | None  # ours a second time (the A/A), where asked for
+    checked_pid: int  # the process ours was checked in, stopped before `ours` started
+
+
 @contextmanager
-def servers_up(
-    server: Server, twin: Twin, plan: CpuPlan, folder: Path, timeout_s: float
-) -> Iterator[tuple[RunningServer, RunningServer, int]]:
-    """Ours and the twin up on the plan's server CPUs for the block, both stopped at its end whatever ends it; yields
-    both, ours first, and the pid ours was checked in. Ours is checked against the contract on a start of its own,
-    stopped before ours is started again for the rounds, so that both measured processes have served nothing but one
-    GET on each of their paths and the warm-up: by hand, a play process checked first (every route, errors, HTTP/1.0,
-    pipelining) read 0.70-0.92 of an unchecked one for its first five rounds (play/PROFILE.md)."""
+def servers_up(server: Server, twin: Twin, plan: CpuPlan, folder: Path, options: TwinOptions) -> Iterator[Up]:
+    """Ours, the twin and ours again (the A/A, `options.again`) up on the plan's server CPUs for the block, all stopped
+    at its end whatever ends it. Ours is checked against the contract on a start of its own, stopped before ours is
+    started again for the rounds, so that every measured process has served nothing but one GET on each of its paths
+    and the warm-up: by hand, a play process checked first (every route, errors, HTTP/1.0, pipelining) read 0.70-0.92
+    of an unchecked one for its first five rounds (play/PROFILE.md). Ours again is `<ours>-twin`, the bench's A/A
+    twin: the same command and environment on a port of its own, started the same way as ours."""
     runtime, cpus = LocalRuntime(), list(plan.server)
     owner = port_owner(HOST, twin.port)
     if owner:
         raise TwinError(f"cannot start the twin {twin.name}: port {twin.port} is in use by {owner}")
+    copy = manifest_twin(server, {server.port, twin.port} | ({server.h2c_port} if server.h2c_port else set()))
     started: list[RunningServer] = []
     try:
         started.append(runtime.start(server, cpus, server.port, {}))
@@ -133,12 +127,17 @@ def servers_up(
         runtime.stop(started.pop())
         started.append(runtime.start(server, cpus, server.port, {}))
         say(f"  {server.name} up again at {HOST}:{server.port} on CPU {format_cpus(cpus)}, to be measured")
-        started.append(start_twin(twin, cpus, folder / "twin.log", timeout_s))
+        started.append(start_twin(twin, cpus, folder / "twin.log", options.startup_timeout_s))
         say(f"  {twin.name} up at {HOST}:{twin.port} on CPU {format_cpus(cpus)}")
+        if options.again:
+            started.append(runtime.start(copy, cpus, copy.port, {}))
+            say(f"  {server.name} again (the A/A) at {HOST}:{copy.port} on CPU {format_cpus(cpus)}")
         for theirs, mine in twin.routes:
-            answers(server.name, server.port, mine, raising=True)
-            answers(twin.name, twin.port, theirs, raising=True)
-        yield started[0], started[1], checked_pid
+            for name, port, path in ((server.name, server.port, mine), (twin.name, twin.port, theirs)):
+                answers(name, port, path, raising=True)
+            if options.again:
+                answers(copy.name, copy.port, mine, raising=True)
+        yield Up(started[0], started[1], started[2] if options.again else None, checked_pid)
     finally:
         for running in reversed(started):
             runtime.stop(running)
@@ -203,74 +202,14 @@ def check_ours(server: Server, running: RunningServer) -> None:
     )
 
 
-def load(
-    pattern: str, url: str, concurrency: int, seconds: int, cpus: tuple[int, ...], scratch: Path, requests: int = 0
-) -> Measurement:
-    """One run of the pattern's tool against `url`, pinned to `cpus`: `seconds` long, or `requests` in all (ab)."""
-    spec = LoadSpec(
-        url=url,
-        concurrency=concurrency,
-        requests=requests or None,
-        duration_s=None if requests else seconds,
-        threads=len(cpus),
-        timeout_s=TOOL_TIMEOUT_S,
-    )
-    return _run_tool(TOOL_OF[pattern], spec, cpus, scratch)
-
-
-def _run_tool(name: str, spec: LoadSpec, cpus: tuple[int, ...], scratch: Path) -> Measurement:
-    tool = TOOLS[name]
-    scratch.mkdir(parents=True, exist_ok=True)
-    argv = tool.command(spec, scratch)
-    proc = subprocess.run(pinned(argv, cpus), capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    (scratch / "output.txt").write_text(proc.stdout + proc.stderr)
-    try:
-        return tool.parse(proc.stdout + proc.stderr, scratch)
-    except (ToolFailed, ParseError) as exc:
-        raise TwinError(f"{name} against {spec.url} measured nothing: {exc} (output in {scratch})") from None
-
-
-def warm(side: TwinSide, plan: CpuPlan, options: TwinOptions, raw: Path) -> None:
-    """Its JIT's per-connection climb first (`warmup_connections` of connection-per-request load on its first route),
-    then each route on both patterns for `warmup_s`: the same for ours and the twin."""
-    say(
-        f"  warming {side.label}: {side.warmup_connections} new connections, then {options.warmup_s} s per route and pattern"
-    )
-    url = f"http://{HOST}:{side.port}"
-    if side.warmup_connections:
-        conc = options.concurrency
-        load(
-            "connection-per-request",
-            url + side.paths[0],
-            conc,
-            0,
-            plan.loadgen,
-            raw / f"warm-{side.label}-connections",
-            side.warmup_connections,
-        )
-    for n, path in enumerate(side.paths):
-        for pattern in PATTERNS:
-            load(
-                pattern,
-                url + path,
-                options.concurrency,
-                options.warmup_s,
-                plan.loadgen,
-                raw / f"warm-{side.label}-{n}-{pattern}",
-            )
-
-
-def measure_rounds(
-    ours: TwinSide, theirs: TwinSide, plan: CpuPlan, options: TwinOptions, raw: Path
-) -> list[dict[str, Any]]:
-    """Every attempt of the rounds, in the order measured: round k measures each route pair and pattern on both sides
-    back to back, ours first when k is even."""
+def measure_rounds(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, raw: Path) -> list[dict[str, Any]]:
+    """Every attempt of the rounds, in the order measured: round k measures each route pair and pattern on every side
+    back to back, the sides in their order rotated by k (two sides: ours first when k is even)."""
     attempts: list[dict[str, Any]] = []
     for k in range(options.rounds):
-        order = (ours, theirs) if first_of_round(k) == "ours" else (theirs, ours)
-        for n in range(len(ours.paths)):
+        for n in range(len(sides[0].paths)):
             for pattern in PATTERNS:
-                for side in order:
+                for side in rotated(sides, k):
                     interrupt.check()
                     url = f"http://{HOST}:{side.port}{side.paths[n]}"
                     scratch = raw / f"round{k}-{side.label}-{n}-{pattern}"
@@ -293,9 +232,10 @@ def measure_rounds(
                         }
                     )
                 say(
-                    f"  round {k + 1}/{options.rounds} {theirs.paths[n]} {pattern}: "
+                    f"  round {k + 1}/{options.rounds} {sides[1].paths[n]} {pattern}: "
                     + ", ".join(
-                        f"{a['side']} {a['rps']:,.0f} req/s p99 {ms_text(a['p99_ms'], ' ms')}" for a in attempts[-2:]
+                        f"{a['side']} {a['rps']:,.0f} req/s p99 {ms_text(a['p99_ms'], ' ms')}"
+                        for a in attempts[-len(sides) :]
                     )
                 )
     return attempts
@@ -328,8 +268,9 @@ def _result(
     for n, (theirs_path, ours_path) in enumerate(twin.routes):
         for pattern in PATTERNS:
             mine = [a for a in attempts if a["pair"] == n and a["pattern"] == pattern]
-            rps = {side: [a["rps"] for a in mine if a["side"] == side] for side in ("ours", "theirs")}
-            p99 = {side: [a["p99_ms"] for a in mine if a["side"] == side] for side in ("ours", "theirs")}
+            labels = ("ours", "theirs", "again") if any(a["side"] == "again" for a in mine) else ("ours", "theirs")
+            rps = {side: [a["rps"] for a in mine if a["side"] == side] for side in labels}
+            p99 = {side: [a["p99_ms"] for a in mine if a["side"] == side] for side in labels}
             pairs.append(
                 {
                     "theirs_path": theirs_path,
@@ -340,10 +281,8 @@ def _result(
                     "ours_rps": rps["ours"],
                     "theirs_rps": rps["theirs"],
                     "p99": p99_summary(p99["ours"], p99["theirs"]),
-                    "cost": cost_summary(
-                        [a["cost"] for a in mine if a["side"] == "ours"],
-                        [a["cost"] for a in mine if a["side"] == "theirs"],
-                    ),
+                    "cost": cost_summary({side: [a["cost"] for a in mine if a["side"] == side] for side in labels}),
+                    **({"again": again_summary(rps["ours"], rps["again"])} if "again" in rps else {}),
                 }
             )
     return {
@@ -356,6 +295,11 @@ def _result(
         "attempt_s": options.attempt_s,
         "warmup_s": options.warmup_s,
         "concurrency": options.concurrency,
+        "warmup": {
+            "tolerance": options.warmup_tolerance,
+            "window": options.warmup_window,
+            "max_s": options.warmup_max_s,
+        },
         "cpus": {"server": format_cpus(plan.server), "loadgen": format_cpus(plan.loadgen)},
         "server_cores": len(plan.server),
         "pairs": pairs,
