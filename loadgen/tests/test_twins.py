@@ -255,6 +255,10 @@ def assert_climbed_alike(result: dict, out: Path, ours_connections: int, theirs_
     assert turns >= 3 and all(len(c["rps"]) == turns for c in climb.values())  # the trend is judged on 3 or more
     assert climb["ours"]["connections"] >= ours_connections and climb["again"]["connections"] >= ours_connections
     assert climb["theirs"]["connections"] >= theirs_connections
+    flat_at = [c["flat_at_turn"] for c in climb.values()]
+    assert all(turn is None or 1 <= turn <= turns for turn in flat_at)
+    # it ends when the last side has been flat (once flat, a side is warm), else after its 3 turns (warmup_max_s=1)
+    assert turns == (max(flat_at) if None not in flat_at else 3)
     for label, c in climb.items():
         for turn, rps in enumerate(c["rps"]):
             scratch = out / "raw" / f"warm-{label}-climb-{turn + 1}"

@@ -222,7 +222,7 @@ def climb_lines(climb: dict[str, Any] | None) -> list[str]:
         return []
     sides = [
         f"{label} {c['rps'][-1] or 0:,.0f} req/s after {c['connections']:,} connections "
-        f"({'flat' if c['flat'] else 'still climbing'})"
+        f"({'flat from turn ' + str(c['flat_at_turn']) if c['flat_at_turn'] else 'still climbing'})"
         for label, c in climb["sides"].items()
         if c["rps"]
     ]

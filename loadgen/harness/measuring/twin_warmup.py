@@ -3,10 +3,10 @@ JIT is still compiling its own warm-up, and none is called warm by a fixed count
 
 First the JIT's per-connection climb: connection-per-request load on each side's first route, one run of the
 attempt's length a side a turn (the first side of a turn rotating), until every side has made its
-`warmup_connections` and its latest runs are flat by the bench's own trend rule (warmup.Progress, trend.settled), or
+`warmup_connections` and its latest runs have been flat by the bench's own trend rule (warmup.Progress,
+trend.settled; once flat, a side is warm, though it keeps its turns: three noisy sides are seldom flat at once), or
 `warmup_max_s` has passed after at least `warmup_window` turns (then the sides still climbing are named, and
-twin.json says so). Then each route pair on
-both patterns for `warmup_s`, the sides again taking turns."""
+twin.json says so). Then each route pair on both patterns for `warmup_s`, the sides again taking turns."""
 
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ def climb(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, raw: Path)
         f"(the latest runs within {options.warmup_tolerance:.0%}), at most {options.warmup_max_s:g} s"
     )
     started, turn = time.monotonic(), 0
-    while not all(p.enough() for p in progress.values()) and (
+    flat_at: dict[str, int] = {}  # the turn each side was first flat: warm from then on, though it keeps its turns
+    while len(flat_at) < len(sides) and (
         turn < options.warmup_window or time.monotonic() - started < options.warmup_max_s
     ):
         for side in rotated(sides, turn):
@@ -125,19 +126,21 @@ def climb(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, raw: Path)
             m = load("connection-per-request", url, options.concurrency, options.attempt_s, plan.loadgen, scratch)
             progress[side.label].add(m.rps, m.duration_s, m.requests, m.errors.total, options.warmup_tolerance)
         turn += 1
-        say(f"  climb turn {turn}: " + ", ".join(_climbing(label, p) for label, p in progress.items()))
-    climbing = [label for label, p in progress.items() if not p.enough()]
+        flat_at.update({label: turn for label, p in progress.items() if p.enough() and label not in flat_at})
+        say(f"  climb turn {turn}: " + ", ".join(_climbing(label, p, flat_at) for label, p in progress.items()))
+    climbing = [label for label in progress if label not in flat_at]
     if climbing:
         warn(f"twin: {', '.join(climbing)} still climbing after {options.warmup_max_s:g} s: measured as they are")
     return {
         "seconds": round(time.monotonic() - started, 1),
         "sides": {
-            label: {"rps": [r.rps for r in p.runs], "connections": p.made, "flat": p.enough()}
+            label: {"rps": [r.rps for r in p.runs], "connections": p.made, "flat_at_turn": flat_at.get(label)}
             for label, p in progress.items()
         },
     }
 
 
-def _climbing(label: str, progress: Progress) -> str:
+def _climbing(label: str, progress: Progress, flat_at: dict[str, int]) -> str:
     rate = f"{progress.rate:,.0f} req/s" if progress.rate else "no rate"
-    return f"{label} {rate} ({progress.made:,} connections{', flat' if progress.enough() else ''})"
+    flat = f", flat since turn {flat_at[label]}" if label in flat_at else ""
+    return f"{label} {rate} ({progress.made:,} connections{flat})"
