@@ -327,13 +327,15 @@ def test_a_requests_cost_is_each_sides_median_over_the_rounds_it_was_read_in():
     assert cost_lines([{**row, "cost": None}])[2] == "| /hello ÷ /plaintext | keep-alive | n/a | n/a | n/a | n/a |"
 
 
-def test_a_busy_twin_port_is_refused_before_anything_starts(tmp_path):
+@pytest.mark.parametrize("whose", ["the twin", "the A/A"])
+def test_a_busy_twin_or_a_a_port_is_refused_before_anything_starts(tmp_path, whose):
     server, folder = loopback_pair(tmp_path)
     twin = load_twin(folder)
+    port = twin.port if whose == "the twin" else manifest_twin(server, {server.port, twin.port}).port
     with socket.socket() as holder:
-        holder.bind(("127.0.0.1", twin.port))
+        holder.bind(("127.0.0.1", port))
         holder.listen()
-        with pytest.raises(TwinError, match=f"port {twin.port} is in use by pid"):
+        with pytest.raises(TwinError, match=f"cannot start .*{whose}.*: port {port} is in use by pid"):
             twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), TwinOptions(), root=tmp_path / "results")
     assert port_owner("127.0.0.1", server.port) is None  # ours was never started
 

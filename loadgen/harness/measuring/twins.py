@@ -115,10 +115,11 @@ def servers_up(server: Server, twin: Twin, plan: CpuPlan, folder: Path, options:
     of an unchecked one for its first five rounds (play/PROFILE.md). Ours again is `<ours>-twin`, the bench's A/A
     twin: the same command and environment on a port of its own, started the same way as ours."""
     runtime, cpus = LocalRuntime(), list(plan.server)
-    owner = port_owner(HOST, twin.port)
-    if owner:
-        raise TwinError(f"cannot start the twin {twin.name}: port {twin.port} is in use by {owner}")
     copy = manifest_twin(server, {server.port, twin.port} | ({server.h2c_port} if server.h2c_port else set()))
+    for what, port in ((f"the twin {twin.name}", twin.port), (f"{server.name} again (the A/A)", copy.port)):
+        owner = port_owner(HOST, port) if port == twin.port or options.again else None
+        if owner:
+            raise TwinError(f"cannot start {what}: port {port} is in use by {owner}")
     started: list[RunningServer] = []
     try:
         started.append(runtime.start(server, cpus, server.port, {}))
