@@ -238,9 +238,10 @@ class Load:
         try:
             outcome.samples = dict(zip(samplers, _together(sampler.stop for sampler in samplers.values())))
             # The kernel's count where the runtime has one: sampling misses a tool's last moments, and a short tool's
-            # whole run where the sampler's idle-priority thread gets no CPU beside it.
+            # whole run where the sampler's idle-priority thread gets no CPU beside it. A count that went back is
+            # another container's (the loadgen container made again meanwhile): then only the sampled figure.
             after, before = self.runtime.tools_cpu_s(), self.tools_cpu_before
-            exact = None if after is None or before is None else after - before
+            exact = None if after is None or before is None or after < before else after - before
             loadgen = samplers["loadgen"]
             if isinstance(loadgen, ExactCpu):  # both runtimes' tool samplers are
                 outcome.samples["loadgen"] = loadgen.result(exact)
