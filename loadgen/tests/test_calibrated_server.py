@@ -15,6 +15,7 @@ import pytest
 
 from harness.basics.cpus import plan
 from harness.basics.httpclient import Connection, get, request_bytes
+from harness.basics.sampling import steal_s
 from harness.config.manifest import by_default, discover
 from harness.measuring import verification as contract
 from harness.runtime.local import LocalRuntime, port_owner
@@ -91,7 +92,8 @@ def test_exactly_one_request_in_k_is_held_for_the_delay(server):
 
 def test_the_cpu_burn_shows_in_the_process_cpu_time(server):
     """A burn spins on the wall clock (a busy loop answers one request every B): the server's threads run for it,
-    except while another process held their core, which their run delay counts (/proc schedstat, in ns)."""
+    except while another process held their core, which their run delay counts (/proc schedstat, in ns), or the
+    hypervisor ran something else on its vCPU, which neither counts (steal: /proc/stat, in 10 ms ticks)."""
     runtime, running = server
     pids = runtime.pids(running)
 
@@ -99,12 +101,15 @@ def test_the_cpu_burn_shows_in_the_process_cpu_time(server):
         fields = [path.read_text().split() for pid in pids for path in Path(f"/proc/{pid}/task").glob("*/schedstat")]
         return sum(int(f[0]) for f in fields) / 1e9, sum(int(f[1]) for f in fields) / 1e9
 
-    ran_before, waited_before = ran_and_waited_s()
+    (ran_before, waited_before), stolen_before = ran_and_waited_s(), steal_s(running.cpus) or 0.0
     timed_requests(running, "/hello?burn_us=20000", 20)
-    ran_after, waited_after = ran_and_waited_s()
-    ran, waited = ran_after - ran_before, waited_after - waited_before
-    assert ran + waited >= 20 * 0.020 - 0.002  # 400 ms asked; a request read while the loop was busy starts its B at
-    # the previous answer (burn_deadline), up to a client's turnaround (< 0.1 ms) sooner
+    (ran_after, waited_after), stolen_after = ran_and_waited_s(), steal_s(running.cpus) or 0.0
+    ran, waited, stolen = ran_after - ran_before, waited_after - waited_before, stolen_after - stolen_before
+    # 400 ms asked, less a tenth: a request read while the loop was busy starts its B at the previous answer
+    # (burn_deadline), up to a client's turnaround (< 0.1 ms) sooner; the steal is read in whole ticks; and a VM's vCPU
+    # can stop without either count seeing it (CI, 2026-11-28: 380.7 ms ran and waited; the probe sees such stops of
+    # 7-42 ms). A burn that sleeps instead of spinning would show next to nothing.
+    assert ran + waited + stolen >= 0.9 * 20 * 0.020, (ran, waited, stolen)
     assert ran < 2 * 20 * 0.020  # the burn ends at its time: it does not overshoot by a request's worth
 
 
