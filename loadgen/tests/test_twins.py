@@ -243,6 +243,9 @@ def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_r
     assert not any(psutil.pid_exists(pid) for pid in pids.values())
     table = (out / "twin.md").read_text()
     assert "| /hello ÷ /hello | keep-alive |" in table and "| /hello | keep-alive | " in table.split("A/A: ours")[1]
+    assert (
+        "Ours, the twin and ours again on CPU 0, the load tools on CPU 1; 2 rounds, the sides' order rotated" in table
+    )
     assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
     assert not [p for p in psutil.Process().children(recursive=True) if "contract_server" in " ".join(p.cmdline())]
 
@@ -371,6 +374,7 @@ def twin_md(pairs: list[dict]) -> str:
 def test_the_markdown_table_has_a_line_per_pair_with_rate_p99_and_the_probe_before_and_after():
     pair = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", **summary([9.0], [10.0])}
     text = twin_md([{**pair, "p99": p99_summary([12.5], [2.5])}])
+    assert "Both servers on CPU 0, the load tools on CPU 1; 1 round, the sides' order rotated each round" in text
     assert (
         "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 "
         "| 5.000 | 5.000-5.000 (0%) | 1 of 1 | 12.5 | 2.5 | 5.0 % → - |"

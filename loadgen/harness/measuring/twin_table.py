@@ -160,7 +160,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"# {result['ours']} ÷ TechEmpower twin {result['twin']} ({result['stamp']})",
         "",
         f"Entry: {result['entry'] or '-'}; versions: {result['versions'] or '-'}.",
-        f"Both servers on CPU {result['cpus']['server']}, the load tools on CPU {result['cpus']['loadgen']}; "
+        f"{'Ours, the twin and ours again' if _has_again(result) else 'Both servers'} on CPU "
+        f"{result['cpus']['server']}, the load tools on CPU {result['cpus']['loadgen']}; "
         f"{result['rounds']} round{'s' if result['rounds'] != 1 else ''}, the sides' order rotated each round, "
         f"{result['attempt_s']:g} s per attempt.",
         "",
@@ -190,6 +191,10 @@ def markdown(result: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _has_again(result: dict[str, Any]) -> bool:
+    return any("again" in row for row in result["pairs"])
 
 
 def again_lines(pairs: list[dict[str, Any]]) -> list[str]:
@@ -222,7 +227,7 @@ def climb_lines(climb: dict[str, Any] | None) -> list[str]:
         return []
     sides = [
         f"{label} {c['rps'][-1] or 0:,.0f} req/s after {c['connections']:,} connections "
-        f"({'flat from turn ' + str(c['flat_at_turn']) if c['flat_at_turn'] else 'still climbing'})"
+        f"({'flat from turn ' + str(c['flat_at_turn']) if c.get('flat_at_turn') else 'still climbing'})"
         for label, c in climb["sides"].items()
         if c["rps"]
     ]
