@@ -160,7 +160,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"# {result['ours']} ÷ TechEmpower twin {result['twin']} ({result['stamp']})",
         "",
         f"Entry: {result['entry'] or '-'}; versions: {result['versions'] or '-'}.",
-        f"{'Ours, the twin and ours again' if _has_again(result) else 'Both servers'} on CPU "
+        f"{'Ours, the twin and ours again' if _has_again(result['pairs']) else 'Both servers'} on CPU "
         f"{result['cpus']['server']}, the load tools on CPU {result['cpus']['loadgen']}; "
         f"{result['rounds']} round{'s' if result['rounds'] != 1 else ''}, the sides' order rotated each round, "
         f"{result['attempt_s']:g} s per attempt.",
@@ -193,13 +193,13 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _has_again(result: dict[str, Any]) -> bool:
-    return any("again" in row for row in result["pairs"])
+def _has_again(pairs: list[dict[str, Any]]) -> bool:
+    return any("again" in row for row in pairs)
 
 
 def again_lines(pairs: list[dict[str, Any]]) -> list[str]:
     """The A/A's table (none when the run had no A/A): ours ÷ ours again, as the first table reads ours ÷ theirs."""
-    if not any("again" in row for row in pairs):
+    if not _has_again(pairs):
         return []
     lines = [
         "| route pair | pattern | A/A: ours ÷ ours again | interval | rounds below 1 | ours again req/s |",

@@ -61,18 +61,9 @@ def rotated(sides: list[TwinSide], k: int) -> list[TwinSide]:
     return sides[shift:] + sides[:shift]
 
 
-def load(
-    pattern: str, url: str, concurrency: int, seconds: int, cpus: tuple[int, ...], scratch: Path, requests: int = 0
-) -> Measurement:
-    """One run of the pattern's tool against `url`, pinned to `cpus`: `seconds` long, or `requests` in all (ab)."""
-    spec = LoadSpec(
-        url=url,
-        concurrency=concurrency,
-        requests=requests or None,
-        duration_s=None if requests else seconds,
-        threads=len(cpus),
-        timeout_s=TOOL_TIMEOUT_S,
-    )
+def load(pattern: str, url: str, concurrency: int, seconds: int, cpus: tuple[int, ...], scratch: Path) -> Measurement:
+    """One run of the pattern's tool against `url`, `seconds` long, pinned to `cpus`."""
+    spec = LoadSpec(url=url, concurrency=concurrency, duration_s=seconds, threads=len(cpus), timeout_s=TOOL_TIMEOUT_S)
     tool = TOOLS[TOOL_OF[pattern]]
     scratch.mkdir(parents=True, exist_ok=True)
     argv = tool.command(spec, scratch)

@@ -116,8 +116,11 @@ def servers_up(server: Server, twin: Twin, plan: CpuPlan, folder: Path, options:
     twin: the same command and environment on a port of its own, started the same way as ours."""
     runtime, cpus = LocalRuntime(), list(plan.server)
     copy = manifest_twin(server, {server.port, twin.port} | ({server.h2c_port} if server.h2c_port else set()))
-    for what, port in ((f"the twin {twin.name}", twin.port), (f"{server.name} again (the A/A)", copy.port)):
-        owner = port_owner(HOST, port) if port == twin.port or options.again else None
+    needed = [(f"the twin {twin.name}", twin.port)]
+    if options.again:
+        needed.append((f"{server.name} again (the A/A)", copy.port))
+    for what, port in needed:
+        owner = port_owner(HOST, port)
         if owner:
             raise TwinError(f"cannot start {what}: port {port} is in use by {owner}")
     started: list[RunningServer] = []
