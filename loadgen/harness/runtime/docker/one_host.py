@@ -22,7 +22,7 @@ from harness.basics.cpus import CpuPlan, format_cpus
 from harness.basics.machine import pinned, port_owner, still_runs
 from harness.basics.messages import say
 from harness.basics.paths import REPO, RESULTS
-from harness.basics.sampling import ProcessSampler, cgroup_cpu_s, children_cpu_s
+from harness.basics.sampling import ProcessSampler, cgroup_cpu_s
 from harness.config.manifest import Server, discover
 from harness.runtime.docker.compose import (
     COMPOSE_FILE,
@@ -187,9 +187,9 @@ class DockerRuntime(EngineRuntime, OnThisMachine):
 
     def tools_cpu_s(self) -> float | None:
         """The loadgen container's CPU, ended tools included (its control group's count: the sampler's idle-priority
-        thread may not run at all beside a short tool on a busy CPU), and the `docker exec` clients' (our children)."""
-        in_container = cgroup_cpu_s(self._loadgen_pid) if self._loadgen_pid else None
-        return None if in_container is None else in_container + children_cpu_s()
+        thread may not run at all beside a short tool on a busy CPU). Not this process's reaped children: during a
+        load they include `docker inspect` clients, not only the `docker exec` ones that relay the tools' output."""
+        return cgroup_cpu_s(self._loadgen_pid) if self._loadgen_pid else None
 
     def tool_process(self, argv: list[str], cpus: list[int], output: Path) -> ContainerProcess:
         self.prepare()
