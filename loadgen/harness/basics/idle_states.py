@@ -1,4 +1,4 @@
-"""Idle CPUs poll instead of sleeping while the harness measures (CPU_IDLE=poll, the default; docs/noise.md).
+"""Idle CPUs poll instead of sleeping while the harness measures (CPU_IDLE=poll, the default; docs/idle-cpus.md).
 
 A CPU with nothing to run enters an idle state; waking it again takes that state's exit latency. On a virtual
 machine the idle state is a halt that leaves the guest, and the wake-up an interrupt sent through the host: on this

@@ -152,7 +152,7 @@ def condition_differences(a: Run, b: Run) -> list[str]:
             out.append(f"machine {key}: {ma.get(key)} → {mb.get(key)}")
     idle_a, idle_b = ((c.get("cpu_idle") or {}).get("in_force", "machine") for c in (ca, cb))  # none: halting
     if idle_a != idle_b:
-        out.append(f"idle CPUs: {idle_a} → {idle_b} (a latency-bound load's rate moves with it: docs/noise.md)")
+        out.append(f"idle CPUs: {idle_a} → {idle_b} (a latency-bound load's rate moves with it: docs/idle-cpus.md)")
     for name in sorted(set(ca.get("tools") or {}) | set(cb.get("tools") or {})):
         if (ca.get("tools") or {}).get(name) != (cb.get("tools") or {}).get(name):
             out.append(f"tool {name}: {(ca.get('tools') or {}).get(name)} → {(cb.get('tools') or {}).get(name)}")
