@@ -9,7 +9,7 @@ import os
 from contextlib import nullcontext
 from dataclasses import replace
 
-from harness.basics import idle_states, interrupt
+from harness.basics import cpu_speed, idle_states, interrupt
 from harness.basics.cpus import CpuPlanError
 from harness.basics.machine import allow_open_files
 from harness.basics.messages import fail, say, warn
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         servers = discover()
         config = environment.read(os.environ, servers, options(args))  # every variable checked, once, first
         idle_states.choose(config.cpu_idle)  # held by every Session while it is open
+        cpu_speed.choose(config.cpu_meter)
         if args.run_id:
             check_run_id(args.run_id)  # before anything starts; claimed when the run opens
         if args.command == "twin":

@@ -57,6 +57,7 @@ EXAMPLES = {
     "ASSUME_SMT": "2",
     "FORMAT": "text or json",
     "CPU_IDLE": "poll (the default) or machine",
+    "CPU_METER": "1 (each CPU's speed read beside every attempt) or 0 (the default)",
 }
 
 
@@ -83,6 +84,7 @@ class Configuration:
     assume_smt: int | None = None
     format: str = "text"
     cpu_idle: str = "poll"  # idle CPUs poll while measuring (harness.basics.idle_states), or "machine"
+    cpu_meter: bool = False  # each CPU's speed read beside every attempt (harness.basics.cpu_speed)
 
 
 def read(
@@ -111,6 +113,7 @@ def read(
         assume_smt=whole("ASSUME_SMT", value["ASSUME_SMT"], 1, MAX_SMT),
         format=one_of("FORMAT", value["FORMAT"], FORMATS, "text"),
         cpu_idle=one_of("CPU_IDLE", value["CPU_IDLE"], idle_states.MODES, "poll"),
+        cpu_meter=one_of("CPU_METER", value["CPU_METER"], ("0", "1"), "0") == "1",
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import psutil
 
 from harness.basics import interrupt
+from harness.basics.cpu_speed import SpeedMeter
 from harness.basics.sampling import ProcessSampler, usage
 from harness.measuring.ending import deadline_s, wait
 from harness.results.flags import BESIDE_LOADGEN, HARNESS
@@ -205,11 +206,15 @@ class Load:
         self.started = time.monotonic()
         self.own_cpu_before = _own_cpu_s()
         self.tools_cpu_before: float | None = None
+        self.meter: SpeedMeter | None = None
 
     def start_sampling(self, beside: Beside) -> bool:
         try:
             self.samplers = _samplers(self.runtime, beside, self.tree, list(self.plan.loadgen_cores))
             _together(sampler.start for sampler in self.samplers.values())
+            if not self.runtime.remote:  # each CPU's speed beside the load (CPU_METER=1): its meters run here
+                roles = {"server": beside.server.cpus, "loadgen": list(self.plan.loadgen_cores)}
+                self.meter = SpeedMeter(roles).start()
             self.tools_cpu_before = self.runtime.tools_cpu_s()  # after the samplers: the loadgen container is up
         except Exception as exc:  # noqa: BLE001 - an engine's error, a process gone: this attempt is lost, not the run
             self.outcome.failure = f"the CPU sampling could not start, so the load was not run: {_what(exc)}"
@@ -246,6 +251,10 @@ class Load:
             if isinstance(loadgen, ExactCpu):  # both runtimes' tool samplers are
                 outcome.samples["loadgen"] = loadgen.result(exact)
             outcome.parts_cpu_s = self.tree.cpu_by_part(samplers["loadgen"], exact)
+            # the meters stop after the tools' count: reaped, they would be counted among this process's children
+            for role, speed in (self.meter.stop() if self.meter else {}).items():
+                if role in outcome.samples:
+                    outcome.samples[role]["cpu_speed"] = speed
             if not self.runtime.remote:  # this process's threads, on the load generator's cores meanwhile
                 cores = len(self.plan.loadgen_cores)
                 outcome.samples[HARNESS] = usage(cores, _own_cpu_s() - self.own_cpu_before, wall, 0, [])
@@ -255,6 +264,8 @@ class Load:
     def clean_up(self) -> None:
         for sampler in self.samplers.values():
             sampler.cancel()
+        if self.meter:
+            self.meter.cancel()
         for proc in self.tree.procs:  # Ctrl-C or a failure: no tool outlives the harness
             if proc.poll() is None:
                 proc.terminate()

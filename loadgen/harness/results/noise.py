@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from harness.results.records import Record, load
+from harness.results.records import Attempt, Record, load
 
 
 @dataclass(frozen=True)
@@ -39,37 +39,48 @@ class Sharing:
         return self.shared / total if total > 0 else 0.0
 
 
-def rounds_of(record: Record) -> dict[int, float]:
+def busiest_speed(attempt: Attempt) -> float | None:
+    """The speed (CPU_METER=1) of the busier of the server's and the load generator's CPUs during `attempt`, the one
+    its rate is bound on (docs/noise.md, "Each CPU's own speed"); None where either was not read."""
+    samples = [attempt.samples.get(role) for role in ("server", "loadgen")]
+    read = [s for s in samples if s and s.cpu_speed and s.cpu_util is not None]
+    return max(read, key=lambda s: s.cpu_util or 0).cpu_speed if len(read) == 2 else None
+
+
+def rounds_of(record: Record, by_speed: bool = False) -> dict[int, float]:
     """ln req/s of each of `record`'s attempts taken in an interleaved round, by round; none where its attempts were
-    measured again back to back (rounds.remeasure: they left the rounds)."""
+    measured again back to back (rounds.remeasure: they left the rounds). `by_speed`: each divided by its busiest
+    CPU's speed, the attempts without one left out."""
     if record.remeasured:
         return {}
-    return {
-        a.attempt: math.log(a.rps)
-        for a in record.attempts
-        if a.measured and a.rps and a.rps > 0 and a.round_position is not None
-    }
+    out = {}
+    for a in record.attempts:
+        if a.measured and a.rps and a.rps > 0 and a.round_position is not None:
+            speed = busiest_speed(a) if by_speed else 1.0
+            if speed:
+                out[a.attempt] = math.log(a.rps / speed)
+    return out
 
 
-def common_rounds(records: list[Record]) -> tuple[list[Record], list[int]]:
+def common_rounds(records: list[Record], by_speed: bool = False) -> tuple[list[Record], list[int]]:
     """The records with rounds and the rounds every one of them has."""
-    with_rounds = [r for r in records if rounds_of(r)]
+    with_rounds = [r for r in records if rounds_of(r, by_speed)]
     if not with_rounds:
         return [], []
-    shared = set.intersection(*(set(rounds_of(r)) for r in with_rounds))
+    shared = set.intersection(*(set(rounds_of(r, by_speed)) for r in with_rounds))
     return with_rounds, sorted(shared)
 
 
-def _table(records: list[Record]) -> list[list[float]]:
+def _table(records: list[Record], by_speed: bool = False) -> list[list[float]]:
     """Each record's ln req/s over the common rounds, its own mean removed."""
-    members, rounds = common_rounds(records)
-    rows = [[rounds_of(r)[k] for k in rounds] for r in members]
+    members, rounds = common_rounds(records, by_speed)
+    rows = [[rounds_of(r, by_speed)[k] for k in rounds] for r in members]
     return [[x - sum(row) / len(row) for x in row] for row in rows]
 
 
-def round_sharing(records: list[Record]) -> Sharing | None:
+def round_sharing(records: list[Record], by_speed: bool = False) -> Sharing | None:
     """The shared and own variances of one group's attempts (three servers and two common rounds at least)."""
-    table = _table(records)
+    table = _table(records, by_speed)
     servers, rounds = len(table), len(table[0]) if table else 0
     if servers < 3 or rounds < 2:
         return None
@@ -204,10 +215,26 @@ def _figure(x: float | None) -> str:
     return "–" if x is None else f"{x:+.2f}"
 
 
+def by_speed(groups: list[list[Record]]) -> str | None:
+    """The own and shared parts per attempt over the groups whose attempts have each CPU's speed (CPU_METER=1), as
+    measured and with each attempt's rate divided by its busiest CPU's speed; None where no attempt has it."""
+    pairs = [(s, a) for g in groups if (a := round_sharing(g, by_speed=True)) and (s := round_sharing(g))]
+    raw, adjusted = pooled([s for s, _ in pairs]), pooled([a for _, a in pairs])
+    if raw is None or adjusted is None:
+        return None
+    return (
+        f"{len(pairs)} groups with each CPU's speed: own {math.sqrt(raw.own):.1%}, shared {math.sqrt(raw.shared):.1%}; "
+        f"divided by the busiest CPU's speed: own {math.sqrt(adjusted.own):.1%}, shared {math.sqrt(adjusted.shared):.1%}"
+    )
+
+
 def main(paths: list[str]) -> None:
     for path in paths:
+        groups = groups_of(load(Path(path)).records)
         print(describe_run(Path(path)))
-        print("  by attempt length: " + by_length(groups_of(load(Path(path)).records)))
+        print("  by attempt length: " + by_length(groups))
+        if (speeds := by_speed(groups)) is not None:
+            print("  " + speeds)
 
 
 if __name__ == "__main__":

@@ -35,9 +35,10 @@ class Sample(FlatFields):
     rss_mb_timeline: list[list[float]] | None = None  # [seconds since the attempt began, RSS MB], once a second
     run_delay_s: float | None = None  # its threads' time runnable but waiting for a CPU (others' work on its cores)
     steal_s: float | None = None  # the hypervisor's steal on its CPUs meanwhile (ticks of 10 ms)
+    cpu_speed: float | None = None  # its CPUs' share of full speed meanwhile (CPU_METER=1; basics/cpu_speed.py)
 
     def to_dict(self) -> dict[str, Any]:  # unset, the fields older harnesses lacked stay out: their files as they were
-        newer = ("rss_mb_timeline", "run_delay_s", "steal_s")
+        newer = ("rss_mb_timeline", "run_delay_s", "steal_s", "cpu_speed")
         return {k: v for k, v in asdict(self).items() if v is not None or k not in newer}
 
 

@@ -1,0 +1,176 @@
+"""Each CPU's speed read beside a load (CPU_METER=1, harness.basics.cpu_speed): the real meter, built from its source,
+pinned beside a real load on this machine; kept in each role's sample, never counted as the tools' CPU, never left
+running; off by default; a machine without a compiler measures on without it and says so."""
+
+from __future__ import annotations
+
+import math
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.basics import cpu_speed
+from harness.basics.cpus import plan as cpu_plan
+from harness.config.environment import ConfigurationError, read
+from harness.measuring.runner import Beside, Naming, Outcome, measure
+from harness.results import noise
+from harness.results.records import Record
+from harness.runtime import RunningServer
+from harness.runtime.local import LocalRuntime
+from harness.tools import LoadSpec, register
+from harness.tools.load_plan import plan_load
+from harness.tools.output import Errors, Measurement
+
+CPUS = cpu_plan()
+
+
+class Sleeper:
+    """A load tool that answers its requests in SECONDS without using the CPU: whatever CPU the tools' count shows
+    beside it is another process's."""
+
+    name = binary = "sleeper"
+    threading = "one"
+    version_args = ("--version",)
+    install_hint = ""
+    SECONDS = 1.0
+
+    def completed(self, output_tail: bytes) -> int | None:
+        return None
+
+    def max_connections_per_process(self, nofile_limit: int) -> int:
+        return nofile_limit
+
+    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
+        return [sys.executable, "-c", f"import time; time.sleep({self.SECONDS}); print({spec.requests})"]
+
+    def parse(self, output: str, scratch: Path) -> Measurement:
+        return Measurement(int(output), Errors(), self.SECONDS, int(output) / self.SECONDS)
+
+    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
+        return spec
+
+
+@pytest.fixture(autouse=True)
+def own_meter(monkeypatch, tmp_path):
+    """Each test builds the meter into its own folder, with the switch and the module's memory of a failure reset."""
+    monkeypatch.setattr(cpu_speed, "BUILT", tmp_path / "tools" / "cpu-meter")
+    monkeypatch.setattr(cpu_speed, "_on", False)
+    monkeypatch.setattr(cpu_speed, "_unavailable", None)
+
+
+def meters_running() -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if "cpu-meter" in " ".join(p.info["cmdline"] or [])]
+
+
+def load_beside_an_idle_server(tmp_path: Path) -> Outcome:
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    server = RunningServer("idle", "127.0.0.1", 1, list(CPUS.server), idle.pid, "", 0, 0, "local")
+    try:
+        with register(Sleeper()):  # type: ignore[arg-type]  # a tool of the test's own
+            load = plan_load("sleeper", LoadSpec(url="http://127.0.0.1:1/", concurrency=1, requests=1000), CPUS.loadgen)
+            return measure(LocalRuntime(), load, Naming(tmp_path, "sleep", "sleep"), Beside(server))
+    finally:
+        idle.kill()
+        idle.wait()
+
+
+def test_each_roles_cpu_speed_is_kept_in_its_sample_and_no_meter_outlives_the_load(tmp_path):
+    cpu_speed.choose(True)
+    outcome = load_beside_an_idle_server(tmp_path)
+    assert outcome.failure is None and cpu_speed.BUILT.exists()  # built from its source on first use
+    for role in ("server", "loadgen"):
+        assert 0.2 < outcome.samples[role]["cpu_speed"] <= 1.0
+    assert meters_running() == []
+
+
+def test_the_meters_cpu_is_not_counted_as_the_tools(tmp_path, monkeypatch):
+    """A meter made to take nearly all of each CPU beside a tool that only sleeps: the tools' exact count, this
+    process's reaped children, stays near zero, as it would not if the meters were reaped before it was read."""
+    monkeypatch.setattr(cpu_speed, "PERIOD_MS", 0)
+    monkeypatch.setattr(cpu_speed, "CHUNKS", 400)
+    cpu_speed.choose(True)
+    outcome = load_beside_an_idle_server(tmp_path)
+    assert outcome.samples["loadgen"]["cpu_speed"] > 0
+    assert outcome.samples["loadgen"]["cpu_s"] < 0.1
+
+
+def test_off_by_default_no_meter_runs_and_no_speed_is_kept(tmp_path):
+    outcome = load_beside_an_idle_server(tmp_path)
+    assert "cpu_speed" not in outcome.samples["server"] and not cpu_speed.BUILT.exists()
+
+
+def test_without_a_compiler_the_load_is_measured_without_it_and_says_why_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cpu_speed.shutil, "which", lambda name: None)
+    cpu_speed.choose(True)
+    first, second = load_beside_an_idle_server(tmp_path), load_beside_an_idle_server(tmp_path)
+    assert first.failure is None and second.failure is None
+    assert "cpu_speed" not in first.samples["loadgen"]
+    said = capsys.readouterr()
+    assert (said.out + said.err).count("no C compiler (gcc or cc) to build it") == 1
+
+
+def test_a_meter_cancelled_midway_leaves_no_process():
+    cpu_speed.choose(True)
+    meter = cpu_speed.SpeedMeter({"server": list(CPUS.server)}).start()
+    time.sleep(0.1)
+    assert len(meters_running()) == len(CPUS.server)
+    meter.cancel()
+    assert meters_running() == []
+
+
+def test_speed_is_the_kept_chunks_at_the_best_chunks_time_over_their_summed_time():
+    output = "1.0 100 250000 2000\n1.01 50 100000 1900\nhalf a line\n"
+    assert cpu_speed.speed(output) == round(150 * 1900 / 350000, 4)
+    assert cpu_speed.speed("") is None and cpu_speed.speed("1.0 0 0 2000\n") is None
+
+
+def test_cpu_meter_takes_1_or_0_and_says_what_else_to_give():
+    assert read({"CPU_METER": "1"}, {}).cpu_meter and not read({}, {}).cpu_meter
+    with pytest.raises(ConfigurationError, match=r"CPU_METER='2': use one of 0, 1 \(default 0\)"):
+        read({"CPU_METER": "2"}, {})
+
+
+def metered_group(rng: random.Random, rounds: int) -> list[Record]:
+    """Six servers in `rounds` interleaved rounds whose rates follow the speed of the CPU each is bound on (10 % per
+    attempt) with 2 % of their own; half bound on the server's CPU, half on the load generator's, the other CPU's
+    speed drawn apart (it must not be the one divided by)."""
+    records = []
+    for i, level in enumerate([1.0, 1.1, 1.25, 0.8, 0.9, 1.4]):
+        bound = "server" if i % 2 else "loadgen"
+        attempts = []
+        for k in range(rounds):
+            speeds = {role: math.exp(rng.gauss(-0.1, 0.1)) for role in ("server", "loadgen")}
+            utils = {role: 0.98 if role == bound else 0.6 for role in speeds}
+            attempts.append(
+                {
+                    "attempt": k + 1,
+                    "rps": 10_000 * level * speeds[bound] * math.exp(rng.gauss(0, 0.02)),
+                    "round_position": {"position": i + 1, "of": 6},
+                    "samples": {r: {"cpu_util": utils[r], "cpu_speed": round(speeds[r], 4)} for r in speeds},
+                }
+            )
+        records.append(Record.from_dict({"server": f"s{i}", "scenario": "hello", "run": "c100", "attempts": attempts}))
+    return records
+
+
+def test_a_rate_divided_by_its_busiest_cpus_speed_keeps_only_the_attempts_own_noise():
+    rng = random.Random(41)
+    groups = [metered_group(rng, 6) for _ in range(40)]
+    raw = noise.pooled([s for g in groups if (s := noise.round_sharing(g))])
+    adjusted = noise.pooled([s for g in groups if (s := noise.round_sharing(g, by_speed=True))])
+    assert raw is not None and adjusted is not None
+    assert math.sqrt(raw.own) == pytest.approx(math.sqrt(0.1**2 + 0.02**2), rel=0.1)
+    assert math.sqrt(adjusted.own) == pytest.approx(0.02, rel=0.1)
+    assert "divided by the busiest CPU's speed: own 2.0%" in (noise.by_speed(groups) or "")
+
+
+def test_a_run_without_each_cpus_speed_says_nothing_of_it():
+    record = Record.from_dict(
+        {"server": "s", "scenario": "hello", "run": "c100", "attempts": [{"attempt": 1, "rps": 1.0}]}
+    )
+    assert noise.busiest_speed(record.attempts[0]) is None and noise.by_speed([[record]]) is None
