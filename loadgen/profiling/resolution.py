@@ -4,7 +4,7 @@ apart their medians are; the A/A twins' orders; orders one bench claims that ano
     cd loadgen && ../.venv/bin/python profiling/resolution.py ../results/*-bench/results.json
 
 --by-speed (runs with CPU_METER=1): every attempt's req/s divided by its busiest CPU's speed first, each record's
-summary made again from them, as a ranking on those rates would read them (docs/noise.md, "Each CPU's own speed").
+summary made again from them, as a ranking on those rates would read them (docs/cpu-speed.md).
 """
 
 import itertools

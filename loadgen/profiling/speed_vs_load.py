@@ -1,4 +1,4 @@
-"""How much of a load's swing is the speed of the two CPUs (issue 41; docs/noise.md, "Each CPU's own speed"): a server
+"""How much of a load's swing is the speed of the two CPUs (issue 41; docs/cpu-speed.md): a server
 already up on CPU 0 (make up, or by hand), wrk -t1 -c100 keep-alive on CPU 1 for `seconds`, a low-duty speed meter
 (harness/basics/cpu_meter.c, about 1 % of each CPU) on both CPUs at once, and the loopback's TCP segments counted every 0.1 s (two a
 request on keep-alive). Over windows as long as an attempt it prints the req/s CV, each CPU's speed CV, their
@@ -69,7 +69,10 @@ def main() -> None:
     window = float(sys.argv[3]) if len(sys.argv) > 3 else 0.8
     with tempfile.TemporaryDirectory() as tmp:
         meter = f"{tmp}/meter"
-        subprocess.run(["gcc", "-O2", "-o", meter, str(Path(__file__).parents[1] / "harness" / "basics" / "cpu_meter.c")], check=True)
+        subprocess.run(
+            ["gcc", "-O2", "-o", meter, str(Path(__file__).parents[1] / "harness" / "basics" / "cpu_meter.c")],
+            check=True,
+        )
         counts, meters = measure(url, seconds, meter)
     rows = numpy.array(windows(counts, meters, window))
     rate, cpu0, cpu1 = rows.T

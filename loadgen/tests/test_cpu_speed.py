@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from fake_tool import SleepingTool
 
 from harness.basics import cpu_speed
 from harness.basics.cpus import plan as cpu_plan
@@ -24,35 +25,14 @@ from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec, register
 from harness.tools.load_plan import plan_load
-from harness.tools.output import Errors, Measurement
 
 CPUS = cpu_plan()
 
 
-class Sleeper:
-    """A load tool that answers its requests in SECONDS without using the CPU: whatever CPU the tools' count shows
-    beside it is another process's."""
+class Sleeper(SleepingTool):
+    """Whatever CPU the tools' count shows beside this tool is another process's: it only sleeps."""
 
     name = binary = "sleeper"
-    threading = "one"
-    version_args = ("--version",)
-    install_hint = ""
-    SECONDS = 1.0
-
-    def completed(self, output_tail: bytes) -> int | None:
-        return None
-
-    def max_connections_per_process(self, nofile_limit: int) -> int:
-        return nofile_limit
-
-    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
-        return [sys.executable, "-c", f"import time; time.sleep({self.SECONDS}); print({spec.requests})"]
-
-    def parse(self, output: str, scratch: Path) -> Measurement:
-        return Measurement(int(output), Errors(), self.SECONDS, int(output) / self.SECONDS)
-
-    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
-        return spec
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_tool import SleepingTool
 
 from harness.basics.cpus import plan as cpu_plan
 from harness.config.manifest import discover
@@ -48,30 +49,10 @@ class StaggeredRuntime(LocalRuntime):
         return proc
 
 
-class Known:
-    """A load tool whose every process says it answered its share of requests in PART_S seconds (and sleeps that long)."""
+class Known(SleepingTool):
+    """Each process says it answered its share of requests in SECONDS (and sleeps that long)."""
 
     name = binary = "known-split"
-    threading = "one"
-    version_args = ("--version",)
-    install_hint = ""
-    PART_S = 1.0
-
-    def completed(self, output_tail: bytes) -> int | None:
-        return None
-
-    def max_connections_per_process(self, nofile_limit: int) -> int:
-        return nofile_limit
-
-    def command(self, spec: LoadSpec, scratch: Path) -> list[str]:
-        return [sys.executable, "-c", f"import time; time.sleep({self.PART_S}); print({spec.requests}, {self.PART_S})"]
-
-    def parse(self, output: str, scratch: Path) -> Measurement:
-        requests, seconds = output.split()
-        return Measurement(int(requests), Errors(), float(seconds), int(requests) / float(seconds))
-
-    def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:
-        return spec
 
 
 def test_three_parts_started_0_3_s_apart_are_merged_over_the_time_all_of_them_ran(tmp_path):
@@ -101,7 +82,7 @@ def test_three_parts_started_0_3_s_apart_are_merged_over_the_time_all_of_them_ra
     starts = [life[0] - runtime.lives[0][0] for life in runtime.lives]  # 0.3 s apart, and each Popen's own time
     assert starts == pytest.approx([0, STAGGER_S, 2 * STAGGER_S], abs=0.1)
     assert outcome.failure is None and outcome.measurement and outcome.measurement.requests == 3000
-    assert outcome.measurement.rps == pytest.approx(3000 / (starts[-1] + Known.PART_S), rel=0.01)
+    assert outcome.measurement.rps == pytest.approx(3000 / (starts[-1] + Known.SECONDS), rel=0.01)
     assert outcome.parts_started_s == pytest.approx(starts, abs=0.01)
 
 

@@ -1,4 +1,4 @@
-"""Each CPU's own speed while a load runs (CPU_METER=1; issue 41, docs/noise.md "Each CPU's own speed").
+"""Each CPU's own speed while a load runs (CPU_METER=1; issue 41, docs/cpu-speed.md).
 
 The host slows one virtual CPU at a time, for seconds, in stops too short to show as steal, and on this project's
 2-core VM that holds most of an attempt's own spread. A probe before and after a run cannot see it; a meter beside

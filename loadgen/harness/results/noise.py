@@ -41,7 +41,7 @@ class Sharing:
 
 def busiest_speed(attempt: Attempt) -> float | None:
     """The speed (CPU_METER=1) of the busier of the server's and the load generator's CPUs during `attempt`, the one
-    its rate is bound on (docs/noise.md, "Each CPU's own speed"); None where either was not read."""
+    its rate is bound on (docs/cpu-speed.md); None where either was not read."""
     samples = [attempt.samples.get(role) for role in ("server", "loadgen")]
     read = [s for s in samples if s and s.cpu_speed and s.cpu_util is not None]
     return max(read, key=lambda s: s.cpu_util or 0).cpu_speed if len(read) == 2 else None
