@@ -6,7 +6,7 @@ both count their loop iterations for `seconds`. Their rate over windows as long 
 windows, is the machine's own coefficient of variation: the spread any attempt of that length carries whatever the
 server does. On the 2-core VM this project grew on, a pinned busy loop varied by 7–12 % between 2-second windows while
 the other core was busy: a noisy neighbour of the host, not of this machine. The two cores' speeds moved together on
-some days (correlation 0.6–0.8) and alone on others (−0.47 to +0.28 on 28 Nov, docs/noise.md). Both cores are probed at
+some days (correlation 0.6–0.8) and alone on others (−0.47 to +0.28 on 28 Nov, docs/cpu-speed.md). Both cores are probed at
 once because in an attempt both are busy. Being taken before and after a run, it cannot see the attempts' own swings.
 
 Docker runtime: the probe runs as host processes on the same CPUs the containers are pinned to.
