@@ -11,11 +11,13 @@ import math
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness.basics import cpu_speed
 
 PERIOD_MS = 20  # one meter sample (about 0.2 ms of arithmetic) every 20 ms: about 1 % of the CPU it shares
 
@@ -67,13 +69,11 @@ def windows(counts, meters, window: float) -> list[tuple[float, float, float]]:
 def main() -> None:
     url, seconds = sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 30.0
     window = float(sys.argv[3]) if len(sys.argv) > 3 else 0.8
-    with tempfile.TemporaryDirectory() as tmp:
-        meter = f"{tmp}/meter"
-        subprocess.run(
-            ["gcc", "-O2", "-o", meter, str(Path(__file__).parents[1] / "harness" / "basics" / "cpu_meter.c")],
-            check=True,
-        )
-        counts, meters = measure(url, seconds, meter)
+    cpu_speed.choose(True)
+    meter = cpu_speed.meter()  # the harness's own build of it (.tools/cpu-meter)
+    if meter is None:
+        sys.exit("the CPU meter could not be built (see above)")
+    counts, meters = measure(url, seconds, str(meter))
     rows = numpy.array(windows(counts, meters, window))
     rate, cpu0, cpu1 = rows.T
     fit = numpy.column_stack([numpy.ones(len(rows)), cpu0, cpu1])
