@@ -3,8 +3,9 @@ apart their medians are; the A/A twins' orders; orders one bench claims that ano
 
     cd loadgen && ../.venv/bin/python profiling/resolution.py ../results/*-bench/results.json
 
---by-speed (runs with CPU_METER=1): every attempt's req/s divided by its busiest CPU's speed first, each record's
-summary made again from them, as a ranking on those rates would read them (docs/cpu-speed.md).
+Runs with CPU_METER=1 are ranked as the report ranks them: two servers bound on one CPU on rates divided by its speed
+where that leaves less noise (round_pairs.by_speed). --as-measured: the CPUs' speeds forgotten first, every pair on
+the rates as measured.
 """
 
 import itertools
@@ -13,28 +14,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.results import ranking
-from harness.results.noise import busiest_speed, groups_of
+from harness.results.noise import groups_of
 from harness.results.records import load
-from harness.results.summary import summarize
 
 BUCKETS = [(0, 0.05, "<5%"), (0.05, 0.10, "5-10%"), (0.10, 0.20, "10-20%"), (0.20, 9e9, ">=20%")]
 
 
-def divided_by_speed(records):
-    """Each record whose measured attempts all have their busiest CPU's speed, its rates divided by it."""
+def without_speeds(records):
+    """Each attempt's CPU speeds forgotten: the ranking then reads the rates as measured."""
     for r in records:
-        taken = [a for a in r.attempts if a.measured and a.rps]
-        if taken and all(busiest_speed(a) for a in taken):
-            for a in taken:
-                a.rps = a.rps / busiest_speed(a)
-            r.summary = summarize(r.tool, r.load, r.attempts)
-            r.rps = r.summary.rps["median"] if r.summary.rps else r.rps
+        for a in r.attempts:
+            for sample in a.samples.values():
+                if sample:
+                    sample.cpu_speed = None
 
 
-def bench(path, by_speed=False):
+def bench(path, as_measured=False):
     run = load(Path(path))
-    if by_speed:
-        divided_by_speed(run.records)
+    if as_measured:
+        without_speeds(run.records)
     counts = {b[2]: [0, 0] for b in BUCKETS}
     twins = [0, 0]
     orders = {}
@@ -76,9 +74,9 @@ def bench(path, by_speed=False):
 
 if __name__ == "__main__":
     allorders = []
-    by_speed = "--by-speed" in sys.argv
-    for p in [a for a in sys.argv[1:] if a != "--by-speed"]:
-        counts, twins, orders, med, cvs = bench(p, by_speed)
+    as_measured = "--as-measured" in sys.argv
+    for p in [a for a in sys.argv[1:] if a != "--as-measured"]:
+        counts, twins, orders, med, cvs = bench(p, as_measured)
         cells = " | ".join(f"{c[1]}/{c[0]} {c[1] / c[0]:.0%}" if c[0] else "-" for c in counts.values())
         print(
             f"{Path(p).parent.name} | probe {min(cvs, default=0):.0%}-{max(cvs, default=0):.0%} | {cells} | median {f'±{med:.1%}' if med is not None else '-'} | twins ordered {twins[1]}/{twins[0]}"

@@ -19,8 +19,9 @@ from harness.basics import cpu_speed
 from harness.basics.cpus import plan as cpu_plan
 from harness.config.environment import ConfigurationError, read
 from harness.measuring.runner import Beside, Naming, Outcome, measure
-from harness.results import noise
+from harness.results import attempt_ranks, noise, ranking, round_pairs
 from harness.results.records import Record
+from harness.results.summary import summarize
 from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec, register
@@ -138,7 +139,7 @@ def metered_group(rng: random.Random, rounds: int) -> list[Record]:
     return records
 
 
-def test_a_rate_divided_by_its_busiest_cpus_speed_keeps_only_the_attempts_own_noise():
+def test_a_rate_divided_by_its_cpus_speed_keeps_only_the_attempts_own_noise():
     rng = random.Random(41)
     groups = [metered_group(rng, 6) for _ in range(40)]
     raw = noise.pooled([s for g in groups if (s := noise.round_sharing(g))])
@@ -146,7 +147,100 @@ def test_a_rate_divided_by_its_busiest_cpus_speed_keeps_only_the_attempts_own_no
     assert raw is not None and adjusted is not None
     assert math.sqrt(raw.own) == pytest.approx(math.sqrt(0.1**2 + 0.02**2), rel=0.1)
     assert math.sqrt(adjusted.own) == pytest.approx(0.02, rel=0.1)
-    assert "divided by the busiest CPU's speed: own 2.0%" in (noise.by_speed(groups) or "")
+    assert "divided by its CPU's speed: own 2.0%" in (noise.by_speed(groups) or "")
+
+
+def test_two_servers_bound_on_one_cpu_are_divided_by_its_speed_whatever_its_level():
+    """Identical servers, two bound on the server's CPU (its meter reading 0.85 on the mean), two on the load
+    generator's (0.65). Divided by their own CPU's speed, the pairs on one CPU stay alike (that CPU's level cancels);
+    divided by each attempt's busiest CPU across the CPUs, the second pair would come out 31 % faster, which is why a
+    pair bound on different CPUs is compared as measured (GroupRule.for_pair)."""
+    rng = random.Random(7)
+    records = []
+    for i, bound in enumerate(["server", "loadgen", "server", "loadgen"]):
+        attempts = []
+        for k in range(12):
+            speeds = {"server": 0.85 * math.exp(rng.gauss(0, 0.05)), "loadgen": 0.65 * math.exp(rng.gauss(0, 0.05))}
+            level = {"server": 0.85, "loadgen": 0.65}[bound]
+            attempts.append(
+                {
+                    "attempt": k + 1,
+                    "rps": 10_000 * speeds[bound] / level,
+                    "round_position": {"position": i + 1, "of": 4},
+                    "samples": {r: {"cpu_util": 0.98 if r == bound else 0.5, "cpu_speed": speeds[r]} for r in speeds},
+                }
+            )
+        records.append(Record.from_dict({"server": f"s{i}", "scenario": "hello", "run": "c100", "attempts": attempts}))
+    assert [noise.bound_role(r) for r in records] == ["server", "loadgen", "server", "loadgen"]
+    means = [sum(v := list(noise.rounds_of(r, by_speed=True).values())) / len(v) for r in records]
+    assert abs(means[2] - means[0]) < 0.005 and abs(means[3] - means[1]) < 0.005
+    assert means[1] - means[0] == pytest.approx(math.log(0.85 / 0.65), abs=0.01)
+
+
+def metered_bench_group(rng: random.Random, rounds: int) -> dict[str, Record]:
+    """A bench's group whose noise is each CPU's own speed (10 % per attempt, each CPU apart) on top of a shared drift
+    (3 %) and 2 % of the attempt's own; the server's CPU reads 0.85 on the mean, the load generator's 0.65. "fast" is
+    10 % above "slow"; "twin" and "server" are one, and so are "far" and "near". All are bound on the server's CPU
+    but "far", "b" and "d", bound on the load generator's."""
+    levels = {"fast": 1.10, "slow": 1.0, "server": 0.9, "twin": 0.9, "far": 0.75, "near": 0.75, "b": 1.4, "d": 0.6}
+    drift = [rng.gauss(0, 0.03) for _ in range(rounds)]
+    out = {}
+    for i, (name, level) in enumerate(levels.items()):
+        bound = "loadgen" if name in ("far", "b", "d") else "server"
+        attempts = []
+        for k in range(rounds):
+            speeds = {"server": 0.85 * math.exp(rng.gauss(0, 0.1)), "loadgen": 0.65 * math.exp(rng.gauss(0, 0.1))}
+            relative = speeds[bound] / {"server": 0.85, "loadgen": 0.65}[bound]
+            attempts.append(
+                {
+                    "attempt": k + 1,
+                    "rps": 10_000 * level * relative * math.exp(drift[k] + rng.gauss(0, 0.02)),
+                    "round_position": {"position": i + 1, "of": len(levels)},
+                    "samples": {r: {"cpu_util": 0.98 if r == bound else 0.6, "cpu_speed": speeds[r]} for r in speeds},
+                }
+            )
+        record = Record.from_dict({"server": name, "scenario": "hello", "run": "c100", "attempts": attempts})
+        record.summary = summarize(None, {}, record.attempts)
+        record.rps = record.summary.rps["median"]
+        out[name] = record
+    return out
+
+
+def test_where_each_cpus_speed_is_the_noise_the_rule_divides_by_it_and_orders_at_its_stated_power_and_rate():
+    """Divided by the speeds, 2 % of own noise is left over 6 rounds: the rule orders "fast" above "slow" (both bound
+    on the server's CPU) at round_pairs.power's 90 %, never the other way, and the identical pair at most at the
+    stated 2.9 %; on the rates as measured (10 % of own noise per attempt) it would order the 10 % apart at 21 % at
+    best. The identical pair bound on different CPUs (whose levels differ by 31 %) is compared as measured: ordered
+    at most at the stated rate too."""
+    rng, draws, rounds = random.Random(41), 600, 6
+    right = wrong = twins = across = divided = 0
+    for _ in range(draws):
+        group = metered_bench_group(rng, rounds)
+        records = list(group.values())
+        rule = round_pairs.group_rule(records)
+        above = ranking.ancestors(records, rule)
+        index = {name: i for i, name in enumerate(group)}
+        right += index["fast"] in above[index["slow"]]
+        wrong += index["slow"] in above[index["fast"]]
+        twins += index["twin"] in above[index["server"]] or index["server"] in above[index["twin"]]
+        across += index["far"] in above[index["near"]] or index["near"] in above[index["far"]]
+        divided += rule.by_speed and not rule.for_pair(group["far"], group["near"]).by_speed
+    stated_power, stated_rate = round_pairs.power(0.10, 0.02, rounds), attempt_ranks.FALSE_ORDER_RATE
+    assert divided == draws and round_pairs.power(0.10, 0.10, rounds) < 0.25
+    assert right / draws >= stated_power - 3 * math.sqrt(stated_power * (1 - stated_power) / draws)
+    assert wrong == 0
+    slack = 3 * math.sqrt(stated_rate * (1 - stated_rate) / draws)
+    assert twins / draws <= stated_rate + slack and across / draws <= stated_rate + slack
+
+
+def test_without_each_cpus_speed_on_every_attempt_the_rule_keeps_the_rates_as_measured():
+    group = list(metered_bench_group(random.Random(3), 6).values())
+    assert round_pairs.group_rule(group).by_speed
+    del group[2].attempts[4].samples["loadgen"]
+    rule = round_pairs.group_rule(group)
+    assert not rule.by_speed and "CPU_METER" not in rule.why
+    standings = ranking.rank(group)
+    assert not any(s.by_speed for s in standings)
 
 
 def test_a_run_without_each_cpus_speed_says_nothing_of_it():

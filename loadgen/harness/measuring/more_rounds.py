@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from harness.results import noise, ranking, round_pairs
 from harness.results.records import Record
-from harness.results.round_pairs import group_rule, power
+from harness.results.round_pairs import GroupRule, group_rule, power
 
 MAX_EXTRA_ROUNDS = 4
 SPEND = 0.8  # of a run's share of the budget: the rest kept for what the estimate of the runs to come misses
@@ -43,24 +43,24 @@ def undecided(records: list[Record], rounds_after: int) -> list[str]:
         (r for r in records if ranking.takes_part(r) and noise.rounds_of(r) and not ranking.is_lower_bound(r)),
         key=lambda r: r.rps or 0.0,
     )
-    rule = group_rule(ranked)
-    if rule.sharing is None:  # fewer than three servers or two rounds: no noise to judge the pairs by
-        return []
-    sharing = rule.sharing
-    sd = math.sqrt(sharing.own if rule.paired else sharing.own + sharing.shared)
+    group = group_rule(ranked)
     chosen: set[str] = set()
     for low, high in zip(ranked, ranked[1:]):
-        if ranking.above_in(rule, high, low) or ranking.above_in(rule, low, high) or not (low.rps and high.rps):
+        rule = group.for_pair(high, low)  # on the CPU's speed where both are bound on one (round_pairs.by_speed)
+        if rule.sharing is None:  # fewer than three servers or two rounds: no noise to judge the pairs by
+            return []
+        if ranking.above_in(group, high, low) or ranking.above_in(group, low, high) or not (low.rps and high.rps):
             continue
-        if power(apart(high, low, rule.paired), sd, rounds_after) >= WANTED_POWER:
+        sd = math.sqrt(rule.sharing.own if rule.paired else rule.sharing.own + rule.sharing.shared)
+        if power(apart(high, low, rule), sd, rounds_after) >= WANTED_POWER:
             chosen |= {low.server, high.server}
     return [r.server for r in records if r.server in chosen]
 
 
-def apart(high: Record, low: Record, paired: bool) -> float:
-    """How far apart the rule sees two records (a fraction): their ratio round by round where the group pairs, else
-    their medians'."""
-    found = round_pairs.paired_interval(high, low) if paired else None
+def apart(high: Record, low: Record, rule: GroupRule) -> float:
+    """How far apart the pair's rule (GroupRule.for_pair) sees two records (a fraction): their ratio round by round
+    where it pairs, else their medians'."""
+    found = round_pairs.paired_interval(high, low, rule.by_speed) if rule.paired else None
     ratio = found.ratio if found else (high.rps or 0.0) / (low.rps or 1.0)
     return max(ratio, 1 / ratio) - 1 if ratio > 0 else 0.0
 

@@ -4,7 +4,8 @@ report's rank (the range of places the intervals allow, "1–5", or one place, "
 `rps_lower_bound` yes where the load generator or the upstream was the limit; cost_us_* the server's CPU µs per request
 (and `conn_cost_us_*` per connection, for one-request-per-connection loads) with its interval;
 `run` the record's label (the run label, with runtime and round in an overhead run); `ordered_by` "paired rounds" where
-its group compared it with others round by round (harness/results/round_pairs.py), "intervals" for the other ranked."""
+its group compared it with others round by round (harness/results/round_pairs.py), "intervals" for the other ranked,
+each with " ÷ CPU speed" where it was compared with another on rates divided by their CPU's speed (CPU_METER=1)."""
 
 from __future__ import annotations
 
@@ -185,7 +186,10 @@ def render(model: Model) -> str:
     writer.writeheader()
     for scenario in model.scenarios:
         for group in scenario.groups:
-            rules = {id(s.record): "paired rounds" if s.paired else "intervals" for s in group.ranked}
+            rules = {
+                id(s.record): ("paired rounds" if s.paired else "intervals") + (" ÷ CPU speed" if s.by_speed else "")
+                for s in group.ranked
+            }
             for r in ([group.ceiling] if group.ceiling else []) + [s.record for s in group.ranked] + group.flagged:
                 writer.writerow(
                     row(r, group.rank_label(r), model.capacity.get(r.server, {}).get(r.scenario), rules.get(id(r), ""))

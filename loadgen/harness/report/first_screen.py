@@ -74,6 +74,8 @@ class Glance:
             out.append(("ordered by CPU/request where the load generator was the limit", "method-ranking"))
         if self.group.paired:
             out.append(("ordered by paired rounds", "method-ranking"))
+        if any(s.by_speed for s in self.group.ranked):
+            out.append(("ordered on req/s ÷ each CPU's speed", "method-ranking"))
         if self.group.twins_ordered is not None:
             out.append(("A/A twins ORDERED" if self.group.twins_ordered else "A/A twins tied", "method-aa"))
         return out

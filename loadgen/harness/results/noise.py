@@ -39,25 +39,49 @@ class Sharing:
         return self.shared / total if total > 0 else 0.0
 
 
+ROLES = ("server", "loadgen")  # the CPUs whose speed an attempt keeps (CPU_METER=1)
+
+
+def busiest_role(attempt: Attempt) -> str | None:
+    """The busier of the server's and the load generator's roles during `attempt` (CPU_METER=1), the one its rate is
+    bound on (docs/cpu-speed.md); None where either CPU's speed was not read."""
+    read = {r: s for r in ROLES if (s := attempt.samples.get(r)) and s.cpu_speed and s.cpu_util is not None}
+    return max(read, key=lambda r: read[r].cpu_util or 0) if len(read) == 2 else None
+
+
 def busiest_speed(attempt: Attempt) -> float | None:
-    """The speed (CPU_METER=1) of the busier of the server's and the load generator's CPUs during `attempt`, the one
-    its rate is bound on (docs/cpu-speed.md); None where either was not read."""
-    samples = [attempt.samples.get(role) for role in ("server", "loadgen")]
-    read = [s for s in samples if s and s.cpu_speed and s.cpu_util is not None]
-    return max(read, key=lambda s: s.cpu_util or 0).cpu_speed if len(read) == 2 else None
+    """The speed of the busier CPU during `attempt` (busiest_role), as the meter read it."""
+    role = busiest_role(attempt)
+    return attempt.samples[role].cpu_speed if role else None
+
+
+def bound_role(record: Record) -> str | None:
+    """The role whose CPU `record`'s rate is bound on: the busier one over its measured attempts, which must all have
+    both CPUs' speeds (else None). Two servers bound on one CPU are compared on rates divided by that CPU's speed
+    (round_pairs.by_speed): its meter's level, whatever it is, is then the same for both and cancels."""
+    taken = [a for a in record.attempts if a.measured and a.rps]
+    if not taken or not all(busiest_role(a) for a in taken):
+        return None
+    return max(ROLES, key=lambda role: sum(a.samples[role].cpu_util or 0.0 for a in taken))
+
+
+def speed_of(attempt: Attempt, role: str | None) -> float | None:
+    """`attempt`'s speed of `role`'s CPU (None: as measured, 1)."""
+    sample = attempt.samples.get(role) if role else None
+    return (sample.cpu_speed if sample else None) if role else 1.0
 
 
 def rounds_of(record: Record, by_speed: bool = False) -> dict[int, float]:
     """ln req/s of each of `record`'s attempts taken in an interleaved round, by round; none where its attempts were
-    measured again back to back (rounds.remeasure: they left the rounds). `by_speed`: each divided by its busiest
-    CPU's speed, the attempts without one left out."""
-    if record.remeasured:
+    measured again back to back (rounds.remeasure: they left the rounds). `by_speed`: each divided by the speed of the
+    CPU the record is bound on (bound_role); none where it has no such role."""
+    role = bound_role(record) if by_speed else None
+    if record.remeasured or (by_speed and role is None):
         return {}
     out = {}
     for a in record.attempts:
         if a.measured and a.rps and a.rps > 0 and a.round_position is not None:
-            speed = busiest_speed(a) if by_speed else 1.0
-            if speed:
+            if speed := speed_of(a, role):
                 out[a.attempt] = math.log(a.rps / speed)
     return out
 
@@ -217,14 +241,14 @@ def _figure(x: float | None) -> str:
 
 def by_speed(groups: list[list[Record]]) -> str | None:
     """The own and shared parts per attempt over the groups whose attempts have each CPU's speed (CPU_METER=1), as
-    measured and with each attempt's rate divided by its busiest CPU's speed; None where no attempt has it."""
+    measured and with each attempt's rate divided by the speed of the CPU its server is bound on; None where no attempt has it."""
     pairs = [(s, a) for g in groups if (a := round_sharing(g, by_speed=True)) and (s := round_sharing(g))]
     raw, adjusted = pooled([s for s, _ in pairs]), pooled([a for _, a in pairs])
     if raw is None or adjusted is None:
         return None
     return (
         f"{len(pairs)} groups with each CPU's speed: own {math.sqrt(raw.own):.1%}, shared {math.sqrt(raw.shared):.1%}; "
-        f"divided by the busiest CPU's speed: own {math.sqrt(adjusted.own):.1%}, shared {math.sqrt(adjusted.shared):.1%}"
+        f"divided by its CPU's speed: own {math.sqrt(adjusted.own):.1%}, shared {math.sqrt(adjusted.shared):.1%}"
     )
 
 

@@ -78,18 +78,22 @@ def cost_interval(record: Record) -> tuple[float, float] | None:
     return stats.interval(record.summary.cost_us if record.summary else None)
 
 
-def attempt_rates(record: Record) -> list[float] | None:
-    """The req/s of the attempts the record's figure is the median of; None where they are not all there (a record
-    an older harness summarized from fewer attempts than it kept)."""
-    rates = [a.rps for a in measured(record.attempts) if a.rps is not None]
+def attempt_rates(record: Record, by_speed: bool = False) -> list[float] | None:
+    """The req/s of the attempts the record's figure is the median of (`by_speed`: each divided by the speed of the
+    CPU the record is bound on); None where they are not all there (a record an older harness summarized from fewer
+    attempts than it kept, or an attempt without its speeds)."""
+    taken = [a for a in measured(record.attempts) if a.rps is not None]
+    role = noise.bound_role(record) if by_speed else None
+    speeds = [noise.speed_of(a, role) if by_speed and role else (None if by_speed else 1.0) for a in taken]
+    rates = [a.rps / speed for a, speed in zip(taken, speeds) if a.rps is not None and speed]
     n = record.summary.rps.get("n") if record.summary and record.summary.rps else None
     return rates if rates and len(rates) == n else None
 
 
-def above_by_rate(b: Record, a: Record) -> bool:
-    """B above A by rate: by their attempts' ranks (attempt_ranks), or, where either is a lower bound or lacks its
-    attempts, B's interval wholly above A's."""
-    rb, ra = attempt_rates(b), attempt_rates(a)
+def above_by_rate(b: Record, a: Record, by_speed: bool = False) -> bool:
+    """B above A by rate: by their attempts' ranks (attempt_ranks; `by_speed`, of the rates divided by their CPU's
+    speed), or, where either is a lower bound or lacks its attempts, B's interval wholly above A's."""
+    rb, ra = attempt_rates(b, by_speed), attempt_rates(a, by_speed)
     if rb and ra and not (is_lower_bound(a) or is_lower_bound(b)):
         return attempt_ranks.above(rb, ra)
     ib, ia = rate_interval(b), rate_interval(a)
@@ -113,25 +117,27 @@ def above(b: Record, a: Record) -> bool:
 def pairable(record: Record, rule: GroupRule) -> bool:
     """Whether `record` is compared by paired rounds in its group: the group pairs, it was measured in the rounds
     (not again back to back) and its figure is no lower bound."""
-    return rule.paired and not is_lower_bound(record) and bool(noise.rounds_of(record))
+    return rule.paired and not is_lower_bound(record) and bool(noise.rounds_of(record, rule.by_speed))
 
 
 def ordered_by(b: Record, a: Record, rule: GroupRule) -> str:
     """Which rule compares B with A in their group: "paired rounds" or "intervals" (with "CPU per request" where
     that placed one of them)."""
-    if pairable(b, rule) and pairable(a, rule) and round_pairs.paired_interval(b, a) is not None:
+    rule = rule.for_pair(b, a)
+    if pairable(b, rule) and pairable(a, rule) and round_pairs.paired_interval(b, a, rule.by_speed) is not None:
         return "paired rounds"
     return "CPU per request" if above_by_cost(b, a) or above_by_cost(a, b) else "intervals"
 
 
 def above_in(rule: GroupRule, b: Record, a: Record) -> bool:
     """B is directly above A under its group's rule: by paired rounds where both are paired (above), else by
-    intervals."""
+    intervals; where the group divides by the CPUs' speeds, on those rates if both are bound on one CPU."""
+    rule = rule.for_pair(b, a)
     if pairable(b, rule) and pairable(a, rule):
-        found = round_pairs.paired_interval(b, a)
+        found = round_pairs.paired_interval(b, a, rule.by_speed)
         if found is not None:
             return found.low > 1 + attempt_ranks.PROCESS_MARGIN  # what two processes of one server differ by
-    return above(b, a)
+    return above_by_rate(b, a, rule.by_speed) or above_by_cost(b, a)
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,7 @@ class Standing:
     worst: int  # the worst possible place: the group's count minus the records surely below it
     by_cost: bool = False  # something is placed above or below it through CPU per request
     paired: bool = False  # compared with the others by paired rounds (its group's rule), not by intervals
+    by_speed: bool = False  # compared with another on rates divided by their CPU's speed (round_pairs.by_speed)
 
     @property
     def tied(self) -> bool:
@@ -189,6 +196,7 @@ def rank(records: list[Record]) -> list[Standing]:
     rule = group_rule(records)
     anc = ancestors(records, rule)
     below = descendants(anc)
+    by_speed = {i for i, r in enumerate(records) for o in records if o is not r and rule.for_pair(r, o).by_speed}
     cost_linked = {
         i
         for i, r in enumerate(records)
@@ -199,7 +207,7 @@ def rank(records: list[Record]) -> list[Standing]:
         i for i, r in enumerate(records) for o in records if o is not r and ordered_by(r, o, rule) == "paired rounds"
     }
     standings = [
-        Standing(r, 1 + len(anc[i]), len(records) - len(below[i]), i in cost_linked, i in paired)
+        Standing(r, 1 + len(anc[i]), len(records) - len(below[i]), i in cost_linked, i in paired, i in by_speed)
         for i, r in enumerate(records)
     ]
     return sorted(standings, key=lambda s: (s.rank + s.worst, -(s.record.rps or 0)))
@@ -233,5 +241,7 @@ METHOD_NOTE = (
     "interval never earns a better-looking rank than a precise one. Where a group's rounds share enough of the "
     "machine's noise (the servers of a round read high or low together), two servers measured in those rounds are "
     "compared by their ratio round by round instead: the geometric mean of the per-round ratios, with a t interval "
-    "held to the same false-order rate; each group says which rule it used."
+    "held to the same false-order rate; each group says which rule it used. With CPU_METER=1, where dividing each "
+    "attempt's req/s by the speed of the CPU its server is bound on leaves the attempts less of their own noise, two "
+    "servers bound on one CPU are compared on those rates; the figures shown stay as measured."
 )

@@ -71,11 +71,15 @@ def rounds_needed(difference: float, own_sd: float, wanted: float = 0.9, most: i
 
 @dataclass(frozen=True)
 class GroupRule:
-    """How a group's pairs are ordered: by paired rounds (`paired`) or by intervals, and why."""
+    """How a group's pairs are ordered: by paired rounds (`paired`) or by intervals, and why; `by_speed` (CPU_METER=1):
+    on rates divided by the speed of the CPU both servers of a pair are bound on, the pairs bound on different CPUs
+    by the rule the rates as measured have (`as_measured`)."""
 
     paired: bool
     sharing: noise.Sharing | None
     rounds: int  # the rounds every server with rounds has
+    by_speed: bool = False
+    as_measured: GroupRule | None = None  # the rule on the rates as measured, where `by_speed`
 
     @property
     def why(self) -> str:
@@ -85,26 +89,58 @@ class GroupRule:
             f"the servers of a round share {self.sharing.shared_fraction:.0%} of the variance over {self.rounds} rounds"
         )
         if self.paired:
-            return f"{share}, above the {pairing_threshold(self.rounds):.0%} where pairing narrows the comparison"
-        if self.rounds < MIN_ROUNDS:
-            return f"{share}; fewer than {MIN_ROUNDS} rounds to pair"
-        return f"{share}, below the {pairing_threshold(self.rounds):.0%} where pairing would narrow the comparison"
+            share = f"{share}, above the {pairing_threshold(self.rounds):.0%} where pairing narrows the comparison"
+        elif self.rounds < MIN_ROUNDS:
+            share = f"{share}; fewer than {MIN_ROUNDS} rounds to pair"
+        else:
+            share = f"{share}, below the {pairing_threshold(self.rounds):.0%} where pairing would narrow the comparison"
+        if self.by_speed and self.as_measured is not None and self.as_measured.sharing is not None:
+            return (
+                f"two servers bound on one CPU compared on each attempt's req/s divided by that CPU's speed "
+                f"(CPU_METER=1), which takes an attempt's own noise from {math.sqrt(self.as_measured.sharing.own):.1%} "
+                f"to {math.sqrt(self.sharing.own):.1%}: {share}; two bound on different CPUs as measured: "
+                f"{self.as_measured.why}"
+            )
+        return share
+
+    def for_pair(self, b: Record, a: Record) -> GroupRule:
+        """The rule for B and A: on their CPU's speed where both are bound on one, else as measured."""
+        same_cpu = noise.bound_role(b) is not None and noise.bound_role(b) == noise.bound_role(a)
+        return self if not self.by_speed or same_cpu or self.as_measured is None else self.as_measured
+
+
+def by_speed(records: list[Record], as_measured: noise.Sharing) -> noise.Sharing | None:
+    """The group's noise with each rate divided by its CPU's speed, where every record in the rounds has its bound
+    CPU's speed on every attempt (CPU_METER=1) and the division leaves each attempt less own noise than the rates as
+    measured (read from all the group's servers, never from a pair); else None."""
+    divided = noise.round_sharing(records, by_speed=True)
+    (members, rounds), (all_members, all_rounds) = noise.common_rounds(records, True), noise.common_rounds(records)
+    if divided is None or len(members) != len(all_members) or rounds != all_rounds or divided.own >= as_measured.own:
+        return None  # an attempt without its speeds, or nothing gained
+    return divided
+
+
+def _rule(sharing: noise.Sharing | None, rounds: int) -> GroupRule:
+    paired = sharing is not None and rounds >= MIN_ROUNDS and sharing.shared_fraction > pairing_threshold(rounds)
+    return GroupRule(paired, sharing, rounds)
 
 
 def group_rule(records: list[Record]) -> GroupRule:
-    """The rule of a group (its ranked records): paired where its rounds share enough of the noise (above)."""
+    """The rule of a group (its ranked records): paired where its rounds share enough of the noise (above); on rates
+    divided by the CPUs' speeds where that leaves less of it."""
     sharing = noise.round_sharing(records)
     _, rounds = noise.common_rounds(records)
-    paired = (
-        sharing is not None and len(rounds) >= MIN_ROUNDS and sharing.shared_fraction > pairing_threshold(len(rounds))
-    )
-    return GroupRule(paired, sharing, len(rounds))
+    as_measured = _rule(sharing, len(rounds))
+    divided = by_speed(records, sharing) if sharing is not None else None
+    if divided is None:
+        return as_measured
+    return GroupRule(_rule(divided, len(rounds)).paired, divided, len(rounds), True, as_measured)
 
 
-def paired_interval(b: Record, a: Record) -> RatioInterval | None:
-    """B ÷ A round by round over the rounds both have, its interval at FALSE_ORDER_RATE; None with fewer than
-    MIN_ROUNDS in common."""
-    rb, ra = noise.rounds_of(b), noise.rounds_of(a)
+def paired_interval(b: Record, a: Record, by_speed: bool = False) -> RatioInterval | None:
+    """B ÷ A round by round over the rounds both have (`by_speed`: of the rates divided by their CPU's speed), its
+    interval at FALSE_ORDER_RATE; None with fewer than MIN_ROUNDS in common."""
+    rb, ra = noise.rounds_of(b, by_speed), noise.rounds_of(a, by_speed)
     common = sorted(set(rb) & set(ra))
     n = len(common)
     if n < MIN_ROUNDS:
