@@ -99,6 +99,8 @@ test-%: setup
 
 # The main job: build, verify, measure every scenario on every server, report. The build is the harness's, under its
 # lock: a second `make bench` is refused before it builds anything beside the first one's measurements.
+# CPU_METER: each CPU's speed beside every attempt, which the ranking divides by (docs/cpu-speed.md); CPU_METER=0 leaves it out
+bench: CPU_METER := $(or $(CPU_METER),1)
 bench: setup
 	$(HARNESS) --build bench
 

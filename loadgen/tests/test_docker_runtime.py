@@ -464,7 +464,8 @@ SAME_IN_TWINS = (
 
 def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, short_bench):
     """`make bench` under RUNTIME=docker measures its A/A twin (TWIN=rust): rust's image and compose service once more,
-    in a container of its own on its own port, the same in every limit, and the report has its A/A result."""
+    in a container of its own on its own port, the same in every limit, and the report has its A/A result. As `make
+    bench` does by default, each CPU's speed is read beside every attempt (CPU_METER=1), from this machine."""
     from harness.report import model
     from harness.results import records as results
     from harness.results.store import RESULTS
@@ -478,6 +479,7 @@ def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, 
         "TWIN": "rust",
         "SERVERS": "rust",
         "PROFILE": "quick",
+        "CPU_METER": "1",
     }
     env.pop("REPEAT", None)
     proc, seen = _inspect_while_running(
@@ -507,6 +509,8 @@ def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, 
     assert run.conditions["runtime"] == "docker"
     assert run.twin_of("rust-twin") == "rust"
     assert {(r.server, r.scenario) for r in run.records if r.requests} == {("rust", "hello"), ("rust-twin", "hello")}
+    taken = [a for r in run.records for a in r.attempts if a.measured]
+    assert taken and all(0 < (a.samples[role].cpu_speed or 0) <= 1 for a in taken for role in ("server", "loadgen"))
     result = model.aa_result(model.build(run))
     assert result and (result["server"], result["twin"], result["groups"]) == ("rust", "rust-twin", 1), result
     assert not _project_containers() and not State().load()
