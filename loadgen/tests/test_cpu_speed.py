@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 from fake_tool import SleepingTool
+from ranked_group import ranked
 
 from harness.basics import cpu_speed
 from harness.basics.cpus import plan as cpu_plan
@@ -216,14 +217,11 @@ def test_where_each_cpus_speed_is_the_noise_the_rule_divides_by_it_and_orders_at
     right = wrong = twins = across = divided = 0
     for _ in range(draws):
         group = metered_bench_group(rng, rounds)
-        records = list(group.values())
-        rule = round_pairs.group_rule(records)
-        above = ranking.ancestors(records, rule)
-        index = {name: i for i, name in enumerate(group)}
-        right += index["fast"] in above[index["slow"]]
-        wrong += index["slow"] in above[index["fast"]]
-        twins += index["twin"] in above[index["server"]] or index["server"] in above[index["twin"]]
-        across += index["far"] in above[index["near"]] or index["near"] in above[index["far"]]
+        rule, above = ranked(group)
+        right += above("fast", "slow")
+        wrong += above("slow", "fast")
+        twins += above("twin", "server") or above("server", "twin")
+        across += above("far", "near") or above("near", "far")
         divided += rule.by_speed and not rule.for_pair(group["far"], group["near"]).by_speed
     stated_power, stated_rate = round_pairs.power(0.10, 0.02, rounds), attempt_ranks.FALSE_ORDER_RATE
     assert divided == draws and round_pairs.power(0.10, 0.10, rounds) < 0.25

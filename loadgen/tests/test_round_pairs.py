@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
+from ranked_group import ranked
 
 from harness.report import csv_export, first_screen, markdown, model
 from harness.results import attempt_ranks, flags, noise, ranking, round_pairs
@@ -53,14 +54,10 @@ def order_rates(shared_sd: float, own_sd: float, rounds: int, draws: int) -> tup
     rng = random.Random(41)
     right = wrong = twins = paired = 0
     for _ in range(draws):
-        group = synthetic_group(rng, shared_sd, own_sd, rounds)
-        records = list(group.values())
-        rule = round_pairs.group_rule(records)
-        above = ranking.ancestors(records, rule)
-        index = {name: i for i, name in enumerate(group)}
-        right += index["fast"] in above[index["slow"]]
-        wrong += index["slow"] in above[index["fast"]]
-        twins += index["twin"] in above[index["server"]] or index["server"] in above[index["twin"]]
+        rule, above = ranked(synthetic_group(rng, shared_sd, own_sd, rounds))
+        right += above("fast", "slow")
+        wrong += above("slow", "fast")
+        twins += above("twin", "server") or above("server", "twin")
         paired += rule.paired
     return right / draws, wrong / draws, twins / draws, paired / draws
 
