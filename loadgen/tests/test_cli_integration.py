@@ -70,6 +70,7 @@ def test_cli_run_writes_results_for_every_server_and_scenario(tmp_path):
     asked = env.get("CPU_IDLE") or "poll"
     held = asked == "poll" and os.geteuid() == 0 and os.path.exists("/dev/cpu_dma_latency")
     assert (idle["asked"], idle["in_force"]) == (asked, "poll" if held else "machine"), idle
+    assert data["conditions"]["cpu_meter"].startswith("on:" if env.get("CPU_METER") == "1" else "off (CPU_METER=0)")
     assert data["verification"]["rust"]["ok"]
     got = {(r["server"], r["scenario"], r["run"]) for r in data["records"]}
     assert got == {

@@ -111,6 +111,18 @@ def test_speed_is_the_kept_chunks_at_the_best_chunks_time_over_their_summed_time
     assert cpu_speed.speed("") is None and cpu_speed.speed("1.0 0 0 2000\n") is None
 
 
+def test_a_runs_conditions_say_whether_the_meter_ran_and_why_not():
+    try:
+        cpu_speed.choose(False)
+        assert cpu_speed.reading(remote=False) == "off (CPU_METER=0)"
+        cpu_speed.choose(True)
+        assert cpu_speed.reading(remote=True) == "off: with several hosts the meter does not run"
+        assert cpu_speed.reading(remote=False).startswith("on: 25 chunks of about 2 µs every 10 ms")
+        assert cpu_speed.BUILT.exists()
+    finally:
+        cpu_speed.choose(False)
+
+
 def test_cpu_meter_takes_1_or_0_and_says_what_else_to_give():
     assert read({"CPU_METER": "1"}, {}).cpu_meter and not read({}, {}).cpu_meter
     with pytest.raises(ConfigurationError, match=r"CPU_METER='2': use one of 0, 1 \(default 0\)"):

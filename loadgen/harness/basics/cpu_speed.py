@@ -61,6 +61,20 @@ def meter() -> Path | None:
     return None
 
 
+def reading(remote: bool) -> str:
+    """What a run's conditions say of the meter (building it where it is on and not yet built)."""
+    if not _on:
+        return "off (CPU_METER=0)"
+    if remote:
+        return "off: with several hosts the meter does not run"
+    if meter() is None:
+        return f"off: {_unavailable}"
+    return (
+        f"on: {CHUNKS} chunks of about 2 µs every {PERIOD_MS} ms on each server and load-generator CPU (about 0.5 % "
+        "of each); the ranking divides by its reading (docs/cpu-speed.md)"
+    )
+
+
 def speed(output: str) -> float | None:
     """The share of full speed over a meter's lines ("start kept_chunks kept_ns best_ns"): the kept chunks' count
     times the best chunk's time, over their summed time. None without a kept chunk."""

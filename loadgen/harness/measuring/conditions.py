@@ -8,7 +8,7 @@ from typing import Any
 
 import psutil
 
-from harness.basics import idle_states
+from harness.basics import cpu_speed, idle_states
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import nofile_limit, shell_output, timestamp
 from harness.runtime import Runtime
@@ -54,4 +54,6 @@ def collect(runtime: Runtime, profile: str, plan: CpuPlan, command: str) -> dict
         "tools": runtime.tool_versions(),
         # how idle CPUs waited while this run measured: polling, or the machine's idle states (and why)
         "cpu_idle": idle_states.reading(remote=runtime.remote),
+        # whether each CPU's speed was read beside every attempt (CPU_METER; harness/basics/cpu_speed.py)
+        "cpu_meter": cpu_speed.reading(remote=runtime.remote),
     }

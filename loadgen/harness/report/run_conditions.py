@@ -139,6 +139,7 @@ def items(run: Run) -> list[tuple[str, str]]:
             for when, result in (c.get("steadiness") or {}).items()
         ),
         ("idle CPUs", idle_states.text(c.get("cpu_idle"))),
+        ("CPU speed meter", str(c.get("cpu_meter", "- (not recorded by the harness of this run)"))),
         ("runtime", c.get("runtime", "-")),
         ("CPU sets", cpus_text(c.get("cpus"))),
         *_machine(c),
