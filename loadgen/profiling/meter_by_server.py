@@ -2,8 +2,8 @@
 
 Dividing two servers' rates by the speed of the CPU both are bound on (round_pairs.by_speed, docs/cpu-speed.md) is
 fair between them only if neither slows the meter's chunks more than the other (its interrupts, its timers). In
-interleaved rounds every server of a round
-meets the same machine within seconds, so a server's mean ln speed, less its round's, is its own part plus chance:
+interleaved rounds every server of a round meets the same machine within seconds, so a server's mean ln speed, less
+its round's, is its own part plus chance:
 
     ln speed[s, k] = server[s] + round[k] + residual[s, k]   (two-way layout, one group at a time)
 
@@ -18,13 +18,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.results.noise import groups_of
+from harness.results.noise import groups_of, speed_of
 from harness.results.records import load
-
-
-def speed_of(attempt, role):
-    sample = attempt.samples.get(role)
-    return sample.cpu_speed if sample else None
 
 
 def table(group, role):

@@ -257,4 +257,5 @@ def test_a_run_without_each_cpus_speed_says_nothing_of_it():
     record = Record.from_dict(
         {"server": "s", "scenario": "hello", "run": "c100", "attempts": [{"attempt": 1, "rps": 1.0}]}
     )
-    assert noise.busiest_speed(record.attempts[0]) is None and noise.by_speed([[record]]) is None
+    assert noise.busiest_role(record.attempts[0]) is None and noise.bound_role(record) is None
+    assert noise.by_speed([[record]]) is None

@@ -44,11 +44,12 @@ def undecided(records: list[Record], rounds_after: int) -> list[str]:
         key=lambda r: r.rps or 0.0,
     )
     group = group_rule(ranked)
+    if group.sharing is None:  # fewer than three servers or two rounds: no noise to judge the pairs by
+        return []
     chosen: set[str] = set()
     for low, high in zip(ranked, ranked[1:]):
         rule = group.for_pair(high, low)  # on the CPU's speed where both are bound on one (round_pairs.by_speed)
-        if rule.sharing is None:  # fewer than three servers or two rounds: no noise to judge the pairs by
-            return []
+        assert rule.sharing is not None  # the rule as measured has a sharing wherever the group's has
         if ranking.above_in(group, high, low) or ranking.above_in(group, low, high) or not (low.rps and high.rps):
             continue
         sd = math.sqrt(rule.sharing.own if rule.paired else rule.sharing.own + rule.sharing.shared)

@@ -49,12 +49,6 @@ def busiest_role(attempt: Attempt) -> str | None:
     return max(read, key=lambda r: read[r].cpu_util or 0) if len(read) == 2 else None
 
 
-def busiest_speed(attempt: Attempt) -> float | None:
-    """The speed of the busier CPU during `attempt` (busiest_role), as the meter read it."""
-    role = busiest_role(attempt)
-    return attempt.samples[role].cpu_speed if role else None
-
-
 def bound_role(record: Record) -> str | None:
     """The role whose CPU `record`'s rate is bound on: the busier one over its measured attempts, which must all have
     both CPUs' speeds (else None). Two servers bound on one CPU are compared on rates divided by that CPU's speed
@@ -67,8 +61,10 @@ def bound_role(record: Record) -> str | None:
 
 def speed_of(attempt: Attempt, role: str | None) -> float | None:
     """`attempt`'s speed of `role`'s CPU (None: as measured, 1)."""
-    sample = attempt.samples.get(role) if role else None
-    return (sample.cpu_speed if sample else None) if role else 1.0
+    if role is None:
+        return 1.0
+    sample = attempt.samples.get(role)
+    return sample.cpu_speed if sample else None
 
 
 def rounds_of(record: Record, by_speed: bool = False) -> dict[int, float]:
@@ -241,7 +237,8 @@ def _figure(x: float | None) -> str:
 
 def by_speed(groups: list[list[Record]]) -> str | None:
     """The own and shared parts per attempt over the groups whose attempts have each CPU's speed (CPU_METER=1), as
-    measured and with each attempt's rate divided by the speed of the CPU its server is bound on; None where no attempt has it."""
+    measured and with each attempt's rate divided by the speed of the CPU its server is bound on; None where no attempt
+    has it."""
     pairs = [(s, a) for g in groups if (a := round_sharing(g, by_speed=True)) and (s := round_sharing(g))]
     raw, adjusted = pooled([s for s, _ in pairs]), pooled([a for _, a in pairs])
     if raw is None or adjusted is None:

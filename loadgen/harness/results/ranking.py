@@ -82,10 +82,11 @@ def attempt_rates(record: Record, by_speed: bool = False) -> list[float] | None:
     """The req/s of the attempts the record's figure is the median of (`by_speed`: each divided by the speed of the
     CPU the record is bound on); None where they are not all there (a record an older harness summarized from fewer
     attempts than it kept, or an attempt without its speeds)."""
-    taken = [a for a in measured(record.attempts) if a.rps is not None]
     role = noise.bound_role(record) if by_speed else None
-    speeds = [noise.speed_of(a, role) if by_speed and role else (None if by_speed else 1.0) for a in taken]
-    rates = [a.rps / speed for a, speed in zip(taken, speeds) if a.rps is not None and speed]
+    if by_speed and role is None:
+        return None
+    taken = [a for a in measured(record.attempts) if a.rps is not None]
+    rates = [a.rps / speed for a in taken if a.rps is not None and (speed := noise.speed_of(a, role))]
     n = record.summary.rps.get("n") if record.summary and record.summary.rps else None
     return rates if rates and len(rates) == n else None
 

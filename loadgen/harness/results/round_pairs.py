@@ -105,7 +105,8 @@ class GroupRule:
 
     def for_pair(self, b: Record, a: Record) -> GroupRule:
         """The rule for B and A: on their CPU's speed where both are bound on one, else as measured."""
-        same_cpu = noise.bound_role(b) is not None and noise.bound_role(b) == noise.bound_role(a)
+        role = noise.bound_role(b)
+        same_cpu = role is not None and role == noise.bound_role(a)
         return self if not self.by_speed or same_cpu or self.as_measured is None else self.as_measured
 
 
@@ -120,9 +121,9 @@ def by_speed(records: list[Record], as_measured: noise.Sharing) -> noise.Sharing
     return divided
 
 
-def _rule(sharing: noise.Sharing | None, rounds: int) -> GroupRule:
-    paired = sharing is not None and rounds >= MIN_ROUNDS and sharing.shared_fraction > pairing_threshold(rounds)
-    return GroupRule(paired, sharing, rounds)
+def _paired(sharing: noise.Sharing | None, rounds: int) -> bool:
+    """Whether pairing `rounds` rounds narrows the comparison at this noise (above)."""
+    return sharing is not None and rounds >= MIN_ROUNDS and sharing.shared_fraction > pairing_threshold(rounds)
 
 
 def group_rule(records: list[Record]) -> GroupRule:
@@ -130,11 +131,11 @@ def group_rule(records: list[Record]) -> GroupRule:
     divided by the CPUs' speeds where that leaves less of it."""
     sharing = noise.round_sharing(records)
     _, rounds = noise.common_rounds(records)
-    as_measured = _rule(sharing, len(rounds))
+    as_measured = GroupRule(_paired(sharing, len(rounds)), sharing, len(rounds))
     divided = by_speed(records, sharing) if sharing is not None else None
     if divided is None:
         return as_measured
-    return GroupRule(_rule(divided, len(rounds)).paired, divided, len(rounds), True, as_measured)
+    return GroupRule(_paired(divided, len(rounds)), divided, len(rounds), True, as_measured)
 
 
 def paired_interval(b: Record, a: Record, by_speed: bool = False) -> RatioInterval | None:
