@@ -184,8 +184,9 @@ def assert_nothing_left(clone: Path) -> None:
     assert not strays
 
 
-def test_two_revisions_compared_in_rounds_of_random_order(clone, short_bench):
+def test_two_revisions_compared_in_rounds_of_random_order(clone, short_bench, monkeypatch):
     before = set(RESULTS.glob("*-versus-node"))  # short_bench: warm-ups of 3 runs, attempts of 1 s: several starts
+    monkeypatch.setenv("CPU_METER", "1")  # as `make versus` runs it: each CPU's speed beside every attempt
     done = harness(clone, "--base", "HEAD~1", "--budget-s", "45", "--seed", "7", launch=short_bench())
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
@@ -225,7 +226,16 @@ def test_two_revisions_compared_in_rounds_of_random_order(clone, short_bench):
     page = (run_dir / "versus.md").read_text()
     assert rps["verdict"] in page and "A/A" in page and "memory idle after start" in page
     assert (run_dir / "versus.html").exists() and (run_dir / "charts" / "versus-ratios.png").exists()
-    assert f"req/s: {rps['verdict']}" in done.stdout
+    assert f"req/s: {rps['verdict']}" in " ".join(done.stdout.split())  # long lines are wrapped
+    # on each CPU's speed: CPU per request always on the server's, req/s on the CPU both builds were bound on
+    cost = result["metrics"]["cost_us"]
+    assert cost["on"] == "multiplied by the server CPU's speed (CPU_METER=1)", cost
+    assert "on CPU µs/req multiplied by the server CPU's speed" in cost["verdict"]
+    assert cost["speed_ratio"]["n"] == result["rounds"] and cost["interval_as_measured"]["n"] == result["rounds"]
+    assert rps["on"] in {f"divided by the {role} CPU's speed (CPU_METER=1)" for role in ("server", "loadgen")} | {
+        "as measured"
+    }
+    assert all(a["samples"]["server"]["cpu_speed"] > 0 for r in records.values() for a in r["attempts"])
     summary = (run_dir / "summary.md").read_text()  # the Servers table of every run: idle memory after start / run
     assert re.search(r"\| node@worktree \|.*\| \d+ / \d+ MB \|", summary), summary
     assert_nothing_left(clone)

@@ -53,7 +53,12 @@ def bound_role(record: Record) -> str | None:
     """The role whose CPU `record`'s rate is bound on: the busier one over its measured attempts, which must all have
     both CPUs' speeds (else None). Two servers bound on one CPU are compared on rates divided by that CPU's speed
     (round_pairs.by_speed): its meter's level, whatever it is, is then the same for both and cancels."""
-    taken = [a for a in record.attempts if a.measured and a.rps]
+    return bound_role_of(record.attempts)
+
+
+def bound_role_of(attempts: list[Attempt]) -> str | None:
+    """bound_role over `attempts` (a record's, or one build's in `make versus`)."""
+    taken = [a for a in attempts if a.measured and a.rps]
     if not taken or not all(busiest_role(a) for a in taken):
         return None
     return max(ROLES, key=lambda role: sum(a.samples[role].cpu_util or 0.0 for a in taken))

@@ -270,7 +270,9 @@ def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) ->
         evidence.rounds_spread(by_start["rps"]),
     )
     for metric, figures in result["metrics"].items():
-        figures["verdict"] = evidence.verdict_line(intervals[metric], metric, proof)
+        line = evidence.verdict_line(intervals[metric], metric, proof)
+        said = figures.get("speed_note") if evidence.withheld(proof) is None else None
+        figures["verdict"] = f"{line} — {said}" if said else line
     metric, why = evidence.headline([records.get(s.server.name) for s in sides])
     return {
         **result,

@@ -35,7 +35,7 @@ from harness.results import paired
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Warmup
 from harness.runtime.protocol import RuntimeFailure
-from harness.versus import design
+from harness.versus import design, speeds
 from harness.versus.checkout import Revision
 
 
@@ -222,25 +222,28 @@ class Sitting:
                 side.rate = side.warmup.rate
 
 
-def per_round(attempts: list[Attempt], metric: str) -> dict[int, float | None]:
-    """Each measured attempt's `metric` by its round."""
+def per_round(attempts: list[Attempt], metric: str, role: str | None = None) -> dict[int, float | None]:
+    """Each measured attempt's `metric` by its round; on `role`'s CPU speed where a role is given (speeds.py)."""
     out: dict[int, float | None] = {}
     for a in attempts:
         if not a.measured:
             continue
         if metric == "rps":
-            out[a.attempt] = a.rps
+            value = a.rps
         elif metric == "p99":
-            out[a.attempt] = a.latency_ms.get("p99")
+            value = a.latency_ms.get("p99")
         else:
             server = a.samples.get("server")
             cpu_s = server.cpu_s if server else None
-            out[a.attempt] = round(cpu_s / a.requests * 1e6, 3) if cpu_s and a.requests else None
+            value = round(cpu_s / a.requests * 1e6, 3) if cpu_s and a.requests else None
+        out[a.attempt] = speeds.corrected(value, a, metric, role)
     return out
 
 
 def ratios_by_start(sides: tuple[Side, Side], starts: list[list[int]], metric: str) -> list[list[float]]:
-    base, head = (per_round(side.attempts, metric) for side in sides)
+    """head ÷ base per round, one list per start, of the figure the interval is taken on (speeds.role_for)."""
+    role = speeds.role_for(metric, [side.attempts for side in sides])
+    base, head = (per_round(side.attempts, metric, role) for side in sides)
     return _grouped(base, head, starts)
 
 
@@ -252,13 +255,17 @@ def _grouped(
 
 
 def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]:
-    """Per metric: each build's value and head ÷ base by round (with the rounds they belong to), the interval by
-    starts and the verdict's words (the evidence's caveats are added once the run is done)."""
+    """Per metric: each build's value as measured and head ÷ base by round (with the rounds they belong to), the
+    interval by starts and the verdict's words (the evidence's caveats are added once the run is done). With CPU_METER=1
+    the ratios and the interval are of the figures on their CPU's speed (speeds.py), beside the interval as measured and
+    the meter's own head ÷ base."""
     metrics: dict[str, Any] = {}
     for metric in paired.METRICS:
+        role = speeds.role_for(metric, [side.attempts for side in sides])
         b, h = (per_round(side.attempts, metric) for side in sides)
-        both = [(n, bv, hv) for n in sorted(b) if (bv := b[n]) and (hv := h.get(n))]
-        interval = paired.grouped_interval(_grouped(b, h, starts))
+        cb, ch = (per_round(side.attempts, metric, role) for side in sides)
+        both = [(n, bv, hv) for n in sorted(cb) if (bv := cb[n]) and (hv := ch.get(n))]
+        interval = paired.grouped_interval(_grouped(cb, ch, starts))
         metrics[metric] = {
             "base": [b[n] for n in sorted(b)],
             "base_rounds": sorted(b),
@@ -268,8 +275,28 @@ def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]
             "ratio_rounds": [n for n, _, _ in both],
             "interval": interval.to_dict() if interval else None,
             "verdict": paired.verdict(interval, metric),
+            "on": speeds.described(role, metric),
+            **(_as_measured(sides, starts, (role, metric), (b, h)) if role else {}),
         }
     return {"metrics": metrics}
+
+
+def _as_measured(
+    sides: tuple[Side, Side],
+    starts: list[list[int]],
+    on: tuple[str, str],
+    values: tuple[dict[int, float | None], ...],
+) -> dict[str, Any]:
+    """Beside an interval `on` (role, metric) the CPU's speed: the one as measured, head ÷ base of the meter's
+    readings, and the words the verdict says them in (speeds.caveat)."""
+    role, metric = on
+    measured = paired.grouped_interval(_grouped(values[0], values[1], starts))
+    meter = speeds.speed_interval([side.attempts for side in sides], starts, role)
+    return {
+        "interval_as_measured": measured.to_dict() if measured else None,
+        "speed_ratio": meter.to_dict() if meter else None,
+        "speed_note": speeds.caveat(role, metric, measured, meter),
+    }
 
 
 def progress_line(comparison: dict[str, Any]) -> str:

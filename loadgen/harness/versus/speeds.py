@@ -1,0 +1,75 @@
+"""`make versus` on each CPU's speed (CPU_METER=1, docs/cpu-speed.md): the host slows one virtual CPU at a time, for
+seconds, and that is most of an attempt's own noise. A round's two attempts are seconds apart, so pairing leaves it
+in the ratio; dividing each attempt's figure by the speed its CPU ran at meanwhile takes it out.
+
+The rule is fixed before any ratio is looked at (choosing the narrower interval afterwards would double the false
+positives): req/s is divided by the speed of the CPU both builds are bound on (noise.bound_role_of; a head that moves
+the bottleneck to the other CPU is compared as measured); CPU µs per request, read on the server's CPU, is multiplied
+by that CPU's speed (the CPU time a request would take at full speed); p99 stays as measured. Every measured attempt
+of both builds must have the speed, or the metric stays as measured.
+
+What it rests on: that neither build moves the meter of its CPU. Over five benches no server did beyond chance
+(docs/cpu-speed.md: F = 1.05 and 0.96), a server's own part of about 2 % not excluded. So every sitting also reports
+head ÷ base of the meter's own readings, with its interval: the division carries that ratio into the verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.results import noise, paired
+from harness.results.paired import RatioInterval
+from harness.results.records import Attempt
+
+SERVER = "server"
+
+
+def role_for(metric: str, sides: Sequence[list[Attempt]]) -> str | None:
+    """The CPU whose speed `metric` is corrected by in this run (the module's docstring), or None: as measured."""
+    if metric == "rps":
+        roles = {noise.bound_role_of(attempts) for attempts in sides}
+        role = roles.pop() if len(roles) == 1 else None
+    elif metric == "cost_us":
+        role = SERVER
+    else:
+        return None
+    measured = [a for attempts in sides for a in attempts if a.measured]
+    if role is None or not measured or not all(noise.speed_of(a, role) for a in measured):
+        return None
+    return role
+
+
+def corrected(value: float | None, attempt: Attempt, metric: str, role: str | None) -> float | None:
+    """`value` (`attempt`'s `metric`) on its CPU's speed: req/s divided by it, CPU µs per request multiplied."""
+    speed = noise.speed_of(attempt, role) if role else None
+    if value is None or not speed:
+        return value
+    return value / speed if metric == "rps" else value * speed
+
+
+def speed_interval(sides: Sequence[list[Attempt]], starts: list[list[int]], role: str) -> RatioInterval | None:
+    """head ÷ base of `role`'s CPU speed, round by round, its interval by starts (as paired.grouped_interval): where
+    it excludes 1, a build moved the meter (or chance did, at the interval's 5 %), and the corrected verdict carries
+    it."""
+    base, head = ({a.attempt: noise.speed_of(a, role) for a in attempts if a.measured} for attempts in sides)
+    by_start = [paired.paired_ratios({n: base[n] for n in rounds if n in base}, head) for rounds in starts]
+    return paired.grouped_interval(by_start)
+
+
+def described(role: str | None, metric: str) -> str:
+    """How the figure the interval is taken on was corrected, for the verdict line and the page."""
+    if role is None:
+        return "as measured"
+    how = "divided by" if metric == "rps" else "multiplied by"
+    return f"{how} the {role} CPU's speed (CPU_METER=1)"
+
+
+def caveat(role: str, metric: str, as_measured: RatioInterval | None, meter: RatioInterval | None) -> str:
+    """What a verdict on the CPU's speed says beside its words: the figure it was taken on, the verdict as measured
+    and the meter's own head ÷ base (said in capitals where its interval excludes 1, as the other caveats are)."""
+    words = f"on {paired.METRICS[metric][1]} {described(role, metric)}"
+    if as_measured is not None:
+        words += f"; as measured: {paired.verdict(as_measured, metric)}"
+    if meter is not None:
+        moved = "THE METER MOVED: " if meter.excludes_no_change() else ""
+        words += f"; {moved}the meter read head ÷ base {meter.ratio:.3f} ({meter.low:.3f}–{meter.high:.3f})"
+    return words
