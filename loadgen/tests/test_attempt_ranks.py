@@ -17,13 +17,21 @@ from harness.results.summary import summarize
 
 @pytest.mark.parametrize("n_a, n_b", [(3, 4), (4, 4), (5, 6), (6, 6)])
 def test_the_count_of_inverted_pairs_has_its_exact_distribution(n_a, n_b):
-    """Every ordering of n_a + n_b exchangeable attempts, counted by hand, against the recursion."""
+    """Every ordering of n_a + n_b exchangeable attempts, counted by hand, against the q-binomial coefficients."""
     found = Counter()
     for spots in itertools.combinations(range(n_a + n_b), n_a):
         rest = [x for x in range(n_a + n_b) if x not in spots]
         found[attempt_ranks.inversions(spots, rest)] += 1
     assert all(arrangements(n_a, n_b, u) == found[u] for u in range(n_a * n_b + 1))
     assert sum(found.values()) == math.comb(n_a + n_b, n_a)
+
+
+def test_records_of_a_long_versus_sitting_are_ranked_too():
+    """`make versus` keeps every round as an attempt: 56 each hung the summary in the recursion this replaced."""
+    assert sum(arrangements(56, 56, u) for u in range(56 * 56 + 1)) == math.comb(112, 56)
+    assert arrangements(56, 56, 0) == arrangements(56, 56, 56 * 56) == 1 and arrangements(56, 56, -1) == 0
+    assert 0 < false_order_rate(56, 56) <= FALSE_ORDER_RATE
+    assert [arrangements(4, 3, u) for u in range(13)] == [1, 1, 2, 3, 4, 4, 5, 4, 4, 3, 2, 1, 1]
 
 
 def test_the_rate_is_held_whatever_the_attempts_and_four_each_is_the_min_max_rule():

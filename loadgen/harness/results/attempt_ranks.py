@@ -38,15 +38,29 @@ FALSE_ORDER_RATE = 2 / math.comb(2 * PROFILE_ATTEMPTS, PROFILE_ATTEMPTS)
 PROCESS_MARGIN = 0.04
 
 
-@lru_cache(maxsize=4096)
 def arrangements(n_a: int, n_b: int, u: int) -> int:
     """How many of the C(n_a + n_b, n_a) orderings of two exchangeable samples have exactly `u` pairs with A's above
     B's (the largest value is A's, above all n_b of B's, or B's, above none of A's)."""
-    if u < 0:
-        return 0
-    if n_a == 0 or n_b == 0:
-        return 1 if u == 0 else 0
-    return arrangements(n_a - 1, n_b, u - n_b) + arrangements(n_a, n_b - 1, u)
+    counts = _counts(n_a, n_b)
+    return counts[u] if 0 <= u < len(counts) else 0
+
+
+@lru_cache(maxsize=256)
+def _counts(n_a: int, n_b: int) -> tuple[int, ...]:
+    """The count of orderings for every u at once: the coefficients of the Gaussian binomial coefficient
+    [n_a + n_b choose n_a]_q = prod_{i=1..n_a} (1 - q^(n_b + i)) / (1 - q^i), a polynomial of degree n_a · n_b.
+    Each factor is one pass over the coefficients, so `make versus`'s records of 50 rounds and more take milliseconds
+    (the recursion on (n_a, n_b, u) this replaces took minutes there)."""
+    size = n_a * n_b + 1
+    c = [0] * size
+    c[0] = 1
+    for i in range(1, n_a + 1):
+        k = n_b + i  # multiply by (1 - q^k): downward, so each term uses the coefficient before this pass
+        for j in range(size - 1, k - 1, -1):
+            c[j] -= c[j - k]
+        for j in range(i, size):  # divide by (1 - q^i): upward, the quotient's own terms
+            c[j] += c[j - i]
+    return tuple(c)
 
 
 @lru_cache(maxsize=1024)
