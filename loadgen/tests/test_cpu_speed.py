@@ -20,8 +20,9 @@ from harness.basics import cpu_speed
 from harness.basics.cpus import plan as cpu_plan
 from harness.config.environment import ConfigurationError, read
 from harness.measuring.runner import Beside, Naming, Outcome, measure
+from harness.report.compare import condition_differences
 from harness.results import attempt_ranks, noise, ranking, round_pairs
-from harness.results.records import Record
+from harness.results.records import Record, Run
 from harness.results.summary import summarize
 from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
@@ -259,3 +260,11 @@ def test_a_run_without_each_cpus_speed_says_nothing_of_it():
     )
     assert noise.busiest_role(record.attempts[0]) is None and noise.bound_role(record) is None
     assert noise.by_speed([[record]]) is None
+
+
+def test_comparing_a_run_with_the_meter_and_one_without_says_so():
+    older = Run.from_dict({"run_id": "a", "conditions": {}, "records": []})
+    metered = Run.from_dict({"run_id": "b", "conditions": {"cpu_meter": "on: 25 chunks …"}, "records": []})
+    said = " ".join(condition_differences(older, metered))
+    assert "CPU speed meter: off → on (it takes about 0.5 % of each CPU" in said
+    assert not condition_differences(metered, metered) and not condition_differences(older, older)

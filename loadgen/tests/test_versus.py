@@ -227,14 +227,15 @@ def test_two_revisions_compared_in_rounds_of_random_order(clone, short_bench, mo
     assert rps["verdict"] in page and "A/A" in page and "memory idle after start" in page
     assert (run_dir / "versus.html").exists() and (run_dir / "charts" / "versus-ratios.png").exists()
     assert f"req/s: {rps['verdict']}" in " ".join(done.stdout.split())  # long lines are wrapped
-    # on each CPU's speed: CPU per request always on the server's, req/s on the CPU both builds were bound on
+    # on the server CPU's speed where both builds were bound on it (node's /hello nearly always is), else as measured
     cost = result["metrics"]["cost_us"]
-    assert cost["on"] == "multiplied by the server CPU's speed (CPU_METER=1)", cost
-    assert "on CPU µs/req multiplied by the server CPU's speed" in cost["verdict"]
-    assert cost["speed_ratio"]["n"] == result["rounds"] and cost["interval_as_measured"]["n"] == result["rounds"]
-    assert rps["on"] in {f"divided by the {role} CPU's speed (CPU_METER=1)" for role in ("server", "loadgen")} | {
-        "as measured"
-    }
+    if cost["on"] != "as measured":
+        assert cost["on"] == "multiplied by the server CPU's speed (CPU_METER=1)", cost
+        assert rps["on"] == "divided by the server CPU's speed (CPU_METER=1)", rps
+        assert "on CPU µs/req multiplied by the server CPU's speed" in cost["verdict"]
+        assert cost["speed_ratio"]["n"] == result["rounds"] and cost["interval_as_measured"]["n"] == result["rounds"]
+    else:
+        assert rps["on"] == "as measured" and "speed_note" not in rps
     assert all(a["samples"]["server"]["cpu_speed"] > 0 for r in records.values() for a in r["attempts"])
     summary = (run_dir / "summary.md").read_text()  # the Servers table of every run: idle memory after start / run
     assert re.search(r"\| node@worktree \|.*\| \d+ / \d+ MB \|", summary), summary

@@ -117,10 +117,16 @@ def test_a_build_that_moves_the_meter_is_said_in_capitals():
     assert "THE METER MOVED" not in quiet["rps"]["speed_note"]
 
 
-def test_builds_bound_on_different_cpus_compare_req_s_as_measured_and_cpu_per_request_still_on_speed():
-    metrics = compare(*sitting(random.Random(3), 1.0, head_bound="loadgen"))["metrics"]
-    assert metrics["rps"]["on"] == "as measured" and "interval_as_measured" not in metrics["rps"]
-    assert metrics["cost_us"]["on"].startswith("multiplied by the server CPU's speed")
+def test_builds_bound_on_the_load_generators_cpu_or_on_different_ones_are_compared_as_measured():
+    for head_bound in ("loadgen", "server"):
+        sides, starts = sitting(random.Random(3), 1.0, head_bound=head_bound)
+        if head_bound == "server":  # both on the load generator's
+            for side in sides:
+                for a in side.attempts:
+                    a.samples["server"].cpu_util, a.samples["loadgen"].cpu_util = 0.5, 0.98
+        metrics = compare(sides, starts)["metrics"]
+        assert metrics["rps"]["on"] == metrics["cost_us"]["on"] == "as measured"
+        assert "interval_as_measured" not in metrics["rps"]
 
 
 def test_one_attempt_without_its_speed_leaves_the_figures_as_measured():

@@ -153,6 +153,12 @@ def condition_differences(a: Run, b: Run) -> list[str]:
     idle_a, idle_b = ((c.get("cpu_idle") or {}).get("in_force", "machine") for c in (ca, cb))  # none: halting
     if idle_a != idle_b:
         out.append(f"idle CPUs: {idle_a} → {idle_b} (a latency-bound load's rate moves with it: docs/idle-cpus.md)")
+    meter_a, meter_b = (_meter(c) for c in (ca, cb))
+    if meter_a != meter_b:
+        out.append(
+            f"CPU speed meter: {meter_a} → {meter_b} (it takes about 0.5 % of each CPU, and the ranking divides by its "
+            "reading: docs/cpu-speed.md)"
+        )
     for name in sorted(set(ca.get("tools") or {}) | set(cb.get("tools") or {})):
         if (ca.get("tools") or {}).get(name) != (cb.get("tools") or {}).get(name):
             out.append(f"tool {name}: {(ca.get('tools') or {}).get(name)} → {(cb.get('tools') or {}).get(name)}")
@@ -161,6 +167,11 @@ def condition_differences(a: Run, b: Run) -> list[str]:
         if sa[name].get("version") != sb[name].get("version"):
             out.append(f"{name} version: {sa[name].get('version')} → {sb[name].get('version')}")
     return out
+
+
+def _meter(conditions: dict[str, Any]) -> str:
+    """Whether a run read each CPU's speed: "on" or "off" (a run from before the meter: off)."""
+    return "on" if str(conditions.get("cpu_meter") or "off").startswith("on") else "off"
 
 
 def _spread(summary: dict[str, Any] | None) -> str:
