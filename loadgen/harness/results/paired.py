@@ -155,6 +155,14 @@ def paired_ratios(base: dict[int, float | None], head: dict[int, float | None]) 
     return out
 
 
+def start_ratios(
+    base: dict[int, float | None], head: dict[int, float | None], starts: list[list[int]]
+) -> list[list[float]]:
+    """head ÷ base per round (paired_ratios), one list per start of `starts` (the rounds each holds): what
+    grouped_interval takes."""
+    return [paired_ratios({n: base[n] for n in rounds if n in base}, head) for rounds in starts]
+
+
 def _pct(x: float) -> str:
     return f"{abs(x) * 100:.1f}"
 

@@ -244,14 +244,7 @@ def ratios_by_start(sides: tuple[Side, Side], starts: list[list[int]], metric: s
     """head ÷ base per round, one list per start, of the figure the interval is taken on (speeds.role_for)."""
     role = speeds.role_for(metric, [side.attempts for side in sides])
     base, head = (per_round(side.attempts, metric, role) for side in sides)
-    return _grouped(base, head, starts)
-
-
-def _grouped(
-    base: dict[int, float | None], head: dict[int, float | None], starts: list[list[int]]
-) -> list[list[float]]:
-    """head ÷ base per round, one list per start."""
-    return [paired.paired_ratios({n: base[n] for n in rounds if n in base}, head) for rounds in starts]
+    return paired.start_ratios(base, head, starts)
 
 
 def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]:
@@ -265,7 +258,7 @@ def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]
         b, h = (per_round(side.attempts, metric) for side in sides)
         cb, ch = (per_round(side.attempts, metric, role) for side in sides)
         both = [(n, bv, hv) for n in sorted(cb) if (bv := cb[n]) and (hv := ch.get(n))]
-        interval = paired.grouped_interval(_grouped(cb, ch, starts))
+        interval = paired.grouped_interval(paired.start_ratios(cb, ch, starts))
         metrics[metric] = {
             "base": [b[n] for n in sorted(b)],
             "base_rounds": sorted(b),
@@ -276,7 +269,7 @@ def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]
             "interval": interval.to_dict() if interval else None,
             "verdict": paired.verdict(interval, metric),
             "on": speeds.described(role, metric),
-            **(_as_measured(sides, starts, (role, metric), (b, h)) if role else {}),
+            **(_as_measured(sides, starts, role, metric, (b, h)) if role else {}),
         }
     return {"metrics": metrics}
 
@@ -284,13 +277,13 @@ def compare(sides: tuple[Side, Side], starts: list[list[int]]) -> dict[str, Any]
 def _as_measured(
     sides: tuple[Side, Side],
     starts: list[list[int]],
-    on: tuple[str, str],
-    values: tuple[dict[int, float | None], ...],
+    role: str,
+    metric: str,
+    values: tuple[dict[int, float | None], dict[int, float | None]],
 ) -> dict[str, Any]:
-    """Beside an interval `on` (role, metric) the CPU's speed: the one as measured, head ÷ base of the meter's
-    readings, and the words the verdict says them in (speeds.caveat)."""
-    role, metric = on
-    measured = paired.grouped_interval(_grouped(values[0], values[1], starts))
+    """Beside `metric`'s interval on `role`'s CPU speed: the one on `values` (base's and head's as measured), head ÷ base
+    of the meter's readings, and the words the verdict says them in (speeds.caveat)."""
+    measured = paired.grouped_interval(paired.start_ratios(*values, starts))
     meter = speeds.speed_interval([side.attempts for side in sides], starts, role)
     return {
         "interval_as_measured": measured.to_dict() if measured else None,

@@ -46,8 +46,7 @@ def speed_interval(sides: Sequence[list[Attempt]], starts: list[list[int]], role
     it excludes 1, a build moved the meter (or chance did, at the interval's 5 %), and the corrected verdict carries
     it."""
     base, head = ({a.attempt: noise.speed_of(a, role) for a in attempts if a.measured} for attempts in sides)
-    by_start = [paired.paired_ratios({n: base[n] for n in rounds if n in base}, head) for rounds in starts]
-    return paired.grouped_interval(by_start)
+    return paired.grouped_interval(paired.start_ratios(base, head, starts))
 
 
 def described(role: str | None, metric: str) -> str:
