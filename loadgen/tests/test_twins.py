@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness.basics import cpu_speed
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import port_owner
 from harness.cli.subcommands import twin_inputs
@@ -202,7 +203,9 @@ def loopback_pair(tmp_path: Path) -> tuple[Server, Path]:
     return discover(tmp_path / "servers")["probe"], folder
 
 
-def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_running(integration_lock, tmp_path):
+def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_running(
+    integration_lock, meter_on, tmp_path
+):
     server, folder = loopback_pair(tmp_path)
     twin = load_twin(folder)
     options = TwinOptions(rounds=2, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1)
@@ -230,6 +233,7 @@ def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_r
         assert pair["again"]["rounds"] == 2 and pair["again"]["again_median_rps"] == round(sum(again) / 2, 1)
     assert_p99_from_the_tools_output(result, out)
     assert_costs_read_and_summarised(result, out)
+    assert_speeds_read_and_divided(result, out)
     sides = [(a["round"], a["pair"], a["pattern"], a["side"]) for a in result["attempts"]]
     assert len(sides) == 2 * 2 * 2 * 3
     assert sides[:3] == [(0, 0, "keep-alive", s) for s in ("ours", "theirs", "again")]  # round 0: ours first
@@ -248,6 +252,34 @@ def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_r
     )
     assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
     assert not [p for p in psutil.Process().children(recursive=True) if "contract_server" in " ".join(p.cmdline())]
+
+
+@pytest.fixture
+def meter_on():
+    cpu_speed.choose(True)  # as `make twin` runs (CPU_METER=1)
+    yield
+    cpu_speed.choose(False)
+
+
+def assert_speeds_read_and_divided(result: dict, out: Path) -> None:
+    """Every attempt has both CPUs' speeds and shares; each pair is on the server CPU's speed or says why not, and
+    on the speed its ratios are ours ÷ theirs of req/s ÷ the server CPU's speed, round by round."""
+    for a in result["attempts"]:
+        assert set(a["cpu"]["speed"]) == set(a["cpu"]["util"]) == {"server", "loadgen"}
+        assert all(0 < v <= 1 for v in a["cpu"]["speed"].values()) and all(u >= 0 for u in a["cpu"]["util"].values())
+    table = (out / "twin.md").read_text()
+    assert "On the server CPU's speed" in table
+    for i, pair in enumerate(result["pairs"]):
+        speed = pair["on_speed"]
+        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
+        if speed["rule"] != "on the server CPU's speed":
+            assert speed["rule"].startswith("as measured: not every side bound") and "median_ratio" not in speed
+            continue
+        ours, theirs = (
+            [a["rps"] / a["cpu"]["speed"]["server"] for a in mine if a["side"] == s] for s in ("ours", "theirs")
+        )
+        assert speed["ratios"] == [round(o / t, 4) for o, t in zip(ours, theirs)] and speed["rounds"] == 2
+        assert speed["again"]["rounds"] == 2
 
 
 def assert_climbed_alike(result: dict, out: Path, ours_connections: int, theirs_connections: int) -> None:

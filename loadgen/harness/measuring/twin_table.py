@@ -187,6 +187,7 @@ def markdown(result: dict[str, Any]) -> str:
         *again_lines(result["pairs"]),
         *climb_lines(result.get("climb")),
         *cost_lines(result["pairs"]),
+        *speed_lines(result["pairs"]),
         *(f"Probe {w}: {steadiness_text(result['steadiness'].get(w))}." for w in ("before", "after")),
         "",
     ]
@@ -269,6 +270,38 @@ def ms_text(ms: float | None, unit: str = "") -> str:
     if ms is None:
         return "n/a"
     return (f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}") + unit
+
+
+def speed_lines(pairs: list[dict[str, Any]]) -> list[str]:
+    """twin.md's table of the ratios on the server CPU's speed (twin_speeds.py), a line per route pair and pattern (none for a
+    twin.json written before the meter)."""
+    if not any("on_speed" in row for row in pairs):
+        return []
+    lines = [
+        "On the server CPU's speed (each attempt's req/s ÷ the speed the meter read on the server's CPU during it, "
+        "where every attempt of both sides is bound on that CPU; else as measured):",
+        "",
+        "| route pair (ours ÷ theirs) | pattern | figure | median ratio | interval | rounds below 1 | A/A median "
+        "| A/A interval | meter ours ÷ theirs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in pairs:
+        speed = row.get("on_speed") or {"rule": "as measured: no reading"}
+        head = f"| {row['ours_path']} ÷ {row['theirs_path']} | {row['pattern']} |"
+        if "median_ratio" not in speed:
+            lines.append(f"{head} {speed['rule']} | | | | | | |")
+            continue
+        again = speed.get("again") or {}
+        lines.append(
+            f"{head} speed | {speed['median_ratio']:.3f} | {_interval(speed['interval'], '-')} | {speed['below_1']} of "
+            f"{speed['rounds']} | {_ratio_text(again.get('median_ratio'))} | {_interval(again.get('interval'), '-')} | "
+            f"{speed['meter']['median_ratio']:.3f} ({_interval(speed['meter']['interval'], '-')}) |"
+        )
+    return [*lines, ""]
+
+
+def _ratio_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _interval(ci: dict[str, Any] | None, none: str) -> str:

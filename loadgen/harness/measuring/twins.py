@@ -9,7 +9,8 @@ bench's trend rule), then measured in rounds: in round k, for each route pair an
 their order rotated by k, wrk for keep-alive and ab for connection per request; each attempt keeps its req/s and its
 p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles), and what the measured server spent on it a
 request (CPU µs in user space and in the kernel, context switches: sampling.process_cost read before and after; a
-count of switches moves far less with the machine's noise than a rate). The machine's steadiness probe (steadiness.py,
+count of switches moves far less with the machine's noise than a rate), and with CPU_METER=1 each CPU's speed and
+each role's share of its CPUs (twin_speeds.py: the ratios on the server CPU's speed beside). The machine's steadiness probe (steadiness.py,
 as `make bench` takes it) is read before and after. What the rounds come to (twin_table.py: ours ÷ theirs, and ours ÷
 ours again, which is how far apart this sitting reads identical servers) is written to
 results/<stamp>-twin-<ours>/twin.json and twin.md."""
@@ -34,6 +35,7 @@ from harness.basics.sampling import ProcessCost, process_cost
 from harness.config.manifest import Server
 from harness.config.manifest import twin as manifest_twin
 from harness.measuring import steadiness
+from harness.measuring.twin_speeds import AttemptWatch, on_speed
 from harness.measuring.twin_table import (
     PATTERNS,
     TOOL_OF,
@@ -218,8 +220,10 @@ def measure_rounds(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, r
                     url = f"http://{HOST}:{side.port}{side.paths[n]}"
                     scratch = raw / f"round{k}-{side.label}-{n}-{pattern}"
                     before = process_cost(side.pid)
-                    m = load(pattern, url, options.concurrency, options.attempt_s, plan.loadgen, scratch)
-                    cost = per_request(before, process_cost(side.pid), m.requests)
+                    with AttemptWatch(plan) as watch:
+                        m = load(pattern, url, options.concurrency, options.attempt_s, plan.loadgen, scratch)
+                    after = process_cost(side.pid)
+                    cost = per_request(before, after, m.requests)
                     attempts.append(
                         {
                             "round": k,
@@ -233,6 +237,7 @@ def measure_rounds(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, r
                             "length_errors": m.errors.length,
                             "p99_ms": _p99(m),
                             "cost": cost,
+                            "cpu": watch.reading(before, after),
                         }
                     )
                 say(
@@ -287,6 +292,7 @@ def _result(
                     "p99": p99_summary(p99["ours"], p99["theirs"]),
                     "cost": cost_summary({side: [a["cost"] for a in mine if a["side"] == side] for side in labels}),
                     **({"again": again_summary(rps["ours"], rps["again"])} if "again" in rps else {}),
+                    "on_speed": on_speed(mine, labels),
                 }
             )
     return {
