@@ -83,7 +83,7 @@ def test_twin_md_shows_each_pair_on_the_speed_or_why_not():
     )
     assert lines[0].startswith("On the server CPU's speed")
     assert lines[4].startswith(f"| /hello ÷ /plaintext | keep-alive | speed | {speed['median_ratio']:.3f} | ")
-    assert f"| {ROUNDS} of {ROUNDS} | - | - | {speed['meter']['median_ratio']:.3f} (" in lines[4]
+    assert f"| {ROUNDS} of {ROUNDS} | - | - | {speed['meter']['median_ratio']:.3f}, " in lines[4]
     assert lines[5] == "| /hello ÷ /plaintext | connection-per-request | as measured: x | | | | | | |"
     assert speed_lines([pair]) == []  # a twin.json from before the meter
 

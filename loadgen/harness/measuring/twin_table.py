@@ -295,7 +295,7 @@ def speed_lines(pairs: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"{head} speed | {speed['median_ratio']:.3f} | {_interval(speed['interval'], '-')} | {speed['below_1']} of "
             f"{speed['rounds']} | {_ratio_text(again.get('median_ratio'))} | {_interval(again.get('interval'), '-')} | "
-            f"{speed['meter']['median_ratio']:.3f} ({_interval(speed['meter']['interval'], '-')}) |"
+            f"{speed['meter']['median_ratio']:.3f}, {_interval(speed['meter']['interval'], '-')} |"
         )
     return [*lines, ""]
 
