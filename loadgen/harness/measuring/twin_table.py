@@ -273,8 +273,8 @@ def ms_text(ms: float | None, unit: str = "") -> str:
 
 
 def speed_lines(pairs: list[dict[str, Any]]) -> list[str]:
-    """twin.md's table of the ratios on the server CPU's speed (twin_speeds.py), a line per route pair and pattern (none for a
-    twin.json written before the meter)."""
+    """twin.md's table of the ratios on the server CPU's speed (twin_speeds.py), a line per route pair and pattern
+    (none for a twin.json written before the meter)."""
     if not any("on_speed" in row for row in pairs):
         return []
     lines = [

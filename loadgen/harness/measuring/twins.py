@@ -10,9 +10,9 @@ their order rotated by k, wrk for keep-alive and ab for connection per request; 
 p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles), and what the measured server spent on it a
 request (CPU µs in user space and in the kernel, context switches: sampling.process_cost read before and after; a
 count of switches moves far less with the machine's noise than a rate), and with CPU_METER=1 each CPU's speed and
-each role's share of its CPUs (twin_speeds.py: the ratios on the server CPU's speed beside). The machine's steadiness probe (steadiness.py,
-as `make bench` takes it) is read before and after. What the rounds come to (twin_table.py: ours ÷ theirs, and ours ÷
-ours again, which is how far apart this sitting reads identical servers) is written to
+each role's share of its CPUs (twin_speeds.py: the ratios on the server CPU's speed beside). The machine's steadiness
+probe (steadiness.py, as `make bench` takes it) is read before and after. What the rounds come to (twin_table.py:
+ours ÷ theirs, and ours ÷ ours again, which is how far apart this sitting reads identical servers) is written to
 results/<stamp>-twin-<ours>/twin.json and twin.md."""
 
 from __future__ import annotations
