@@ -130,14 +130,15 @@ history: setup
 	  --only $(call quote,$(SERVERS))
 
 # Did my change make it faster? Two builds of one server in one sitting: SERVER=node BASE=<git revision>
-# [HEAD=<rev>, default the working tree] [SCENARIOS="hello backend"] [BUDGET_S=seconds, default 120 per scenario run]
+# [HEAD=<rev>, default the working tree] [SCENARIOS="hello backend"] [BUDGET_S=seconds for the whole sitting,
+# shared by its scenario runs; default 120 per scenario run]
 # [RESOLUTION=3 (%, the goal the answer is set against; it never ends a sitting early)]; everything checkable checked
 # before the builds, both built in worktrees of their own, measured in starts of ABBA rounds (docs/versus.md); each
 # CPU's speed read beside every attempt and the ratios taken on it (CPU_METER=0 leaves it out)
 .PHONY: versus
 versus: CPU_METER := $(or $(CPU_METER),1)
 versus: setup
-	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(BASE)) ] || { echo "usage: make versus SERVER=<name> BASE=<git revision> [HEAD=<git revision>] [SCENARIOS=\"hello backend\"] [RESOLUTION=3] [BUDGET_S=120 per scenario run]"; exit 2; }
+	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(BASE)) ] || { echo "usage: make versus SERVER=<name> BASE=<git revision> [HEAD=<git revision>] [SCENARIOS=\"hello backend\"] [RESOLUTION=3] [BUDGET_S=seconds for the whole sitting, default 120 per scenario run]"; exit 2; }
 	$(HARNESS) versus --server $(call quote,$(SERVER)) --base $(call quote,$(BASE)) --head $(call quote,$(HEAD)) \
 	  --scenarios $(call quote,$(SCENARIOS)) --resolution $(call quote,$(RESOLUTION)) --budget-s $(call quote,$(BUDGET_S))
 
