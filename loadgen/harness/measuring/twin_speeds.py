@@ -20,8 +20,8 @@ from harness.basics.cpu_speed import SpeedMeter
 from harness.basics.cpus import CpuPlan
 from harness.basics.sampling import ProcessCost, children_cpu_s
 from harness.measuring.twin_table import again_summary, summary
+from harness.results.noise import ROLES
 
-ROLES = ("server", "loadgen")
 ROLE_NAMES = {"server": "server's", "loadgen": "tools'"}
 
 
