@@ -2,6 +2,7 @@
 time (--break), an HTTP/1.1-only server, a silent one and a closed port."""
 
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -152,6 +153,9 @@ def one_shot_server():
                 try:
                     conn.recv(4096)
                     conn.sendall(reply)
+                    conn.shutdown(socket.SHUT_WR)  # nginx's lingering close: read what still comes, then close
+                    while conn.recv(4096):
+                        pass
                 except OSError:
                     pass
 
@@ -169,6 +173,29 @@ def test_an_http1_only_server_is_told_apart(one_shot_server):
         b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     report = check_h2("h2c", "127.0.0.1", port, ROUTES)
+    assert report.failures == [
+        "GET /id over h2c: the server does not speak h2c with prior knowledge: it answered 'HTTP/1.1 400 Bad Request'"
+    ]
+
+
+def test_an_http1_only_server_that_resets_is_told_apart():
+    """A server that answers the preface with a 400 and closes at once, unread request frames turning the close into
+    a reset: the 400 is still named, not the reset."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_and_reset():
+        conn, _ = listener.accept()
+        conn.recv(24)  # the client preface's 24 bytes; its SETTINGS and the requests stay unread
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        time.sleep(0.2)  # the request frames arrive unread
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    threading.Thread(target=answer_and_reset, daemon=True).start()
+    try:
+        report = check_h2("h2c", "127.0.0.1", listener.getsockname()[1], ROUTES)
+    finally:
+        listener.close()
     assert report.failures == [
         "GET /id over h2c: the server does not speak h2c with prior knowledge: it answered 'HTTP/1.1 400 Bad Request'"
     ]

@@ -117,6 +117,9 @@ class H2Client:
                 data = self.sock.recv(65536)
             except TimeoutError:
                 continue  # the loop reports it
+            except ConnectionResetError:
+                self._not_h2c()  # an HTTP/1.1 server's 400, then a reset for the request frames it never read
+                raise
             if not data:
                 self._not_h2c()
                 raise H2Error("the server closed the connection before answering")
