@@ -65,40 +65,42 @@ final class PekkoServer(upstream: Uri)(implicit system: ActorSystem) {
   private val tweetIds = new AtomicLong(Contract.FIRST_TWEET_ID)
   private val fibonacciContext: ExecutionContext = system.dispatchers.lookup("fibonacci-dispatcher")
 
-  val route: Route = get {
-    concat(
-      path("id") {
-        complete("pekko")
-      },
-      path("hello") {
-        complete("Hello World")
-      },
-      path("backend") {
-        complete(HttpEntity(ContentTypes.`text/html(UTF-8)`, "<h1>Say hello to akka-http</h1>")) // the contract's body, the same for every server
-      },
-      path("v1" / "tweets") {
-        complete(List(Tweet(tweetIds.getAndIncrement(), "author1", "Hello, World!")))
-      },
-      path("factorial") {
-        intParam(Contract.FACTORIAL_MAX) { n =>
-          complete(Contract.factorial(n).toString)
-        }
-      },
-      path("fibonacci") {
-        intParam(Contract.FIBONACCI_MAX) { n =>
-          // CPU-bound: computed on its own dispatcher, never on the one serving the connections
-          complete(Future(Contract.fibonacci(n).toString)(fibonacciContext))
-        }
-      },
-      path("weather" / Segment) { _ =>
-        onComplete(fetchWeather()) {
-          case Success(weather) => complete(weather)
-          case Failure(e) =>
-            complete(StatusCodes.BadGateway, JsObject("error" -> JsString(s"upstream failed: ${e.getMessage}")))
-        }
+  // built once: a directive's inner route is a by-name argument, evaluated again on every request (pekko-http's
+  // "Directives" page), so `get { concat(...) }` built every path matcher and directive anew for each request
+  private val routes: Route = concat(
+    path("id") {
+      complete("pekko")
+    },
+    path("hello") {
+      complete("Hello World")
+    },
+    path("backend") {
+      complete(HttpEntity(ContentTypes.`text/html(UTF-8)`, "<h1>Say hello to akka-http</h1>")) // the contract's body, the same for every server
+    },
+    path("v1" / "tweets") {
+      complete(List(Tweet(tweetIds.getAndIncrement(), "author1", "Hello, World!")))
+    },
+    path("factorial") {
+      intParam(Contract.FACTORIAL_MAX) { n =>
+        complete(Contract.factorial(n).toString)
       }
-    )
-  }
+    },
+    path("fibonacci") {
+      intParam(Contract.FIBONACCI_MAX) { n =>
+        // CPU-bound: computed on its own dispatcher, never on the one serving the connections
+        complete(Future(Contract.fibonacci(n).toString)(fibonacciContext))
+      }
+    },
+    path("weather" / Segment) { _ =>
+      onComplete(fetchWeather()) {
+        case Success(weather) => complete(weather)
+        case Failure(e) =>
+          complete(StatusCodes.BadGateway, JsObject("error" -> JsString(s"upstream failed: ${e.getMessage}")))
+      }
+    }
+  )
+
+  val route: Route = get(routes)
 
   /** The `param` query parameter as an integer in 0..max, or 400. */
   private def intParam(max: Int)(inner: Int => Route): Route =
