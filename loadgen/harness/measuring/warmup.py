@@ -8,6 +8,11 @@ a JIT that still climbs is not called warm because two or three short runs happe
 warm-up on connection-per-request load also runs until its manifest's `warmup_connections` were made. At most
 `rule.max_runs` runs and `rule.max_s` seconds. The last run's rate sizes the attempts.
 
+Where the server's JIT can be watched (a HotSpot JVM on this machine: harness.basics.jit), it decides instead of the
+connection count: the warm-up ends once the compilers took at most JIT_QUIET of the server's CPU in each of its latest
+`window` runs and those runs' rates are settled. While the JIT still compiles no rates end it, however flat: that is
+the plateau mid-climb which judging on the latest half (up to five runs) guards against where the JIT is not seen.
+
 Before any rate is known ab runs for its time (-t); a run in which no request completed (ten fibonacci(35) at once
 take longer than a second on one core, and ab -t drops the requests still under way) is followed by one twice as long
 (at most MAX_UNSIZED_S)."""
@@ -20,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, cast
 
-from harness.basics import httpclient, interrupt, trend
+from harness.basics import httpclient, interrupt, jit, trend
 from harness.basics.messages import say, warn
 from harness.config.scenarios import WarmupRule
 from harness.measuring.runner import Outcome
@@ -32,6 +37,9 @@ from harness.tools import TOOLS, LoadSpec
 WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
 PRIMER_REQUESTS = 10
 MAX_UNSIZED_S = 8.0  # the longest a warm-up run without a known rate grows to
+# a run in which the JIT compilers took at most this share of the server's CPU is quiet: 18-50 % while akka, socko and
+# finagle climbed, 0-3 % on their plateau, a recompilation's run 9-17 % (harness/basics/jit.py)
+JIT_QUIET = 0.05
 
 
 class Loader(Protocol):
@@ -66,19 +74,48 @@ class Progress:
         """The latest runs its end is judged on (trend.judged_window)."""
         return trend.judged_window(len(self.runs), self.window)
 
+    @property
+    def jit_watched(self) -> bool:
+        """Whether the server's JIT was read in any run (harness.basics.jit)."""
+        return any(r.jit_share is not None for r in self.runs)
+
+    def jit_quiet(self) -> bool:
+        """The JIT took at most JIT_QUIET of the server's CPU in each of the latest `window` runs."""
+        latest = [r.jit_share for r in self.runs[-self.window :]]
+        return len(latest) == self.window and all(s is not None and s <= JIT_QUIET for s in latest)
+
     def enough(self) -> bool:
+        if self.jit_watched:
+            return self.steady and self.jit_quiet()
         return self.steady and self.made >= self.connections
 
     def add(
-        self, rps: float | None, duration_s: float | None, requests: int, errors: int | None, tolerance: float
+        self,
+        rps: float | None,
+        duration_s: float | None,
+        requests: int,
+        errors: int | None,
+        tolerance: float,
+        jit_share: float | None = None,
     ) -> None:
         self.made += requests
         self.runs.append(
-            WarmupRun(rps=round(rps, 1) if rps is not None else None, duration_s=duration_s, errors=errors)
+            WarmupRun(
+                rps=round(rps, 1) if rps is not None else None,
+                duration_s=duration_s,
+                errors=errors,
+                jit_share=round(jit_share, 3) if jit_share is not None else None,
+            )
         )
         self.rate = rps or self.rate
         latest = [r.rps for r in self.runs[-self.judged :]]
-        self.steady = all(latest) and trend.settled([r for r in latest if r is not None], self.judged, tolerance)
+        rates = [r for r in latest if r is not None]
+        if not all(latest) or len(self.runs) < self.window:
+            self.steady = False
+        elif self.jit_watched and self.jit_quiet():  # the JIT done: no plateau mid-climb to guard against
+            self.steady = trend.settled(rates[-self.window :], self.window, tolerance)
+        else:
+            self.steady = trend.settled(rates, self.judged, tolerance)
 
 
 def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup:
@@ -100,6 +137,7 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
         interrupt.check()
         n = len(done.runs) + 1
         spec = TOOLS[tool_name].sized(base, run_s if done.rate else unsized_s, done.rate)
+        before = _jit_ticks(target)
         outcome = bench.load(
             target,
             tool_name,
@@ -113,9 +151,9 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
         rps = m.rps if m and not outcome.failure and m.requests else None
         if rps is None and done.rate is None:
             unsized_s = min(unsized_s * 2, MAX_UNSIZED_S)
-        done.add(
-            rps, m.duration_s if m else None, m.requests if m else 0, m.errors.total if m else None, rule.tolerance
-        )
+        requests, errors = (m.requests, m.errors.total) if m else (0, None)
+        share = jit.share(before, _jit_ticks(target))
+        done.add(rps, m.duration_s if m else None, requests, errors, rule.tolerance, share)
     if done.rate is None and job.name not in bench.dead:
         warn(
             f"{job.name} {scenario.name}: every warm-up run failed (see {bench.raw / 'warmup'}); the "
@@ -125,7 +163,7 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
     return results.Warmup(
         tool=tool_name,
         runs=done.runs,
-        steady=done.steady,
+        steady=done.steady and (done.jit_quiet() or not done.jit_watched),
         tolerance=rule.tolerance,
         max_runs=max_runs,
         rate=round(done.rate, 1) if done.rate else None,
@@ -141,6 +179,13 @@ def _load(job: Job, rule: WarmupRule) -> tuple[str, LoadSpec, float]:
     base = replace(base, timeout_s=min(base.timeout_s or WARMUP_TIMEOUT_S, WARMUP_TIMEOUT_S))
     run_s = own.load.get("duration_s", rule.duration_s) if scenario.warmup else rule.duration_s
     return scenario.warmup_tool, base, run_s
+
+
+def _jit_ticks(target: Target) -> jit.CpuTicks | None:
+    """The server's JIT and total CPU ticks (harness.basics.jit); None for one on another machine (no kernel start
+    recorded: a remote Docker host) or without a HotSpot JIT."""
+    running = target.running
+    return jit.read(running.pid) if running.pid and running.pid_start is not None else None
 
 
 def _prime(bench: Loader, target: Target, path: str) -> None:
@@ -160,12 +205,21 @@ def _announce(step: WarmupStep, tool_name: str, run_s: float, done: Progress, ru
     job = step.job
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in done.runs)
     verdict = (
-        f"steady (the latest {done.judged} within {rule.tolerance:.0%})"
-        if done.steady
+        f"steady (the latest {done.window} within {rule.tolerance:.0%})"
+        if done.enough() and done.jit_watched
+        else f"steady (the latest {done.judged} within {rule.tolerance:.0%})"
+        if done.steady and not done.jit_watched
         else f"NOT steady within {rule.tolerance:.0%} after {len(done.runs)} runs, "
         f"{time.monotonic() - done.started:.0f} s"
     )
-    first = f" (at least {step.connections:,} new connections: its JIT's first)" if step.connections else ""
+    if done.jit_watched:
+        shares = ", ".join("?" if r.jit_share is None else f"{r.jit_share:.0%}" for r in done.runs[-done.window :])
+        quiet = "quiet" if done.jit_quiet() else "still compiling"
+        first = f" (its JIT {quiet}: {shares} of its CPU in the latest runs)"
+    elif step.connections:
+        first = f" (at least {step.connections:,} new connections: its JIT's first)"
+    else:
+        first = ""
     say(
         f"  {job.name} {job.label} warm-up ({tool_name}): {len(done.runs)} run(s) of about {run_s:g} s, "
         f"{done.made:,} requests{first}, {verdict} ({rates} req/s)"

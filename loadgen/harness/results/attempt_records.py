@@ -105,10 +105,11 @@ class WarmupRun:
     rps: float | None  # None: the run failed
     duration_s: float | None
     errors: int | None
+    jit_share: float | None = None  # the JIT compilers' share of the server's CPU in the run (a JVM; since 2026-12-02)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> WarmupRun:
-        return cls(d.get("rps"), d.get("duration_s"), d.get("errors"))
+        return cls(d.get("rps"), d.get("duration_s"), d.get("errors"), d.get("jit_share"))
 
 
 @dataclass
@@ -149,4 +150,7 @@ class Warmup:
         ):  # absent unless set: older files read and written back unchanged
             if out[optional] is None:
                 del out[optional]
+        for run in out["runs"] + ([out["reprime"]] if out.get("reprime") else []):
+            if run["jit_share"] is None:
+                del run["jit_share"]
         return out
