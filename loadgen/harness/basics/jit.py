@@ -22,9 +22,10 @@ COMPILER_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 
 @dataclass(frozen=True)
 class CpuTicks:
-    """CPU time in clock ticks since the process started: its JIT compiler threads', and all its threads'."""
+    """CPU time in clock ticks since the process started: each JIT compiler thread's by thread id (HotSpot ends idle
+    ones and starts others), and the whole process tree's, its ended threads' included (/proc/<pid>/stat)."""
 
-    compiler: int
+    compiler: dict[int, int]
     total: int
 
 
@@ -35,38 +36,50 @@ def read(pid: int) -> CpuTicks | None:
         tree = [pid] + [child.pid for child in psutil.Process(pid).children(recursive=True)]
     except psutil.Error:
         return None
-    compiler = total = 0
-    found = False
+    compiler: dict[int, int] = {}
+    total = 0
     for member in tree:
-        for comm, ticks in _threads(member):
-            total += ticks
-            if comm.startswith(COMPILER_THREADS):
-                compiler += ticks
-                found = True
-    return CpuTicks(compiler, total) if found else None
+        total += _ticks(f"/proc/{member}/stat") or 0
+        for tid, (name, ticks) in _threads(member).items():
+            if name.startswith(COMPILER_THREADS):
+                compiler[tid] = ticks
+    return CpuTicks(compiler, total) if compiler else None
 
 
 def share(before: CpuTicks | None, after: CpuTicks | None) -> float | None:
-    """The compilers' share of the process's CPU between two readings; None without both, or without CPU spent."""
+    """The compilers' share of the process's CPU between two readings; None without both, or without CPU spent. A
+    compiler thread that ended between them loses its last ticks (an idle one, as a rule)."""
     if before is None or after is None or after.total <= before.total:
         return None
-    return max(0, after.compiler - before.compiler) / (after.total - before.total)
+    compiled = sum(ticks - before.compiler.get(tid, 0) for tid, ticks in after.compiler.items())
+    return min(1.0, max(0, compiled) / (after.total - before.total))
 
 
-def _threads(pid: int) -> list[tuple[str, int]]:
-    """Each thread of `pid`: its name and its user + system CPU ticks (none where the process is gone)."""
-    out = []
+def _threads(pid: int) -> dict[int, tuple[str, int]]:
+    """Each thread of `pid` by id: its name and its CPU ticks (none where the process is gone)."""
+    out = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return {}
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-                text = stat.read()
+            with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+                name = comm.read().rstrip("\n")
         except OSError:  # the thread ended meanwhile
             continue
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text[text.rindex(")") + 2 :].split()
-        out.append((name, int(fields[11]) + int(fields[12])))  # utime, stime: fields 14 and 15 of stat(5)
+        ticks = _ticks(f"/proc/{pid}/task/{tid}/stat")
+        if ticks is not None:
+            out[int(tid)] = (name, ticks)
     return out
+
+
+def _ticks(stat_path: str) -> int | None:
+    """utime + stime of a /proc stat file (fields 14 and 15 of proc(5)); None where it is gone."""
+    try:
+        with open(stat_path) as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
