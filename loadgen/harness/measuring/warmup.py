@@ -84,10 +84,13 @@ class Progress:
         latest = [r.jit_share for r in self.runs[-self.window :]]
         return len(latest) == self.window and all(s is not None and s <= JIT_QUIET for s in latest)
 
+    @property
+    def settled(self) -> bool:
+        """Its rates steady and, where its JIT is watched, the JIT quiet."""
+        return self.steady and (self.jit_quiet() or not self.jit_watched)
+
     def enough(self) -> bool:
-        if self.jit_watched:
-            return self.steady and self.jit_quiet()
-        return self.steady and self.made >= self.connections
+        return self.settled and (self.jit_watched or self.made >= self.connections)
 
     def add(
         self,
@@ -163,7 +166,7 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
     return results.Warmup(
         tool=tool_name,
         runs=done.runs,
-        steady=done.steady and (done.jit_quiet() or not done.jit_watched),
+        steady=done.settled,
         tolerance=rule.tolerance,
         max_runs=max_runs,
         rate=round(done.rate, 1) if done.rate else None,
@@ -205,10 +208,8 @@ def _announce(step: WarmupStep, tool_name: str, run_s: float, done: Progress, ru
     job = step.job
     rates = ", ".join(f"{r.rps:,.0f}" if r.rps else "failed" for r in done.runs)
     verdict = (
-        f"steady (the latest {done.window} within {rule.tolerance:.0%})"
-        if done.enough() and done.jit_watched
-        else f"steady (the latest {done.judged} within {rule.tolerance:.0%})"
-        if done.steady and not done.jit_watched
+        f"steady (the latest {done.window if done.jit_watched else done.judged} within {rule.tolerance:.0%})"
+        if done.settled
         else f"NOT steady within {rule.tolerance:.0%} after {len(done.runs)} runs, "
         f"{time.monotonic() - done.started:.0f} s"
     )
