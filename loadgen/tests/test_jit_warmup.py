@@ -120,7 +120,7 @@ def test_a_warm_up_run_keeps_its_jit_share_and_older_files_read_and_write_back_u
 
 def test_a_compiler_thread_that_ends_or_starts_between_two_readings_is_counted_for_what_it_did_between_them():
     # HotSpot ends idle compiler threads and starts new ones: thread 2 ended, thread 3 started since the first reading
-    before = jit.CpuTicks({1: 50, 2: 10}, total=1000)
-    after = jit.CpuTicks({1: 60, 3: 5}, total=1100)
+    before = jit.CpuTime({1: 0.50, 2: 0.10}, total=10.0)
+    after = jit.CpuTime({1: 0.60, 3: 0.05}, total=11.0)
     assert jit.share(before, after) == pytest.approx(15 / 100)
-    assert jit.share(after, jit.CpuTicks({1: 60}, total=1100)) is None  # no CPU spent: no share
+    assert jit.share(after, jit.CpuTime({1: 0.60}, total=11.0)) is None  # no CPU spent: no share

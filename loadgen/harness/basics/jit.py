@@ -12,74 +12,54 @@ its warm-up is judged on its rates alone."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import psutil
+
+from harness.basics.machine import CLOCK_TICKS
+from harness.basics.sampling import per_thread, process_tree
 
 COMPILER_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 
 
 @dataclass(frozen=True)
-class CpuTicks:
-    """CPU time in clock ticks since the process started: each JIT compiler thread's by thread id (HotSpot ends idle
-    ones and starts others), and the whole process tree's, its ended threads' included (/proc/<pid>/stat)."""
+class CpuTime:
+    """CPU seconds since the process started: each JIT compiler thread's by thread id (HotSpot ends idle ones and
+    starts others), and the whole process tree's, its ended threads' included (psutil: /proc/<pid>/stat)."""
 
-    compiler: dict[int, int]
-    total: int
+    compiler: dict[int, float]
+    total: float
 
 
-def read(pid: int) -> CpuTicks | None:
-    """The CPU ticks of the process tree under `pid` (a wrapper's children counted in); None where it has no HotSpot
+def read(pid: int) -> CpuTime | None:
+    """The CPU time of the process tree under `pid` (a wrapper's children counted in); None where it has no HotSpot
     compiler thread or cannot be read."""
-    try:
-        tree = [pid] + [child.pid for child in psutil.Process(pid).children(recursive=True)]
-    except psutil.Error:
-        return None
-    compiler: dict[int, int] = {}
-    total = 0
-    for member in tree:
-        total += _ticks(f"/proc/{member}/stat") or 0
-        for tid, (name, ticks) in _threads(member).items():
-            if name.startswith(COMPILER_THREADS):
-                compiler[tid] = ticks
-    return CpuTicks(compiler, total) if compiler else None
+    compiler: dict[int, float] = {}
+    total = 0.0
+    for proc in process_tree(pid) or []:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue  # ended meanwhile
+        total += times.user + times.system
+        compiler.update(t for t in per_thread(proc.pid, "stat", _compiler_thread) or [] if t is not None)
+    return CpuTime(compiler, total) if compiler else None
 
 
-def share(before: CpuTicks | None, after: CpuTicks | None) -> float | None:
+def share(before: CpuTime | None, after: CpuTime | None) -> float | None:
     """The compilers' share of the process's CPU between two readings; None without both, or without CPU spent. A
-    compiler thread that ended between them loses its last ticks (an idle one, as a rule)."""
+    compiler thread that ended between them loses its last moments (an idle one, as a rule)."""
     if before is None or after is None or after.total <= before.total:
         return None
-    compiled = sum(ticks - before.compiler.get(tid, 0) for tid, ticks in after.compiler.items())
-    return min(1.0, max(0, compiled) / (after.total - before.total))
+    compiled = sum(seconds - before.compiler.get(tid, 0.0) for tid, seconds in after.compiler.items())
+    return min(1.0, max(0.0, compiled) / (after.total - before.total))
 
 
-def _threads(pid: int) -> dict[int, tuple[str, int]]:
-    """Each thread of `pid` by id: its name and its CPU ticks (none where the process is gone)."""
-    out = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return {}
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as comm:
-                name = comm.read().rstrip("\n")
-        except OSError:  # the thread ended meanwhile
-            continue
-        ticks = _ticks(f"/proc/{pid}/task/{tid}/stat")
-        if ticks is not None:
-            out[int(tid)] = (name, ticks)
-    return out
-
-
-def _ticks(stat_path: str) -> int | None:
-    """utime + stime of a /proc stat file (fields 14 and 15 of proc(5)); None where it is gone."""
-    try:
-        with open(stat_path) as stat:
-            text = stat.read()
-    except OSError:
+def _compiler_thread(stat: str) -> tuple[int, float] | None:
+    """A thread's /proc stat: its id and CPU seconds (utime + stime, fields 14 and 15 of proc(5)) where it is a HotSpot
+    compiler thread, else None."""
+    name = stat[stat.index("(") + 1 : stat.rindex(")")]
+    if not name.startswith(COMPILER_THREADS):
         return None
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(stat.split(" ", 1)[0]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS

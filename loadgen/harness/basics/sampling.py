@@ -10,12 +10,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
 from harness.basics.machine import CLOCK_TICKS, kernel_start
 
+T = TypeVar("T")
 INTERVAL_S = 0.25
 TIMELINE_S = 1.0  # resident memory is also kept once a second, so a long run shows whether it grows
 
@@ -31,7 +32,7 @@ def yield_to_the_load() -> None:
         pass
 
 
-def per_thread(pid: int, name: str, read: Callable[[str], int]) -> list[int] | None:
+def per_thread(pid: int, name: str, read: Callable[[str], T]) -> list[T] | None:
     """`read` of each live thread's /proc/<pid>/task/<tid>/<name>, a thread that ended meanwhile (or whose file does
     not read as expected) left out; None when the process is gone."""
     try:
@@ -66,13 +67,20 @@ class ProcessCost:
     switches: int
 
 
+def process_tree(pid: int) -> list[psutil.Process] | None:
+    """`pid` and its descendants (a wrapper's children, a cluster's workers); None when it is gone."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+
+
 def process_cost(pid: int) -> ProcessCost | None:
     """`pid`'s ProcessCost now, its descendants' summed in (a wrapper's children, a cluster's workers); None when it
     is gone. Read before and after a load, the difference is that load's cost."""
-    try:
-        root = psutil.Process(pid)
-        tree = [root, *root.children(recursive=True)]
-    except psutil.Error:
+    tree = process_tree(pid)
+    if tree is None:
         return None
     user = system = 0.0
     switches = 0

@@ -140,7 +140,7 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
         interrupt.check()
         n = len(done.runs) + 1
         spec = TOOLS[tool_name].sized(base, run_s if done.rate else unsized_s, done.rate)
-        before = _jit_ticks(target)
+        before = _jit_time(target)
         outcome = bench.load(
             target,
             tool_name,
@@ -155,7 +155,7 @@ def warm_up(bench: Loader, step: WarmupStep, rule: WarmupRule) -> results.Warmup
         if rps is None and done.rate is None:
             unsized_s = min(unsized_s * 2, MAX_UNSIZED_S)
         requests, errors = (m.requests, m.errors.total) if m else (0, None)
-        share = jit.share(before, _jit_ticks(target))
+        share = jit.share(before, _jit_time(target))
         done.add(rps, m.duration_s if m else None, requests, errors, rule.tolerance, share)
     if done.rate is None and job.name not in bench.dead:
         warn(
@@ -184,8 +184,8 @@ def _load(job: Job, rule: WarmupRule) -> tuple[str, LoadSpec, float]:
     return scenario.warmup_tool, base, run_s
 
 
-def _jit_ticks(target: Target) -> jit.CpuTicks | None:
-    """The server's JIT and total CPU ticks (harness.basics.jit); None for one on another machine (no kernel start
+def _jit_time(target: Target) -> jit.CpuTime | None:
+    """The server's JIT and total CPU time (harness.basics.jit); None for one on another machine (no kernel start
     recorded: a remote Docker host) or without a HotSpot JIT."""
     running = target.running
     return jit.read(running.pid) if running.pid and running.pid_start is not None else None
