@@ -263,7 +263,7 @@ class FakeExecutor:
         self.calls.append(("attempt", job.name, job.run.label, n, position))
         self.sized_from.append((job.scenario.name, job.name, warm_rate))
         a = fake_attempt(n)
-        a.raw = [f"raw/{job.name}-{job.run.label}-{n}/output.txt"]
+        a.raw, a.round_position = [f"raw/{job.name}-{job.run.label}-{n}/output.txt"], position
         if job.name in self.rates:
             a.rps = next(self.rates[job.name])
         return a
@@ -464,6 +464,17 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
     ]  # the first attempts' outputs
     assert node.remeasured is None and [a.rps for a in node.attempts] == [50.0, 51.0, 49.0]
     assert allowance.left_s < 100.0
+
+
+def test_only_the_server_that_climbs_beyond_the_others_of_its_rounds_is_measured_again():
+    # every server climbs 100 → 130 → 160 % with the machine; akka climbs beyond them (harness.results.round_trend)
+    shared = [1.0, 1.3, 1.6]
+    rates = {name: [level * s for s in shared] for name, level in (("rust", 900.0), ("node", 300.0), ("express", 90.0))}
+    rates["akka"] = [50.0 * s * own for s, own in zip(shared, (1.0, 1.5, 2.0))] + [200.0, 201.0, 199.0]
+    executor = FakeExecutor(rates=rates)
+    measure(executor, CLOSE_ONLY, ("rust", "node", "express", "akka"), rounds.Allowance(100.0))
+    again = {r.server: r.remeasured for r in executor.records if r.remeasured}
+    assert list(again) == ["akka"] and "warming" in again["akka"]["why"]
 
 
 def test_the_run_budget_and_the_ceiling_are_not_measured_again():

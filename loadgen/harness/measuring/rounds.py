@@ -29,7 +29,7 @@ from harness.measuring.schedule import (
     turns,
     warmup_step,
 )
-from harness.results import flags
+from harness.results import flags, round_trend
 from harness.results import records as results
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Record, Warmup
@@ -146,7 +146,8 @@ class Rounds:
                 self.keep(job, attempts[job.name], warmups[job.name], repeat, complete=True)
         for job in jobs:
             if job.name not in self.executor.dead:
-                again = self.remeasure(job, repeat, attempts[job.name])
+                mates = [others for name, others in attempts.items() if name != job.name]
+                again = self.remeasure(job, repeat, attempts[job.name], mates)
                 if again:
                     self.keep(job, attempts[job.name], warmups[job.name], repeat, again, complete=True)
         self.more_rounds(jobs, attempts, warmups, repeat)
@@ -213,17 +214,22 @@ class Rounds:
             record.incomplete = f"{len(attempts)} of {repeat} attempts: the run ended before the rest"
         executor.put_record(record)
 
-    def remeasure(self, job: Job, repeat: int, attempts: list[Attempt]) -> dict[str, Any] | None:
-        """Where `job`'s attempts climbed or fell beyond the noise (harness.basics.trend, the rule of the warming and
-        drifting flags) and the run's re-measuring time allows: a further warm-up until settled, then `repeat`
-        attempts back to back that replace `attempts` (the others sleep meanwhile); not the ceiling (never ranked, it
-        keeps its flag), and not once the campaign's time budget (`budget_s`) would be overrun by it with what is
-        still planned. Returns what the record keeps of the first attempts, or None when nothing was measured again."""
-        found = flags.attempts_trend(attempts)
+    def remeasure(
+        self, job: Job, repeat: int, attempts: list[Attempt], mates: list[list[Attempt]]
+    ) -> dict[str, Any] | None:
+        """Where `job`'s attempts climbed or fell beyond the noise against the other servers of its rounds (`mates`;
+        harness.results.round_trend, the rule of the warming and drifting flags) and the run's re-measuring time
+        allows: a further warm-up until settled, then `repeat` attempts back to back that replace `attempts` (the
+        others sleep meanwhile); not the ceiling (never ranked, it keeps its flag), and not once the campaign's time
+        budget (`budget_s`) would be overrun by it with what is still planned. Returns what the record keeps of the first attempts, or None when nothing was measured again."""
+        found = flags.attempts_trend(attempts, mates)
         if not found or not found.moving or job.server.has_role("ceiling"):  # the ceiling is never ranked
             return None
         rates = [a.rps for a in attempts if a.measured]
-        label = f"  {job.name} {job.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, {found.kind}"
+        against = " against the other servers of its rounds" if round_trend.against_mates(attempts, mates) else ""
+        label = (
+            f"  {job.name} {job.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, {found.kind}{against}"
+        )
         needed = remeasure_seconds(job.run, repeat, self.settings)
         allowance = self.allowance
         budget = allowance.budget_left() if allowance.budget_left else math.inf

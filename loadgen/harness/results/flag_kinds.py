@@ -92,15 +92,16 @@ UNSETTLED = FlagKind(
 WARMING = FlagKind(
     "warming",
     f"the attempts still climb (a trend of more than {TREND_TOLERANCE:.0%} over them, the "
-    "attempts agreeing on the direction): the server was not yet warm; the median "
-    "understates it",
+    "attempts agreeing on the direction; each taken against the other servers of its round "
+    "where three or more were measured in the same rounds, so a climb the machine gave them "
+    "all is not one): the server was not yet warm; the median understates it",
     colour="#0e7490",
 )
 DRIFTING = FlagKind(
     "drifting",
     f"the attempts fall (a trend of more than {TREND_TOLERANCE:.0%} over them, the attempts "
-    "agreeing on the direction): the server or the machine slowed down during the "
-    "measurement",
+    "agreeing on the direction; against the other servers of its rounds, as for warming): "
+    "the server slowed down during the measurement, or the machine did for its turns",
     colour="#0e7490",
 )
 SPREAD = FlagKind(

@@ -12,12 +12,13 @@ one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.basics import formats, stats, trend
 from harness.config.manifest import UPSTREAM_PATH
 from harness.results import flag_kinds as kinds
-from harness.results import mix, ranking
+from harness.results import mix, ranking, round_trend
 from harness.results import summary as summaries
 from harness.results.flag_kinds import (
     LOADGEN_SATURATED,
@@ -276,24 +277,25 @@ def _spread(summary: Summary) -> Flag | None:
     return None
 
 
-def attempts_trend(attempts: list[Attempt]) -> trend.Trend | None:
-    """The trend of the measured attempts' req/s in the order they were taken (three attempts or more): the rule of
-    the warming and drifting flags, and of measuring a record again (rounds.remeasure)."""
-    rates = [a.rps for a in attempts if a.measured]
-    if len(rates) < 3:
-        return None
-    return trend.classify(rates, TREND_TOLERANCE)  # type: ignore[arg-type]  # a measured attempt has a rate
+def attempts_trend(attempts: list[Attempt], mates: Sequence[list[Attempt]] = ()) -> trend.Trend | None:
+    """The trend of the measured attempts' req/s in the order they were taken (three attempts or more), each divided by
+    its round's shared effect where `mates` (the other servers' attempts of the same rounds) read it: the rule of the
+    warming and drifting flags, and of measuring a record again (rounds.remeasure; harness.results.round_trend)."""
+    found = round_trend.judged(attempts, list(mates), TREND_TOLERANCE)
+    return found[0] if found else None
 
 
-def _trend(record: Record) -> Flag | None:
-    found = attempts_trend(record.attempts)
-    if not found or not found.moving:
+def _trend(record: Record, mates: Sequence[list[Attempt]]) -> Flag | None:
+    found = round_trend.judged(record.attempts, list(mates), TREND_TOLERANCE)
+    if not found or not found[0].moving:
         return None
+    moved, count = found
     rates = " → ".join(formats.fmt_rate(a.rps) for a in record.attempts if a.measured)
+    against = f" against the other {count} servers of its rounds" if count else ""
     return Flag(
-        TREND_FLAGS[found.kind],
-        f"req/s {rates}: {found.change:+.0%} over the attempts (Theil–Sen trend), "
-        f"direction agreement {found.agreement:+.2f}",
+        TREND_FLAGS[moved.kind],
+        f"req/s {rates}: {moved.change:+.0%} over the attempts{against} (Theil–Sen trend), "
+        f"direction agreement {moved.agreement:+.2f}",
     )
 
 
@@ -350,9 +352,13 @@ def _incomplete(record: Record) -> Flag | None:
 
 
 def flags_for(
-    record: Record, upstream_rates: dict[str, tuple[str, float]], verification: dict[str, Verification] | None
+    record: Record,
+    upstream_rates: dict[str, tuple[str, float]],
+    verification: dict[str, Verification] | None,
+    mates: Sequence[list[Attempt]] = (),
 ) -> list[Flag]:
-    """The record's flags in the reported order; `record.summary` must be set (evaluate sets it)."""
+    """The record's flags in the reported order; `record.summary` must be set (evaluate sets it); `mates`: the attempts
+    of the other servers of its rounds, which its trend is judged against."""
     found = [
         _failed(record),
         _incomplete(record),
@@ -367,7 +373,7 @@ def flags_for(
     # an open-model step's req/s is the rate it was offered, not the server's: its spread and trend say nothing; a
     # trend explains a spread, so a record that is warming or drifting is not also flagged spread
     if record.rps is not None and not offered_rps(record):
-        found.append(_trend(record) or _spread(record.summary))  # type: ignore[arg-type]  # evaluate() set it
+        found.append(_trend(record, mates) or _spread(record.summary))  # type: ignore[arg-type]  # evaluate() set it
     return [f for f in found if f]
 
 
@@ -376,9 +382,10 @@ def evaluate(run: Run) -> None:
     older harness wrote none or one without intervals (harness.results.summary.completed)."""
     upstream_rates = _upstream_rates(run)
     calibrated = run.with_role("calibrated")  # judged against known answers (make calibrate), never ranked
+    mates = round_trend.mates_of(run.records)
     for record in run.records:
         record.summary = summaries.completed(record)
-        record.flags = flags_for(record, upstream_rates, run.verification)
+        record.flags = flags_for(record, upstream_rates, run.verification, mates.get(id(record), []))
         record.ranked = ranking.takes_part(record) and record.server not in calibrated
 
 

@@ -1,0 +1,95 @@
+"""A record's attempts judged against the other servers of its rounds: the rule of the warming and drifting flags, and
+of measuring a record again (measuring/rounds.py).
+
+Every server of an interleaved round meets the same machine within seconds, and the machine moves: over the seven
+`make bench` runs of 1–2 Dec its shared effect went from −24 to +23 % round to round within a group, and climbed
+through whole scenarios (tweets c100 on 2 Dec, 03:04: −23, −19, 0, +23, +11, +9 %), rust's, node's and nginx's
+attempts with the JVMs'. Judged on its own rates, a record then "still climbs" because the machine did: 58 JVM and 28
+non-JVM records were flagged warming there. Each attempt divided by its round's shared effect (the median, over the
+other servers of the group, of their deviation from their own mean, so that one warming neighbour does not move it),
+33 and 20 are; the non-JVMs' 20 of 258 (8 %) is about what noise alone reads (six attempts with 14 % own noise rise by
+more than 10 % 7 % of the time), and the JVMs' 33 of 336 (10 %) is little above it (`python -m harness.results.round_trend <results.json>...`).
+A record measured back to back (measured again, or alone) has no round-mates: it is judged on its own rates.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+from harness.basics import trend
+from harness.results.flag_kinds import TREND_TOLERANCE
+from harness.results.noise import groups_of
+from harness.results.records import Attempt, Record, load
+
+MIN_MATES = 3  # fewer other servers in a round: their median is no reading of the machine
+JVM_FREE = ("rust", "node", "node-twin", "express", "nginx")  # main's tally: servers without a JIT that warms for long
+
+
+def ln_rounds(attempts: list[Attempt]) -> dict[int, float]:
+    """ln req/s of each measured attempt taken in an interleaved round, by its attempt number."""
+    return {
+        a.attempt: math.log(a.rps)
+        for a in attempts
+        if a.measured and a.rps and a.rps > 0 and a.round_position is not None
+    }
+
+
+def _deviations(attempts: list[Attempt]) -> dict[int, float]:
+    rounds = ln_rounds(attempts)
+    mean = sum(rounds.values()) / len(rounds) if rounds else 0.0
+    return {n: x - mean for n, x in rounds.items()}
+
+
+def against_mates(mine: list[Attempt], mates: list[list[Attempt]]) -> tuple[list[float], int] | None:
+    """`mine`'s measured req/s in attempt order, each divided by its round's shared effect, and how many mates read it;
+    None where one of its measured attempts was not taken in a round, or a round has fewer than MIN_MATES mates."""
+    rounds = ln_rounds(mine)
+    measured = [a for a in mine if a.measured]
+    if not rounds or len(rounds) < len(measured):
+        return None
+    others = [d for m in mates if (d := _deviations(m))]
+    values = []
+    for n in sorted(rounds):
+        seen = [d[n] for d in others if n in d]
+        if len(seen) < MIN_MATES:
+            return None
+        values.append(math.exp(rounds[n] - statistics.median(seen)))
+    return values, len(others)
+
+
+def judged(mine: list[Attempt], mates: list[list[Attempt]], tolerance: float) -> tuple[trend.Trend, int] | None:
+    """The trend of `mine`'s attempts (three or more) against its round-mates, and how many they were; on its own
+    rates (0 mates) where it has none to be judged against."""
+    relative = against_mates(mine, mates)
+    values, count = relative if relative else ([a.rps for a in mine if a.measured and a.rps], 0)
+    if len(values) < 3:
+        return None
+    return trend.classify(values, tolerance), count
+
+
+def mates_of(records: list[Record]) -> dict[int, list[list[Attempt]]]:
+    """Each record's round-mates (the other records of its group, noise.groups_of: their attempts), by id(record)."""
+    return {id(r): [m.attempts for m in group if m is not r] for group in groups_of(records) for r in group}
+
+
+def main(paths: list[str]) -> None:
+    """The tally in this module's doc: records flagged on their own rates → against their round-mates."""
+    tally: Counter[tuple[str, str, str]] = Counter()
+    for path in paths:
+        for group in groups_of(load(Path(path)).records):
+            for r in group:
+                alone = judged(r.attempts, [], TREND_TOLERANCE)
+                mates = judged(r.attempts, [m.attempts for m in group if m is not r], TREND_TOLERANCE)
+                if alone and mates and mates[1]:
+                    kind = "without a JIT" if r.server in JVM_FREE else "JVM"
+                    tally[kind, alone[0].kind, mates[0].kind] += 1
+    for (kind, alone_kind, mates_kind), n in sorted(tally.items()):
+        print(f"{kind}: {alone_kind} on its own rates, {mates_kind} against its round-mates: {n}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,99 @@
+"""The warming and drifting flags judge a record's attempts against the other servers of its rounds
+(harness.results.round_trend): a climb the whole round shares is the machine's, not the server's."""
+
+import math
+import random
+
+from test_flags import evaluated, names, reason, rec
+
+from harness.basics import trend
+from harness.results.flag_kinds import TREND_TOLERANCE
+from harness.results.records import Record
+
+SHARED_CLIMB = (1.0, 1.3, 1.6, 1.6, 1.9, 2.0)  # every server of the round, round by round: the machine
+
+
+def in_rounds(record: dict, position: int, servers: int) -> dict:
+    """`record`'s attempts taken in interleaved rounds, at `position` of `servers` turns."""
+    for n, a in enumerate(record["attempts"], start=1):
+        a["attempt"], a["round_position"] = n, {"position": position, "of": servers}
+    return record
+
+
+def group(levels: dict[str, float], own: dict[str, tuple[float, ...]] | None = None, rounds: bool = True) -> list:
+    """One scenario's records: each server's level times the shared climb (times its own factors, where given)."""
+    out = []
+    for i, (server, level) in enumerate(levels.items()):
+        factors = (own or {}).get(server, (1.0,) * len(SHARED_CLIMB))
+        rates = tuple(round(level * s * f, 1) for s, f in zip(SHARED_CLIMB, factors))
+        record = rec(server=server, rates=rates)
+        out.append(in_rounds(record, i + 1, len(levels)) if rounds else record)
+    return out
+
+
+FOUR = {"rust": 90_000.0, "node": 30_000.0, "express": 9_000.0, "nginx": 60_000.0}
+
+
+def flagged(records: list[Record]) -> dict[str, list[str]]:
+    return {r.server: names(r) for r in records if {"warming", "drifting"} & set(names(r))}
+
+
+def test_a_climb_every_server_of_the_rounds_shares_flags_none():
+    assert flagged(evaluated(*group(FOUR))) == {}
+
+
+def test_the_same_attempts_measured_back_to_back_are_judged_on_their_own_rates():
+    found = evaluated(*group(FOUR, rounds=False))
+    assert flagged(found) == {s: ["warming"] for s in FOUR}
+    assert "against" not in reason(found[0])
+
+
+def test_a_server_that_climbs_beyond_its_round_mates_is_warming_and_says_against_whom():
+    akka = {"akka": (0.5, 0.6, 0.75, 0.9, 1.0, 1.0)}  # its own JIT on top of the machine's climb
+    found = evaluated(*group({**FOUR, "akka": 5_000.0}, akka))
+    assert flagged(found) == {"akka": ["warming"]}
+    (record,) = [r for r in found if r.server == "akka"]
+    assert "against the other 4 servers of its rounds" in reason(record)
+
+
+def test_a_server_that_falls_while_its_round_mates_climb_is_drifting():
+    falling = {"node": (1.0, 0.8, 0.7, 0.6, 0.55, 0.5)}
+    assert flagged(evaluated(*group(FOUR, falling))) == {"node": ["drifting"]}
+
+
+def test_fewer_than_three_round_mates_judge_nothing_the_record_keeps_its_own_rates():
+    two = {"rust": 90_000.0, "node": 30_000.0, "nginx": 60_000.0}
+    assert flagged(evaluated(*group(two))) == {s: ["warming"] for s in two}
+
+
+def test_round_mates_take_out_a_shared_drift_and_keep_a_server_s_own_climb():
+    """Synthetic rounds: a shared drift of 10 % a round (a random walk), 5 % own noise per attempt, ten servers, six
+    rounds. On their own rates 40 % of the flat servers read as moving; against their round-mates 7 %, within 3 points
+    of what the trend rule reads on their own noise alone (6 %), while a server climbing 40 % over its attempts is
+    still found."""
+    rng = random.Random(41)
+    alone = mates = noise_alone = found = 0
+    trials = 200
+    for _ in range(trials):
+        walk = [0.0]
+        for _ in range(5):
+            walk.append(walk[-1] + rng.gauss(0.02, 0.10))
+        own = [[rng.gauss(0, 0.05) for _ in walk] for _ in range(10)]
+        climb = [0.4 * k / 5 for k in range(6)]
+        table = [
+            [w + e + (climb[k] if s == 0 else 0.0) for k, (w, e) in enumerate(zip(walk, own[s]))] for s in range(10)
+        ]
+        records = [
+            in_rounds(rec(server=f"s{s}", rates=tuple(math.exp(x) * 1000 for x in row)), s + 1, 10)
+            for s, row in enumerate(table)
+        ]
+        runs = evaluated(*records)
+        found += "warming" in names(runs[0])
+        for s, r in enumerate(runs[1:], start=1):
+            mates += bool({"warming", "drifting"} & set(names(r)))
+            alone += trend.classify([a.rps for a in r.attempts], TREND_TOLERANCE).moving
+            noise_alone += trend.classify([math.exp(e) for e in own[s]], TREND_TOLERANCE).moving
+    flat = trials * 9
+    assert mates / flat <= noise_alone / flat + 0.03
+    assert alone / flat >= 0.25
+    assert found / trials >= 0.9
