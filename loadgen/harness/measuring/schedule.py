@@ -26,6 +26,10 @@ WARMUP_RUNS_STEADY, WARMUP_RUNS_PER_CV = 3.8, 9.0
 # what a JVM's first connection-per-request climb makes, as connections a second: the six JVMs' 570,000 connections
 # took 128 s and 156 s in those benches (akka, pekko and play ~2,000 a second; finagle, socko and spray 5,000-10,000)
 JIT_WARMUP_RPS = 4000.0
+# a JVM whose compilers the warm-up waits for (harness/basics/jit.py): runs of 0.8 s a warm-up in the three benches of
+# 2 Dec, probe 4-9 % before each: 8.5-9.0 outside its first on new connections (the servers without a JIT 3.8-4.9),
+# 26-29 on that first one (low-compute, where the connections above expected 15 s)
+JIT_RUNS, JIT_FIRST_RUNS = 8.8, 28.0
 ASSUMED_RPS = 5000.0  # a run given by request count (the seed profile) before any rate is known
 # What sizes a load, not what it is: two runs that differ only in these are the same load.
 SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "timeout_s"})
@@ -79,11 +83,13 @@ class WarmupStep:
     rate: float | None = None
 
     def seconds(self, settings: Settings, runs: float = WARMUP_RUNS_STEADY) -> float:
-        """Its expected length: `runs` runs, or the JIT's connections where making them takes longer (the runs go on
-        until both are done)."""
+        """Its expected length: `runs` runs (a JVM's, as many as its JIT takes to go quiet), or the JIT's connections
+        where making them takes longer (the runs go on until both are done)."""
         if self.after is not None:
             return 0.0
         scenario, run = self.job.scenario, self.job.run
+        if self.job.server.warmup_connections:  # a JIT that climbs for long (the manifest says how far)
+            runs = max(runs, JIT_FIRST_RUNS if self.connections else JIT_RUNS)
         # ab's runs are whole rounds of its connections: at least one round at the assumed rate (long: 19,000)
         one_round = (run.load.get("concurrency") or 0) / ASSUMED_RPS if scenario.warmup_tool == "ab" else 0.0
         usual = warmup_seconds(scenario, settings, runs, one_round)
