@@ -147,6 +147,30 @@ def test_the_store_writes_the_typed_run_after_every_record(tmp_path):
     assert not list(store.dir.glob("*.tmp"))  # written to a temporary file, then renamed
 
 
+def test_a_save_after_one_record_writes_the_same_text_as_the_whole_run_serialized_anew(tmp_path):
+    """put_record serializes only the record put (the others' text kept from earlier saves): the file is still, byte
+    for byte, the whole run's compact JSON, as records are replaced by ones with more attempts and compliance comes."""
+    run = Run.from_dict(json.loads(V3.read_text()))
+    records, run.records = run.records, []
+    store = RunStore(run, root=tmp_path)
+
+    def whole() -> str:
+        return json.dumps(run.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    for record in records:
+        partial = copy.deepcopy(record)
+        partial.attempts = partial.attempts[:1]
+        store.put_record(partial)
+        assert store.path.read_text() == whole()
+    store.set_compliance("rust", {"cases": 3, "passed": 3})
+    for record in records:  # each replaced by its complete self: another object under the same key
+        store.put_record(record)
+        assert store.path.read_text() == whole()
+    flags.evaluate(run)  # in place, on every record: a whole save writes it
+    store.save()
+    assert store.path.read_text() == whole() and results.load(store.path) == run
+
+
 def finished_store(tmp_path, monkeypatch, report=None) -> RunStore:
     run = Run.from_dict(json.loads(V3.read_text()))
     for r in run.records:

@@ -271,7 +271,8 @@ class Run:
         """The server `server` is the A/A twin of (the same server under a second name), as recorded at its start."""
         return (self.servers.get(server) or {}).get("twin_of")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, records: bool = True) -> dict[str, Any]:
+        """The run as results.json holds it; `records` False: all but the records (the store writes their text)."""
         out = {
             "schema": self.schema,
             "run_id": self.run_id,
@@ -280,8 +281,9 @@ class Run:
             if self.verification is None
             else {name: asdict(v) for name, v in self.verification.items()},
             "servers": self.servers,
-            "records": [r.to_dict() for r in self.records],
         }
+        if records:
+            out["records"] = [r.to_dict() for r in self.records]
         if self.overhead is not None:
             out["overhead"] = self.overhead
         if self.calibration is not None:
