@@ -196,13 +196,17 @@ def test_ab_s_p99_9_is_the_known_tail_to_the_ms_from_its_per_request_file(server
     m = ab.parse(out, tmp_path)
     assert m.requests == 1000 and m.distribution.count == 1000
     assert m.latency_ms["p99"] < 20
-    assert 20 <= m.latency_ms["p99.9"] <= 21.5  # the delay and a request's own time, to -g's whole ms
-    assert m.latency_ms["p99.9"] <= m.latency_ms["max"]
     # -g's file is cut to the slice it was read for, and reads the same again
     assert not (tmp_path / PER_REQUEST).exists()
     kept = (tmp_path / SLOWEST).read_text().splitlines()
     assert kept[0].startswith("starttime") and len(kept) == 1 + 10
-    assert [int(line.split("\t")[4]) >= 20 for line in kept[1:]] == [False] * 5 + [True] * 5
+    times = [int(line.split("\t")[4]) for line in kept[1:]]  # ttime, slowest last
+    assert times == sorted(times) and min(times[-5:]) >= 20  # the five held 20 ms among them
+    # p99.9 is rank 999 of 1,000: the second slowest request, to the nearest ms (-g rounds to whole ms). Not bounded
+    # above, nor the others below 20 ms: the host stops this VM's CPUs for 1-20 ms at times (a held request read 23 ms
+    # in CI on 2 Dec, where this test had asked for at most 21.5)
+    assert times[-2] >= 20 and abs(m.latency_ms["p99.9"] - times[-2]) <= 0.5
+    assert m.latency_ms["p99.9"] <= m.latency_ms["max"]
     assert ab.parse(out, tmp_path).latency_ms == m.latency_ms
 
 
