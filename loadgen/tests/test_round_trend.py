@@ -66,6 +66,32 @@ def test_fewer_than_three_round_mates_judge_nothing_the_record_keeps_its_own_rat
     assert flagged(evaluated(*group(two))) == {s: ["warming"] for s in two}
 
 
+def bound_on(record: dict, role: str) -> dict:
+    """`record`'s attempts bound on `role`'s CPU (the busier one), both CPUs' speeds read (CPU_METER=1)."""
+    for a in record["attempts"]:
+        for r in ("server", "loadgen"):
+            a["samples"][r].update(cpu_util=0.97 if r == role else 0.4, cpu_speed=1.0)
+    return record
+
+
+def test_a_server_bound_on_the_load_generator_s_cpu_is_not_judged_by_those_on_the_server_s():
+    """The host slows each CPU alone (docs/cpu-speed.md): the server's CPU slowed the four bound on it by 40 % over
+    the rounds while rust, bound on the load generator's, held. The four are flat against each other; rust has no
+    three mates on its CPU and is judged on its own rates: flat. Judged against the four, it would read warming."""
+    slowed = (1.0, 0.9, 0.8, 0.75, 0.7, 0.6)
+    levels = {"node": 30_000.0, "express": 9_000.0, "akka": 25_000.0, "pekko": 24_000.0}
+
+    def measured(rust_on: str) -> list[Record]:
+        four = [
+            bound_on(in_rounds(rec(server=s, rates=tuple(level * f for f in slowed)), i, 5), "server")
+            for i, (s, level) in enumerate(levels.items(), start=1)
+        ]
+        return evaluated(*four, bound_on(in_rounds(rec(server="rust", rates=(90_000.0,) * 6), 5, 5), rust_on))
+
+    assert flagged(measured("loadgen")) == {}
+    assert flagged(measured("server")) == {"rust": ["warming"]}
+
+
 def test_round_mates_take_out_a_shared_drift_and_keep_a_server_s_own_climb():
     """Synthetic rounds: a shared drift of 10 % a round (a random walk), 5 % own noise per attempt, ten servers, six
     rounds. On their own rates 40 % of the flat servers read as moving; against their round-mates 7 %, within 3 points

@@ -4,11 +4,16 @@ of measuring a record again (measuring/rounds.py).
 Every server of an interleaved round meets the same machine within seconds, and the machine moves: over the seven
 `make bench` runs of 1–2 Dec its shared effect went from −24 to +23 % round to round within a group, and climbed
 through whole scenarios (tweets c100 on 2 Dec, 03:04: −23, −19, 0, +23, +11, +9 %), rust's, node's and nginx's
-attempts with the JVMs'. Judged on its own rates, a record then "still climbs" because the machine did: 58 JVM and 28
-non-JVM records were flagged warming there. Each attempt divided by its round's shared effect (the median, over the
-other servers of the group, of their deviation from their own mean, so that one warming neighbour does not move it),
-33 and 20 are; the non-JVMs' 20 of 258 (8 %) is about what noise alone reads (six attempts with 14 % own noise rise by
-more than 10 % 7 % of the time), and the JVMs' 33 of 336 (10 %) is little above it (`python -m harness.results.round_trend <results.json>...`).
+attempts with the JVMs'. Judged on its own rates, a record then "still climbs" because the machine did. So each
+attempt is divided by its round's shared effect: the median, over the other servers of the group bound on the same CPU
+(the host slows each CPU alone), of their deviation from their own mean (a median: one warming neighbour does not move
+it; half of them would). Over those seven benches (`python -m harness.results.round_trend
+<results.json>...`), of 322 JVM records 54 read warming on their own rates and 30 against their round-mates, 22 and 21
+drifting; of 225 records of servers without a JIT, 26 and 17 warming, 7 and 19 drifting. Six attempts with 14 % own
+noise (the attempts' own part those days) move by more than 10 % in agreeing directions 6.7 % of the time each way by
+chance alone: against their round-mates the JVMs' 9 % warming is near that chance, where on their own rates 17 % was
+the machine's climb besides. The other side of it: servers without a JIT read drifting a little more often (8 %) where
+some of their mates still climb.
 A record measured back to back (measured again, or alone) has no round-mates: it is judged on its own rates.
 """
 
@@ -22,7 +27,7 @@ from pathlib import Path
 
 from harness.basics import trend
 from harness.results.flag_kinds import TREND_TOLERANCE
-from harness.results.noise import groups_of
+from harness.results.noise import bound_role_of, groups_of
 from harness.results.records import Attempt, Record, load
 
 MIN_MATES = 3  # fewer other servers in a round: their median is no reading of the machine
@@ -45,13 +50,16 @@ def _deviations(attempts: list[Attempt]) -> dict[int, float]:
 
 
 def against_mates(mine: list[Attempt], mates: list[list[Attempt]]) -> tuple[list[float], int] | None:
-    """`mine`'s measured req/s in attempt order, each divided by its round's shared effect, and how many mates read it;
-    None where one of its measured attempts was not taken in a round, or a round has fewer than MIN_MATES mates."""
+    """`mine`'s measured req/s in attempt order, each divided by its round's shared effect, and how many mates read it:
+    those bound on the same CPU (noise.bound_role_of; all alike where no CPU's speed was read), since the host slows
+    each CPU alone; None where one of its measured attempts was not taken in a round, or a round has fewer than
+    MIN_MATES mates."""
     rounds = ln_rounds(mine)
     measured = [a for a in mine if a.measured]
     if not rounds or len(rounds) < len(measured):
         return None
-    others = [d for m in mates if (d := _deviations(m))]
+    role = bound_role_of(mine)
+    others = [d for m in mates if bound_role_of(m) == role and (d := _deviations(m))]
     values = []
     for n in sorted(rounds):
         seen = [d[n] for d in others if n in d]
@@ -80,10 +88,12 @@ def main(paths: list[str]) -> None:
     """The tally in this module's doc: records flagged on their own rates → against their round-mates."""
     tally: Counter[tuple[str, str, str]] = Counter()
     for path in paths:
-        for group in groups_of(load(Path(path)).records):
+        records = load(Path(path)).records
+        mates_by_id = mates_of(records)
+        for group in groups_of(records):
             for r in group:
                 alone = judged(r.attempts, [], TREND_TOLERANCE)
-                mates = judged(r.attempts, [m.attempts for m in group if m is not r], TREND_TOLERANCE)
+                mates = judged(r.attempts, mates_by_id[id(r)], TREND_TOLERANCE)
                 if alone and mates and mates[1]:
                     kind = "without a JIT" if r.server in JVM_FREE else "JVM"
                     tally[kind, alone[0].kind, mates[0].kind] += 1
