@@ -110,6 +110,20 @@ def test_the_shared_and_own_parts_are_read_back_from_rounds():
     assert found.shared_fraction == pytest.approx(0.8, abs=0.05)
 
 
+def test_each_server_s_own_part_is_read_back_and_one_noisier_than_the_rest_stands_out():
+    """noise.by_server: every server drawn with 3 % own noise reads 3 %; one given 9 % more of its own reads ~9.5 %."""
+    rng = random.Random(11)
+    groups = []
+    for _ in range(150):
+        group = synthetic_group(rng, 0.06, 0.03, 6)
+        for a in group["fast"].attempts:
+            a.rps = (a.rps or 0) * math.exp(rng.gauss(0, 0.09))
+        groups.append(list(group.values()))
+    found = {name: float(x.rstrip("%")) / 100 for name, x in (p.split() for p in noise.by_server(groups).split(", "))}
+    assert found.pop("fast") == pytest.approx(math.hypot(0.03, 0.09), rel=0.1)
+    assert all(x == pytest.approx(0.03, rel=0.12) for x in found.values()), found
+
+
 def test_the_pairing_threshold_and_the_rounds_it_takes():
     assert [round(round_pairs.pairing_threshold(n), 2) for n in (4, 8)] == [0.48, 0.21]
     assert round_pairs.rounds_needed(0.10, 0.02) == 6  # a steady machine's own noise, 10 % apart

@@ -254,11 +254,31 @@ def by_speed(groups: list[list[Record]]) -> str | None:
     )
 
 
+def by_server(groups: list[list[Record]]) -> str:
+    """Each server's own part per attempt: its residuals' sum of squares over its share of the degrees of freedom,
+    (rounds − 1)(servers − 1)/servers a group, pooled over the groups. Alike for servers with and without a JIT: the
+    machine's; one server far above the rest: its own."""
+    squares: dict[str, float] = {}
+    dof: dict[str, float] = {}
+    for records in groups:
+        members, _ = common_rounds(records)
+        table = _table(records)
+        servers, rounds = len(table), len(table[0]) if table else 0
+        if servers < 3 or rounds < 2:
+            continue
+        effects = [sum(row[k] for row in table) / servers for k in range(rounds)]
+        for record, row in zip(members, table):
+            squares[record.server] = squares.get(record.server, 0.0) + sum((x - e) ** 2 for x, e in zip(row, effects))
+            dof[record.server] = dof.get(record.server, 0.0) + (rounds - 1) * (servers - 1) / servers
+    return ", ".join(f"{name} {math.sqrt(squares[name] / dof[name]):.1%}" for name in sorted(squares))
+
+
 def main(paths: list[str]) -> None:
     for path in paths:
         groups = groups_of(load(Path(path)).records)
         print(describe_run(Path(path)))
         print("  by attempt length: " + by_length(groups))
+        print("  own, by server: " + by_server(groups))
         if (speeds := by_speed(groups)) is not None:
             print("  " + speeds)
 
