@@ -221,7 +221,8 @@ class Rounds:
         harness.results.round_trend, the rule of the warming and drifting flags) and the run's re-measuring time
         allows: a further warm-up until settled, then `repeat` attempts back to back that replace `attempts` (the
         others sleep meanwhile); not the ceiling (never ranked, it keeps its flag), and not once the campaign's time
-        budget (`budget_s`) would be overrun by it with what is still planned. Returns what the record keeps of the first attempts, or None when nothing was measured again."""
+        budget (`budget_s`) would be overrun by it with what is still planned. Returns what the record keeps of the
+        first attempts, or None when nothing was measured again."""
         found = flags.attempts_trend(attempts, mates)
         if not found or not found.moving or job.server.has_role("ceiling"):  # the ceiling is never ranked
             return None

@@ -131,7 +131,7 @@ class RunStore:
     def save(self, only: Record | None = None) -> None:
         """results.json written anew from `run`; `only`: the one record that changed since the last save (put_record),
         the others written as their text was then. A bench saves after every attempt: serializing all of its 2 MB
-        each time took 0.15-0.2 s between two attempts (2 Dec), a tenth of a 0.8 s attempt's length."""
+        each time took 0.15-0.2 s between two attempts (2 Dec), a fifth of a 0.8 s attempt's length."""
         text = self._text(only)
         tmp = self.path.with_suffix(".tmp")
         try:
