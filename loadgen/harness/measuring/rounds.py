@@ -29,7 +29,7 @@ from harness.measuring.schedule import (
     turns,
     warmup_step,
 )
-from harness.results import flags, round_trend
+from harness.results import flags
 from harness.results import records as results
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Record, Warmup
@@ -223,11 +223,12 @@ class Rounds:
         others sleep meanwhile); not the ceiling (never ranked, it keeps its flag), and not once the campaign's time
         budget (`budget_s`) would be overrun by it with what is still planned. Returns what the record keeps of the
         first attempts, or None when nothing was measured again."""
-        found = flags.attempts_trend(attempts, mates)
-        if not found or not found.moving or job.server.has_role("ceiling"):  # the ceiling is never ranked
+        judged = flags.attempts_trend(attempts, mates)
+        if not judged or not judged[0].moving or job.server.has_role("ceiling"):  # the ceiling is never ranked
             return None
+        found, count = judged
         rates = [a.rps for a in attempts if a.measured]
-        against = " against the other servers of its rounds" if round_trend.against_mates(attempts, mates) else ""
+        against = f" against the other {count} servers of its rounds" if count else ""
         label = (
             f"  {job.name} {job.label}: attempts {' → '.join(f'{r:,.0f}' for r in rates)} req/s, {found.kind}{against}"
         )

@@ -277,16 +277,16 @@ def _spread(summary: Summary) -> Flag | None:
     return None
 
 
-def attempts_trend(attempts: list[Attempt], mates: Sequence[list[Attempt]] = ()) -> trend.Trend | None:
+def attempts_trend(attempts: list[Attempt], mates: Sequence[list[Attempt]] = ()) -> tuple[trend.Trend, int] | None:
     """The trend of the measured attempts' req/s in the order they were taken (three attempts or more), each divided by
-    its round's shared effect where `mates` (the other servers' attempts of the same rounds) read it: the rule of the
-    warming and drifting flags, and of measuring a record again (rounds.remeasure; harness.results.round_trend)."""
-    found = round_trend.judged(attempts, list(mates), TREND_TOLERANCE)
-    return found[0] if found else None
+    its round's shared effect where `mates` (the other servers' attempts of the same rounds) read it, and how many
+    did (0: on its own rates): the rule of the warming and drifting flags, and of measuring a record again
+    (rounds.remeasure; harness.results.round_trend)."""
+    return round_trend.judged(attempts, list(mates), TREND_TOLERANCE)
 
 
 def _trend(record: Record, mates: Sequence[list[Attempt]]) -> Flag | None:
-    found = round_trend.judged(record.attempts, list(mates), TREND_TOLERANCE)
+    found = attempts_trend(record.attempts, mates)
     if not found or not found[0].moving:
         return None
     moved, count = found

@@ -79,8 +79,14 @@ def rounds_of(record: Record, by_speed: bool = False) -> dict[int, float]:
     role = bound_role(record) if by_speed else None
     if record.remeasured or (by_speed and role is None):
         return {}
+    return ln_by_round(record.attempts, role)
+
+
+def ln_by_round(attempts: list[Attempt], role: str | None = None) -> dict[int, float]:
+    """ln req/s of each measured attempt taken in an interleaved round, by its attempt number; `role`: each divided
+    by the speed of that role's CPU (none where it was not read)."""
     out = {}
-    for a in record.attempts:
+    for a in attempts:
         if a.measured and a.rps and a.rps > 0 and a.round_position is not None:
             if speed := speed_of(a, role):
                 out[a.attempt] = math.log(a.rps / speed)
@@ -103,13 +109,18 @@ def _table(records: list[Record], by_speed: bool = False) -> list[list[float]]:
     return [[x - sum(row) / len(row) for x in row] for row in rows]
 
 
+def _effects(table: list[list[float]]) -> list[float]:
+    """Each common round's shared effect: the mean of the servers' deviations from their own means."""
+    return [sum(row[k] for row in table) / len(table) for k in range(len(table[0]))] if table else []
+
+
 def round_sharing(records: list[Record], by_speed: bool = False) -> Sharing | None:
     """The shared and own variances of one group's attempts (three servers and two common rounds at least)."""
     table = _table(records, by_speed)
     servers, rounds = len(table), len(table[0]) if table else 0
     if servers < 3 or rounds < 2:
         return None
-    effects = [sum(row[k] for row in table) / servers for k in range(rounds)]
+    effects = _effects(table)
     residual = sum((row[k] - effects[k]) ** 2 for row in table for k in range(rounds))
     own = residual / ((servers - 1) * (rounds - 1))
     between = servers * sum(e * e for e in effects) / (rounds - 1)
@@ -138,12 +149,12 @@ def round_effects(records: list[Record]) -> list[tuple[float, float]]:
     """(when, shared effect) of each common round of a group: its first attempt's start and the mean of the servers'
     deviations from their own means."""
     members, rounds = common_rounds(records)
-    table = _table(records)
+    effects = _effects(_table(records))
     out = []
     for k, n in enumerate(rounds):
         starts = [t for r in members for a in r.attempts if a.attempt == n and (t := _seconds(a.started_at))]
-        if starts and table:
-            out.append((min(starts), sum(row[k] for row in table) / len(table)))
+        if starts and effects:
+            out.append((min(starts), effects[k]))
     return out
 
 
@@ -266,7 +277,7 @@ def by_server(groups: list[list[Record]]) -> str:
         servers, rounds = len(table), len(table[0]) if table else 0
         if servers < 3 or rounds < 2:
             continue
-        effects = [sum(row[k] for row in table) / servers for k in range(rounds)]
+        effects = _effects(table)
         for record, row in zip(members, table):
             squares[record.server] = squares.get(record.server, 0.0) + sum((x - e) ** 2 for x, e in zip(row, effects))
             dof[record.server] = dof.get(record.server, 0.0) + (rounds - 1) * (servers - 1) / servers

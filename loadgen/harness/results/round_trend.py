@@ -27,24 +27,16 @@ from pathlib import Path
 
 from harness.basics import trend
 from harness.results.flag_kinds import TREND_TOLERANCE
-from harness.results.noise import bound_role_of, groups_of
+from harness.results.noise import bound_role_of, groups_of, ln_by_round
 from harness.results.records import Attempt, Record, load
 
 MIN_MATES = 3  # fewer other servers in a round: their median is no reading of the machine
 JVM_FREE = ("rust", "node", "node-twin", "express", "nginx")  # main's tally: servers without a JIT that warms for long
 
 
-def ln_rounds(attempts: list[Attempt]) -> dict[int, float]:
-    """ln req/s of each measured attempt taken in an interleaved round, by its attempt number."""
-    return {
-        a.attempt: math.log(a.rps)
-        for a in attempts
-        if a.measured and a.rps and a.rps > 0 and a.round_position is not None
-    }
-
-
 def _deviations(attempts: list[Attempt]) -> dict[int, float]:
-    rounds = ln_rounds(attempts)
+    """ln req/s of each attempt taken in a round, its own mean removed."""
+    rounds = ln_by_round(attempts)
     mean = sum(rounds.values()) / len(rounds) if rounds else 0.0
     return {n: x - mean for n, x in rounds.items()}
 
@@ -54,7 +46,7 @@ def against_mates(mine: list[Attempt], mates: list[list[Attempt]]) -> tuple[list
     those bound on the same CPU (noise.bound_role_of; all alike where no CPU's speed was read), since the host slows
     each CPU alone; None where one of its measured attempts was not taken in a round, or a round has fewer than
     MIN_MATES mates."""
-    rounds = ln_rounds(mine)
+    rounds = ln_by_round(mine)
     measured = [a for a in mine if a.measured]
     if not rounds or len(rounds) < len(measured):
         return None
