@@ -9,6 +9,7 @@ from test_flags import evaluated, names, reason, rec
 from harness.basics import trend
 from harness.results.flag_kinds import TREND_TOLERANCE
 from harness.results.records import Record
+from harness.results.round_trend import runs_on_a_jvm
 
 SHARED_CLIMB = (1.0, 1.3, 1.6, 1.6, 1.9, 2.0)  # every server of the round, round by round: the machine
 
@@ -123,3 +124,10 @@ def test_round_mates_take_out_a_shared_drift_and_keep_a_server_s_own_climb():
     assert mates / flat <= noise_alone / flat + 0.03
     assert alone / flat >= 0.25
     assert found / trials >= 0.9
+
+
+def test_the_tally_tells_a_jvm_by_the_version_its_run_recorded():
+    akka = "akka-http 10.2.10, akka 2.6.20, scala 2.13.16 JRE 17.0.15+6-Debian-1deb12u1"  # a bench's servers section
+    assert runs_on_a_jvm({"version": akka})
+    assert not runs_on_a_jvm({"version": "v22.23.3 4.22.3"})  # express
+    assert not runs_on_a_jvm({})  # a server the run did not describe

@@ -24,6 +24,7 @@ import statistics
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from harness.basics import trend
 from harness.results.flag_kinds import TREND_TOLERANCE
@@ -31,7 +32,6 @@ from harness.results.noise import bound_role_of, groups_of, ln_by_round
 from harness.results.records import Attempt, Record, load
 
 MIN_MATES = 3  # fewer other servers in a round: their median is no reading of the machine
-JVM_FREE = ("rust", "node", "node-twin", "express", "nginx")  # main's tally: servers without a JIT that warms for long
 
 
 def _deviations(attempts: list[Attempt]) -> dict[int, float]:
@@ -76,18 +76,24 @@ def mates_of(records: list[Record]) -> dict[int, list[list[Attempt]]]:
     return {id(r): [m.attempts for m in group if m is not r] for group in groups_of(records) for r in group}
 
 
+def runs_on_a_jvm(description: dict[str, Any]) -> bool:
+    """A server whose recorded version names the JRE it ran on (the JVM manifests' `version` prints it)."""
+    return " JRE " in str(description.get("version", ""))
+
+
 def main(paths: list[str]) -> None:
     """The tally in this module's doc: records flagged on their own rates → against their round-mates."""
     tally: Counter[tuple[str, str, str]] = Counter()
     for path in paths:
-        records = load(Path(path)).records
+        run = load(Path(path))
+        records = run.records
         mates_by_id = mates_of(records)
         for group in groups_of(records):
             for r in group:
                 alone = judged(r.attempts, [], TREND_TOLERANCE)
                 mates = judged(r.attempts, mates_by_id[id(r)], TREND_TOLERANCE)
                 if alone and mates and mates[1]:
-                    kind = "without a JIT" if r.server in JVM_FREE else "JVM"
+                    kind = "JVM" if runs_on_a_jvm(run.servers.get(r.server, {})) else "without a JIT"
                     tally[kind, alone[0].kind, mates[0].kind] += 1
     for (kind, alone_kind, mates_kind), n in sorted(tally.items()):
         print(f"{kind}: {alone_kind} on its own rates, {mates_kind} against its round-mates: {n}")
