@@ -121,7 +121,8 @@ def test_a_terminal_closed_during_an_attempt_leaves_nothing_running_and_the_run_
         assert f":{PORT}/" not in cmdline, f"the load tool is left: {cmdline}"
     run = RESULTS / run_id
     try:
-        assert results.load(run / "results.json").conditions.get("finished_at")
+        conditions = results.load(run / "results.json").conditions
+        assert conditions.get("finished_at") and conditions.get("ended") == "interrupted (SIGHUP)", conditions
         assert (run / "report.html").is_file() and (run / "summary.md").is_file()
     finally:
         shutil.rmtree(run, ignore_errors=True)

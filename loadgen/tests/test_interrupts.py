@@ -162,7 +162,8 @@ def test_ctrl_c_while_a_server_starts(tmp_path, servers_dir):
     time.sleep(2)  # the harness now waits for slowpoke's GET /id
     output, took = ctrl_c(proc)
     interrupted("".join(lines) + output, took, proc)
-    assert results.load(RESULTS / run_id / "results.json").records == []
+    run = results.load(RESULTS / run_id / "results.json")
+    assert run.records == [] and run.conditions["ended"] == "interrupted (SIGINT)", run.conditions
 
 
 @pytest.mark.parametrize("after_s", [0, 1])  # 0: while the probes' interpreters start (a traceback of theirs leaked)

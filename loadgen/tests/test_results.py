@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.measuring import lifecycle, overhead
-from harness.report import command, compare, model, write_report
+from harness.report import command, compare, model, run_conditions, write_report
 from harness.results import flags
 from harness.results import records as results
 from harness.results.records import SCHEMA, Record, ResultsError, Run
@@ -186,9 +186,27 @@ def test_finish_run_closes_evaluates_saves_prints_and_reports(tmp_path, monkeypa
     store = finished_store(tmp_path, monkeypatch)
     written = results.load(store.path)
     assert written.conditions["finished_at"] and all(r.summary for r in written.records)
+    assert written.conditions["ended"] == "complete"
     assert any(r.flags for r in written.records) and (store.dir / "report.html").exists()
     out = capsys.readouterr().out
     assert f"run {store.run.run_id} (quick profile, local runtime)" in out and f"results: {store.path}" in out
+
+
+def test_a_run_closed_by_an_exception_says_how_it_ended_and_lets_it_through(tmp_path, monkeypatch, capsys):
+    run = Run.from_dict(json.loads(V3.read_text()))
+    store = RunStore(run, root=tmp_path)
+    monkeypatch.setattr(command, "cmd_report", lambda run_dir: None)
+    with pytest.raises(KeyboardInterrupt), lifecycle.closing(store):
+        raise KeyboardInterrupt("SIGINT")
+    assert results.load(store.path).conditions["ended"] == "interrupted (SIGINT)"
+    with pytest.raises(RuntimeError), lifecycle.closing(store):
+        raise RuntimeError("the upstream went away\nand more")
+    assert results.load(store.path).conditions["ended"] == "failed: RuntimeError: the upstream went away"
+    assert "this run ended early, failed: RuntimeError: the upstream went away" in capsys.readouterr().out
+    assert (
+        "(failed: RuntimeError: the upstream went away)"
+        in dict(run_conditions.items(results.load(store.path)))["finished"]
+    )
 
 
 def test_a_report_that_fails_does_not_lose_the_results(tmp_path, monkeypatch, capsys):

@@ -20,7 +20,7 @@ from harness.config.environment import Configuration, ConfigurationError
 from harness.config.manifest import ManifestError, Server, build_steps, by_default, select, with_role
 from harness.measuring import overhead, planning, probing, steadiness, twins
 from harness.measuring.campaign import run_campaign, verify
-from harness.measuring.lifecycle import RunOptions, finish_run, open_run
+from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
 from harness.measuring.twin_table import Twin, TwinError, load_twin
@@ -111,16 +111,16 @@ def cmd_measure(args: argparse.Namespace, config: Configuration, session: Sessio
     store = open_run(
         run_id, session.runtime, session.plan, options, {"limit_notes": notes, **({"slo_p99_ms": slo} if slo else {})}
     )
-    try:
-        steadiness.probe_and_record(store, session.plan, settings, "before")
-        ok = run_campaign(session, store, chosen, picked, settings, config.order)
-        steadiness.probe_and_record(store, session.plan, settings, "after")
-    except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
-        if is_out_of_space(exc):
-            raise store.out_of_space() from None
-        raise
-    finally:  # the runtime's conditions are read back while the run's servers (containers) are still up
-        finish_run(store, session.runtime)
+    # closing: the runtime's conditions are read back while the run's servers (containers) are still up
+    with closing(store, session.runtime):
+        try:
+            steadiness.probe_and_record(store, session.plan, settings, "before")
+            ok = run_campaign(session, store, chosen, picked, settings, config.order)
+            steadiness.probe_and_record(store, session.plan, settings, "after")
+        except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
+            if is_out_of_space(exc):
+                raise store.out_of_space() from None
+            raise
     return 0 if ok else 1
 
 
@@ -156,14 +156,14 @@ def cmd_calibrate(args: argparse.Namespace, config: Configuration, session: Sess
     probe_settings = scenario_data.settings(config.profile, config.repeat)
     accounts = server_seen.Accounts()
     ok = False
-    try:
-        steadiness.probe_and_record(store, session.plan, probe_settings, "before")
-        session.around_load = accounts.around  # the server's own account of each load, for the judgement
-        ok = run_campaign(session, store, [server], picked, plan.settings)
-        steadiness.probe_and_record(store, session.plan, probe_settings, "after")
-    finally:  # what was measured is judged and kept, also on Ctrl-C
-        store.set_calibration(calibration.judge_run(store.run, plan, server.name, accounts))
-        finish_run(store, session.runtime)
+    with closing(store, session.runtime):
+        try:
+            steadiness.probe_and_record(store, session.plan, probe_settings, "before")
+            session.around_load = accounts.around  # the server's own account of each load, for the judgement
+            ok = run_campaign(session, store, [server], picked, plan.settings)
+            steadiness.probe_and_record(store, session.plan, probe_settings, "after")
+        finally:  # what was measured is judged and kept, also on Ctrl-C
+            store.set_calibration(calibration.judge_run(store.run, plan, server.name, accounts))
     _, missed = verdict_table.print_verdicts(store.run.calibration or [])
     for when, reading in (store.run.conditions.get("steadiness") or {}).items():
         say(f"machine steadiness {when} the calibration: {steadiness_text(reading)}")

@@ -1,13 +1,17 @@
 """A measuring run's life, written once for `bench`/`run` (cli.cmd_measure) and `overhead`: `open_run` (the store opened
 with the run's conditions, the run announced), the campaigns in between (the caller's), then `finish_run` (conditions
 closed, flags evaluated, results.json saved, the console table printed, the report written, and what failed listed
-last, so that a long run's faults are not lost in its scroll-back)."""
+last, so that a long run's faults are not lost in its scroll-back). `closing` wraps the campaigns: the run is finished
+whatever happens, and results.json says how it ended (complete, interrupted by which signal, or failed by what)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import timestamp
 from harness.basics.messages import console, fail, say, warn
@@ -59,15 +63,40 @@ def record_runtime_details(store: RunStore, runtime: Runtime) -> None:
         warn(f"could not read the runtime's conditions back: {exc}")
 
 
-def finish_run(store: RunStore, runtime: Runtime | None = None) -> None:
+COMPLETE = "complete"
+
+
+def how_it_ended(exc: BaseException | None) -> str:
+    """`conditions.ended`: complete, interrupted (and by which signal), or failed (and by what)."""
+    if exc is None:
+        return COMPLETE
+    if isinstance(exc, KeyboardInterrupt):
+        return f"interrupted ({interrupt.received() or 'SIGINT'})"
+    return f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no message'}"
+
+
+@contextmanager
+def closing(store: RunStore, runtime: Runtime | None = None) -> Iterator[RunStore]:
+    """The block's campaigns, then `finish_run` whatever happens, told how the block ended."""
+    try:
+        yield store
+    except BaseException as exc:
+        finish_run(store, runtime, how_it_ended(exc))
+        raise
+    finish_run(store, runtime)
+
+
+def finish_run(store: RunStore, runtime: Runtime | None = None, ended: str = COMPLETE) -> None:
     """Whatever happened (also on failure or Ctrl-C): `runtime`'s conditions read back where given (while its servers
-    are still up), the run closed, flags evaluated, the console table printed, the report written, and what failed
-    summed up."""
+    are still up), the run closed with how it `ended`, flags evaluated, the console table printed, the report written,
+    and what failed summed up."""
     if runtime:
         record_runtime_details(store, runtime)
-    store.update_conditions(finished_at=timestamp())
+    store.update_conditions(finished_at=timestamp(), ended=ended)
     flags.evaluate_and_save(store)
     print_summary(store)
+    if ended != COMPLETE:
+        warn(f"this run ended early, {ended}: results.json keeps what was measured before it")
     try:  # a chart that cannot be drawn must not lose the run: results.json is already written
         command.cmd_report(str(store.dir))
     except Exception as exc:  # noqa: BLE001

@@ -18,7 +18,7 @@ from harness.basics.messages import console, say, warn
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario
 from harness.measuring.campaign import run_campaign
-from harness.measuring.lifecycle import RunOptions, finish_run, open_run, record_runtime_details
+from harness.measuring.lifecycle import RunOptions, closing, open_run, record_runtime_details
 from harness.measuring.preflight import tools_needed
 from harness.measuring.session import Session
 from harness.results.records import Record
@@ -84,17 +84,17 @@ def run(
     )
     ok = True
     try:
-        for n in range(1, rounds + 1):
-            for name, runtime in runtimes.items():
-                say(f"round {n} of {rounds}: {name} runtime")
-                with Session(runtime, plan, servers, ports) as session:
-                    session.check_ports(chosen)
-                    ok &= run_campaign(session, store, chosen, [scenario], settings, round_no=n)
-                    if name == "docker":
-                        record_runtime_details(store, runtime)
-                store.set_overhead(ratios(store.run.records, rounds))
+        with closing(store):
+            for n in range(1, rounds + 1):
+                for name, runtime in runtimes.items():
+                    say(f"round {n} of {rounds}: {name} runtime")
+                    with Session(runtime, plan, servers, ports) as session:
+                        session.check_ports(chosen)
+                        ok &= run_campaign(session, store, chosen, [scenario], settings, round_no=n)
+                        if name == "docker":
+                            record_runtime_details(store, runtime)
+                    store.set_overhead(ratios(store.run.records, rounds))
     finally:
-        finish_run(store)
         print_ratios(store.run.overhead or {}, rounds)
     return 0 if ok else 1
 

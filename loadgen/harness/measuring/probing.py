@@ -11,7 +11,7 @@ from harness.config import scenarios
 from harness.config.environment import Configuration
 from harness.config.manifest import Server, artifacts_stamp
 from harness.measuring import compliance_cache
-from harness.measuring.lifecycle import RunOptions, finish_run, open_run
+from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.session import Session
 from harness.probe import h2c, suite, verdicts
 from harness.results.store import RunStore, claim_run_id, new_run_id
@@ -114,9 +114,6 @@ def cmd_probe(args: Any, config: Configuration, session: Session, chosen: list[S
     )
     run_id = claim_run_id(args.run_id) if args.run_id else new_run_id("probe")
     store = open_run(run_id, session.runtime, session.plan, options, how="the HTTP compliance probe")
-    ok = False
-    try:
+    with closing(store, session.runtime):
         ok = probe_servers(session, store, chosen)
-    finally:
-        finish_run(store, session.runtime)
     return 0 if ok else 1

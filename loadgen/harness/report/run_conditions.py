@@ -37,6 +37,14 @@ def _placement(p: dict[str, Any]) -> str:
     )
 
 
+def _finished(c: dict[str, Any]) -> str:
+    """When the run closed, and how where it did not complete (runs before `ended` was kept say only when)."""
+    if "finished_at" not in c:
+        return "- (the harness was killed: nothing closed the run)"
+    ended = c.get("ended", "complete")
+    return c["finished_at"] if ended == "complete" else f"{c['finished_at']} ({ended})"
+
+
 def _warmup(w: dict[str, Any] | None) -> str:
     if not w:
         return "-"
@@ -130,7 +138,7 @@ def items(run: Run) -> list[tuple[str, str]]:
     out = [
         ("run", run.run_id),
         ("started", c.get("started_at", "-")),
-        ("finished", c.get("finished_at", "- (interrupted?)")),
+        ("finished", _finished(c)),
         ("profile", c.get("profile", "-")),
         ("attempts per measurement (REPEAT)", str(c.get("repeat", "-"))),
         ("warm-up", _warmup(c.get("warmup"))),

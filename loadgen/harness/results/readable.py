@@ -44,7 +44,9 @@ REPORTED_SECTIONS = {
         "conditions": {
             "type": "object",
             "properties": {
-                **dict.fromkeys(("started_at", "finished_at", "profile", "runtime", "git_commit", "command"), _TEXT),
+                **dict.fromkeys(
+                    ("started_at", "finished_at", "ended", "profile", "runtime", "git_commit", "command"), _TEXT
+                ),
                 "repeat": _INT,
                 "machine": {
                     "type": ["object", "null"],

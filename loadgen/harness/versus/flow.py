@@ -26,7 +26,7 @@ from harness.config.scenarios import Scenario, Settings
 from harness.measuring import steadiness
 from harness.measuring.attempts import Bench
 from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, start_and_verify
-from harness.measuring.lifecycle import RunOptions, finish_run, open_run
+from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.preflight import tools_needed
 from harness.measuring.session import Session
 from harness.results import paired
@@ -207,11 +207,9 @@ def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int
             {"versus": start_note(options, base, head, picked, budget)},
             how=f"{head.server.name} against {base.server.name}, rounds in ABBA order",
         )
-        try:
+        with closing(store, where.runtime):
             steadiness.probe_and_record(store, where.plan, where.settings, "before")
             results = measure(session, store, where.settings, (base, head), picked, budget, seed)
-        finally:
-            finish_run(store, where.runtime)
         announce(results)
         return (
             0
