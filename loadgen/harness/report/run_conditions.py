@@ -40,7 +40,7 @@ def _placement(p: dict[str, Any]) -> str:
 def _finished(c: dict[str, Any]) -> str:
     """When the run closed, and how where it did not complete (runs before `ended` was kept say only when)."""
     if "finished_at" not in c:
-        return "- (the harness was killed: nothing closed the run)"
+        return "- (not closed: still running, or its harness was killed)"
     ended = c.get("ended", "complete")
     return c["finished_at"] if ended == "complete" else f"{c['finished_at']} ({ended})"
 
