@@ -72,7 +72,8 @@ def how_it_ended(exc: BaseException | None) -> str:
         return COMPLETE
     if isinstance(exc, KeyboardInterrupt):
         return f"interrupted ({interrupt.received() or 'SIGINT'})"
-    return f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no message'}"
+    lines = str(exc).splitlines()
+    return f"failed: {type(exc).__name__}: {lines[0] if lines else 'no message'}"
 
 
 @contextmanager
