@@ -144,16 +144,18 @@ versus: setup
 
 # A server beside its TechEmpower twin (a folder outside the project with twin.toml, issue 48) and beside itself (the
 # A/A; AA=0 leaves it out): all up on the server's CPUs, warmed alike in turns until flat, ROUNDS rounds of wrk
-# keep-alive and ab connection per request; ours ÷ theirs and ours ÷ ours again per round, the medians, their
-# intervals and the rounds below 1, in results/<stamp>-twin-<server>/ (docs/versus.md); with each CPU's speed read beside
-# every attempt and the ratios also taken on the server CPU's speed (CPU_METER=0 leaves it out).
+# keep-alive and ab connection per request (CLOSE_TOOL=wrk: wrk sending `Connection: close`, lighter than ab's one
+# thread); ours ÷ theirs and ours ÷ ours again per round, the medians, their intervals and the rounds below 1, in
+# results/<stamp>-twin-<server>/ (docs/versus.md); with each CPU's speed read beside every attempt and the ratios also
+# taken on the server CPU's speed (CPU_METER=0 leaves it out).
 # TWIN is the twin's folder here, not bench's A/A twin: unset for the harness, which reads that TWIN.
 .PHONY: twin
 twin: CPU_METER := $(or $(CPU_METER),1)
 twin: setup
-	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(TWIN)) ] || { echo "usage: make twin SERVER=<name> TWIN=<folder with twin.toml> [ROUNDS=7] [AA=0]"; exit 2; }
+	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(TWIN)) ] || { echo "usage: make twin SERVER=<name> TWIN=<folder with twin.toml> [ROUNDS=7] [AA=0] [CLOSE_TOOL=ab|wrk]"; exit 2; }
 	@case $(call quote,$(AA)) in ""|1|0) ;; *) echo "make twin: AA is 1 (the A/A beside, the default) or 0, not $(AA)"; exit 2;; esac
-	@twin=$(call quote,$(TWIN)); unset TWIN; $(HARNESS) twin --server $(call quote,$(SERVER)) --twin "$$twin" --rounds $(call quote,$(ROUNDS)) $(if $(filter 0,$(AA)),--no-again)
+	@twin=$(call quote,$(TWIN)); unset TWIN; $(HARNESS) twin --server $(call quote,$(SERVER)) --twin "$$twin" --rounds $(call quote,$(ROUNDS)) $(if $(filter 0,$(AA)),--no-again) \
+	  --close-tool $(call quote,$(or $(CLOSE_TOOL),ab))
 
 # The load tools the project builds itself, not packaged by Debian (the harness also builds them the first time a
 # scenario needs them): oha with cargo (harness/tools/oha.py), Gatling with Maven (harness/tools/gatling.py).

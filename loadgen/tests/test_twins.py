@@ -100,13 +100,16 @@ def test_a_folder_without_twin_toml_is_refused(tmp_path):
 
 def test_an_unknown_server_a_twin_of_another_and_a_missing_tool_are_refused_before_the_lock(tmp_path, monkeypatch):
     servers = discover()
-    args = argparse.Namespace(server="nope", twin=str(twin_folder(tmp_path, GOOD)), rounds="")
+    args = argparse.Namespace(server="nope", twin=str(twin_folder(tmp_path, GOOD)), rounds="", close_tool="ab")
     with pytest.raises(ManifestError, match="unknown server 'nope': one of .*node"):
         twin_inputs(args, servers)
     args.server = "express"
     with pytest.raises(TwinError, match="is the twin of 'node', not of 'express'"):
         twin_inputs(args, servers)
-    args.server = "node"
+    args.server, args.close_tool = "node", "oha"
+    with pytest.raises(TwinError, match="CLOSE_TOOL is ab or wrk \\(connection per request's tool\\), not 'oha'"):
+        twin_inputs(args, servers)
+    args.close_tool = "ab"
     monkeypatch.setenv("PATH", str(tmp_path))  # neither wrk nor ab found
     with pytest.raises(PreflightError, match="load tool\\(s\\) not installed: ab, wrk"):
         twin_inputs(args, servers)
@@ -203,12 +206,15 @@ def loopback_pair(tmp_path: Path) -> tuple[Server, Path]:
     return discover(tmp_path / "servers")["probe"], folder
 
 
+@pytest.mark.parametrize("close_tool", ["ab", "wrk"])
 def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_running(
-    integration_lock, meter_on, tmp_path
+    integration_lock, meter_on, tmp_path, close_tool
 ):
     server, folder = loopback_pair(tmp_path)
     twin = load_twin(folder)
-    options = TwinOptions(rounds=2, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1)
+    options = TwinOptions(
+        rounds=2, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1, close_tool=close_tool
+    )
     out = twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), options, root=tmp_path / "results")
 
     assert out.name.endswith("-twin-probe") and (out / "twin.md").is_file() and (out / "twin.log").is_file()
@@ -218,10 +224,11 @@ def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_r
     )  # fmt: skip
     assert [(p["ours_path"], p["theirs_path"], p["pattern"], p["tool"]) for p in result["pairs"]] == [
         ("/hello", "/hello", "keep-alive", "wrk"),
-        ("/hello", "/hello", "connection-per-request", "ab"),
+        ("/hello", "/hello", "connection-per-request", close_tool),
         ("/v1/tweets", "/v1/tweets", "keep-alive", "wrk"),
-        ("/v1/tweets", "/v1/tweets", "connection-per-request", "ab"),
+        ("/v1/tweets", "/v1/tweets", "connection-per-request", close_tool),
     ]
+    assert all(a["errors"] == 0 for a in result["attempts"])  # wrk closing: every answer said it closes
     for i, pair in enumerate(result["pairs"]):
         assert len(pair["ratios"]) == pair["rounds"] == 2 and 0 <= pair["below_1"] <= 2
         assert all(r > 0 for r in pair["ours_rps"] + pair["theirs_rps"])
@@ -231,14 +238,14 @@ def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_r
         again = [a["rps"] for a in mine if a["side"] == "again"]
         assert pair["again"]["ratios"] == [round(o / a, 4) for o, a in zip(pair["ours_rps"], again)]
         assert pair["again"]["rounds"] == 2 and pair["again"]["again_median_rps"] == round(sum(again) / 2, 1)
-    assert_p99_from_the_tools_output(result, out)
+    assert_p99_from_the_tools_output(result, out, close_tool)
     assert_costs_read_and_summarised(result, out)
     assert_speeds_read_and_divided(result, out)
     sides = [(a["round"], a["pair"], a["pattern"], a["side"]) for a in result["attempts"]]
     assert len(sides) == 2 * 2 * 2 * 3
     assert sides[:3] == [(0, 0, "keep-alive", s) for s in ("ours", "theirs", "again")]  # round 0: ours first
     assert sides[12:15] == [(1, 0, "keep-alive", s) for s in ("theirs", "again", "ours")]  # round 1: rotated by one
-    assert_climbed_alike(result, out, server.warmup_connections, twin.warmup_connections)
+    assert_climbed_alike(result, out, (server.warmup_connections, twin.warmup_connections), close_tool)
     assert result["steadiness"] == {"before": None, "after": None}  # no probe asked for
     # ours was checked against the contract in a process of its own, stopped before the measured one started; the A/A
     # is a third process
@@ -246,7 +253,11 @@ def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_r
     assert len({pids["checked"], pids["measured"], pids["again"]}) == 3
     assert not any(psutil.pid_exists(pid) for pid in pids.values())
     table = (out / "twin.md").read_text()
-    assert "| /hello ÷ /hello | keep-alive |" in table and "| /hello | keep-alive | " in table.split("A/A: ours")[1]
+    closing = "ab" if close_tool == "ab" else "wrk, `Connection: close`"
+    assert f"| /hello ÷ /hello | connection-per-request ({closing}) |" in table
+    assert (
+        "| /hello ÷ /hello | keep-alive (wrk) |" in table and "| /hello | keep-alive | " in table.split("A/A: ours")[1]
+    )
     assert (
         "Ours, the twin and ours again on CPU 0, the load tools on CPU 1; 2 rounds, the sides' order rotated" in table
     )
@@ -282,9 +293,10 @@ def assert_speeds_read_and_divided(result: dict, out: Path) -> None:
         assert speed["again"]["rounds"] == 2
 
 
-def assert_climbed_alike(result: dict, out: Path, ours_connections: int, theirs_connections: int) -> None:
-    """Every side climbed in the same turns, the first of each rotating, until each made its connections; each run's
-    rate is ab's own figure of the output the run kept."""
+def assert_climbed_alike(result: dict, out: Path, connections: tuple[int, int], close_tool: str) -> None:
+    """Every side climbed in the same turns, the first of each rotating, until each made its connections (ours',
+    theirs'); each run's rate is the connection-per-request tool's own figure of the output the run kept."""
+    ours_connections, theirs_connections = connections
     climb = result["climb"]["sides"]
     turns = len(climb["ours"]["rps"])
     assert turns >= 3 and all(len(c["rps"]) == turns for c in climb.values())  # the trend is judged on 3 or more
@@ -297,20 +309,20 @@ def assert_climbed_alike(result: dict, out: Path, ours_connections: int, theirs_
     for label, c in climb.items():
         for turn, rps in enumerate(c["rps"]):
             scratch = out / "raw" / f"warm-{label}-climb-{turn + 1}"
-            assert rps == round(TOOLS["ab"].parse((scratch / "output.txt").read_text(), scratch).rps, 1)
+            assert rps == round(TOOLS[close_tool].parse((scratch / "output.txt").read_text(), scratch).rps, 1)
     assert (
         f"Warm-up, connection per request in turns for {result['climb']['seconds']:g} s: ours "
         in (out / "twin.md").read_text()
     )
 
 
-def assert_p99_from_the_tools_output(result: dict, out: Path) -> None:
+def assert_p99_from_the_tools_output(result: dict, out: Path, close_tool: str) -> None:
     """Each attempt's p99 is its tool's, read again by the tool's adapter from the output and files the run kept; each
     pair's p99 ratios are ours ÷ theirs of those recorded figures; twin.md shows them."""
     for a in result["attempts"]:
         scratch = out / "raw" / f"round{a['round']}-{a['side']}-{a['pair']}-{a['pattern']}"
         output = (scratch / "output.txt").read_text()
-        tool = "wrk" if a["pattern"] == "keep-alive" else "ab"
+        tool = "wrk" if a["pattern"] == "keep-alive" else close_tool
         assert a["p99_ms"] > 0 and a["p99_ms"] == round(TOOLS[tool].parse(output, scratch).latency_ms["p99"], 3)
         if tool == "wrk":
             assert "Latency Distribution" in output  # run with --latency

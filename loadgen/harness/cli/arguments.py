@@ -128,3 +128,8 @@ def _twin(sub: Subparsers[argparse.ArgumentParser]) -> None:
     twin_cmd.add_argument(
         "--no-again", action="store_true", help="no A/A: ours is not measured a second time beside itself (AA=0)"
     )
+    twin_cmd.add_argument(
+        "--close-tool",
+        default="ab",
+        help="connection per request's tool: ab (the default) or wrk sending `Connection: close` (CLOSE_TOOL)",
+    )

@@ -23,7 +23,7 @@ from harness.measuring.campaign import run_campaign, verify
 from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
-from harness.measuring.twin_table import Twin, TwinError, load_twin
+from harness.measuring.twin_table import CLOSE_TOOLS, Twin, TwinError, load_twin
 from harness.measuring.twin_warmup import TwinOptions
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import claim_run_id, is_out_of_space, new_run_id
@@ -230,7 +230,11 @@ def twin_inputs(args: argparse.Namespace, servers: dict[str, Server]) -> tuple[S
     twin = load_twin(Path(args.twin).expanduser())
     if twin.ours != args.server:
         raise TwinError(f"{twin.folder}/twin.toml is the twin of {twin.ours!r}, not of {args.server!r}")
-    check_tools({"wrk", "ab"})  # keep-alive and connection per request
+    if args.close_tool not in CLOSE_TOOLS:
+        raise TwinError(
+            f"CLOSE_TOOL is {' or '.join(CLOSE_TOOLS)} (connection per request's tool), not {args.close_tool!r}"
+        )
+    check_tools({"wrk", args.close_tool})  # keep-alive, connection per request
     return servers[args.server], twin
 
 
@@ -244,6 +248,7 @@ def cmd_twin(args: argparse.Namespace, config: Configuration, servers: dict[str,
         again=not args.no_again,
         warmup_tolerance=settings.warmup.tolerance,  # the bench's own trend rule, as its profile sets it
         warmup_window=settings.warmup.window,
+        close_tool=args.close_tool,
     )
     twins.run_twin(server, twin, cpu_plan_of(config), options)
     return 0

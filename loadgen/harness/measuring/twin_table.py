@@ -15,8 +15,18 @@ from harness.measuring.steadiness import worst_cv
 from harness.report.run_conditions import steadiness_text
 
 TWIN_FILE = "twin.toml"
-PATTERNS = ("keep-alive", "connection-per-request")  # wrk, ab: the two connection patterns of every route pair
-TOOL_OF = {"keep-alive": "wrk", "connection-per-request": "ab"}
+PATTERNS = ("keep-alive", "connection-per-request")  # the two connection patterns of every route pair
+# keep-alive is wrk's; connection per request ab's (as issue 48 measured it), or wrk's sending `Connection: close`
+# (CLOSE_TOOL=wrk): ab's one thread makes each connection with more CPU than wrk's, so against a server that takes
+# new connections fast ab's CPU, not the server's, can set the pace (finagle/PROFILE.md, 2 Dec)
+CLOSE_TOOLS = ("ab", "wrk")
+
+
+def tool_of(pattern: str, close_tool: str) -> str:
+    """The load tool of a connection pattern: wrk for keep-alive, `close_tool` for connection per request."""
+    return "wrk" if pattern == "keep-alive" else close_tool
+
+
 COST_FIELDS = ("user_us", "kernel_us", "switches")  # a request's CPU µs in user space, in the kernel; context switches
 
 
@@ -151,6 +161,14 @@ def again_summary(ours: list[float], again: list[float]) -> dict[str, Any]:
     }
 
 
+def _pattern(row: dict[str, Any]) -> str:
+    """A pair's pattern and its tool (a twin.json written before the tool was kept: the pattern alone)."""
+    tool = row.get("tool")
+    if tool == "wrk" and row["pattern"] == "connection-per-request":
+        tool = "wrk, `Connection: close`"
+    return f"{row['pattern']} ({tool})" if tool else row["pattern"]
+
+
 def markdown(result: dict[str, Any]) -> str:
     """twin.md: the table, one line per route pair and pattern, with the probe's reading before and after. A pair
     without p99 figures (a twin.json written before they were kept) reads n/a in their columns."""
@@ -174,15 +192,16 @@ def markdown(result: dict[str, Any]) -> str:
         above = f"{p99['above_1']} of {p99['rounds']}" if p99.get("above_1") is not None else "n/a"
         p99_ratio = f"{p99['median_ratio']:.3f}" if p99.get("median_ratio") is not None else "n/a"
         lines.append(
-            f"| {row['ours_path']} ÷ {row['theirs_path']} | {row['pattern']} | {row['median_ratio']:.3f} | "
+            f"| {row['ours_path']} ÷ {row['theirs_path']} | {_pattern(row)} | {row['median_ratio']:.3f} | "
             f"{_interval(row['interval'], '-')} | {row['below_1']} of {row['rounds']} | {row['ours_median_rps']:,.0f} | "
             f"{row['theirs_median_rps']:,.0f} | {p99_ratio} | {_interval(p99.get('interval'), 'n/a')} | {above} | "
             f"{ms_text(p99.get('ours_median_ms'))} | {ms_text(p99.get('theirs_median_ms'))} | {probe} |"
         )
     lines += [
         "",
-        "p99: each side's p99 latency as its tool measured it (wrk --latency, ab's percentiles), the ratio ours ÷ "
-        "theirs round by round, its median and interval; above 1, ours answered slower. n/a: a tool gave no p99.",
+        "p99: each side's p99 latency as its tool measured it (wrk --latency, from a request's write, so without its "
+        "connect; ab's percentiles, connect included), the ratio ours ÷ theirs round by round, its median and "
+        "interval; above 1, ours answered slower. n/a: a tool gave no p99.",
         "",
         *again_lines(result["pairs"]),
         *climb_lines(result.get("climb")),

@@ -20,7 +20,7 @@ from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import pinned
 from harness.basics.messages import say, warn
-from harness.measuring.twin_table import PATTERNS, TOOL_OF, TwinError
+from harness.measuring.twin_table import PATTERNS, TwinError, tool_of
 from harness.measuring.warmup import Progress
 from harness.tools import TOOLS, LoadSpec, ToolFailed
 from harness.tools.adapter import ParseError
@@ -42,6 +42,7 @@ class TwinOptions:
     warmup_tolerance: float = 0.10  # the climb's end: its latest runs change by at most this (trend.settled)
     warmup_window: int = 3  # ... judged on at least this many runs (trend.judged_window)
     warmup_max_s: float = 600.0  # the climb's longest, all sides together
+    close_tool: str = "ab"  # connection per request's tool: "ab", or "wrk" sending `Connection: close` (CLOSE_TOOL)
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,20 @@ def rotated(sides: list[TwinSide], k: int) -> list[TwinSide]:
     return sides[shift:] + sides[:shift]
 
 
-def load(pattern: str, url: str, concurrency: int, seconds: int, cpus: tuple[int, ...], scratch: Path) -> Measurement:
-    """One run of the pattern's tool against `url`, `seconds` long, pinned to `cpus`."""
-    spec = LoadSpec(url=url, concurrency=concurrency, duration_s=seconds, threads=len(cpus), timeout_s=TOOL_TIMEOUT_S)
-    tool = TOOLS[TOOL_OF[pattern]]
+def load(
+    pattern: str, url: str, options: TwinOptions, seconds: int, cpus: tuple[int, ...], scratch: Path
+) -> Measurement:
+    """One run of the pattern's tool (`options.close_tool` for connection per request) against `url`, `seconds`
+    long, with `options.concurrency` connections, pinned to `cpus`."""
+    spec = LoadSpec(
+        url=url,
+        concurrency=options.concurrency,
+        duration_s=seconds,
+        threads=len(cpus),
+        timeout_s=TOOL_TIMEOUT_S,
+        connection_close=pattern == "connection-per-request",  # read by wrk only: ab makes a connection a request
+    )
+    tool = TOOLS[tool_of(pattern, options.close_tool)]
     scratch.mkdir(parents=True, exist_ok=True)
     argv = tool.command(spec, scratch)
     proc = subprocess.run(pinned(argv, cpus), capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -84,14 +95,7 @@ def warm(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, raw: Path) 
         for pattern in PATTERNS:
             for side in rotated(sides, turn):
                 url = f"http://{HOST}:{side.port}{side.paths[n]}"
-                load(
-                    pattern,
-                    url,
-                    options.concurrency,
-                    options.warmup_s,
-                    plan.loadgen,
-                    raw / f"warm-{side.label}-{n}-{pattern}",
-                )
+                load(pattern, url, options, options.warmup_s, plan.loadgen, raw / f"warm-{side.label}-{n}-{pattern}")
             turn += 1
     return climbed
 
@@ -114,7 +118,7 @@ def climb(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, raw: Path)
             interrupt.check()
             url = f"http://{HOST}:{side.port}{side.paths[0]}"
             scratch = raw / f"warm-{side.label}-climb-{turn + 1}"
-            m = load("connection-per-request", url, options.concurrency, options.attempt_s, plan.loadgen, scratch)
+            m = load("connection-per-request", url, options, options.attempt_s, plan.loadgen, scratch)
             progress[side.label].add(m.rps, m.duration_s, m.requests, m.errors.total, options.warmup_tolerance)
         turn += 1
         flat_at.update({label: turn for label, p in progress.items() if p.enough() and label not in flat_at})

@@ -6,14 +6,14 @@ killed whole: runtime/local.py's stop). Ours is checked against the contract on 
 ours is started again for the rounds; our second process (the A/A: the bench's `<ours>-twin`) is started the same way.
 Each answers a 200 with a body on each of its routes, is warmed alike in turns (twin_warmup.py: until flat by the
 bench's trend rule), then measured in rounds: in round k, for each route pair and pattern, every side back to back in
-their order rotated by k, wrk for keep-alive and ab for connection per request; each attempt keeps its req/s and its
-p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles), and what the measured server spent on it a
-request (CPU µs in user space and in the kernel, context switches: sampling.process_cost read before and after; a
-count of switches moves far less with the machine's noise than a rate), and with CPU_METER=1 each CPU's speed and
-each role's share of its CPUs (twin_speeds.py: the ratios on the server CPU's speed beside). The machine's steadiness
-probe (steadiness.py, as `make bench` takes it) is read before and after. What the rounds come to (twin_table.py:
-ours ÷ theirs, and ours ÷ ours again, which is how far apart this sitting reads identical servers) is written to
-results/<stamp>-twin-<ours>/twin.json and twin.md."""
+their order rotated by k, wrk for keep-alive and ab (or wrk sending `Connection: close`) for connection per request;
+each attempt keeps its req/s and its p99 latency as the tool's adapter read it (wrk --latency, ab's percentiles), and
+what the measured server spent on it a request (CPU µs in user space and in the kernel, context switches:
+sampling.process_cost read before and after; a count of switches moves far less with the machine's noise than a rate),
+and with CPU_METER=1 each CPU's speed and each role's share of its CPUs (twin_speeds.py: the ratios on the server
+CPU's speed beside). The machine's steadiness probe (steadiness.py, as `make bench` takes it) is read before and
+after. What the rounds come to (twin_table.py: ours ÷ theirs, and ours ÷ ours again, which is how far apart this
+sitting reads identical servers) is written to results/<stamp>-twin-<ours>/twin.json and twin.md."""
 
 from __future__ import annotations
 
@@ -38,7 +38,6 @@ from harness.measuring import steadiness
 from harness.measuring.twin_speeds import AttemptWatch, on_speed
 from harness.measuring.twin_table import (
     PATTERNS,
-    TOOL_OF,
     Twin,
     TwinError,
     again_summary,
@@ -47,6 +46,7 @@ from harness.measuring.twin_table import (
     ms_text,
     p99_summary,
     summary,
+    tool_of,
 )
 from harness.measuring.twin_warmup import HOST, TwinOptions, TwinSide, load, rotated, warm
 from harness.measuring.verification import verify
@@ -221,7 +221,7 @@ def measure_rounds(sides: list[TwinSide], plan: CpuPlan, options: TwinOptions, r
                     scratch = raw / f"round{k}-{side.label}-{n}-{pattern}"
                     before = process_cost(side.pid)
                     with AttemptWatch(plan) as watch:
-                        m = load(pattern, url, options.concurrency, options.attempt_s, plan.loadgen, scratch)
+                        m = load(pattern, url, options, options.attempt_s, plan.loadgen, scratch)
                     after = process_cost(side.pid)
                     cost = per_request(before, after, m.requests)
                     attempts.append(
@@ -285,7 +285,7 @@ def _result(
                     "theirs_path": theirs_path,
                     "ours_path": ours_path,
                     "pattern": pattern,
-                    "tool": TOOL_OF[pattern],
+                    "tool": tool_of(pattern, options.close_tool),
                     **summary(rps["ours"], rps["theirs"]),
                     "ours_rps": rps["ours"],
                     "theirs_rps": rps["theirs"],

@@ -42,6 +42,7 @@ class LoadSpec:
     duration_s: float | None = None  # wrk: test length
     threads: int | None = None  # wrk, oha, h2load; None: one per load-generator core (tools/load_plan.py)
     keepalive: bool = False  # ab -k (wrk and httperf always keep connections alive)
+    connection_close: bool = False  # wrk: send `Connection: close`, so each request has a connection of its own
     timeout_s: float | None = None  # per request/socket timeout
     continue_on_error: bool = False  # ab -r
     rate: float | None = (

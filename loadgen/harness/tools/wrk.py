@@ -52,6 +52,9 @@ class Wrk:
                     f"wrk timeout {spec.timeout_s:g} s is above {MAX_TIMEOUT_S} s: wrk could not allocate its histogram"
                 )
             argv += ["--timeout", f"{spec.timeout_s:g}s"]
+        if spec.connection_close:
+            # the server answers and closes; wrk reads its `Connection: close` and opens the next connection at once
+            argv += ["-H", "Connection: close"]
         return [*argv, "-s", str(REPORT_SCRIPT), spec.url]
 
     def sized(self, spec: LoadSpec, seconds: float, rate: float | None) -> LoadSpec:

@@ -137,6 +137,8 @@ async def serve(contract: Contract, reader: asyncio.StreamReader, writer: asynci
                     out.append("Connection: keep-alive")
                 elif (http10 and contract.broken != "http10-open") or keep == "close":
                     close = True
+                    if not http10:
+                        out.append("Connection: close")  # RFC 9112 §9.6: the server says it closes
                 answers.append(("\r\n".join(out) + "\r\n\r\n").encode() + body)
                 if close:
                     break
