@@ -23,11 +23,12 @@ object AkkaServer {
     val env = new ServerEnv(8081)
     import env.{host, port}
 
-    // the default dispatcher and fibonacci-dispatcher sized to the CPUs the server is pinned to; a -D system
-    // property still wins over them (another setting measured without a rebuild, through JAVA_TOOL_OPTIONS)
+    // one dispatcher pool for connections and routes, two threads per core, and fibonacci-dispatcher sized to the
+    // CPUs the server is pinned to (ServerEnv.onePoolDispatchers says why); a -D system property still wins over them
+    // (another setting measured without a rebuild, through JAVA_TOOL_OPTIONS)
     implicit val system: ActorSystem = ActorSystem("akka-server",
       ConfigFactory.systemProperties()
-        .withFallback(ConfigFactory.parseString(env.coreSizedDispatchers("akka")))
+        .withFallback(ConfigFactory.parseString(env.onePoolDispatchers("akka")))
         .withFallback(ConfigFactory.load()))
 
     val handler = new AkkaServer(Uri(env.upstreamUrl)).handler

@@ -23,11 +23,12 @@ object PekkoServer {
     val env = new ServerEnv(8087)
     import env.{host, port}
 
-    // the default dispatcher and fibonacci-dispatcher sized to the CPUs the server is pinned to; a -D system
-    // property still wins over them (another setting measured without a rebuild, through JAVA_TOOL_OPTIONS)
+    // one dispatcher pool for connections and routes, two threads per core, and fibonacci-dispatcher sized to the
+    // CPUs the server is pinned to (ServerEnv.onePoolDispatchers says why); a -D system property still wins over them
+    // (another setting measured without a rebuild, through JAVA_TOOL_OPTIONS)
     implicit val system: ActorSystem = ActorSystem("pekko-server",
       ConfigFactory.systemProperties()
-        .withFallback(ConfigFactory.parseString(env.coreSizedDispatchers("pekko")))
+        .withFallback(ConfigFactory.parseString(env.onePoolDispatchers("pekko")))
         .withFallback(ConfigFactory.load()))
 
     val handler = new PekkoServer(Uri(env.upstreamUrl)).handler

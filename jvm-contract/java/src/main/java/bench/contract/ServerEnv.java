@@ -21,12 +21,12 @@ public final class ServerEnv {
             + ", availableProcessors=" + Runtime.getRuntime().availableProcessors() + ", upstream " + upstreamUrl + ")";
     }
 
-    /** HOCON for the Akka-family servers (`root` = akka or pekko): one thread per core for the default dispatcher
-     *  (connections' streams and routes) and for the internal one, and as many for /fibonacci's own dispatcher so it
-     *  can use every core. The internal dispatcher runs akka-io's TCP actors (every accept, read and write); its default
-     *  of at least 4 threads on one core cost a fifth of the connection-per-request rate in thread hand-offs (ab -c 100
-     *  without keep-alive: 2.6k req/s with it, 3.3k with one thread). Akka before 2.6 (spray, socko) has no internal
-     *  dispatcher and ignores that key. */
+    /** HOCON for spray and socko (Akka before 2.6): one thread per core for the default dispatcher (connections'
+     *  streams and routes) and for the internal one, and as many for /fibonacci's own dispatcher so it can use every
+     *  core. Akka 2.6's internal dispatcher runs akka-io's TCP actors (every accept, read and write); its default of
+     *  at least 4 threads on one core cost a fifth of the connection-per-request rate in thread hand-offs (ab -c 100
+     *  without keep-alive: 2.6k req/s with it, 3.3k with one thread). akka-http and pekko-http now take one pool
+     *  (onePoolDispatchers); Akka before 2.6 has no internal dispatcher and ignores that key. */
     public String coreSizedDispatchers(String root) {
         return coreSizedDispatchers(root, 1);
     }
@@ -34,16 +34,29 @@ public final class ServerEnv {
     /** As above with `defaultThreadsPerCore` default-dispatcher threads per core (see SprayServer for why spray
      *  wants two). */
     public String coreSizedDispatchers(String root, int defaultThreadsPerCore) {
-        StringBuilder hocon = new StringBuilder();
-        for (String dispatcher : new String[] {"default-dispatcher", "internal-dispatcher"}) {
-            int threads = dispatcher.equals("default-dispatcher") ? cores * defaultThreadsPerCore : cores;
-            hocon.append(root).append(".actor.").append(dispatcher).append(".fork-join-executor {\n")
-                .append("  parallelism-min = ").append(threads).append("\n")
-                .append("  parallelism-max = ").append(threads).append("\n")
-                .append("}\n");
-        }
-        return hocon.append("fibonacci-dispatcher.thread-pool-executor.fixed-pool-size = ").append(cores).append("\n")
-            .toString();
+        return forkJoin(root, "default-dispatcher", cores * defaultThreadsPerCore)
+            + forkJoin(root, "internal-dispatcher", cores) + fibonacciThreads();
+    }
+
+    /** HOCON for akka-http and pekko-http (`root` = akka or pekko): one pool, two threads per core, for everything a
+     *  connection does. The internal dispatcher (akka-io's TCP actors: every accept, read and write) is the default
+     *  one, as TechEmpower's akka-http and pekko-http entries configure it, so a new connection no longer crosses
+     *  between two pools' threads (on one core, pekko: 12.3 context switches a connection with two pools, 6.8 with
+     *  this). Two threads per core, not the entries' one: with one, keep-alive lost a fifth (pekko/PROFILE.md). */
+    public String onePoolDispatchers(String root) {
+        return forkJoin(root, "default-dispatcher", cores * 2)
+            + root + ".actor.internal-dispatcher = \"" + root + ".actor.default-dispatcher\"\n" + fibonacciThreads();
+    }
+
+    private static String forkJoin(String root, String dispatcher, int threads) {
+        return root + ".actor." + dispatcher + ".fork-join-executor {\n"
+            + "  parallelism-min = " + threads + "\n"
+            + "  parallelism-max = " + threads + "\n"
+            + "}\n";
+    }
+
+    private String fibonacciThreads() {
+        return "fibonacci-dispatcher.thread-pool-executor.fixed-pool-size = " + cores + "\n";
     }
 
     private static String env(String name, String fallback) {
