@@ -21,12 +21,9 @@ public final class ServerEnv {
             + ", availableProcessors=" + Runtime.getRuntime().availableProcessors() + ", upstream " + upstreamUrl + ")";
     }
 
-    /** HOCON for spray and socko (Akka before 2.6): one thread per core for the default dispatcher (connections'
-     *  streams and routes) and for the internal one, and as many for /fibonacci's own dispatcher so it can use every
-     *  core. Akka 2.6's internal dispatcher runs akka-io's TCP actors (every accept, read and write); its default of
-     *  at least 4 threads on one core cost a fifth of the connection-per-request rate in thread hand-offs (ab -c 100
-     *  without keep-alive: 2.6k req/s with it, 3.3k with one thread). akka-http and pekko-http now take one pool
-     *  (onePoolDispatchers); Akka before 2.6 has no internal dispatcher and ignores that key. */
+    /** HOCON for spray and socko (Akka 2.3 and 2.4): one thread per core for the default dispatcher (connections'
+     *  streams and routes), and as many for /fibonacci's own dispatcher so it can use every core. Their Akka has no
+     *  internal dispatcher; akka-http's and pekko-http's take onePoolDispatchers. */
     public String coreSizedDispatchers(String root) {
         return coreSizedDispatchers(root, 1);
     }
@@ -34,8 +31,7 @@ public final class ServerEnv {
     /** As above with `defaultThreadsPerCore` default-dispatcher threads per core (see SprayServer for why spray
      *  wants two). */
     public String coreSizedDispatchers(String root, int defaultThreadsPerCore) {
-        return forkJoin(root, "default-dispatcher", cores * defaultThreadsPerCore)
-            + forkJoin(root, "internal-dispatcher", cores) + fibonacciThreads();
+        return forkJoin(root, "default-dispatcher", cores * defaultThreadsPerCore) + fibonacciThreads();
     }
 
     /** HOCON for akka-http and pekko-http (`root` = akka or pekko): one pool, two threads per core, for everything a
