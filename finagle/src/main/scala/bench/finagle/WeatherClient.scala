@@ -10,15 +10,17 @@ import scala.util.control.NonFatal
 final case class Weather(code: Int, temp: Int)
 final case class UpstreamError(error: String)
 
-/** `/weather/{city}`: per request, fetch the upstream document through Finagle's pooled keep-alive client and reduce it. */
-final class WeatherClient(upstream: Service[Request, Response], url: URI) {
+/** `/weather/{city}`: per request, fetch the upstream document through Finagle's pooled keep-alive client (the calling
+  * event loop's own, from `upstream()`) and reduce it.
+  */
+final class WeatherClient(upstream: () => Service[Request, Response], url: URI) {
   private val path = Option(url.getRawPath).filter(_.nonEmpty).getOrElse("/")
   private val authority = url.getAuthority
 
   def current(): Future[Response] = {
     val req = Request(Method.Get, path)
     req.host = authority // nginx requires Host on HTTP/1.1
-    upstream(req)
+    upstream()(req)
       .map { rep =>
         if (rep.status != Status.Ok) badGateway(s"upstream answered ${rep.statusCode}")
         else Responses.json(Status.Ok, Json.mapper.writeValueAsBytes(parse(Buf.ByteArray.Owned.extract(rep.content))))
