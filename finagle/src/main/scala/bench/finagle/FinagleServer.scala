@@ -21,13 +21,14 @@ object FinagleServer {
     import env.{cores, host, port}
     val upstreamUrl = URI.create(env.upstreamUrl)
 
-    // Two Netty event loops per CPU we are pinned to: Finagle's own 2 x CPUs without its floor of 8, which is sized for
-    // hosts whose I/O threads share CPUs with blocking work. On one CPU (finagle/PROFILE.md, 3 Dec), one loop served
-    // 0.80 of the entry's new connections, two 0.90, eight 1.00; each doubling about doubled keep-alive's p99, and
-    // eight cost weather c256 42 %. This global flag is read from a system property the first time Finagle builds its
-    // worker pool, so it must be set before any server or client exists.
+    // Finagle's own event-loop count, max(8, 2 x CPUs), but at most four per CPU we are pinned to: one CPU gets 4, two
+    // get 8, four or more Finagle's 2 x CPUs. On one CPU (finagle/PROFILE.md, 3 Dec) new connections went 0.71 of the
+    // entry's with one loop, 0.85 with two, 0.92 with four; four lost no scenario of the bench its rate, where eight
+    // cost weather c256 42 % (its upstream clients share the loops). Keep-alive p99 grows with the loops per CPU: 4, 7,
+    // 16 and 34 ms for 1, 2, 4 and 8. This global flag is read from a system property the first time Finagle builds
+    // its worker pool, so it must be set before any server or client exists.
     if (System.getProperty("com.twitter.finagle.netty4.numWorkers") == null)
-      System.setProperty("com.twitter.finagle.netty4.numWorkers", (2 * cores).toString)
+      System.setProperty("com.twitter.finagle.netty4.numWorkers", math.min(math.max(8, 2 * cores), 4 * cores).toString)
 
     // Finagle's rule: never block or burn CPU on the Netty I/O threads, they serve every connection. /fibonacci runs on
     // a FuturePool over a fixed pool of SERVER_CORES threads: as many as the CPUs, so CPU-bound jobs queue instead of
