@@ -25,7 +25,7 @@ object FinagleServer {
     // get 8, four or more Finagle's 2 x CPUs. On one CPU (finagle/PROFILE.md, 3 Dec) new connections went 0.71 of the
     // entry's with one loop, 0.85 with two, 0.92 with four; four lost no scenario of the bench its rate, where eight
     // cost weather c256 42 % (its upstream clients share the loops). Keep-alive p99 grows with the loops per CPU: 4, 7,
-    // 16 and 34 ms for 1, 2, 4 and 8. This global flag is read from a system property the first time Finagle builds
+    // 16 and 35 ms for 1, 2, 4 and 8. This global flag is read from a system property the first time Finagle builds
     // its worker pool, so it must be set before any server or client exists.
     if (System.getProperty("com.twitter.finagle.netty4.numWorkers") == null)
       System.setProperty("com.twitter.finagle.netty4.numWorkers", math.min(math.max(8, 2 * cores), 4 * cores).toString)
