@@ -119,7 +119,7 @@ compare: setup
 	@[ -n $(call quote,$(A)) ] && [ -n $(call quote,$(B)) ] || { echo "usage: make compare A=<run-id> B=<run-id> (run ids: ls results/)"; exit 2; }
 	$(HARNESS) compare $(call quote,$(A)) $(call quote,$(B))
 
-# Every run on one timeline (RUNS="results/* ../shared/runs/*" by default; SERVERS=, SCENARIOS=, SINCE=2026-11-24):
+# Every run on one timeline (RUNS="results/*" by default, others only when named; SERVERS=, SCENARIOS=, SINCE=2026-11-24):
 # req/s, p99 and CPU µs/req per server, scenario and run, the machine's own speed and each figure divided by it, the
 # changes found (E-divisive means) and their cause (the machine, or a server with its commits): results/history/
 # index.html and index.md; FORMAT=json prints {changes, series, paired}. Reads results only: starts nothing, no lock.

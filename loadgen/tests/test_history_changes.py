@@ -147,7 +147,7 @@ def test_commits_that_changed_only_a_servers_notes_are_not_its_code(server_repo)
     found = changes.Commits()
     assert found.touching_code(first, notes, repo / "node") == changes.Touched([])
     assert found.touching_code(first, code, repo / "node").code == [f"{code} node: a faster parser"]
-    assert found.touching_code(first, "nosuchcommit", repo / "node").problem.startswith("git log")
+    assert found.touching_code(first, "deadbeef", repo / "node").problem.startswith("git log")
 
 
 @pytest.mark.parametrize("after, cause", [("notes", "unexplained"), ("code", "server")])

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from harness.history import edivisive
-from harness.history.timeline import ADJUSTED, MACHINE, Series, what_changed
+from harness.history.timeline import ADJUSTED, MACHINE, Series, is_commit, what_changed
 
 UNEXPLAINED = (
     "unexplained"  # neither the machine's nor a commit to the server's code: noise, or what runs do not record
@@ -262,24 +262,22 @@ class Commits:
         them (`is_code_path`): a commit that changed only the server's notes is not one."""
         if "?" in (a, b):
             return Touched([], "a run's commit is not recorded")
+        if not (is_commit(a) and is_commit(b)):  # read from files: only a commit reaches git, never an option
+            return Touched([], "a run's commit is not a hex commit")
         key = (a, b, folder)
         if a != b and key not in self.known:
-            proc = subprocess.run(
-                [
-                    "git",
-                    "-C",
-                    str(folder),
-                    "log",
-                    "--format=%x1e%h %s",
-                    "--name-only",
-                    f"{a}..{b}",
-                    "--",
-                    ".",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
+            try:
+                proc = subprocess.run(
+                    ["git", "-C", str(folder), "log", "--format=%x1e%h %s", "--name-only"]
+                    + ["--end-of-options", f"{a}..{b}", "--", "."],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=60,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                self.known[key] = Touched([], f"git log {a}..{b} could not run: {exc}")
+                return self.known[key]
             if proc.returncode != 0:
                 self.known[key] = Touched(
                     [], f"git log {a}..{b} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"

@@ -25,6 +25,11 @@ TITLES = {
 }
 
 
+def plain(text: str) -> str:
+    """`text` as matplotlib draws it literally: a `$` would start its math notation (a name `$\\foo$` fails to parse)."""
+    return text.replace("$", r"\$")
+
+
 def _png(fig: Any) -> bytes:
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
@@ -55,9 +60,11 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
             capsize=2,
             color=palette(servers.index(s.run if s.server == MACHINE else s.server) % 20),
             linestyle="--" if other else "-",
-            label=(s.run if s.server == MACHINE else f"{s.server} {s.run}")
-            + (f" (conditions {other + 1})" if other else "")
-            + (f" (from {s.since[:13]})" if s.since else ""),
+            label=plain(
+                (s.run if s.server == MACHINE else f"{s.server} {s.run}")
+                + (f" (conditions {other + 1})" if other else "")
+                + (f" (from {s.since[:13]})" if s.since else "")
+            ),
         )
     _mark_changes(ax, [c for c in changes if c.metric == metric and c.at in order], order)
     ax.set_yscale("log")
@@ -77,12 +84,12 @@ def _mark_changes(ax: Any, changes: list[SeriesChange], order: dict[str, int]) -
         what = c.commits[0] if c.commits else (c.conditions_changed[0] if c.conditions_changed else "")
         note = f"{c.server} {c.run} {c.change_percent:+.0f} % ({c.cause}; {'..'.join(c.commit_range)}"
         style = ("#b91c1c", ":", "#7f1d1d") if c.cause == "server" else ("#b45309", ":", "#78350f")
-        _mark(ax, x, note + f"{'; ' + what[:50] if what else ''})", style)
+        _mark(ax, x, plain(note + f"{'; ' + what[:50] if what else ''})"), style)
     for at, shared in machine_days.items():
         x, sizes = order[at] - 0.5, [c.change_percent for c in shared]
         what = next((c.conditions_changed[0] for c in shared if c.conditions_changed), "")
         note = f"machine: {len(shared)} series {min(sizes):+.0f}…{max(sizes):+.0f} %"
-        _mark(ax, x, note + f"{'; ' + what[:50] if what else ''}", ("#374151", "--", "#374151"))
+        _mark(ax, x, plain(note + f"{'; ' + what[:50] if what else ''}"), ("#374151", "--", "#374151"))
 
 
 def _mark(ax: Any, x: float, note: str, style: tuple[str, str, str]) -> None:
@@ -110,8 +117,8 @@ def scenario_chart(scenario: str, series: list[Series], changes: list[SeriesChan
             ax, [s for s in series if s.metric == metric], [c for c in changes if c.scenario == scenario], order, metric
         )
     last = axes[-1, 0]
-    last.set_xticks(list(order.values()), [run[:13] for run in order], rotation=45, ha="right", fontsize=7)
-    axes[0, 0].set_title(scenario)
+    last.set_xticks(list(order.values()), [plain(run[:13]) for run in order], rotation=45, ha="right", fontsize=7)
+    axes[0, 0].set_title(plain(scenario))
     axes[0, 0].legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
@@ -133,12 +140,12 @@ def paired_chart(paired: list[PairedPoint], order: dict[str, int]) -> bytes:
                 fmt="o",
                 capsize=3,
                 color=plt.get_cmap("tab10")(k % 10),
-                label=label,
+                label=plain(label),
             )
         ax.axhline(1.0, color="#6b7280", linewidth=1)
         ax.set_yscale("log")
         ax.set_ylabel(f"head ÷ base, {TITLES.get(metric, metric)}")
-    axes[-1, 0].set_xticks(list(order.values()), [run[:13] for run in order], rotation=45, ha="right", fontsize=7)
+    axes[-1, 0].set_xticks(list(order.values()), [plain(r[:13]) for r in order], rotation=45, ha="right", fontsize=7)
     axes[0, 0].set_title("make versus: head ÷ base (95 % interval)")
     axes[0, 0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)

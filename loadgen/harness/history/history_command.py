@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.basics.messages import say
+from harness.basics.messages import console, say
 from harness.basics.paths import RESULTS
 from harness.config.manifest import TWIN_SUFFIX, Server
 from harness.history import adjustment, changes, edivisive, history_page
@@ -29,9 +29,10 @@ from harness.history.timeline import (
     paired_points,
     probe_noise,
     read_runs,
+    since_prefix,
 )
 
-DEFAULT_RUNS = "results/* ../shared/runs/*"
+DEFAULT_RUNS = "results/*"  # inside the repository; anything else only when RUNS names it
 
 
 @dataclass
@@ -51,7 +52,7 @@ def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> Tim
     runs = read_runs(selection, skipped)
     series = build_series(runs, selection)
     found, discovery = changes.find_changes(series, folder_of)
-    notes = [f"left out, unreadable: {s}" for s in skipped] + _notes(series, discovery.tested)
+    notes = [f"left out: {s}" for s in skipped] + _notes(series, discovery.tested)
     return Timeline([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes, discovery)
 
 
@@ -204,6 +205,9 @@ def server_folder(servers: dict[str, Server], name: str) -> Path | None:
 def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: str, servers: dict[str, Server]) -> int:
     """The command; `only`: the servers to show (any name a run recorded; none: all); `output`: text or json. 0, or
     2 when no run folder was found."""
+    if since and since_prefix(since) is None:
+        say(f"SINCE={since} is not understood: a date (2026-11-24, 20261124) or a run id's start (20261124-0726)")
+        return 2
     selection = Selection((runs or DEFAULT_RUNS).split(), frozenset(only), frozenset(scenarios.split()), since)
     history = gather(selection, lambda name: server_folder(servers, name))
     if not history.runs:
@@ -233,7 +237,7 @@ def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: 
             + (f"; commits: {'; '.join(c.commits)}" if c.commits else "")
         )
     for line in history.notes + adjustment_lines(history.series):
-        say(f"  note: {line}")
+        console.print(f"  note: {line}", markup=False, soft_wrap=True)  # one line each, a bad file's too
     for path in written:
         say(f"wrote {path}")
     return 0

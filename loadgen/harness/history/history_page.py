@@ -5,6 +5,8 @@ what else changed), the paired `make versus` answers, and the notes (too few run
 from __future__ import annotations
 
 import base64
+import os
+import tempfile
 from html import escape
 from pathlib import Path
 
@@ -183,6 +185,20 @@ def write(
     if steps:
         md += ["## Run to run, beside the machine", "", STEPS_NOTE, "", _markdown_table(STEP_HEADER, steps), ""]
     md += ["Charts per scenario: index.html."]
-    (folder / "index.html").write_text("\n".join(html))
-    (folder / "index.md").write_text("\n".join(md) + "\n")
+    write_atomically(folder / "index.html", "\n".join(html))
+    write_atomically(folder / "index.md", "\n".join(md) + "\n")
     return [folder / "index.html", folder / "index.md"]
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """`text` into `path` through a temporary file beside it, renamed over it: a reader (or a second make history)
+    sees the old file or the new one, never half of one."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

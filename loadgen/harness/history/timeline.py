@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,7 +23,7 @@ from typing import Any
 
 from harness.basics.paths import REPO
 from harness.report.compare import meaning_changed
-from harness.results import records
+from harness.results import readable
 from harness.results.flag_kinds import LOADGEN_BOUND
 from harness.results.records import Record, ResultsError, Run
 
@@ -32,6 +33,8 @@ ADJUSTED = "_adjusted"  # a metric's name with this suffix: the figure divided b
 MACHINE = "machine"  # the server name of the probe's series
 PROBE_METRIC = "loops_per_s"
 ROLES = ("server", "loadgen")
+COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")  # what a results.json's git_commit may be: a commit, full or abbreviated
+READ_ERRORS = (ResultsError, TypeError, AttributeError, ValueError, KeyError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def _rate(conditions: dict[str, Any]) -> dict[str, float]:
     probes = [p for p in (conditions.get("steadiness") or {}).values() if isinstance(p, dict)]
     out = {}
     for role in ROLES:
-        rates = [float(p["rate"][role]) for p in probes if (p.get("rate") or {}).get(role)]
+        rates = [figure(p["rate"][role], f"the probe's {role} rate") for p in probes if (p.get("rate") or {}).get(role)]
         if rates:
             out[role] = statistics.fmean(rates)
     return out
@@ -142,7 +145,37 @@ def _rate_spread(conditions: dict[str, Any]) -> dict[str, float]:
     before, after = (
         (probes.get(k) or {}).get("rate") or {} if isinstance(probes.get(k), dict) else {} for k in ("before", "after")
     )
-    return {r: abs(math.log(float(after[r]) / float(before[r]))) for r in ROLES if before.get(r) and after.get(r)}
+    return {
+        r: abs(math.log(figure(after[r], "a probe rate") / figure(before[r], "a probe rate")))
+        for r in ROLES
+        if before.get(r) and after.get(r)
+    }
+
+
+def is_commit(text: str) -> bool:
+    """Whether `text` is a commit as git prints one (7 to 40 hex digits): nothing else from a file reaches git."""
+    return COMMIT.fullmatch(text) is not None
+
+
+def _commit(conditions: dict[str, Any]) -> str:
+    """The run's commit ("?" where none is recorded); a ValueError where it is not a commit."""
+    text = conditions.get("git_commit")
+    if text is None:
+        return "?"
+    commit = str(text).removesuffix("-dirty")
+    if not is_commit(commit):
+        raise ValueError(f"conditions.git_commit {str(text)[:60]!r} is not a commit (7 to 40 hex digits)")
+    return commit
+
+
+def figure(value: Any, what: str) -> float:
+    """A figure history draws on a log scale: a finite number above 0 (a ValueError naming `what` otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} is {type(value).__name__}, not a number")
+    number = float(value)  # an integer too large for a float: OverflowError
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"{what} is {str(value)[:40]}, not a positive figure")
+    return number
 
 
 def run_info(run: Run) -> RunInfo:
@@ -163,7 +196,7 @@ def run_info(run: Run) -> RunInfo:
     return RunInfo(
         run.run_id,
         _started(c, run.run_id),
-        str(c.get("git_commit", "?")).removesuffix("-dirty"),
+        _commit(c),
         str(c.get("runtime", "?")),
         key,
         details,
@@ -178,44 +211,55 @@ def read_runs(selection: Selection, skipped: list[str] | None = None) -> list[tu
     writes where the timeline looks, is left out and named in `skipped`: one bad file never costs the history."""
     runs = []
     for folder in run_folders(selection.patterns):
+        path = folder / "results.json"
         try:
-            run = records.load(folder / "results.json")
+            run = readable.load(path)  # size, nesting, the schema: one ResultsError naming the file
             info = run_info(run)
             for record in run.records:  # every figure the timeline reads, read once here
                 for metric in METRICS:
                     _point(info, run, record, metric)
-        except (ResultsError, TypeError, AttributeError, ValueError, KeyError) as exc:
+            versus_answers(info)
+        except READ_ERRORS as exc:
             if skipped is not None:
-                skipped.append(f"{folder.name}: {str(exc)[:200]}")
+                text = " ".join(str(exc).split())[:300]
+                skipped.append(text if str(path) in text else f"{path}: {text}")
             continue
         when = info.started_at.isoformat() if info.started_at else info.run_id
-        if selection.since and when < _since(selection.since):
+        if selection.since and when < (since_prefix(selection.since) or selection.since):
             continue
         runs.append((info, run))
     return sorted(runs, key=lambda r: (r[0].started_at or datetime.min, r[0].run_id))
 
 
-def _since(text: str) -> str:
-    """SINCE as an ISO time's prefix: 2026-11-24, 20261124 or 20261124-0726 (a run id's start)."""
-    digits = text.replace("-", "").replace("T", "").replace(":", "")
-    if digits[:8].isdigit():
-        iso = f"{digits[0:4]}-{digits[4:6]}-{digits[6:8]}"
-        rest = digits[8:14]
-        return iso + ("T" + ":".join(rest[i : i + 2] for i in range(0, len(rest), 2)) if rest else "")
-    return text
+def since_prefix(text: str) -> str | None:
+    """SINCE as an ISO time's prefix: 2026-11-24, 20261124 or 20261124-0726 (a run id's start); None where it is not
+    one of those (a date that does not exist included)."""
+    digits = text.strip().replace("-", "").replace("T", "").replace(":", "")
+    if not digits.isdigit() or len(digits) not in (8, 10, 12, 14):
+        return None
+    try:
+        datetime.strptime(digits, "%Y%m%d%H%M%S"[: {8: 6, 10: 8, 12: 10, 14: 12}[len(digits)]])
+    except ValueError:
+        return None
+    iso = f"{digits[0:4]}-{digits[4:6]}-{digits[6:8]}"
+    rest = digits[8:14]
+    return iso + ("T" + ":".join(rest[i : i + 2] for i in range(0, len(rest), 2)) if rest else "")
 
 
 def _point(info: RunInfo, run: Run, record: Record, metric: str) -> Point | None:
     described = getattr(record.summary, metric, None) if record.summary else None
-    if not described or not described.get("median") or described["median"] <= 0:
+    if not described or (described.get("median") in (None, 0) and metric != "rps"):  # p99 of 0 whole ms (ab, schema 3)
         return None
+    where = f"record {record.server!r} {record.scenario!r} {record.label!r} {metric}"
+    median = figure(described["median"], f"{where}: the median")
     ci = described.get("ci") or {}
+    low, high = (None if ci.get(k) is None else figure(ci[k], f"{where}: the interval's {k}") for k in ("low", "high"))
     server = run.servers.get(record.server) or {}
     return Point(
         info,
-        float(described["median"]),
-        ci.get("low"),
-        ci.get("high"),
+        median,
+        low,
+        high,
         ci.get("level"),
         tuple(f.name for f in record.flags),
         server.get("version"),
@@ -331,36 +375,46 @@ def adjusted_series(raw: list[Series], machine: list[Series]) -> list[Series]:
     return out
 
 
-def paired_points(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[PairedPoint]:
-    """Every `make versus` answer of the runs: per scenario run and metric, head ÷ base with its interval."""
+def versus_answers(info: RunInfo) -> list[PairedPoint]:
+    """A `make versus` run's answers: per scenario run and metric, head ÷ base with its interval (a TypeError,
+    KeyError or ValueError where the section is not what make versus writes)."""
+    if info.versus is None:
+        return []
+    v = dict(info.versus)
+    server, builds = str(v.get("server", "?")), dict(v.get("builds") or {})
+    labels = [str(dict(builds.get(k) or {}).get("label", "?")) for k in ("base", "head")]
     out = []
-    for info, _ in runs:
-        v = info.versus or {}
-        server, builds = str(v.get("server", "?")), v.get("builds") or {}
-        if selection.servers and server not in selection.servers:
-            continue
-        for result in v.get("results") or []:
-            if selection.scenarios and result.get("scenario") not in selection.scenarios:
-                continue
-            for metric, answer in (result.get("metrics") or {}).items():
-                iv = answer.get("interval")
-                if iv:
-                    out.append(
-                        PairedPoint(
-                            info,
-                            server,
-                            result["scenario"],
-                            result["run"],
-                            metric,
-                            iv["ratio"],
-                            iv["low"],
-                            iv["high"],
-                            str(answer.get("verdict", "")),
-                            str((builds.get("base") or {}).get("label", "?")),
-                            str((builds.get("head") or {}).get("label", "?")),
-                        )
+    for result in list(v.get("results") or []):
+        for metric, answer in dict(result.get("metrics") or {}).items():
+            iv = answer.get("interval")
+            if iv:
+                ratio, low, high = (figure(iv[k], f"versus {metric} {k}") for k in ("ratio", "low", "high"))
+                out.append(
+                    PairedPoint(
+                        info,
+                        server,
+                        str(result["scenario"]),
+                        str(result["run"]),
+                        str(metric),
+                        ratio,
+                        low,
+                        high,
+                        str(answer.get("verdict", "")),
+                        *labels,
                     )
+                )
     return out
+
+
+def paired_points(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[PairedPoint]:
+    """Every `make versus` answer of the runs that the selection wants."""
+    return [
+        p
+        for info, _ in runs
+        for p in versus_answers(info)
+        if (not selection.servers or p.server in selection.servers)
+        and (not selection.scenarios or p.scenario in selection.scenarios)
+    ]
 
 
 def what_changed(before: RunInfo, after: RunInfo, version_before: str | None, version_after: str | None) -> list[str]:
