@@ -11,6 +11,7 @@ import psutil
 from harness.basics import cpu_speed, idle_states
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import nofile_limit, shell_output, timestamp
+from harness.results.readable import GIT_COMMIT
 from harness.runtime import Runtime
 
 
@@ -24,10 +25,12 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def git_commit() -> str:
+def git_commit() -> str | None:
+    """The checkout's commit, `-dirty` after it where tracked files changed; None outside a git checkout (what git
+    says then is no commit, and readers refuse what is not one: harness.results.readable.GIT_COMMIT)."""
     commit = shell_output("git rev-parse --short HEAD")
     dirty = shell_output("git status --porcelain --untracked-files=no")
-    return commit + ("-dirty" if dirty else "")
+    return commit + ("-dirty" if dirty else "") if GIT_COMMIT.fullmatch(commit) else None
 
 
 def collect(runtime: Runtime, profile: str, plan: CpuPlan, command: str) -> dict[str, Any]:

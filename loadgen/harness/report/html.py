@@ -154,7 +154,7 @@ def _header(model: Model) -> list[str]:
         f"{escape(str(c.get('profile', '?')))} profile · {escape(str(c.get('runtime', '?')))} runtime · "
         f"{escape(str(c.get('repeat', '?')))} attempts per measurement · CPUs "
         f"{escape(cond.cpus_text(c.get('cpus')))} · started {escape(str(c.get('started_at', '?')))} · "
-        f"commit {escape(str(c.get('git_commit', '?')))}"
+        f"commit {escape(str(c.get('git_commit') or '?'))}"
     )
     versus = (
         [

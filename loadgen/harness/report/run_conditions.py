@@ -151,7 +151,7 @@ def items(run: Run) -> list[tuple[str, str]]:
         ("runtime", c.get("runtime", "-")),
         ("CPU sets", cpus_text(c.get("cpus"))),
         *_machine(c),
-        ("git commit", c.get("git_commit", "-")),
+        ("git commit", c.get("git_commit") or "-"),
         ("command", c.get("command", "-")),
         *_runtime(run),
     ]

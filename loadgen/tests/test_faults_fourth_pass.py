@@ -1,0 +1,86 @@
+"""Faults, fourth pass (issue 72): a hostile run folder never writes outside it, and every bad input is one line. Each
+test here failed before its fix; loopback only, no server built or started."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.measuring import conditions
+from harness.results import readable
+from harness.results.records import ResultsError
+
+LOADGEN = Path(__file__).resolve().parents[1]
+SMALL_RUN = LOADGEN / "tests" / "fixtures" / "results_v3" / "results.json"
+
+
+def one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
+    said = str(exc.value)
+    assert "\n" not in said and said, said
+    return said
+
+
+def small_run() -> dict:
+    return json.loads(SMALL_RUN.read_text())
+
+
+# -- results/readable.py: its size read in one go, long integers, the commit that reaches git ----------------------
+
+
+def test_the_size_cap_is_proportional_to_what_a_run_writes_and_read_in_one_go(tmp_path, monkeypatch):
+    """64 MB (a bench writes about 1 MB), and no size looked at before the read is trusted: a file that says it is
+    small when asked (it grew in between) is still refused by the read itself."""
+    assert readable.MAX_BYTES == 64 * 2**20
+    big = tmp_path / "results.json"
+    with big.open("wb") as out:
+        out.truncate(readable.MAX_BYTES + 1)  # sparse: no disk taken
+    real_stat = Path.stat
+    monkeypatch.setattr(
+        Path,
+        "stat",
+        lambda self, **kw: (
+            os.stat_result((0o100644, 0, 0, 1, 0, 0, 10, 0, 0, 0)) if self == big else real_stat(self, **kw)
+        ),
+    )
+    with pytest.raises(ResultsError) as caught:
+        readable.load(big)
+    assert "larger than 64 MB" in one_line(caught) and str(big) in str(caught.value)
+
+
+def test_an_integer_too_long_for_any_figure_is_one_line_not_a_chart_overflow(tmp_path):
+    data = small_run()
+    data["records"][0]["rps"] = "LONG"
+    (tmp_path / "results.json").write_text(json.dumps(data).replace('"LONG"', "9" * 1000))
+    with pytest.raises(ResultsError) as caught:
+        readable.load(tmp_path / "results.json")
+    assert "integer of 1000 digits" in one_line(caught)
+
+
+@pytest.mark.parametrize("commit", ["--output=/tmp/x/", "c000", "HEAD", "abcdef1..main", "abcdef1-dirty-x", 5])
+def test_a_git_commit_that_is_not_a_commit_is_refused(tmp_path, commit):
+    """`make history` runs `git log a..b` on it: `--output=<file>` would make git write over that file."""
+    data = small_run()
+    data["conditions"]["git_commit"] = commit
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsError) as caught:
+        readable.load(tmp_path / "results.json")
+    assert "git_commit" in one_line(caught)
+
+
+@pytest.mark.parametrize("commit", ["3d2b4c3", "3d2b4c3-dirty", "a" * 40, None])
+def test_a_commit_as_the_harness_writes_it_reads(tmp_path, commit):
+    data = small_run()
+    data["conditions"]["git_commit"] = commit
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    assert readable.load(tmp_path / "results.json").conditions["git_commit"] == commit
+
+
+def test_outside_a_git_checkout_the_run_records_no_commit(monkeypatch):
+    """What git says there ("fatal: not a git repository") is no commit: written as null, which every reader takes."""
+    monkeypatch.setattr(conditions, "shell_output", lambda command: "fatal: not a git repository (or any parent)")
+    assert conditions.git_commit() is None
+    monkeypatch.setattr(conditions, "shell_output", lambda command: "" if "status" in command else "3d2b4c3")
+    assert conditions.git_commit() == "3d2b4c3"
