@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from harness.measuring import conditions
+from harness.config import environment
+from harness.config.environment import ConfigurationError
+from harness.config.manifest import discover
+from harness.measuring import conditions, lifecycle
 from harness.results import readable
-from harness.results.records import ResultsError
+from harness.results.records import ResultsError, Run
+from harness.results.store import RunStore
+from harness.tools import TOOLS, oha_mix
 
 LOADGEN = Path(__file__).resolve().parents[1]
 SMALL_RUN = LOADGEN / "tests" / "fixtures" / "results_v3" / "results.json"
+MIX_ATTEMPT = LOADGEN / "tests" / "fixtures" / "oha_mix" / "attempt1"  # oha's output and database, 300 requests
 
 
 def one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
@@ -84,3 +91,36 @@ def test_outside_a_git_checkout_the_run_records_no_commit(monkeypatch):
     assert conditions.git_commit() is None
     monkeypatch.setattr(conditions, "shell_output", lambda command: "" if "status" in command else "3d2b4c3")
     assert conditions.git_commit() == "3d2b4c3"
+
+
+# -- oha's per-request databases: deleted once read, unless KEEP_REQUEST_DB=1; the run's disk use ----------------------
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_mix_attempts_database_is_deleted_once_its_figures_are_read(tmp_path, monkeypatch, keep):
+    folder = tmp_path / "raw" / "attempt"
+    shutil.copytree(MIX_ATTEMPT, folder)
+    monkeypatch.setattr(oha_mix, "_keep", False)
+    oha_mix.keep(keep)
+    measured = TOOLS["oha-mix"].parse((folder / "output.txt").read_text(), folder)
+    assert sum(e["requests"] for e in measured.details["endpoints"].values()) == 300  # its figures, read first
+    assert (folder / oha_mix.DATABASE).exists() == keep
+
+
+def test_keep_request_db_is_checked_like_every_variable():
+    servers = discover()
+    assert environment.read({"KEEP_REQUEST_DB": "1"}, servers).keep_request_db
+    assert not environment.read({}, servers).keep_request_db
+    with pytest.raises(ConfigurationError) as caught:
+        environment.read({"KEEP_REQUEST_DB": "yes"}, servers)
+    assert "KEEP_REQUEST_DB='yes'" in one_line(caught)
+
+
+def test_a_run_records_what_its_folder_took_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(lifecycle.command, "cmd_report", lambda run: 0)  # no charts drawn: the conditions only
+    store = RunStore(Run("r1", {"profile": "quick", "runtime": "local"}, {}, {}, []), root=tmp_path)
+    (store.raw / "attempt").mkdir()
+    (store.raw / "attempt" / "output.txt").write_bytes(b"x" * 300_000)
+    lifecycle.finish_run(store)
+    written = json.loads(store.path.read_text())["conditions"]["disk_bytes"]
+    assert 300_000 <= written < 1_000_000 and written == store.run.conditions["disk_bytes"]

@@ -27,6 +27,7 @@ from harness.results.aggregate import Measured, aggregate
 from harness.results.flag_kinds import EXCLUDING
 from harness.results.records import Attempt, Flag, Record, Run, load
 from harness.tools import TOOLS, LoadSpec, find_binary
+from harness.tools import oha_mix
 from harness.tools.oha_mix import repetitions
 from harness.tools.output import Errors
 
@@ -35,6 +36,12 @@ RESPONDER = Path(__file__).parent / "responders" / "keepalive.py"
 SCHEMA = Path(__file__).parents[1] / "results.schema.json"
 OHA_MIX = TOOLS["oha-mix"]
 WEIGHTS = [("/hello", 70.0), ("/v1/tweets", 20.0), ("/backend", 10.0)]
+
+
+@pytest.fixture(autouse=True)
+def keep_the_recorded_databases(monkeypatch):
+    """The fixtures' databases are parsed where they are: kept as KEEP_REQUEST_DB=1 keeps them (a run deletes each)."""
+    monkeypatch.setattr(oha_mix, "_keep", True)
 
 
 def _raw_us(folder: Path) -> dict[str, list[int]]:

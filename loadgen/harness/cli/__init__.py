@@ -41,6 +41,7 @@ from harness.results.store import DiskFull, RunIdError, check_run_id
 from harness.runtime import Runtime, RuntimeFailure, get_runtime
 from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.runtime.state import StateFull
+from harness.tools import oha_mix
 from harness.tools.availability import PreflightError
 from harness.versus.checkout import BuildFailed, RevisionError
 
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         config = environment.read(os.environ, servers, options(args))  # every variable checked, once, first
         idle_states.choose(config.cpu_idle)  # held by every Session while it is open
         cpu_speed.choose(config.cpu_meter)
+        oha_mix.keep(config.keep_request_db)
         if args.run_id:
             check_run_id(args.run_id)  # before anything starts; claimed when the run opens
         if args.command == "twin":

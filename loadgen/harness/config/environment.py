@@ -58,6 +58,7 @@ EXAMPLES = {
     "FORMAT": "text or json",
     "CPU_IDLE": "poll (the default) or machine",
     "CPU_METER": "1 (each CPU's speed read beside every attempt) or 0 (the default)",
+    "KEEP_REQUEST_DB": "1 (a mix's per-request database kept in raw/) or 0 (the default: deleted once read)",
 }
 
 
@@ -85,6 +86,7 @@ class Configuration:
     format: str = "text"
     cpu_idle: str = "poll"  # idle CPUs poll while measuring (harness.basics.idle_states), or "machine"
     cpu_meter: bool = False  # each CPU's speed read beside every attempt (harness.basics.cpu_speed)
+    keep_request_db: bool = False  # oha's per-request databases kept once read (harness.tools.oha_mix)
 
 
 def read(
@@ -114,6 +116,7 @@ def read(
         format=one_of("FORMAT", value["FORMAT"], FORMATS, "text"),
         cpu_idle=one_of("CPU_IDLE", value["CPU_IDLE"], idle_states.MODES, "poll"),
         cpu_meter=one_of("CPU_METER", value["CPU_METER"], ("0", "1"), "0") == "1",
+        keep_request_db=one_of("KEEP_REQUEST_DB", value["KEEP_REQUEST_DB"], ("0", "1"), "0") == "1",
     )
 
 

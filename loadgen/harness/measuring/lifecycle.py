@@ -93,7 +93,8 @@ def finish_run(store: RunStore, runtime: Runtime | None = None, ended: str = COM
     and what failed summed up."""
     if runtime:
         record_runtime_details(store, runtime)
-    store.update_conditions(finished_at=timestamp(), ended=ended)
+    # the folder's disk use, before its report: what the run's tools and results.json took (KEEP_REQUEST_DB=1 more)
+    store.update_conditions(finished_at=timestamp(), ended=ended, disk_bytes=store.disk_bytes())
     flags.evaluate_and_save(store)
     print_summary(store)
     if ended != COMPLETE:

@@ -153,6 +153,11 @@ def items(run: Run) -> list[tuple[str, str]]:
         *_machine(c),
         ("git commit", c.get("git_commit") or "-"),
         ("command", c.get("command", "-")),
+        *(
+            [("disk use", f"{c['disk_bytes'] / 2**20:,.1f} MB in the run's folder when it finished")]
+            if c.get("disk_bytes") is not None
+            else []
+        ),
         *_runtime(run),
     ]
     out += [(f"tool {name}", str(version)) for name, version in (c.get("tools") or {}).items()]

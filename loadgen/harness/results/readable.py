@@ -63,6 +63,7 @@ REPORTED_SECTIONS = {
                     ("started_at", "finished_at", "ended", "profile", "runtime", "git_commit", "command"), _TEXT
                 ),
                 "repeat": _INT,
+                "disk_bytes": _INT,
                 "machine": {
                     "type": ["object", "null"],
                     "properties": {

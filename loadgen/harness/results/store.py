@@ -167,6 +167,17 @@ class RunStore:
             parts.append(f'"compliance":{self._compliance_text[1]}')
         return "{" + ",".join(parts) + "}"
 
+    def disk_bytes(self) -> int:
+        """What the run's folder takes on disk (its files' allocated blocks, as `du` counts them)."""
+        total = 0
+        for folder, _, files in os.walk(self.dir):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                except OSError:  # gone meanwhile
+                    continue
+        return total
+
     def out_of_space(self) -> DiskFull:
         """The error for a full disk under this run's folder: what to do, and what results.json still holds."""
         where = self.dir.relative_to(REPO) if self.dir.is_relative_to(REPO) else self.dir

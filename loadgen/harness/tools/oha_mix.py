@@ -8,6 +8,10 @@ harness/results/mix.py), and `--db-url` writes every answered request to SQLite 
 by weight but stock wrk 4.1 keeps no per-request latency; h2load goes round-robin and logs no URI; Gatling's
 randomSwitch gives per-request statistics only in whole milliseconds and starts a JVM per run.
 
+Its database holds a row per answered request (a seed-profile mix's attempt, hundreds of MB): deleted once its
+figures are read, unless KEEP_REQUEST_DB=1 (harness/config/environment.py; `keep`) asks to keep it in the attempt's
+raw/ folder.
+
 What oha's database lacks: requests that got no answer (refused, timed out, reset) carry no path. They are counted
 in the mix's whole (its JSON summary) and not given to an endpoint (`details.unattributed_errors`).
 Keep-alive unless the run says otherwise: `keepalive = false` is a connection per request (--disable-keepalive).
@@ -32,6 +36,13 @@ URLS_FILE = "mix-urls.txt"
 DATABASE = "mix-requests.db"
 STORING = re.compile(r"Storing results to [^\n]*")  # oha's line after its JSON, naming the database
 STEP = 0.1  # a weight's resolution in percent (harness/config/mix_targets.py checks it)
+_keep = False  # KEEP_REQUEST_DB=1: each attempt's database stays in its raw/ folder once read
+
+
+def keep(on: bool) -> None:
+    """KEEP_REQUEST_DB, checked by the configuration."""
+    global _keep
+    _keep = on
 
 
 def repetitions(weights: tuple[tuple[str, float], ...]) -> list[tuple[str, int]]:
@@ -103,11 +114,14 @@ class OhaMix(Oha):
         # oha says where it stores the requests ("Storing results to ...") after its JSON, on the same output
         whole = super().parse(STORING.sub("", output), scratch)
         paths = per_path(scratch / DATABASE)
+        if not _keep:  # its figures are read (the endpoints' histograms keep them): the rows are not needed again
+            (scratch / DATABASE).unlink(missing_ok=True)
         answered = sum(e["requests"] for e in paths.values())
         if answered != whole.requests - whole.errors.total + whole.errors.non_2xx:
             raise ToolFailed(
                 f"oha's database holds {answered} answers, its summary "
                 f"{whole.requests - whole.errors.total + whole.errors.non_2xx}"
+                + ("" if _keep else " (KEEP_REQUEST_DB=1 keeps the database to look into)")
             )
         endpoints: dict[str, Endpoint] = {}
         for path, entry in paths.items():
