@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import environment
+from harness.config import environment, scenarios
 from harness.config.environment import ConfigurationError
 from harness.config.manifest import discover
 from harness.measuring import conditions, lifecycle
@@ -124,3 +124,60 @@ def test_a_run_records_what_its_folder_took_on_disk(tmp_path, monkeypatch):
     lifecycle.finish_run(store)
     written = json.loads(store.path.read_text())["conditions"]["disk_bytes"]
     assert 300_000 <= written < 1_000_000 and written == store.run.conditions["disk_bytes"]
+
+
+# -- scenarios.toml: every scenario and mix value checked when the file is read -------------------------------------
+
+PLAIN = '[{name}]\ntool = "wrk"\ntargets = [{{ route = "hello", path = {path} }}]\n{extra}profile.quick = {profile}\n'
+RUNS = "{ runs = [{ concurrency = 4, duration_s = 1 }] }"
+
+
+@pytest.mark.parametrize(
+    "changes, says",
+    [
+        ({"path": '"hello"'}, "[s] targets[0] path = 'hello' must be a text starting with /"),
+        ({"path": "5"}, "[s] targets[0] path = 5 must be a text starting with /"),
+        ({"path": '"/a b"'}, "[s] targets[0] path = '/a b' must be a text starting with /"),
+        ({"path": '"/a#b"'}, "[s] targets[0] path = '/a#b' must be a text starting with /"),
+        ({"profile": '{ path = "fib", runs = [{ concurrency = 4 }] }'}, "[s] profile quick: path = 'fib' must be"),
+        ({"name": '"a/b"'}, "[a/b] is not a scenario name"),
+        ({"name": '"-x"'}, "[-x] is not a scenario name"),
+        ({"extra": "description = 5\n"}, "[s]: description = 5 must be a text"),
+        ({"extra": "in_bnech = false\n"}, "[s]: unknown key 'in_bnech'"),
+        ({"profile": '{ runs = [{ label = "../x", concurrency = 4 }] }'}, "run 1: label = '../x' must be a name"),
+        ({"profile": "{ runs = [{ label = 5, concurrency = 4 }] }"}, "run 1: label = 5 must be a name"),
+        ({"profile": "{ runs = [{ concurrency = 4 }, { concurrency = 4 }] }"}, "two runs are labelled alike (c4, c4)"),
+        ({"profile": "{ runs = [{ concurrency = 4 }], atempts = 2 }"}, "[s] profile quick: unknown key 'atempts'"),
+    ],
+)
+def test_a_bad_scenario_value_is_one_line_naming_the_scenario_and_key(tmp_path, changes, says):
+    """`path = "hello"` was accepted and failed every attempt (http://127.0.0.1:8080hello); `path = 5` was a traceback
+    mid-run; a label with a / names a file outside the run's raw/."""
+    values = {"name": "s", "path": '"/hello"', "extra": "", "profile": RUNS, **changes}
+    (tmp_path / "scenarios.toml").write_text(PLAIN.format(**values))
+    with pytest.raises(scenarios.ScenarioError) as caught:
+        scenarios.load("quick", tmp_path / "scenarios.toml")
+    assert says in one_line(caught)
+
+
+@pytest.mark.parametrize(
+    "target, says",
+    [
+        (
+            '{ route = "hello", path = "/hello", weight = 60 }, { route = "tweets", path = 7, weight = 40 }',
+            "targets[1] path = 7",
+        ),
+        ('{ route = "hello", path = "/a b", weight = 100 }', "targets[0] path = '/a b'"),
+        ('{ route = "hello", path = "/h", weight = 100, wieght = 1 }', "targets[0]: unknown key 'wieght'"),
+    ],
+)
+def test_a_bad_mix_value_is_one_line_naming_the_scenario_and_key(tmp_path, target, says):
+    (tmp_path / "scenarios.toml").write_text(f'[m]\ntool = "oha-mix"\ntargets = [{target}]\nprofile.quick = {RUNS}\n')
+    with pytest.raises(scenarios.ScenarioError) as caught:
+        scenarios.load("quick", tmp_path / "scenarios.toml")
+    assert "[m] " + says in one_line(caught)
+
+
+def test_the_projects_scenarios_read_in_every_profile():
+    for profile in scenarios.PROFILES:
+        assert scenarios.load(profile)

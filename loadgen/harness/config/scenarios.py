@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.config.manifest import Server
-from harness.config.mix_targets import MixError, MixTarget, is_mix, parse_mix
+from harness.config.mix_targets import MixError, MixTarget, is_mix, parse_mix, parse_targets, path_problem
 from harness.tools import TOOLS, LoadSpec
 
 # Looked up when load/settings run, not bound as their default, so a test can point the whole harness (its CLI too)
@@ -32,6 +33,11 @@ LOAD_FIELDS = {
     "processes": int,
 }
 PROTOCOLS = ("h1", "h2c")  # a load's `protocol` (h2load): HTTP/1.1, or cleartext HTTP/2 with prior knowledge
+# a scenario's name and a run's label become file names (raw/<server>-<scenario>-<label>-<n>), run ids and make targets
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+LABEL = re.compile(r"[A-Za-z0-9%][A-Za-z0-9._%+-]{0,63}")  # "c256-t32", "keepalive", "10%"
+SCENARIO_KEYS = ("description", "tool", "targets", "profile", "in_bench", "warmup", "protocol")
+PROFILE_KEYS = ("runs", "path", "attempts")
 # A run field that is not part of the load: `rate_share`, the run's rate as a share of the rate its warm-up reached
 # (latency: 0.5 offers half of the server's closed-loop maximum on that path)
 
@@ -127,7 +133,12 @@ class Scenario:
 def _run(raw: dict[str, Any], where: str, index: int) -> LoadRun:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where} run {index + 1}: {raw!r} is not a load: give {{ concurrency = ..., ... }}")
-    label = str(raw.get("label", f"c{raw.get('concurrency', '?')}"))
+    label = raw.get("label", f"c{raw.get('concurrency', '?')}")
+    if not isinstance(label, str) or not LABEL.fullmatch(label):
+        raise ScenarioError(
+            f"{where} run {index + 1}: label = {label!r} must be a name of letters, digits and . _ % + - "
+            '(it names files), e.g. label = "c256"'
+        )
     load, share = {}, raw.get("rate_share")
     if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or share <= 0):
         raise ScenarioError(
@@ -238,31 +249,22 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
     scenarios = {}
     for name, table in data.items():
         where = f"{path.name} [{name}] profile {profile}"
-        if not isinstance(table, dict):
-            raise ScenarioError(f"{path.name}: {name} = {table!r} is not a scenario: give it a [{name}] table")
-        if table.get("tool") not in TOOLS:
-            raise ScenarioError(f"{where}: tool {table.get('tool')!r} is not one of {', '.join(TOOLS)}")
-        chosen = (table.get("profile") or {}).get(profile)
-        if not isinstance(chosen, dict) or not isinstance(chosen.get("runs"), list) or not chosen["runs"]:
-            raise ScenarioError(f"{where}: no runs defined (profile.{profile} = {{ runs = [{{ ... }}] }})")
+        chosen = _table(name, table, profile, path.name)
         raw_targets = table.get("targets")
-        if (
-            not isinstance(raw_targets, list)
-            or not raw_targets
-            or not all(isinstance(t, dict) and {"route", "path"} <= set(t) for t in raw_targets)
-        ):
-            raise ScenarioError(
-                f"{path.name} [{name}]: `targets` must list the routes it measures, e.g. "
-                'targets = [{ route = "hello", path = "/hello" }]'
-            )
-        targets = tuple((t["route"], t["path"]) for t in raw_targets)
+        targets = _targets(raw_targets, f"{path.name} [{name}]")
         mix = _mix(raw_targets, f"{path.name} [{name}]")
         if "path" in chosen:  # a profile may change the path of the first target (e.g. a smaller fibonacci)
+            wrong = path_problem(chosen["path"])
+            if wrong:
+                raise ScenarioError(f"{where}: {wrong}")
             targets = ((targets[0][0], chosen["path"]),) + targets[1:]
         attempts = chosen.get("attempts")
         if attempts is not None and (not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1):
             raise ScenarioError(f"{where}: attempts must be a positive integer")
         runs = tuple(_run(raw, where, i) for i, raw in enumerate(chosen["runs"]))
+        labels = [r.label for r in runs]
+        if len(set(labels)) != len(labels):
+            raise ScenarioError(f"{where}: two runs are labelled alike ({', '.join(labels)}): give each its own label")
         if mix:  # the weighted paths travel with each load to the tool (LoadSpec.mix), and into the record's `load`
             runs = tuple(replace(r, load={**r.load, "mix": tuple((t.path, t.weight) for t in mix)}) for r in runs)
         in_bench = table.get("in_bench", True)
@@ -286,6 +288,39 @@ def load(profile: str, path: Path | None = None) -> dict[str, Scenario]:
             mix,
         )
     return scenarios
+
+
+def _table(name: str, table: Any, profile: str, file: str) -> dict[str, Any]:
+    """The scenario `name`'s table checked (its name, its keys, their types, its tool), and its profile's part of it."""
+    where = f"{file} [{name}] profile {profile}"
+    if not NAME.fullmatch(name):
+        raise ScenarioError(
+            f"{file}: [{name}] is not a scenario name: letters, digits and . _ - (it names files, run ids and make "
+            "targets), starting with a letter or digit"
+        )
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{file}: {name} = {table!r} is not a scenario: give it a [{name}] table")
+    unknown = sorted(set(table) - set(SCENARIO_KEYS))
+    if unknown:
+        raise ScenarioError(f"{file} [{name}]: unknown key {unknown[0]!r}; a scenario has {', '.join(SCENARIO_KEYS)}")
+    if not isinstance(table.get("description", ""), str):
+        raise ScenarioError(f"{file} [{name}]: description = {table['description']!r} must be a text")
+    if table.get("tool") not in TOOLS:
+        raise ScenarioError(f"{where}: tool {table.get('tool')!r} is not one of {', '.join(TOOLS)}")
+    chosen = (table.get("profile") or {}).get(profile) if isinstance(table.get("profile"), dict) else None
+    if not isinstance(chosen, dict) or not isinstance(chosen.get("runs"), list) or not chosen["runs"]:
+        raise ScenarioError(f"{where}: no runs defined (profile.{profile} = {{ runs = [{{ ... }}] }})")
+    unknown = sorted(set(chosen) - set(PROFILE_KEYS))
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key {unknown[0]!r}; a profile has {', '.join(PROFILE_KEYS)}")
+    return chosen
+
+
+def _targets(raw_targets: Any, where: str) -> tuple[tuple[str, str], ...]:
+    try:
+        return parse_targets(raw_targets, where)
+    except MixError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def _mix(raw_targets: list[dict[str, Any]], where: str) -> tuple[MixTarget, ...] | None:
