@@ -107,6 +107,16 @@ def test_a_mix_attempts_database_is_deleted_once_its_figures_are_read(tmp_path, 
     assert (folder / oha_mix.DATABASE).exists() == keep
 
 
+@pytest.mark.parametrize("folder", ["a#b", "a?b", "a b%20#?c"])
+def test_the_database_is_opened_by_its_own_path_whatever_the_checkout_is_called(tmp_path, folder):
+    """`file:<path>?mode=ro` unescaped: a # in the path ended it there and SQLite made an empty, writable file."""
+    where = tmp_path / folder / "raw"
+    shutil.copytree(MIX_ATTEMPT, where)
+    paths = oha_mix.per_path(where / oha_mix.DATABASE)
+    assert sum(e["requests"] for e in paths.values()) == 300
+    assert {p.name for p in tmp_path.iterdir()} == {folder}  # nothing made beside it
+
+
 def test_keep_request_db_is_checked_like_every_variable():
     servers = discover()
     assert environment.read({"KEEP_REQUEST_DB": "1"}, servers).keep_request_db

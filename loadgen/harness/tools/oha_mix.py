@@ -72,7 +72,9 @@ def per_path(database: Path) -> dict[str, PathAnswers]:
     """Every answered request of oha's SQLite output, by path: requests, errors (answers outside 2xx) and their
     latencies in µs ({µs: requests}), exact to oha's nanoseconds rounded to the µs."""
     try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        # as a URI, its path percent-encoded: a # or ? in the checkout's path would end the path there, and SQLite
+        # would open (and make) another file, writable, outside the run's folder
+        with sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True) as db:
             rows = db.execute(
                 "SELECT url, CAST(ROUND(duration * 1000000) AS INTEGER), status >= 200 AND status < 300, "
                 "COUNT(*) FROM oha GROUP BY 1, 2, 3"
