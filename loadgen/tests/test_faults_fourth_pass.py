@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from harness import cli
 from harness.config import environment, scenarios
 from harness.config.environment import ConfigurationError
 from harness.config.manifest import discover
@@ -18,6 +20,8 @@ from harness.results import readable
 from harness.results.records import ResultsError, Run
 from harness.results.store import RunStore
 from harness.tools import TOOLS, oha_mix
+from harness.versus import checkout
+from harness.versus.checkout import GitFailed, RevisionError
 
 LOADGEN = Path(__file__).resolve().parents[1]
 SMALL_RUN = LOADGEN / "tests" / "fixtures" / "results_v3" / "results.json"
@@ -191,3 +195,60 @@ def test_a_bad_mix_value_is_one_line_naming_the_scenario_and_key(tmp_path, targe
 def test_the_projects_scenarios_read_in_every_profile():
     for profile in scenarios.PROFILES:
         assert scenarios.load(profile)
+
+
+# -- make versus: BASE is one revision, git's failures one line ---------------------------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A repository of two commits on `main`."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    for args in (
+        ("init", "-q", "-b", "main"),
+        ("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "one"),
+        ("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "two"),
+    ):
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
+    return path
+
+
+@pytest.mark.parametrize("asked", ["main~1..main", "main~1...main", "main^!", "main^@", "--output=x", "main~1 main"])
+def test_a_base_that_is_not_one_revision_is_refused_at_once_in_one_line(repo, asked):
+    """BASE=main..HEAD was taken (rev-parse printed two lines, both kept as "the commit"), to fail after the builds."""
+    with pytest.raises(RevisionError) as caught:
+        checkout.resolve(repo, asked, "BASE")
+    assert one_line(caught).startswith("BASE=")
+
+
+def test_one_revision_resolves_to_its_full_commit(repo):
+    assert len(checkout.resolve(repo, "main~1", "BASE").sha or "") == 40
+
+
+def slow_git(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "git").write_text("#!/bin/sh\nexec sleep 30\n")
+    (folder / "git").chmod(0o755)
+    return folder
+
+
+def test_git_that_does_not_answer_is_one_line_at_the_command_line(repo, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(checkout, "GIT_TIMEOUT_S", 0.3)
+    monkeypatch.setenv("PATH", f"{slow_git(tmp_path / 'bin')}:{os.environ['PATH']}")
+    with pytest.raises(GitFailed) as caught:
+        checkout.resolve(repo, "main~1", "BASE")
+    assert "did not answer within 0.3 s" in one_line(caught)
+    # as `make versus` says it: the command line's one line and exit status 1 (`list` takes no lock; its work is this)
+    monkeypatch.setattr(cli, "run_command", lambda *args: checkout.resolve(repo, "main~1", "BASE"))
+    assert cli.main(["list"]) == 1
+    said = capsys.readouterr().out.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("error: `git rev-parse") and "Traceback" not in said[0], said
+
+
+def test_no_git_on_the_path_is_one_line(repo, tmp_path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(GitFailed) as caught:
+        checkout.resolve(repo, "main~1", "BASE")
+    assert "git cannot run here" in one_line(caught)

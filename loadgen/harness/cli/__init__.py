@@ -43,7 +43,7 @@ from harness.runtime.docker.several_hosts import HostsRuntime
 from harness.runtime.state import StateFull
 from harness.tools import oha_mix
 from harness.tools.availability import PreflightError
-from harness.versus.checkout import BuildFailed, RevisionError
+from harness.versus.checkout import BuildFailed, GitFailed, RevisionError
 
 __all__ = ["main", "with_twin"]
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     ) as exc:
         fail(str(exc))
         return 2
-    except (DiskFull, StateFull, BuildFailed) as exc:
+    except (DiskFull, StateFull, BuildFailed, GitFailed) as exc:
         fail(str(exc))
         return 1
     except KeyboardInterrupt:

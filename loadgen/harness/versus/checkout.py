@@ -9,6 +9,7 @@ own, so that Ctrl-C stops Maven's JVM, cargo's rustc and npm's children with it,
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,8 @@ from harness.basics.paths import STATE_DIR
 from harness.config.manifest import ManifestError, Server, build_steps, discover
 
 WORKTREES = STATE_DIR / "versus"
+GIT_TIMEOUT_S = 120  # one git command: a worktree's checkout is the slowest
+FULL_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # what `git rev-parse --verify` prints for one commit (SHA-1/256)
 BUILD_STOP_GRACE_S = 5
 LOG_LINES = 15
 
@@ -34,8 +37,20 @@ class BuildFailed(Exception):
     """A build that failed (exit status 1)."""
 
 
+class GitFailed(Exception):
+    """git that cannot run here or did not answer in time (exit status 1)."""
+
+
 def git(repo: Path, *args: str, check: bool = True) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120)
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise GitFailed(
+            f"`git {' '.join(args)}` in {repo} did not answer within {GIT_TIMEOUT_S} s (another git holding its lock? "
+            "a slow file system?): try again once `git status` there answers"
+        ) from None
+    except OSError as exc:
+        raise GitFailed(f"git cannot run here ({exc.strerror or exc}): `make versus` needs git on the PATH") from None
     if check and proc.returncode != 0:
         raise RevisionError(f"`git {' '.join(args)}` failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout.strip()
@@ -88,8 +103,13 @@ def resolve(repo: Path, asked: str, what: str, folder: Path | None = None) -> Re
         where = ["--", str(folder)] if folder else []
         dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=normal", *where, check=False))
         return Revision("", None, f"the working tree (on {head[:7] or '?'})", dirty, head or None)
-    sha = git(repo, "rev-parse", "--verify", "--quiet", f"{asked}^{{commit}}", check=False)
-    if not sha:
+    if ".." in asked or asked.startswith("-") or not asked.isprintable() or any(c.isspace() for c in asked):
+        raise RevisionError(
+            f"{what}={asked!r}: give one git revision (a commit, branch or tag, e.g. {what}=HEAD~1), not a range or "
+            "an option"
+        )
+    sha = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{asked}^{{commit}}", check=False)
+    if not FULL_SHA.fullmatch(sha):  # nothing, or more than one line: not a single commit
         raise RevisionError(f"{what}={asked}: no such git revision in {repo} (`git log --oneline` lists them)")
     return Revision(asked, sha, git(repo, "log", "-1", "--format=%s", sha))
 
@@ -114,7 +134,7 @@ def remove(path: Path, repo: Path | None = None) -> None:
         shutil.rmtree(path, ignore_errors=True)
         if repo is not None and repo.is_dir():
             _release(repo, path)
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+    except (OSError, ValueError, subprocess.SubprocessError, GitFailed) as exc:
         say(f"could not remove the worktree {path} entirely ({exc}); `git worktree prune` in its repository does")
 
 
@@ -144,7 +164,7 @@ def _release(repo: Path, under: Path) -> None:
         half_made = not target and lock.is_file() and lock.read_text(errors="replace").startswith("initializing")
         if half_made or (ours and (under == WORKTREES or folder == under.resolve())):
             lock.unlink(missing_ok=True)
-    subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=60)
+    git(repo, "worktree", "prune", check=False)
 
 
 class Worktree:
