@@ -132,12 +132,12 @@ def test_keep_request_db_is_checked_like_every_variable():
 
 def test_a_run_records_what_its_folder_took_on_disk(tmp_path, monkeypatch):
     monkeypatch.setattr(lifecycle.command, "cmd_report", lambda run: 0)  # no charts drawn: the conditions only
-    store = RunStore(Run("r1", {"profile": "quick", "runtime": "local"}, {}, {}, []), root=tmp_path)
-    (store.raw / "attempt").mkdir()
-    (store.raw / "attempt" / "output.txt").write_bytes(b"x" * 300_000)
-    lifecycle.finish_run(store)
-    written = json.loads(store.path.read_text())["conditions"]["disk_bytes"]
-    assert 300_000 <= written < 1_000_000 and written == store.run.conditions["disk_bytes"]
+    run_store = RunStore(Run("r1", {"profile": "quick", "runtime": "local"}, {}, {}, []), root=tmp_path)
+    (run_store.raw / "attempt").mkdir()
+    (run_store.raw / "attempt" / "output.txt").write_bytes(b"x" * 300_000)
+    lifecycle.finish_run(run_store)
+    written = json.loads(run_store.path.read_text())["conditions"]["disk_bytes"]
+    assert 300_000 <= written < 1_000_000 and written == run_store.run.conditions["disk_bytes"]
 
 
 # -- scenarios.toml: every scenario and mix value checked when the file is read -------------------------------------
@@ -252,3 +252,41 @@ def test_no_git_on_the_path_is_one_line(repo, tmp_path, monkeypatch):
     with pytest.raises(GitFailed) as caught:
         checkout.resolve(repo, "main~1", "BASE")
     assert "git cannot run here" in one_line(caught)
+
+
+# -- results/latest: replaced in one step; a real folder there is left and said ---------------------------------------
+
+
+def a_run(run_id: str, root: Path) -> RunStore:
+    return RunStore(Run(run_id, {"profile": "quick"}, {}, {}, []), root=root)
+
+
+def test_latest_always_names_a_run_while_it_is_replaced(tmp_path, monkeypatch):
+    """It was unlinked, then made again: a reader between the two found no run."""
+    a_run("r1", tmp_path)
+    real_symlink_to = Path.symlink_to
+
+    def symlink_to(self, target, *args):
+        assert (tmp_path / "latest").is_symlink(), "latest was removed before its new link was made"
+        return real_symlink_to(self, target, *args)
+
+    monkeypatch.setattr(Path, "symlink_to", symlink_to)
+    a_run("r2", tmp_path)
+    assert os.readlink(tmp_path / "latest") == "r2" and (tmp_path / "latest" / "results.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "r1", "r2"]  # no link left half made
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_a_real_folder_or_file_called_latest_is_left_and_said(tmp_path, capsys, kind):
+    """A real folder there was a traceback after the run's folder was made (unlink of a folder)."""
+    latest = tmp_path / "latest"
+    if kind == "folder":
+        latest.mkdir()
+        (latest / "mine.txt").write_text("mine")
+    else:
+        latest.write_text("mine")
+    run = a_run("r1", tmp_path)
+    said = capsys.readouterr().out
+    assert f"{latest} is a {kind}, not the link to the newest run: left as it is" in " ".join(said.split())
+    assert (latest / "mine.txt" if kind == "folder" else latest).read_text() == "mine"
+    assert run.path.is_file()

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.basics.messages import warn
 from harness.basics.paths import REPO, RESULTS
 from harness.results.records import Record, Run, Verification
 
@@ -119,10 +120,7 @@ class RunStore:
                 raise self.out_of_space() from None
             raise
         self.save()
-        latest = root / "latest"
-        if latest.is_symlink() or latest.exists():
-            latest.unlink()
-        latest.symlink_to(run.run_id)
+        point_latest(root, run.run_id)
 
     @property
     def path(self) -> Path:
@@ -220,6 +218,25 @@ class RunStore:
         """`name`'s probe (harness.probe.suite.compliance) kept beside the others'."""
         self.run.compliance = {**(self.run.compliance or {}), name: entry}
         self.save()
+
+
+def point_latest(root: Path, run_id: str) -> None:
+    """`root/latest` made a link to `run_id` in one step: a new link beside it, renamed over it, so that a reader
+    always finds a run there. A real folder or file of that name is someone's own: left as it is, and said."""
+    latest = root / "latest"
+    if latest.exists() and not latest.is_symlink():
+        kind = "folder" if latest.is_dir() else "file"
+        warn(
+            f"{latest} is a {kind}, not the link to the newest run: left as it is (move it away to have it follow runs)"
+        )
+        return
+    link = root / f".latest-{os.getpid()}-{time.monotonic_ns()}"  # a hidden name no run id takes (RUN_ID)
+    try:
+        link.symlink_to(run_id)
+        os.replace(link, latest)
+    except OSError as exc:  # a folder made there meanwhile, or a file system without links
+        link.unlink(missing_ok=True)
+        warn(f"{latest} could not be pointed at {run_id} ({exc.strerror or exc}); the run is in {root / run_id}")
 
 
 def _dumps(value: Any) -> str:
