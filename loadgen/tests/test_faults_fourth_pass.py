@@ -18,7 +18,7 @@ from harness.config.manifest import discover
 from harness.measuring import conditions, lifecycle
 from harness.results import readable
 from harness.results.records import ResultsError, Run
-from harness.results.store import RunStore
+from harness.results.store import RunIdError, RunStore, new_run_id
 from harness.tools import TOOLS, oha_mix
 from harness.versus import checkout
 from harness.versus.checkout import GitFailed, RevisionError
@@ -290,3 +290,21 @@ def test_a_real_folder_or_file_called_latest_is_left_and_said(tmp_path, capsys, 
     assert f"{latest} is a {kind}, not the link to the newest run: left as it is" in " ".join(said.split())
     assert (latest / "mine.txt" if kind == "folder" else latest).read_text() == "mine"
     assert run.path.is_file()
+
+
+# -- a generated run id checked like a given one ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["a/b", "../x", "a b", "x" * 200])
+def test_a_generated_run_id_outside_the_run_id_alphabet_is_refused_and_nothing_made(tmp_path, kind):
+    """`make test-<a>-<b>-...` joins scenario names into the id: a / made a folder under another, 200 characters one no
+    --run-id may have."""
+    with pytest.raises(RunIdError) as caught:
+        new_run_id(kind, tmp_path)
+    assert "--run-id" in one_line(caught)
+    assert not list(tmp_path.iterdir()) and not (tmp_path.parent / "x").exists()
+
+
+def test_a_generated_run_id_of_plain_names_is_made(tmp_path):
+    made = new_run_id("hello-weather", tmp_path)
+    assert made.endswith("-hello-weather") and (tmp_path / made).is_dir()

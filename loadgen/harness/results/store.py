@@ -82,6 +82,11 @@ def new_run_id(kind: str, root: Path | None = None) -> str:
     base = time.strftime("%Y%m%d-%H%M%S") + f"-{kind}"
     for n in itertools.count(1):
         run_id = base if n == 1 else f"{base}-{n}"
+        if not RUN_ID.fullmatch(run_id):  # a kind from names (scenarios, a server) that no folder name takes
+            raise RunIdError(
+                f"the run id {run_id[:160]!r} made for this run is not a folder name under results/ (letters, digits, "
+                "'.', '_', '-'; at most 128): give one with --run-id, e.g. --run-id my-test-1"
+            )
         if _make_folder(root / run_id):
             return run_id
     raise AssertionError("unreachable")
