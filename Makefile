@@ -153,7 +153,7 @@ versus: setup
 twin: CPU_METER := $(or $(CPU_METER),1)
 twin: setup
 	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(TWIN)) ] || { echo "usage: make twin SERVER=<name> TWIN=<folder with twin.toml> [ROUNDS=7] [AA=0] [CLOSE_TOOL=ab|wrk]"; exit 2; }
-	@case $(call quote,$(AA)) in ""|1|0) ;; *) echo "make twin: AA is 1 (the A/A beside, the default) or 0, not $(AA)"; exit 2;; esac
+	@case $(call quote,$(AA)) in ""|1|0) ;; *) echo "make twin: AA is 1 (the A/A beside, the default) or 0, not "$(call quote,$(AA)); exit 2;; esac
 	@twin=$(call quote,$(TWIN)); unset TWIN; $(HARNESS) twin --server $(call quote,$(SERVER)) --twin "$$twin" --rounds $(call quote,$(ROUNDS)) $(if $(filter 0,$(AA)),--no-again) \
 	  $(if $(CLOSE_TOOL),--close-tool $(call quote,$(CLOSE_TOOL)))
 

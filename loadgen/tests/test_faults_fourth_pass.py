@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,26 @@ def test_a_generated_run_id_outside_the_run_id_alphabet_is_refused_and_nothing_m
 def test_a_generated_run_id_of_plain_names_is_made(tmp_path):
     made = new_run_id("hello-weather", tmp_path)
     assert made.endswith("-hello-weather") and (tmp_path / made).is_dir()
+
+
+# -- make twin: AA said back as text, never run ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["`touch {marker}`", "$$(touch {marker})", 'x"; touch {marker}; echo "', "x'y"])
+def test_make_twin_says_a_bad_aa_without_running_it(tmp_path, value):
+    marker = tmp_path / "ran"
+    aa = value.format(marker=marker)
+    done = subprocess.run(
+        [
+            "make", "--no-print-directory", "-o", "setup", f"HARNESS={sys.executable} -c pass",
+            "twin", "SERVER=node", "TWIN=/nonexistent", f"AA={aa}",
+        ],
+        cwd=LOADGEN.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert not marker.exists(), f"AA ran as a command: {done.stdout}{done.stderr}"
+    said = aa.replace("$$", "$")  # make's own escape of a $
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.strip() == f"make twin: AA is 1 (the A/A beside, the default) or 0, not {said}"
