@@ -4,6 +4,7 @@ prefix of a run id, a folder or a results.json path."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from harness.basics.messages import fail, say
@@ -46,10 +47,27 @@ def resolve(run: str, root: Path | None = None) -> Path:
     raise RunNotFound(f"no run {run!r} (no results.json there); runs under {root}: {', '.join(known) or 'none'}")
 
 
+def unwritable(run_dir: Path) -> str | None:
+    """Why the report cannot be written beside the run's results.json (a folder of another user, a read-only copy),
+    found by writing there (root writes past a folder's mode, not on a read-only mount), before anything is changed."""
+    try:
+        with tempfile.TemporaryFile(dir=run_dir):
+            return None
+    except OSError as exc:
+        return (
+            f"{run_dir} cannot be written ({exc.strerror or exc}), and the report is written beside its results.json: "
+            f"copy the run to a folder you can write (cp -r {run_dir} /tmp/) and run make report RUN=/tmp/{run_dir.name}"
+        )
+
+
 def cmd_report(run: str = "latest") -> int:
     """`make report [RUN=...]`: writes the report of a run (default: the newest) and prints where it is."""
     try:
         run_dir = resolve(run or "latest")
+        readonly = unwritable(run_dir)
+        if readonly:
+            fail(readonly)
+            return 2
         written = write_report(run_dir)
     except (RunNotFound, ResultsError) as exc:
         fail(str(exc))
@@ -57,6 +75,9 @@ def cmd_report(run: str = "latest") -> int:
     except UNREPORTABLE as exc:
         fail(unreportable(run_dir / "results.json", exc))
         return 2
+    except OSError as exc:  # a chart's folder of another owner, a full disk: said, with what was being written
+        fail(f"the report of {run or 'latest'} could not be written ({exc.strerror or exc}: {exc.filename or '?'})")
+        return 1
     pngs = [p for p in written if p.suffix == ".png"]
     for path in written:
         if path.suffix != ".png":
