@@ -26,8 +26,7 @@ from harness.results import endpoint_ranking, flags, mix
 from harness.results.aggregate import Measured, aggregate
 from harness.results.flag_kinds import EXCLUDING
 from harness.results.records import Attempt, Flag, Record, Run, load
-from harness.tools import TOOLS, LoadSpec, find_binary
-from harness.tools import oha_mix
+from harness.tools import TOOLS, LoadSpec, find_binary, oha_mix
 from harness.tools.oha_mix import repetitions
 from harness.tools.output import Errors
 
