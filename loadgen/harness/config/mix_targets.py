@@ -83,7 +83,7 @@ def parse_mix(raw_targets: list[dict[str, Any]], where: str) -> tuple[MixTarget,
             raise MixError(f"{at} weight = {weight!r} must be a positive number (percent of the mix's requests)")
         if abs(weight / STEP - round(weight / STEP)) > 1e-6:
             raise MixError(f"{at} weight = {weight!r} must be a multiple of {STEP:g} (percent)")
-        targets.append(MixTarget(route, path, float(weight)))
+        targets.append(MixTarget(route, str(path), float(weight)))  # path is a text: path_problem said so
     paths = [t.path for t in targets]
     if len(set(paths)) != len(paths):
         raise MixError(f"{where} targets: a path is listed twice ({', '.join(paths)}); give each path once")
