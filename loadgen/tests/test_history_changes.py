@@ -1,8 +1,7 @@
-"""make history's changes over a whole page (harness/history/changes.py): kept at a false-discovery rate of 5 % over
-every series tested (Benjamini-Hochberg), so that a page of hundreds of flat series shows no change but at that rate,
-and a change its own series' test passes but the page's does not is not drawn; a `server` change needs a commit
-that changed the server's code, not only its notes; a figure whose meaning a results schema changed (ab's p99, whole
-ms before schema 4) is two series, never one with a change at the schema."""
+"""make history's changes over a whole page (harness/history/changes.py): q-values by Benjamini-Hochberg over every
+test of the page; a change with 5 runs on each side found; a `server` change needs a commit that changed the
+server's inputs, not only its notes, tests or comments; a figure whose meaning a results schema changed (ab's p99,
+whole ms before schema 4) is two series, never one with a change at the schema."""
 
 import json
 import subprocess
@@ -11,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_history import described, history, recorded_noise, write_run
+from test_history import described, history, write_run
 
-from harness.history import changes, edivisive, history_command
+from harness.history import commits, confirm, history_command
 from harness.history.timeline import Selection
 
 # Benjamini and Hochberg (1995), section 4: fifteen p-values of a trial; at 5 % the procedure keeps the four smallest
@@ -25,10 +24,9 @@ PAPERS_P_VALUES = [
 
 
 def test_benjamini_hochberg_keeps_the_four_smallest_of_its_papers_fifteen_p_values():
-    threshold = changes.benjamini_hochberg(PAPERS_P_VALUES, 0.05)
-    assert threshold == 0.0095
-    assert sum(p <= threshold for p in PAPERS_P_VALUES) == 4
-    assert changes.benjamini_hochberg([0.2, 0.5, 0.9], 0.05) == 0.0
+    q = confirm.q_values(PAPERS_P_VALUES)
+    assert sum(v <= 0.05 for v in q) == 4
+    assert q[3] == pytest.approx(0.0095 * 15 / 4) and max(confirm.q_values([0.2, 0.5, 0.9])) == 0.9
 
 
 def run_id(i: int) -> str:
@@ -55,40 +53,19 @@ def write_rps_run(root: Path, i: int, rates: dict[str, float]) -> None:
     rewrite_run(root, i, only_rps)
 
 
-def test_pages_of_300_flat_series_show_a_false_change_on_at_most_the_rate_of_pages(tmp_path):
-    """Eight pages of 300 series of 30 runs with no change (the recorded run-to-run noise): each series at 5 % would
-    show about 15 false changes per page. With no change anywhere, every change kept is false, so the false-discovery
-    rate Benjamini-Hochberg holds to 5 % is the chance that a page shows any: at most 5 % of the pages, plus three
-    standard errors of a count of 8 (fixed seeds: the same draws every time)."""
-    noise, pages, servers = recorded_noise(), 8, [f"s{k:03d}" for k in range(300)]
-    with_false = 0
-    for page in range(pages):
-        rng = np.random.default_rng(1995 + page)
-        root = tmp_path / f"page{page}"
-        for i in range(30):
-            write_rps_run(root, i, {s: 10_000.0 * np.exp(noise * rng.standard_normal()) for s in servers})
-        h = history(root)
-        with_false += bool(h.changes)
-    rate = 0.05  # changes.FALSE_DISCOVERY_RATE
-    assert with_false <= rate * pages + 3 * (pages * rate * (1 - rate)) ** 0.5, f"{with_false} of {pages} pages"
-    assert "changes kept at a false-discovery rate of 5 % over 300 series tested" in h.discovery.sentence()
-
-
-def test_a_series_own_change_not_kept_over_the_page_is_not_drawn(tmp_path):
-    """Node's req/s drops 20 % after run 5 of 10: its own test passes (p near 2 / C(10, 5) = 0.008, below 5 %), but
-    over the page's 26 series Benjamini-Hochberg asks for p <= k 0.05 / 26 and even the six series of node's drop
-    cannot reach it: no change is drawn, and the notes say how many runs a change alone would need."""
+def test_a_change_with_five_runs_on_each_side_is_found_over_the_page(tmp_path):
+    """Node's req/s drops 20 % after run 5 of 10, the others flat (1 % noise): over the page's tests it is kept, at
+    its run, the server's own (E-divisive's permutation test over every series could not reach the page's
+    threshold below 13 runs)."""
     rng = np.random.default_rng(11)
     for i in range(10):
         rates = {s: 10_000.0 * np.exp(0.01 * rng.standard_normal()) for s in ["akka", "finagle", "node", "pekko"]}
         rates["node"] *= 0.8 if i >= 5 else 1.0
         write_run(tmp_path, i, rates)
     h = history(tmp_path)
-    [node] = [s for s in h.series if s.server == "node" and s.metric == "rps"]
-    assert edivisive.change_points([np.log(p.value) for p in node.points], 0)[0].p_value <= 0.05
-    assert h.changes == []
-    assert h.discovery.tested == 26
-    assert any("a series that alone changed needs at least 13 runs" in n for n in h.notes), h.notes
+    [node] = [c for c in h.changes if c.metric == "rps"]
+    assert (node.server, node.kind, node.at) == ("node", "own", run_id(5)) and node.q_value <= 0.05
+    assert node.low_percent < -20 < node.high_percent
 
 
 @pytest.mark.parametrize(
@@ -106,10 +83,14 @@ def test_a_series_own_change_not_kept_over_the_page_is_not_drawn(tmp_path):
         ("node/flame.svg", False),
         ("node/profile.PNG", False),
         ("node/docs/how-it-runs.js", False),
+        ("node/tests/hello.test.js", False),
+        ("rust/tests/hello.rs", False),
+        ("akka/src/test/scala/RoutesSpec.scala", False),
+        ("jvm-contract/java/src/main/java/Env.java", True),
     ],
 )
-def test_a_code_path_is_anything_in_the_folder_but_its_notes(path, code):
-    assert changes.is_code_path(path) is code
+def test_a_code_path_is_anything_in_the_folder_but_its_notes_and_tests(path, code):
+    assert commits.is_code_path(path) is code
 
 
 def git(repo: Path, *args: str) -> str:
@@ -124,7 +105,7 @@ def git(repo: Path, *args: str) -> str:
 @pytest.fixture
 def server_repo(tmp_path: Path) -> tuple[Path, list[str]]:
     """A repository with node/: its code and notes, then a commit of notes only (PROFILE.md, README.md, an image, a
-    docs/ page), then one that changes its code; the three commits' ids."""
+    docs/ page), then one that changes its code, then one that changes only its comments; the four commits' ids."""
     repo = tmp_path / "repo"
     (repo / "node" / "docs").mkdir(parents=True)
     git(repo, "init", "-q")
@@ -133,6 +114,7 @@ def server_repo(tmp_path: Path) -> tuple[Path, list[str]]:
         ("node: the server", {"node-server.js": "serve(1)\n", "PROFILE.md": "# node\n"}),
         ("node: notes", {"PROFILE.md": "# node\nfaster\n", "README.md": "r\n", "flame.svg": "<svg/>", "docs/a.js": ""}),
         ("node: a faster parser", {"node-server.js": "serve(2)\n"}),
+        ("node: comments", {"node-server.js": "// the server\nserve(2)\n\n"}),
     ]:
         for name, text in files.items():
             (repo / "node" / name).write_text(text)
@@ -142,10 +124,11 @@ def server_repo(tmp_path: Path) -> tuple[Path, list[str]]:
     return repo, commits
 
 
-def test_commits_that_changed_only_a_servers_notes_are_not_its_code(server_repo):
-    repo, (first, notes, code) = server_repo
-    found = changes.Commits()
-    assert found.touching_code(first, notes, repo / "node") == changes.Touched([])
+def test_commits_that_changed_only_a_servers_notes_or_comments_are_not_its_code(server_repo):
+    repo, (first, notes, code, comments) = server_repo
+    found = commits.Commits()
+    assert found.touching_code(first, notes, repo / "node").code == []
+    assert found.touching_code(code, comments, repo / "node").code == []
     assert found.touching_code(first, code, repo / "node").code == [f"{code} node: a faster parser"]
     assert found.touching_code(first, "deadbeef", repo / "node").problem.startswith("git log")
 
@@ -154,7 +137,7 @@ def test_commits_that_changed_only_a_servers_notes_are_not_its_code(server_repo)
 def test_a_servers_own_change_is_its_only_after_a_commit_to_its_code(tmp_path, server_repo, after, cause):
     """Node's req/s drops 20 % after run 8 of 16, the others flat: the change is node's alone. Between runs at the
     first commit and runs at the notes-only one it is unexplained; at the code commit, the server's, with it."""
-    repo, (first, notes, code) = server_repo
+    repo, (first, notes, code, _) = server_repo
     rng = np.random.default_rng(11)
     for i in range(16):
         rates = {s: 10_000.0 * np.exp(0.01 * rng.standard_normal()) for s in ["akka", "finagle", "node", "pekko"]}
@@ -162,7 +145,7 @@ def test_a_servers_own_change_is_its_only_after_a_commit_to_its_code(tmp_path, s
         write_run(tmp_path / "runs", i, rates, git_commit=first if i < 8 else {"notes": notes, "code": code}[after])
     found = history_command.gather(Selection([str(tmp_path / "runs" / "*")]), lambda name: repo / name).changes
     [node] = [c for c in found if c.server == "node" and c.metric == "rps"]
-    assert node.cause == cause
+    assert node.cause == cause and node.kind == "own"
     assert node.commits == ([f"{code} node: a faster parser"] if after == "code" else [])
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_history import write_run
 
-from harness.history import changes, history_command, history_page, timeline
+from harness.history import commits, history_command, history_page, timeline
 from harness.history.timeline import Selection
 
 
@@ -125,17 +125,17 @@ def test_git_gets_the_revisions_after_end_of_options(monkeypatch, tmp_path):
         seen.append(argv)
         return subprocess.CompletedProcess(argv, 0, "", "")
 
-    monkeypatch.setattr(changes.subprocess, "run", run)
-    changes.Commits().touching_code("aaaaaaa", "bbbbbbb", tmp_path)
+    monkeypatch.setattr(commits.subprocess, "run", run)
+    commits.Commits().touching_code("aaaaaaa", "bbbbbbb", tmp_path)
     [argv] = seen
     assert argv.index("--end-of-options") < argv.index("aaaaaaa..bbbbbbb")
-    assert changes.Commits().touching_code("--output=x", "bbbbbbb", tmp_path).problem
+    assert commits.Commits().touching_code("--output=x", "bbbbbbb", tmp_path).problem
     assert len(seen) == 1  # the option-shaped one never reached git
 
 
 def test_git_missing_is_a_problem_named_not_a_traceback(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    touched = changes.Commits().touching_code("aaaaaaa", "bbbbbbb", tmp_path)
+    touched = commits.Commits().touching_code("aaaaaaa", "bbbbbbb", tmp_path)
     assert touched.code == [] and "git" in touched.problem
 
 

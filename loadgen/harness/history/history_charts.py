@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.history.changes import SeriesChange  # noqa: E402
 from harness.history.timeline import ADJUSTED, MACHINE, PairedPoint, Series  # noqa: E402
+from harness.results.flag_kinds import LOADGEN_BOUND  # noqa: E402
 
 DPI = 100
 TITLES = {
@@ -66,6 +67,9 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
                 + (f" (from {s.since[:13]})" if s.since else "")
             ),
         )
+    bounds = [(order[p.run.run_id], p.value) for s in series for p in s.points if LOADGEN_BOUND.name in p.flags]
+    if bounds and metric.startswith("rps"):  # a loadgen-saturated req/s: the server's is at least that
+        ax.scatter(*zip(*bounds), marker="^", s=40, facecolors="none", edgecolors="#111827", label="≥ lower bound")
     _mark_changes(ax, [c for c in changes if c.metric == metric and c.at in order], order)
     ax.set_yscale("log")
     ax.set_ylabel(TITLES.get(metric, metric))
@@ -78,17 +82,17 @@ def _mark_changes(ax: Any, changes: list[SeriesChange], order: dict[str, int]) -
     machine_days: dict[str, list[SeriesChange]] = {}
     for c in changes:
         x = order[c.at] - 0.5
-        if c.cause == "machine":  # one mark and one note for every server that changed with the machine
+        if c.kind == "common":  # one mark and one note for every group that changed with the machine
             machine_days.setdefault(c.at, []).append(c)
             continue
         what = c.commits[0] if c.commits else (c.conditions_changed[0] if c.conditions_changed else "")
-        note = f"{c.server} {c.run} {c.change_percent:+.0f} % ({c.cause}; {'..'.join(c.commit_range)}"
+        note = f"{c.server} {c.run} own {c.change_percent:+.0f} % ({c.cause}; {'..'.join(c.commit_range)}"
         style = ("#b91c1c", ":", "#7f1d1d") if c.cause == "server" else ("#b45309", ":", "#78350f")
         _mark(ax, x, plain(note + f"{'; ' + what[:50] if what else ''})"), style)
     for at, shared in machine_days.items():
         x, sizes = order[at] - 0.5, [c.change_percent for c in shared]
         what = next((c.conditions_changed[0] for c in shared if c.conditions_changed), "")
-        note = f"machine: {len(shared)} series {min(sizes):+.0f}…{max(sizes):+.0f} %"
+        note = f"{shared[0].cause}: {len(shared)} group(s) {min(sizes):+.0f}…{max(sizes):+.0f} %"
         _mark(ax, x, plain(note + f"{'; ' + what[:50] if what else ''}"), ("#374151", "--", "#374151"))
 
 

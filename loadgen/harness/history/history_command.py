@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from harness.basics.messages import console, say
-from harness.basics.paths import RESULTS
-from harness.config.manifest import TWIN_SUFFIX, Server
-from harness.history import adjustment, changes, edivisive, history_page
-from harness.history.changes import Discovery
+from harness.basics.paths import REPO, RESULTS
+from harness.config.manifest import SHARED_BUILD, TWIN_SUFFIX, Server
+from harness.history import adjustment, changes, confirm, history_page
+from harness.history.changes import HARNESS_PATHS, Discovery, ScopeOf, Seen
+from harness.history.commits import Scope
+from harness.history.points import since_prefix
 from harness.history.timeline import (
     ADJUSTED,
     MACHINE,
@@ -29,7 +30,6 @@ from harness.history.timeline import (
     paired_points,
     probe_noise,
     read_runs,
-    since_prefix,
 )
 
 DEFAULT_RUNS = "results/*"  # inside the repository; anything else only when RUNS names it
@@ -45,37 +45,45 @@ class Timeline:
     paired: list[PairedPoint]
     notes: list[str]
     discovery: Discovery
+    seen: list[Seen]
 
 
-def gather(selection: Selection, folder_of: Callable[[str], Path | None]) -> Timeline:
+def gather(selection: Selection, scope_of: ScopeOf, harness: Scope | None = None) -> Timeline:
+    """The runs selected, their series, the changes kept and attributed (`scope_of`: a server's inputs, or a folder;
+    `harness`: the harness's measuring code, for a change of the harness), the paired answers and the notes."""
     skipped: list[str] = []
     runs = read_runs(selection, skipped)
     series = build_series(runs, selection)
-    found, discovery = changes.find_changes(series, folder_of)
-    notes = [f"left out: {s}" for s in skipped] + _notes(series, discovery.tested)
-    return Timeline([info.run_id for info, _ in runs], series, found, paired_points(runs, selection), notes, discovery)
+    found = changes.find_changes(series, scope_of, harness)
+    notes = [f"left out: {s}" for s in skipped] + found.notes + _notes(series, found)
+    return Timeline(
+        [info.run_id for info, _ in runs],
+        series,
+        found.changes,
+        paired_points(runs, selection),
+        notes,
+        found.discovery,
+        found.seen,
+    )
 
 
-def _notes(series: list[Series], tested: int) -> list[str]:
-    """What a reader must know to read the page: too few runs for the test, how changes are kept over the page,
-    series split by conditions or by a results schema that changed a figure's meaning, runs without the probe's
-    rate."""
+def _notes(series: list[Series], found: changes.Found) -> list[str]:
+    """What a reader must know to read the page: series too short for a test, episodes set aside, series split by
+    conditions or by a results schema that changed a figure's meaning, runs without the probe's rate."""
     notes = []
-    least = changes.minimum_runs()
-    short = [s for s in series if len(s.points) < least]
-    if short:
+    short = {(s.server, s.group) for s in series if s.server != MACHINE and not s.metric.endswith(ADJUSTED)}
+    if short and len(found.seen) < len(short):
         notes.append(
-            f"{len(short)} of {len(series)} series have fewer than {least} runs, the fewest in which "
-            f"E-divisive's permutation test (5 %) can find a change (both sides at least "
-            f"{edivisive.MIN_SEGMENT} runs, and enough orderings for p to reach 5 %): they are drawn, and "
-            "no change can be significant in them yet"
+            f"a change needs at least {confirm.MIN_SIDE} runs on each side: of {len(short)} series, "
+            f"{len(short) - sum(seen.kind == 'own' for seen in found.seen)} have too few runs (or too few servers "
+            "beside them) for a server's own change to be tested"
         )
-    if tested:
-        alone = changes.minimum_runs(changes.FALSE_DISCOVERY_RATE / tested)
+    episodes = [(seen, run) for seen in found.seen for run in seen.episodes]
+    if episodes:
         notes.append(
-            f"over {tested} series tested, a change is kept only where its p is at most k × "
-            f"{changes.FALSE_DISCOVERY_RATE * 100:g} % / {tested} (k: its rank among the series' p-values, "
-            f"smallest first): a series that alone changed needs at least {alone} runs for p to get that low"
+            f"{len(episodes)} run(s) set aside as episodes (one or two runs away from those around them and back): "
+            + ", ".join(f"{seen.server} {' '.join(seen.group[:3])} at {run}" for seen, run in episodes[:12])
+            + (" …" if len(episodes) > 12 else "")
         )
     split: dict[tuple[str, str, str, str], set[str]] = {}
     for s in series:
@@ -176,6 +184,23 @@ def as_json(history: Timeline) -> dict[str, Any]:
             "tested": history.discovery.tested,
             "threshold": history.discovery.threshold,
         },
+        "events": [
+            {"at": at, "cause": cause, "groups": len(members), "change_percent": [c.change_percent for c in members]}
+            for at, cause, members in changes.events(history.changes)
+        ],
+        "seen": [
+            {
+                "kind": s.kind,
+                "server": s.server,
+                "group": list(s.group),
+                "runs": s.runs,
+                "detectable_percent": round(s.detectable, 2),
+                "detectable_last_runs_percent": round(s.detectable_end, 2),
+                "between_runs_percent": round(s.between, 2),
+                "episodes": s.episodes,
+            }
+            for s in history.seen
+        ],
     }
 
 
@@ -196,10 +221,38 @@ def adjustment_lines(series: list[Series]) -> list[str]:
     return lines
 
 
-def server_folder(servers: dict[str, Server], name: str) -> Path | None:
-    """The folder of a server's code (an A/A twin's is its original's), for the commits that touched it."""
+BUILD_FILES = ("pom.xml", "package.json", "package-lock.json", "Cargo.toml", "Cargo.lock")  # a shared build's inputs
+
+
+def server_scope(servers: dict[str, Server], name: str) -> Scope | None:
+    """What a server is built from (an A/A twin's: its original's): its folder, the repository's folders its build
+    command names (jvm-contract/ for the JVM servers), a shared build's files in the folder above (the parent
+    pom.xml), less the files another server of its folder runs (node's node-server.js is not express's)."""
     server = servers.get(name) or servers.get(name.removesuffix(TWIN_SUFFIX))
-    return server.folder if server else None
+    if server is None:
+        return None
+    try:
+        folder = server.folder.resolve().relative_to(REPO)
+    except ValueError:
+        return Scope(server.folder)
+    paths = [str(folder)]
+    try:
+        tokens = shlex.split(server.build or "")
+    except ValueError:
+        tokens = []
+    paths += [t.split("/")[0] for t in tokens if "/" in t and (REPO / t.split("/")[0]).is_dir()]
+    if server.build and SHARED_BUILD in server.build:
+        parent = server.folder.parent
+        paths += [str((parent / f).relative_to(REPO)) for f in BUILD_FILES if (parent / f).is_file()]
+    mine = set(server.run)
+    excluded = [
+        str(folder / token)
+        for other in servers.values()
+        if other.folder == server.folder and other.name != server.name
+        for token in other.run
+        if token not in mine and (server.folder / token).is_file()
+    ]
+    return Scope(REPO, tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(excluded)))
 
 
 def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: str, servers: dict[str, Server]) -> int:
@@ -209,7 +262,7 @@ def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: 
         say(f"SINCE={since} is not understood: a date (2026-11-24, 20261124) or a run id's start (20261124-0726)")
         return 2
     selection = Selection((runs or DEFAULT_RUNS).split(), frozenset(only), frozenset(scenarios.split()), since)
-    history = gather(selection, lambda name: server_folder(servers, name))
+    history = gather(selection, lambda name: server_scope(servers, name), Scope(REPO, HARNESS_PATHS))
     if not history.runs:
         say(
             f"no run folder with a results.json under {' '.join(selection.patterns)} (RUNS=, relative to the "
@@ -221,7 +274,7 @@ def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: 
         (history.series, history.changes, history.paired),
         history.notes + adjustment_lines(history.series),
         RESULTS / "history",
-        history.discovery,
+        (history.discovery, history.seen),
     )
     if output == "json":
         print(json.dumps(as_json(history), ensure_ascii=False))
@@ -230,12 +283,10 @@ def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: 
         f"{len(history.runs)} runs, {len(history.series)} series, {len(history.changes)} changes "
         f"({history.discovery.sentence()}), {len(history.paired)} paired answers"
     )
-    for c in history.changes[:30]:
-        say(
-            f"  {c.at} {c.server} {c.scenario} {c.run} {c.metric}: {c.before:,.4g} → {c.after:,.4g} "
-            f"({c.change_percent:+.1f} %, confidence {c.confidence:.1%}), {c.cause}"
-            + (f"; commits: {'; '.join(c.commits)}" if c.commits else "")
-        )
+    for at, cause, members in changes.events(history.changes):
+        say(f"  {at} {cause}: {len(members)} group(s) moved, {changes.spread(members)}")
+    for c in [c for c in history.changes if c.kind == "own"][:30]:
+        say(f"  {history_page.own_sentence(c)}")
     for line in history.notes + adjustment_lines(history.series):
         console.print(f"  note: {line}", markup=False, soft_wrap=True)  # one line each, a bad file's too
     for path in written:

@@ -11,21 +11,36 @@ from html import escape
 from pathlib import Path
 
 from harness.history.adjustment import day_steps
-from harness.history.changes import Discovery, SeriesChange
+from harness.history.changes import Discovery, Seen, SeriesChange, events, spread
 from harness.history.timeline import MACHINE, PairedPoint, Series
 
+Section = tuple[str, str, list[str], list[list[str]]]
 CHANGE_HEADER = [
     "at (first run after)",
     "server",
     "scenario",
     "run",
+    "tool, load",
     "metric",
     "before",
     "after",
-    "change",
-    "confidence",
+    "own change (95 % interval)",
+    "q",
     "cause",
-    "commits in the server's folder / what else changed",
+    "the machine's part at that run",
+    "commits that changed its inputs / what else changed",
+]
+EVENT_HEADER = ["at (first run after)", "cause", "groups moved", "their sizes", "what changed (harness)"]
+SEEN_HEADER = [
+    "server",
+    "scenario",
+    "run",
+    "metric",
+    "tool, load",
+    "runs",
+    "smallest change found at 80 % power (mid-series)",
+    "(in the last 3 runs)",
+    "between runs, beyond the intervals",
 ]
 PAIRED_HEADER = [
     "run",
@@ -40,8 +55,18 @@ PAIRED_HEADER = [
 ]
 
 
+def own_sentence(c: SeriesChange) -> str:
+    """One server's own change in a line: where, how much with its interval, q, the cause and its evidence."""
+    return (
+        f"{c.at} {c.server} {c.scenario} {c.run} {c.metric}: its own {c.size()}, q {c.q_value:.2g}, {c.cause}"
+        + (f"; {c.machine_part}" if c.machine_part else "")
+        + (f"; commits: {'; '.join(c.commits)}" if c.commits else "")
+    )
+
+
 def change_rows(changes: list[SeriesChange]) -> list[list[str]]:
-    if not changes:
+    own = [c for c in changes if c.kind == "own"]
+    if not own:
         return [["none found"] + [""] * (len(CHANGE_HEADER) - 1)]
     return [
         [
@@ -49,15 +74,39 @@ def change_rows(changes: list[SeriesChange]) -> list[list[str]]:
             c.server,
             c.scenario,
             c.run,
+            ", ".join(filter(None, (c.tool, c.load))),
             c.metric,
             f"{c.before:,.4g}",
             f"{c.after:,.4g}",
-            f"{c.change_percent:+.1f} %",
-            f"{c.confidence:.1%}",
+            c.size(),
+            f"{c.q_value:.2g}",
             c.cause,
+            c.machine_part or "-",
             "; ".join(c.commits or c.conditions_changed) or "-",
         ]
-        for c in changes
+        for c in own
+    ]
+
+
+def event_rows(changes: list[SeriesChange]) -> list[list[str]]:
+    return [
+        [at, cause, str(len(members)), spread(members), "; ".join(members[0].commits or members[0].conditions_changed)]
+        for at, cause, members in events(changes)
+    ]
+
+
+def seen_rows(seen: list[Seen]) -> list[list[str]]:
+    return [
+        [
+            s.server,
+            *s.group[:3],
+            ", ".join(filter(None, s.group[4:6])),
+            str(s.runs),
+            f"±{s.detectable:.1f} %",
+            f"±{s.detectable_end:.1f} %",
+            f"{s.between:.1f} %",
+        ]
+        for s in seen
     ]
 
 
@@ -132,58 +181,66 @@ STYLE = (
 )
 
 
+INTRO = (
+    "Two questions, two series: per scenario run, tool, load and metric, the machine's common series (what every "
+    "server's figure did at that run: a two-way median fit) and each server's own (its figure relative to the other "
+    "servers' at the same run). A change is located where the weighted means before and after differ most (each run "
+    "weighed by its interval plus the variance between runs), confirmed against series drawn with no change (the "
+    "location's choice included), with at least 3 runs on each side and at least 5 % (p99 10 % or a unit), a 1-2-run "
+    "dip an episode; kept at a false-discovery rate of 5 % over the page (q). Cause: `server`, a commit changed its "
+    "inputs (folder, shared modules, lock files; not notes, docs, tests or comments) or its version changed; "
+    "`harness`, the harness or environment changed; `machine`, the common series moved; `unexplained`, nothing "
+    "recorded changed."
+)
+
+
+def sections(found: tuple[list[Series], list[SeriesChange], list[PairedPoint]], seen: list[Seen]) -> list[Section]:
+    """The page's tables: (title, note, header, rows), those with rows."""
+    series, changes, paired = found
+    out = [
+        ("Servers' own changes, newest first", "", CHANGE_HEADER, change_rows(changes)),
+        ("The machine's changes (each an event over every group it moved)", "", EVENT_HEADER, event_rows(changes)),
+        ("make versus: paired answers", "", PAIRED_HEADER, paired_rows(paired)),
+        ("Run to run, beside the machine", STEPS_NOTE, STEP_HEADER, step_rows(series)),
+        ("What the page could not see", SEEN_NOTE, SEEN_HEADER, seen_rows(seen)),
+    ]
+    return [section for section in out if section[3]]
+
+
+SEEN_NOTE = (
+    "Per series tested, the smallest change it would find 80 % of the time with the runs and noise it has (at its "
+    "own 5 % level; the page's false-discovery control asks a little more): a change mid-series, and one in its last "
+    "3 runs. The machine's common series are the rows named machine."
+)
+
+
 def write(
     runs: list[str],
     found: tuple[list[Series], list[SeriesChange], list[PairedPoint]],
     notes: list[str],
     folder: Path,
-    discovery: Discovery,
+    kept: tuple[Discovery, list[Seen]],
 ) -> list[Path]:
-    """index.html and index.md in `folder` for the runs read, their (series, changes, paired answers) and how the
-    changes were kept; returns their paths."""
-    series, changes, paired = found
+    """index.html and index.md in `folder` for the runs read, their (series, changes, paired answers), how the
+    changes were kept and what each series could see; returns their paths."""
+    discovery, seen = kept
     folder.mkdir(parents=True, exist_ok=True)
-    intro = (
-        f"{len(runs)} runs ({', '.join(runs)}); {len(changes)} changes found by E-divisive means with a "
-        "permutation test (Matteson & James 2014; 5 %, 199 permutations, more where a series passes) on the log "
-        f"of each figure, {discovery.sentence()}; cause `machine`: most servers (or the machine's own probe) "
-        "changed at that run, `server`: that server alone, after a commit that changed its code (not only its notes), "
-        "`unexplained`: that server alone, with no such commit."
-    )
-    drawn = charts(series, changes, paired)
+    intro = f"{len(runs)} runs ({', '.join(runs)}); {discovery.sentence()}. {INTRO}"
+    drawn = charts(*found)
     html = [
         f"<!doctype html><meta charset='utf-8'><title>History</title><style>{STYLE}</style><h1>History</h1>",
         f"<p>{escape(intro)}</p>",
         "<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>",
-        "<h2>Changes, newest first</h2>",
-        _table(CHANGE_HEADER, change_rows(changes)),
     ]
-    if paired:
-        html += ["<h2>make versus: paired answers</h2>", _table(PAIRED_HEADER, paired_rows(paired))]
-    steps = step_rows(series)
-    if steps:
-        html += [f"<h2>Run to run, beside the machine</h2><p>{escape(STEPS_NOTE)}</p>", _table(STEP_HEADER, steps)]
+    md = ["# History", "", intro, "", *(f"- {n}" for n in notes), ""]
+    for title, note, header, rows in sections(found, seen):
+        html += [f"<h2>{escape(title)}</h2>", f"<p>{escape(note)}</p>" if note else "", _table(header, rows)]
+        md += [f"## {title}", "", *([note, ""] if note else []), _markdown_table(header, rows), ""]
     for name, png in drawn.items():
         html.append(
             f"<h2>{escape(name)}</h2><img alt='{escape(name)}' "
             f"src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
         )
-    md = [
-        "# History",
-        "",
-        intro,
-        "",
-        *(f"- {n}" for n in notes),
-        "",
-        "## Changes, newest first",
-        "",
-        _markdown_table(CHANGE_HEADER, change_rows(changes)),
-        "",
-    ]
-    if paired:
-        md += ["## make versus: paired answers", "", _markdown_table(PAIRED_HEADER, paired_rows(paired)), ""]
-    if steps:
-        md += ["## Run to run, beside the machine", "", STEPS_NOTE, "", _markdown_table(STEP_HEADER, steps), ""]
     md += ["Charts per scenario: index.html."]
     write_atomically(folder / "index.html", "\n".join(html))
     write_atomically(folder / "index.md", "\n".join(md) + "\n")

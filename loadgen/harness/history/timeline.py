@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import glob
 import math
-import re
 import statistics
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harness.basics.paths import REPO
+from harness.history.points import PairedPoint as PairedPoint  # re-exported: the timeline's types
+from harness.history.points import Point as Point
+from harness.history.points import RunInfo as RunInfo
+from harness.history.points import Selection as Selection
+from harness.history.points import Series as Series
+from harness.history.points import figure, is_commit, since_prefix
 from harness.report.compare import meaning_changed
 from harness.results import readable
 from harness.results.flag_kinds import LOADGEN_BOUND
@@ -33,78 +37,7 @@ ADJUSTED = "_adjusted"  # a metric's name with this suffix: the figure divided b
 MACHINE = "machine"  # the server name of the probe's series
 PROBE_METRIC = "loops_per_s"
 ROLES = ("server", "loadgen")
-COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")  # what a results.json's git_commit may be: a commit, full or abbreviated
 READ_ERRORS = (ResultsError, TypeError, AttributeError, ValueError, KeyError, OverflowError)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What a run folder says about how its numbers were taken."""
-
-    run_id: str
-    started_at: datetime | None
-    commit: str
-    runtime: str
-    conditions_key: str  # runtime, CPU plan, machine, profile: runs that differ here are never one series
-    details: dict[str, str]  # what may change within a series, named where it does
-    rate: dict[str, float]  # role -> loops per second of the pinned busy loop (before and after the run, averaged)
-    versus: dict[str, Any] | None
-    rate_spread: dict[str, float] = field(default_factory=dict)  # role -> |log(after / before)|: the probe's own noise
-
-
-@dataclass(frozen=True)
-class Point:
-    run: RunInfo
-    value: float
-    low: float | None
-    high: float | None
-    level: float | None
-    flags: tuple[str, ...] = ()
-    version: str | None = None  # the server's, as recorded at its start
-    speed: float | None = None  # the machine's speed relative to the timeline's reference (1: as usual)
-
-
-@dataclass
-class Series:
-    server: str
-    scenario: str
-    run: str
-    metric: str
-    conditions: str
-    points: list[Point] = field(default_factory=list)
-    since: str = ""  # a later part of a figure whose meaning a results schema changed: the run it starts at
-    why: str = ""  # and how the meaning changed there
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return self.server, self.scenario, self.run, self.metric, self.conditions, *([self.since] if self.since else [])
-
-
-@dataclass(frozen=True)
-class PairedPoint:
-    """A `make versus` answer on the timeline: head ÷ base with its interval, at the run that measured it."""
-
-    run: RunInfo
-    server: str
-    scenario: str
-    label: str
-    metric: str
-    ratio: float
-    low: float
-    high: float
-    verdict: str
-    base: str
-    head: str
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What `make history` was asked for: folders (glob patterns), servers, scenarios, the first date."""
-
-    patterns: list[str]
-    servers: frozenset[str] = frozenset()
-    scenarios: frozenset[str] = frozenset()
-    since: str = ""
 
 
 def run_folders(patterns: list[str]) -> list[Path]:
@@ -152,11 +85,6 @@ def _rate_spread(conditions: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def is_commit(text: str) -> bool:
-    """Whether `text` is a commit as git prints one (7 to 40 hex digits): nothing else from a file reaches git."""
-    return COMMIT.fullmatch(text) is not None
-
-
 def _commit(conditions: dict[str, Any]) -> str:
     """The run's commit ("?" where none is recorded); a ValueError where it is not a commit."""
     text = conditions.get("git_commit")
@@ -166,16 +94,6 @@ def _commit(conditions: dict[str, Any]) -> str:
     if not is_commit(commit):
         raise ValueError(f"conditions.git_commit {str(text)[:60]!r} is not a commit (7 to 40 hex digits)")
     return commit
-
-
-def figure(value: Any, what: str) -> float:
-    """A figure history draws on a log scale: a finite number above 0 (a ValueError naming `what` otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} is {type(value).__name__}, not a number")
-    number = float(value)  # an integer too large for a float: OverflowError
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{what} is {str(value)[:40]}, not a positive figure")
-    return number
 
 
 def run_info(run: Run) -> RunInfo:
@@ -231,21 +149,6 @@ def read_runs(selection: Selection, skipped: list[str] | None = None) -> list[tu
     return sorted(runs, key=lambda r: (r[0].started_at or datetime.min, r[0].run_id))
 
 
-def since_prefix(text: str) -> str | None:
-    """SINCE as an ISO time's prefix: 2026-11-24, 20261124 or 20261124-0726 (a run id's start); None where it is not
-    one of those (a date that does not exist included)."""
-    digits = text.strip().replace("-", "").replace("T", "").replace(":", "")
-    if not digits.isdigit() or len(digits) not in (8, 10, 12, 14):
-        return None
-    try:
-        datetime.strptime(digits, "%Y%m%d%H%M%S"[: {8: 6, 10: 8, 12: 10, 14: 12}[len(digits)]])
-    except ValueError:
-        return None
-    iso = f"{digits[0:4]}-{digits[4:6]}-{digits[6:8]}"
-    rest = digits[8:14]
-    return iso + ("T" + ":".join(rest[i : i + 2] for i in range(0, len(rest), 2)) if rest else "")
-
-
 def _point(info: RunInfo, run: Run, record: Record, metric: str) -> Point | None:
     described = getattr(record.summary, metric, None) if record.summary else None
     if not described or (described.get("median") in (None, 0) and metric != "rps"):  # p99 of 0 whole ms (ab, schema 3)
@@ -277,9 +180,9 @@ def _wanted(record: Record, selection: Selection) -> bool:
 def build_series(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[Series]:
     """Raw series of every metric, then the machine's probe series, then each metric divided by the machine's
     speed at the runs that have it."""
-    series: dict[tuple[str, str, str, str, str], Series] = {}  # the part of each series read up to now
+    series: dict[tuple[str, ...], Series] = {}  # the part of each series read up to now
     earlier: list[Series] = []  # parts that a change of the figure's meaning ended
-    last: dict[tuple[str, str, str, str, str], tuple[Run, str | None]] = {}  # the run and tool of the latest point
+    last: dict[tuple[str, ...], tuple[Run, str | None]] = {}  # the run and tool of the latest point
     for info, run in runs:
         if info.versus:  # paired rounds of two builds: answers of their own (paired_points), not points of a series
             continue
@@ -289,16 +192,23 @@ def build_series(runs: list[tuple[RunInfo, Run]], selection: Selection) -> list[
             for metric in METRICS:
                 point = _point(info, run, record, metric)
                 if point:
-                    key = (record.server, record.scenario, record.label, metric, info.conditions_key)
+                    tool, load = record.tool or "?", load_of(record)
+                    key = (record.server, record.scenario, record.label, metric, info.conditions_key, tool, load)
                     why = _meaning_changed(last.get(key), run, record.tool, metric)
                     if why:
                         earlier.append(series.pop(key))
-                    series.setdefault(key, Series(*key, since=run.run_id if why else "", why=why or ""))
+                    since = run.run_id if why else ""
+                    series.setdefault(key, Series(*key[:5], since=since, why=why or "", tool=tool, load=load))
                     series[key].points.append(point)
                     last[key] = (run, record.tool)
     raw = earlier + list(series.values())
     machine = probe_series([info for info, _ in runs])
     return raw + machine + adjusted_series(raw, machine)
+
+
+def load_of(record: Record) -> str:
+    """The load a record's tool offered, as a series' key: its connections and threads."""
+    return " ".join(f"{k} {v}" for k, v in (("c", record.concurrency), ("t", record.threads)) if v is not None)
 
 
 def _meaning_changed(before: tuple[Run, str | None] | None, run: Run, tool: str | None, metric: str) -> str | None:
@@ -371,7 +281,20 @@ def adjusted_series(raw: list[Series], machine: list[Series]) -> list[Series]:
                 )
             )
         if points:
-            out.append(Series(s.server, s.scenario, s.run, s.metric + ADJUSTED, s.conditions, points, s.since, s.why))
+            out.append(
+                Series(
+                    s.server,
+                    s.scenario,
+                    s.run,
+                    s.metric + ADJUSTED,
+                    s.conditions,
+                    points,
+                    s.since,
+                    s.why,
+                    s.tool,
+                    s.load,
+                )
+            )
     return out
 
 

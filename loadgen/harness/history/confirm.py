@@ -1,0 +1,251 @@
+"""A series' changes located and confirmed: on the log of a figure (a change is a ratio), each run weighed by its own
+interval plus the variance between runs that the intervals do not hold, a change located where the weighted means
+before and after it differ most (binary segmentation: the pieces are searched again while a change is found), and
+confirmed by a test that knows the location was chosen.
+
+- **Between-run variance** (tau^2): what consecutive runs differ by beyond their intervals, from the median absolute
+  difference of consecutive runs (a step moves one difference, not the median), never below `floor` (the A/A twin's
+  process-to-process variance, harness.history.relative). Each run weighs 1 / (se^2 + tau^2).
+- **Location**: for every split with at least MIN_SIDE runs on each side, Z = (mean after - mean before) /
+  sqrt(1 / W_before + 1 / W_after) (weighted means, W the summed weights); the split with the largest |Z|.
+- **Confirmation**: the largest |Z| is compared with the largest |Z| of series drawn with no change, with the same
+  intervals and a between-run variance estimated from the data (the whole procedure repeated on each draw, the
+  estimate of tau^2 included): p = (1 + draws at least as large) / (draws + 1). A maximum over every location is a
+  test of the chosen one (the max-statistic; no location is tested alone).
+- **Episodes**: a run or two away from the runs around them (beyond EPISODE_Z of their noise, the rolling median of
+  five) and back again is a short busy spell, set aside, never two opposite changes.
+- **What it could not see**: the smallest change found at 80 % power with the runs and noise it has, mid-series and
+  in the last MIN_SIDE runs: (the 95 % critical value of the no-change maximum + 0.84) x the change's standard error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+from numpy.typing import NDArray
+
+Vector = NDArray[np.float64]
+
+MIN_SIDE = 3  # runs on each side of a change
+SCREEN = 0.05  # a split at or below this p is kept for the page's false-discovery control and its pieces searched
+FIRST_DRAWS = 499  # no-change draws of every test; more for a split that passes SCREEN, up to the page's need
+ENOUGH_EXCEEDANCES = 20  # draws at least as extreme: p known well enough, no more draws
+EPISODE_Z = 4.0  # a run this many of its standard deviations from the rolling median of five: an episode's run
+EPISODE_RUNS = 2  # at most this many runs in a row make an episode; more is a change
+Z80 = NormalDist().inv_cdf(0.8)  # 0.84: the power of 80 %
+MAD_SD = 1.4826  # a normal sample's standard deviation over its median absolute deviation
+
+
+@dataclass(frozen=True)
+class Split:
+    """A change before position `index` (the first run after it) of the series' usable runs, and its test."""
+
+    index: int
+    start: int  # the piece that was searched: [start, end)
+    end: int
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A change's size on the log scale, with its 95 % interval, from the runs up to the neighbouring changes."""
+
+    size: float
+    low: float
+    high: float
+
+
+@dataclass
+class Verdict:
+    """One series searched: the usable runs' positions, its splits (every test made, in the order made), the episodes
+    set aside, the between-run standard deviation, the smallest change found at 80 % power (log scale)."""
+
+    kept: list[int]  # positions (in the series given) of the runs tested: all but the episodes
+    tests: list[Split] = field(default_factory=list)
+    episodes: list[int] = field(default_factory=list)  # positions of the runs set aside
+    between: float = 0.0
+    detectable: float = math.inf  # mid-series
+    detectable_end: float = math.inf  # in the last MIN_SIDE runs
+
+
+def robust_between_variance(x: Vector, se2: Vector, floor: float = 0.0) -> float:
+    """tau^2 from the median absolute difference of consecutive runs (a step or an episode moves few of them): half
+    their variance less the intervals' part, at least `floor`. For finding episodes; tests use `between_variance`."""
+    spread = (MAD_SD * float(np.median(np.abs(np.diff(x))))) ** 2 / 2
+    own = float(np.median(se2[1:] + se2[:-1])) / 2 if len(se2) > 1 else 0.0
+    return max(spread - own, floor)
+
+
+def between_variance(x: NDArray[np.float64], se2: Vector, floor: float = 0.0) -> NDArray[np.float64]:
+    """tau^2 of each row of `x` (shape (rows, n) or (n,)): the variance of the runs around the two means of their best
+    split (the least squares one, at least MIN_SIDE a side; one mean where too short) less the intervals' mean
+    variance, at least `floor`. A step is fitted, not counted as noise; every test draw estimates it the same way."""
+    rows = np.atleast_2d(x)
+    n = rows.shape[1]
+    total, squares = np.cumsum(rows, axis=1), np.sum(rows**2, axis=1)
+    if n >= 2 * MIN_SIDE:
+        k = np.arange(MIN_SIDE, n - MIN_SIDE + 1)
+        first = total[:, k - 1]
+        explained = (first**2 / k + (total[:, -1:] - first) ** 2 / (n - k)).max(axis=1)
+        dof = n - 2
+    else:
+        explained, dof = total[:, -1] ** 2 / n, max(n - 1, 1)
+    variance = (squares - explained) / dof - float(np.mean(se2))
+    result: NDArray[np.float64] = np.maximum(variance, floor)
+    return result if np.ndim(x) > 1 else result[0]
+
+
+def split_z(x: NDArray[np.float64], w: NDArray[np.float64], smallest: float = 0.0) -> NDArray[np.float64]:
+    """(|difference of the weighted means| - smallest) / its standard error (|Z| with smallest 0) of every split with
+    MIN_SIDE runs a side, for each row of x with its weights (both (rows, n)): (rows, splits), split j at position
+    MIN_SIDE + j."""
+    n = x.shape[1]
+    wc, sc = np.cumsum(w, axis=1), np.cumsum(w * x, axis=1)
+    cut = np.arange(MIN_SIDE, n - MIN_SIDE + 1) - 1  # the last run before each split
+    w1, s1 = wc[:, cut], sc[:, cut]
+    w2, s2 = wc[:, -1:] - w1, sc[:, -1:] - s1
+    result: NDArray[np.float64] = (np.abs(s2 / w2 - s1 / w1) - smallest) / np.sqrt(1 / w1 + 1 / w2)
+    return result
+
+
+def _largest(
+    x: NDArray[np.float64], se2: Vector, floor: float, smallest: float = 0.0
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """For each row: the largest (|difference| - smallest) / its standard error over the splits (|Z| where smallest
+    is 0), with tau^2 estimated from the row, and where it is."""
+    tau2 = between_variance(x, se2, floor)
+    z = split_z(x, 1 / (se2[None, :] + tau2[:, None]), smallest)
+    return z.max(axis=1), z.argmax(axis=1)
+
+
+def _draws(se2: Vector, tau2: float, floor: float, rng: np.random.Generator, count: int) -> NDArray[np.float64]:
+    """The largest |Z| of `count` series with no change, each run drawn with its own variance plus tau^2."""
+    x = rng.standard_normal((count, len(se2))) * np.sqrt(se2 + tau2)
+    return _largest(x, se2, floor)[0]
+
+
+def locate_piece(
+    x: Vector, se2: Vector, limits: tuple[float, float], rng: np.random.Generator, most: int
+) -> tuple[int, float, Vector]:
+    """The split of one piece (its position in the piece) and its p, a test of a change of at least `smallest`
+    (limits: the floor of tau^2, smallest); the first draws' maxima (for the power)."""
+    floor, smallest = limits
+    observed, where = _largest(x[None, :], se2, floor, smallest)
+    tau2 = float(between_variance(x, se2, floor))
+    first = _draws(se2, tau2, floor, rng, FIRST_DRAWS)
+    exceeding, done = int(np.sum(first >= observed[0] - 1e-12)), FIRST_DRAWS
+    while (1 + exceeding) / (done + 1) <= SCREEN and done < most and exceeding < ENOUGH_EXCEEDANCES:
+        more = min(most - done, 4 * done)
+        exceeding += int(np.sum(_draws(se2, tau2, floor, rng, more) >= observed[0] - 1e-12))
+        done += more
+    return MIN_SIDE + int(where[0]), (1 + exceeding) / (done + 1), first
+
+
+def episodes(x: Vector, se2: Vector, floor: float, smallest: float) -> list[int]:
+    """Runs one or two in a row far from the rolling median of five around them (beyond EPISODE_Z of their noise and
+    beyond `smallest`, the least change that counts), with the runs on both sides back: positions in x."""
+    n = len(x)
+    if n < 5:
+        return []
+    windows = np.lib.stride_tricks.sliding_window_view(x, 5)
+    centre = np.median(windows, axis=1)
+    rolling = np.concatenate([np.full(2, centre[0]), centre, np.full(2, centre[-1])])
+    tau2 = robust_between_variance(x, se2, floor)
+    away = (np.abs(x - rolling) > EPISODE_Z * np.sqrt(se2 + tau2)) & (np.abs(x - rolling) >= smallest)
+    out: list[int] = []
+    r = 0
+    while r < n:
+        if not away[r]:
+            r += 1
+            continue
+        end = r
+        while end < n and away[end]:
+            end += 1
+        if end - r <= EPISODE_RUNS:
+            out += list(range(r, end))
+        r = end
+    return out
+
+
+def search(x: Vector, se: Vector, floor: float, smallest: float, seed: int, most: int) -> Verdict:
+    """Every split of the series tested (binary segmentation: a piece with a split at p <= SCREEN is cut there and
+    both parts searched again); `smallest`: the least change that counts (log), for episodes; `most`: the most
+    no-change draws a test may take (the page's false-discovery control needs small p's told apart)."""
+    se2 = np.nan_to_num(se, nan=float(np.nanmedian(se)) if np.isfinite(se).any() else 0.0) ** 2
+    aside = episodes(x, se2, floor, smallest)
+    kept = [i for i in range(len(x)) if i not in set(aside)]
+    verdict = Verdict(kept, episodes=aside)
+    xs, s2 = x[kept], se2[kept]
+    if len(xs) < 2 * MIN_SIDE:
+        return verdict
+    rng = np.random.default_rng(seed)
+    pieces = [(0, len(xs))]
+    while pieces:
+        start, end = pieces.pop(0)
+        if end - start < 2 * MIN_SIDE:
+            continue
+        at, p, first = locate_piece(xs[start:end], s2[start:end], (floor, smallest), rng, most)
+        verdict.tests.append(Split(start + at, start, end, p))
+        if start == 0 and end == len(xs):
+            _power(verdict, xs, s2, floor, float(np.quantile(first, 0.95)))
+            verdict.detectable += smallest  # a change must pass its test beyond the least that counts
+            verdict.detectable_end += smallest
+        if p <= SCREEN:
+            pieces += [(start, start + at), (start + at, end)]
+    return verdict
+
+
+def _power(verdict: Verdict, x: Vector, se2: Vector, floor: float, critical: float) -> None:
+    """The smallest change found at 80 % power at the 5 % level of the series' own test, mid-series and in the
+    last MIN_SIDE runs."""
+    w = 1 / (se2 + float(between_variance(x, se2, floor)))
+    verdict.between = math.sqrt(float(between_variance(x, se2, floor)))
+    for attribute, cut in (("detectable", len(x) // 2), ("detectable_end", len(x) - MIN_SIDE)):
+        error = math.sqrt(1 / w[:cut].sum() + 1 / w[cut:].sum())
+        setattr(verdict, attribute, (critical + Z80) * error)
+
+
+def t_quantile(probability: float, df: int) -> float:
+    """Student's t quantile (Hill's expansion in 1/df of the normal's, within 0.5 % from 3 degrees of freedom)."""
+    z = NormalDist().inv_cdf(probability)
+    if df <= 0:
+        return math.inf
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    return z + g1 / df + g2 / df**2 + g3 / df**3
+
+
+def effect(x: Vector, se: Vector, floor: float, bounds: tuple[int, int, int]) -> Effect:
+    """The change at `bounds[1]` between the runs from bounds[0] and up to bounds[2] (the neighbouring changes):
+    weighted means' difference, its 95 % interval on Student's t with the runs less two degrees of freedom."""
+    start, at, end = bounds
+    se2 = np.nan_to_num(se, nan=float(np.nanmedian(se)) if np.isfinite(se).any() else 0.0) ** 2
+    piece, piece_se2 = x[start:end], se2[start:end]
+    k = at - start
+    residuals = np.concatenate([piece[:k] - piece[:k].mean(), piece[k:] - piece[k:].mean()])
+    spread = float(np.sum(residuals**2)) / max(len(piece) - 2, 1) - float(np.mean(piece_se2))
+    w = 1 / (piece_se2 + max(spread, floor))  # around the two levels: the step is not noise
+    before, after = np.average(piece[:k], weights=w[:k]), np.average(piece[k:], weights=w[k:])
+    error = math.sqrt(1 / w[:k].sum() + 1 / w[k:].sum())
+    margin = t_quantile(0.975, len(piece) - 2) * error
+    size = float(after - before)
+    return Effect(size, size - margin, size + margin)
+
+
+def q_values(p_values: list[float]) -> list[float]:
+    """Benjamini-Hochberg's adjusted p-values (q): the smallest false-discovery rate at which each test is kept
+    (Benjamini, Y. and Hochberg, Y. (1995), JRSS B 57(1))."""
+    if not p_values:
+        return []
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p)
+    m = len(p)
+    ranked = p[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return [float(v) for v in out]
