@@ -54,9 +54,10 @@ build: setup
 ping: setup
 	$(HARNESS) ping
 
-# Each server's HTTP compliance (docs/probe.md): 135 raw-socket HTTP/1.1 cases from RFC 9112/9110 and the published
-# request-smuggling vectors, and h2spec on the h2c port of those that speak it; pass, warn or fail per case, in a run
-# folder and its report like every command that measures. `make bench` probes each server once too.
+# Each server's HTTP compliance (docs/probe.md): 158 raw-socket HTTP/1.1 cases, each judged by the RFC 9112/9110
+# sentence it quotes (syntax, framing, the published request-smuggling vectors, two-step desync sequences, checks of
+# the responses), and h2spec on the h2c port of those that speak it; pass, warn-lenient, warn-strict or fail per case,
+# in a run folder and its report like every command that measures. `make bench` probes each server once too.
 .PHONY: probe setup-h2spec
 probe: setup setup-h2spec
 	$(HARNESS) probe
@@ -65,6 +66,7 @@ probe: setup setup-h2spec
 # make probe leaves h2c out and says so)
 H2SPEC_VERSION := v2.2.1+incompatible
 setup-h2spec:
+	@[ -x .tools/go/bin/h2spec ] || command -v go >/dev/null || echo "h2spec not built: go is not installed (h2c is left out of the probe)"
 	@[ -x .tools/go/bin/h2spec ] || ! command -v go >/dev/null || { echo "building h2spec $(H2SPEC_VERSION) with go install"; \
 	  GOBIN=$$PWD/.tools/go/bin GOPATH=$$PWD/.tools/go GOFLAGS=-modcacherw go install github.com/summerwind/h2spec/cmd/h2spec@$(H2SPEC_VERSION); }
 
@@ -101,7 +103,7 @@ test-%: setup
 # lock: a second `make bench` is refused before it builds anything beside the first one's measurements.
 # CPU_METER: each CPU's speed beside every attempt, which the ranking divides by (docs/cpu-speed.md); CPU_METER=0 leaves it out
 bench: CPU_METER := $(or $(CPU_METER),1)
-bench: setup
+bench: setup setup-h2spec
 	$(HARNESS) --build bench
 
 # The HTTP/2 scenarios (h2c with h2load; not in `bench`, whose 20 minutes are taken): every server that speaks h2c,

@@ -1,5 +1,6 @@
 """make bench probes a build's HTTP compliance once (harness/measuring/compliance_cache.py): a second run of the same
-build takes the first run's entry without sending a byte, and a changed build, manifest or runtime is probed again.
+build takes the first run's entry without sending a byte, and a changed build, manifest, version or runtime is probed
+again; a server that was already up is probed afresh and not kept.
 On the reference responder (tests/responders/strict_http11.py), really probed over loopback."""
 
 from __future__ import annotations
@@ -34,10 +35,17 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     return SimpleNamespace(root=tmp_path, server=server, local=local)
 
 
-def probed_in_run(bench: SimpleNamespace, run_id: str, port: int, artifacts: str, runtime: str = "local") -> Any:
+def probed_in_run(
+    bench: SimpleNamespace, run_id: str, port: int, artifacts: str, runtime: str = "local", **how: Any
+) -> Any:
+    """`how`: version (what the server reports, default "strict 1.0"), up_before (make up left it running)."""
     store = RunStore(Run(run_id, {}, {}, {}, [], compliance={}), root=bench.root)
     running = SimpleNamespace(name="strict", host="127.0.0.1", port=port, h2c_port=None, artifacts=artifacts)
-    session = SimpleNamespace(runtime=SimpleNamespace(name=runtime))
+    version = how.get("version", "strict 1.0")
+    session = SimpleNamespace(
+        runtime=SimpleNamespace(name=runtime, version=lambda server: version),
+        started=[] if how.get("up_before") else ["strict"],
+    )
     probing.probe_in_bench(session, bench.server, running, store)  # type: ignore[arg-type]
     return store.run.compliance["strict"] if store.run.compliance else None
 
@@ -54,7 +62,8 @@ def test_the_same_build_is_not_probed_twice_and_a_changed_one_is(bench: SimpleNa
     finally:
         faulty.shutdown()
         faulty.server_close()
-    assert failing(first) == ["HO-01"] and first["probed_in"] == "run-1"
+    assert failing(first) == ["HO-01", "HO-10"] and first["probed_in"] == "run-1"
+    assert first["version"] == "strict 1.0"
     # nothing listens now: only the kept entry can answer, and it is the first run's, saying so
     assert probed_in_run(bench, "run-2", port, artifacts="build-a") == first
     right = strict_http11.serve(frozenset())
@@ -66,6 +75,12 @@ def test_the_same_build_is_not_probed_twice_and_a_changed_one_is(bench: SimpleNa
         assert other_runtime["probed_in"] == "run-4"
         (bench.server.folder / "manifest.toml").write_text('[[server]]\nname = "strict"\nenv = { X = "1" }\n')
         assert probed_in_run(bench, "run-5", port, artifacts="build-b")["probed_in"] == "run-5"
+        # the same files, another binary (Debian's nginx upgraded): its version is in the key
+        upgraded = probed_in_run(bench, "run-6", port, artifacts="build-b", version="strict 1.1")
+        assert upgraded["probed_in"] == "run-6" and upgraded["version"] == "strict 1.1"
+        # left up by make up: probed afresh, and not kept for the next run
+        assert probed_in_run(bench, "run-7", port, artifacts="build-b", up_before=True)["probed_in"] == "run-7"
+        assert probed_in_run(bench, "run-8", port, artifacts="build-b", version="strict 1.1")["probed_in"] == "run-6"
     finally:
         right.shutdown()
         right.server_close()

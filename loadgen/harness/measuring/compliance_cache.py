@@ -3,8 +3,10 @@
 Why: the probe (135 HTTP/1.1 cases on raw sockets, and h2spec where the server speaks h2c) took 5 of a bench's 22.6
 minutes on 2 cores (2026-11-26), and its answer is the build's, not the machine's or the moment's: the same
 artifacts answer the same cases alike. So an entry is reused only where everything it depends on is the same: the
-server's artifacts (their stamp, as `make build` left them), the probe's own code (its cases and verdicts), whether
-h2spec was there, and the runtime. Anything else, and the server is probed again. A reused entry says from which run
+server's artifacts (their stamp, as `make build` left them), its version as it reports it (a binary not built here,
+Debian's nginx after an upgrade, says so there), the probe's own code (its cases and verdicts), the h2spec binary
+(its size and time), the runtime and, under Docker, the base images. Anything else, and the server is probed again.
+A server that was already up when the run began is probed afresh and not kept (measuring/probing.py). A reused entry says from which run
 it came (`compliance.<server>.probed_in`); `make probe` always probes afresh and refreshes the cache.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +26,43 @@ CACHE_DIR = STATE_DIR / "compliance"
 PROBE_SOURCES = Path(__file__).resolve().parents[1] / "probe"
 
 
-def key(server: Server, artifacts: str | None, runtime: str) -> str | None:
-    """What a probe's answer depends on, as one digest: the probe's code, the server's manifest (how it is run) and
-    artifacts, the runtime, whether h2spec is there. None where the build's artifacts are not known."""
+def key(server: Server, artifacts: str | None, runtime: str, version: str = "unknown") -> str | None:
+    """What a probe's answer depends on, as one digest: the probe's code, the server's manifest (how it is run),
+    artifacts and version, the runtime (and its base images), the h2spec binary. None where the build's artifacts are
+    not known."""
     if not artifacts:
         return None
     digest = hashlib.sha256()
     for source in [*sorted(PROBE_SOURCES.glob("*.py")), server.folder / "manifest.toml"]:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    digest.update(f"\0{server.name}\0{artifacts}\0{runtime}\0h2spec={h2c.binary() is not None}".encode())
+    digest.update(f"\0{server.name}\0{artifacts}\0{version}\0{runtime}\0{_h2spec()}".encode())
+    if runtime != "local":
+        digest.update(f"\0images={_base_images()}".encode())
     return digest.hexdigest()
+
+
+def _h2spec() -> str:
+    found = h2c.binary()
+    if found is None:
+        return "h2spec=none"
+    stat = found.stat()
+    return f"h2spec={stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _base_images() -> str:
+    """The base images' ids as `docker image ls` gives them (they are made here, `make base-images`); "" without
+    Docker."""
+    try:
+        done = subprocess.run(
+            ["docker", "image", "ls", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}}={{.ID}}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return ",".join(sorted(line for line in done.stdout.splitlines() if "base" in line))
 
 
 def _path(name: str) -> Path:

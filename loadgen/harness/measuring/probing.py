@@ -10,6 +10,7 @@ from harness.basics.messages import fail, say
 from harness.config import scenarios
 from harness.config.environment import Configuration
 from harness.config.manifest import Server, artifacts_stamp
+from harness.config.maven import resolve_properties
 from harness.measuring import compliance_cache
 from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.session import Session
@@ -18,25 +19,34 @@ from harness.results.store import RunStore, claim_run_id, new_run_id
 from harness.runtime import RunningServer, RuntimeFailure
 
 
-def probe(running: RunningServer, store: RunStore, kept_as: str | None = None) -> dict[str, Any]:
-    """One server probed over HTTP/1.1 and h2c; its entry saved in the store (and kept for later runs under the key
-    `kept_as`, harness.measuring.compliance_cache) and summed up on the console."""
+def probe(running: RunningServer, store: RunStore, version: str, kept_as: str | None = None) -> dict[str, Any]:
+    """One server probed over HTTP/1.1 and h2c; its entry (with the `version` probed) saved in the store (and kept
+    for later runs under the key `kept_as`, harness.measuring.compliance_cache) and summed up on the console."""
     cases = suite.run(running.host, running.port)
     h2 = h2c.run(running.host, running.h2c_port, store.raw) if running.h2c_port else None
-    entry = {**suite.compliance(cases, h2), "probed_in": store.run.run_id}
+    entry = {**suite.compliance(cases, h2, version), "probed_in": store.run.run_id}
     store.set_compliance(running.name, entry)
     compliance_cache.save(running.name, kept_as, entry)
     say(summary(running.name, entry))
     return entry
 
 
+def server_version(session: Session, server: Server) -> str:
+    """The server's version as its manifest's `version` command prints it (its framework's, or nginx -v)."""
+    return resolve_properties(session.runtime.version(server), server.folder)
+
+
 def probe_in_bench(session: Session, server: Server, running: RunningServer, store: RunStore) -> dict[str, Any]:
     """`make bench`: the server's compliance as an earlier run probed this very build (same artifacts, manifest,
-    probe and runtime), or probed now."""
-    made = compliance_cache.key(server, running.artifacts, session.runtime.name)
+    version, probe, h2spec and runtime), or probed now. A server that was already up (`make up`) is probed afresh
+    and not kept: what runs may not be what its folder holds now."""
+    version = server_version(session, server)
+    if server.name not in session.started:
+        return probe(running, store, version)
+    made = compliance_cache.key(server, running.artifacts, session.runtime.name, version)
     kept = compliance_cache.load(running.name, made)
     if kept is None:
-        return probe(running, store, kept_as=made)
+        return probe(running, store, version, kept_as=made)
     store.set_compliance(running.name, kept)
     say(f"{summary(running.name, kept)}\n  (probed in run {kept.get('probed_in', 'unknown')}: the same build)")
     return kept
@@ -45,8 +55,10 @@ def probe_in_bench(session: Session, server: Server, running: RunningServer, sto
 def summary(name: str, entry: dict[str, Any]) -> str:
     """A server's probe in a few lines: the counts over all cases, per category, and each MUST it fails."""
     counts = entry["counts"]
-    lines = [f"{name}: compliance {_counted(counts['all'])}"]
-    lines += [f"  {category:18} {_counted(c)}" for category, c in counts.items() if category != "all"]
+    lines = [f"{name} ({entry.get('version', 'unknown')}): HTTP/1.1 {_counted(counts['all'])}"]
+    if "h2c" in counts:
+        lines.append(f"  h2c: {_counted(counts['h2c'])}")
+    lines += [f"  {category:18} {_counted(c)}" for category, c in counts.items() if category not in ("all", "h2c")]
     lines += [
         f"  fails MUST {c['id']} ({c['rfc']}): {c['what']}; got {c['got']}" for c in verdicts.must_failures(entry)
     ]
@@ -56,7 +68,10 @@ def summary(name: str, entry: dict[str, Any]) -> str:
 
 
 def _counted(c: dict[str, int]) -> str:
-    return f"{c['cases']:3} cases: {c['pass']:3} passed, {c['warn']:3} warned, {c['fail']:3} failed"
+    return (
+        f"{c['cases']:3} cases: {c['pass']:3} passed, {c.get('warn-lenient', 0):3} lenient, "
+        f"{c.get('warn-strict', 0):3} strict, {c['fail']:3} failed ({c.get('must_fail', 0)} MUST)"
+    )
 
 
 def probe_servers(session: Session, store: RunStore, servers: list[Server]) -> bool:
@@ -81,7 +96,9 @@ def probe_servers(session: Session, store: RunStore, servers: list[Server]) -> b
                     "runtime": session.runtime.name,
                 },
             )
-            probe(running, store, compliance_cache.key(server, running.artifacts, session.runtime.name))
+            version = server_version(session, server)
+            made = compliance_cache.key(server, running.artifacts, session.runtime.name, version)
+            probe(running, store, version, made if server.name in session.started else None)
         finally:
             session.release(server.name)
     return ok
@@ -96,7 +113,10 @@ def builds_to_probe(session: Session, store: RunStore, servers: list[Server]) ->
         1
         for server in servers
         if not server.twin_of
-        and compliance_cache.load(server.name, compliance_cache.key(server, artifacts_stamp(server), runtime)) is None
+        and compliance_cache.load(
+            server.name, compliance_cache.key(server, artifacts_stamp(server), runtime, server_version(session, server))
+        )
+        is None
     )
 
 

@@ -1,36 +1,69 @@
-"""The HTTP/1.1 suite run against one server: every case of cases_syntax.py and cases_framing.py, each on its own
-connection (a few at a time: a case that waits for an answer it should not get costs seconds), judged, and gathered
-into the `compliance.<server>` entry of results.json."""
+"""The HTTP/1.1 suite run against one server: every case of cases_syntax.py, cases_framing.py, cases_desync.py and
+cases_response.py, each on its own connection (a few at a time: a case that waits for an answer it should not get
+costs seconds), judged, and gathered into the `compliance.<server>` entry of results.json. Ctrl-C stops it within
+a poll of the reader (wire.Timing.poll_s): every connection looks at one stop event."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from harness.probe import verdicts
+from harness.probe import checks, verdicts
 from harness.probe.case import Case
+from harness.probe.cases_desync import SMUGGLED_BODY, TWO_STEP
 from harness.probe.cases_framing import FRAMING
+from harness.probe.cases_response import CHECKED
 from harness.probe.cases_syntax import SYNTAX
-from harness.probe.wire import DEFAULT_TIMING, Timing, exchange
+from harness.probe.wire import DEFAULT_TIMING, Reply, Timing, exchange
 
-CASES: list[Case] = SYNTAX + FRAMING
-AT_ONCE = 8  # connections in flight: the waiting cases overlap, and no server here minds 8 connections
+CASES: list[Case] = SYNTAX + FRAMING + TWO_STEP + CHECKED
+AT_ONCE = 16  # connections in flight: the waiting cases overlap (a server that never finishes costs 2 s a round), and no server here minds 16
 SHOWN_BYTES = 160  # of what a case sends, as results.json keeps it (the rest said by its length)
 
 
 def run(host: str, port: int, cases: list[Case] | None = None, timing: Timing = DEFAULT_TIMING) -> list[dict[str, Any]]:
-    """Every case (default: all of them) against host:port, in the cases' order, each judged."""
+    """Every case (default: all of them) against host:port, in the cases' order, each judged. On Ctrl-C the cases
+    in flight are told to stop and the interrupt goes on at once (their threads end within `timing.poll_s`)."""
     chosen = CASES if cases is None else cases
-    with ThreadPoolExecutor(AT_ONCE) as pool:
-        outcomes = list(pool.map(lambda case: _outcome(host, port, case, timing), chosen))
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(AT_ONCE, thread_name_prefix="probe")
+    try:
+        outcomes = list(pool.map(lambda case: outcome(host, port, case, timing, stop), chosen))
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return [judged(case, got) for case, got in zip(chosen, outcomes)]
 
 
-def _outcome(host: str, port: int, case: Case, timing: Timing) -> str:
+def outcome(host: str, port: int, case: Case, timing: Timing, stop: threading.Event | None = None) -> str:
+    """What the server did with `case`, in verdicts.py's words (a response check's own words for a checked case)."""
     try:
-        return exchange(host, port, case.sent, timing).describe()
+        reply = exchange(host, port, case.sent, timing, then=case.then, head_requests=case.heads, stop=stop)
     except OSError as exc:  # refused: the server is gone (not the case's answer, but what happened)
         return f"error: {exc.strerror or exc}"
+    if case.check:
+        return checks.CHECKS[case.check](reply)
+    return described(reply)
+
+
+def described(reply: Reply) -> str:
+    """reply.describe(), each response carrying the smuggled request's body marked `[smuggled]`."""
+    text = reply.describe()
+    if not any(r.body == SMUGGLED_BODY for r in reply.responses):
+        return text
+    statuses = " ".join(f"{r.status}{verdicts.SMUGGLED if r.body == SMUGGLED_BODY else ''}" for r in reply.responses)
+    return statuses + ("+close" if reply.closed else "+open")
+
+
+def judge(case: Case, got: str) -> str:
+    if case.check:
+        if got == "checked" or got.startswith("n/a"):
+            return "pass"
+        return "fail" if case.level == "MUST" else "warn-lenient"
+    return verdicts.verdict(case.level, (case.passes, case.lenient, case.strict), got)
 
 
 def judged(case: Case, got: str) -> dict[str, Any]:
@@ -41,11 +74,16 @@ def judged(case: Case, got: str) -> dict[str, Any]:
         "rfc": case.rfc,
         "level": case.level,
         "what": case.what,
-        "sent": shown(case.sent),
-        "expected": verdicts.expected_text(case.passes, case.warns),
+        "requirement": case.quotes(),
+        "sent": shown(case.sent) + (f" then {shown(case.then)}" if case.then else ""),
+        "expected": "the responses as the requirement says" if case.check else _expected(case),
         "got": got,
-        "verdict": verdicts.verdict(case.passes, case.warns, got),
+        "verdict": judge(case, got),
     }
+
+
+def _expected(case: Case) -> str:
+    return verdicts.expected_text(case.passes, case.lenient, case.strict)
 
 
 def shown(sent: bytes) -> str:
@@ -61,11 +99,11 @@ def _escaped(byte: int) -> str:
     return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
 
 
-def compliance(cases: list[dict[str, Any]], h2c: dict[str, Any] | None = None) -> dict[str, Any]:
+def compliance(cases: list[dict[str, Any]], h2c: dict[str, Any] | None = None, version: str = "") -> dict[str, Any]:
     """A server's `compliance` entry: its cases (HTTP/1.1, then h2c's where it speaks it), the counts per category,
-    and how the h2c part was probed."""
+    over HTTP/1.1 (`all`) and over h2c (`h2c`) apart, how the h2c part was probed, and the version probed."""
     everything = cases + (h2c or {}).get("cases", [])
-    out: dict[str, Any] = {"cases": everything, "counts": verdicts.counts(everything)}
+    out: dict[str, Any] = {"cases": everything, "counts": verdicts.counts(everything), "version": version or "unknown"}
     if h2c:
         out["h2c"] = {k: v for k, v in h2c.items() if k != "cases"}
     return out

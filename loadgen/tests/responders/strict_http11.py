@@ -6,6 +6,7 @@ FAULTS named, it gets chosen things wrong so the suite can be shown to find exac
 
 from __future__ import annotations
 
+import email.utils
 import re
 import socket
 import socketserver
@@ -26,6 +27,7 @@ CHUNK_LINE = re.compile(
 )
 METHODS = {b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"OPTIONS", b"TRACE", b"CONNECT", b"PATCH"}
 MAX_HEAD = 65_536
+MAX_FIELDS = 100  # more header lines than this: 431
 MAX_BODY = 1 << 20
 # the mistakes this server can be told to make, each what real parsers have been found doing
 FAULTS = {
@@ -36,6 +38,9 @@ FAULTS = {
     "ignores-connection-close": "Connection: close is not honoured",
     "empty-field-name": "a header line with an empty name is skipped",
     "http2-as-http11": "an HTTP/2.0 request-line is read as HTTP/1.1",
+    "no-date": "responses carry no Date",
+    "head-with-body": "a HEAD response carries GET's content",
+    "get-body-ignored": "a GET's Content-Length body is not read (CL.0)",
 }
 
 
@@ -82,12 +87,15 @@ class Connection:
             self.more()
         head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
         method, target, minor, fields = self.parse_head(head)
+        if method == b"GET" and "get-body-ignored" in self.faults:
+            fields.pop(b"content-length", None)
         body_length = self.read_body(fields, minor)
         close = minor == 0 and b"keep-alive" not in fields.get(b"connection", [b""])[0].lower()
         if b"close" in fields.get(b"connection", [b""])[0].lower() and "ignores-connection-close" not in self.faults:
             close = True
         close = close or body_length == "close"
-        self.answer(*route(method, target), close=close, keep_alive=minor == 0 and not close)
+        status, body, kind = route(method, target)
+        self.answer(status, body, close=close, keep_alive=minor == 0 and not close, head=method == b"HEAD", kind=kind)
         return not close
 
     def parse_head(self, head: bytes) -> tuple[bytes, bytes, int, dict[bytes, list[bytes]]]:
@@ -99,6 +107,8 @@ class Connection:
         if major != b"1" and not (major == b"2" and "http2-as-http11" in self.faults):
             raise Reject(505)
         fields: dict[bytes, list[bytes]] = {}
+        if len(lines) > MAX_FIELDS:
+            raise Reject(431)
         for text in lines:
             if text.startswith(b":") and "empty-field-name" in self.faults:
                 continue
@@ -172,14 +182,26 @@ class Connection:
                     raise Reject(400)
         return size
 
-    def answer(self, status: int, body: bytes, close: bool, keep_alive: bool = False) -> None:
-        head = [
+    def answer(
+        self,
+        status: int,
+        body: bytes,
+        close: bool,
+        keep_alive: bool = False,
+        head: bool = False,
+        kind: bytes = b"text/plain",
+    ) -> None:
+        lines = [
             b"HTTP/1.1 %d %s" % (status, REASONS.get(status, b"Status")),
+            *([] if "no-date" in self.faults else [b"Date: " + email.utils.formatdate(usegmt=True).encode()]),
             b"Content-Length: %d" % len(body),
-            b"Content-Type: text/plain",
+            b"Content-Type: " + kind,
         ]
-        head += [b"Connection: close"] if close else [b"Connection: keep-alive"] if keep_alive else []
-        self.sock.sendall(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        lines += [b"Allow: GET, HEAD"] if status == 405 else []
+        lines += [b"Connection: close"] if close else [b"Connection: keep-alive"] if keep_alive else []
+        self.sock.sendall(
+            b"\r\n".join(lines) + b"\r\n\r\n" + (b"" if head and "head-with-body" not in self.faults else body)
+        )
         if close:
             self.sock.shutdown(socket.SHUT_WR)
 
@@ -188,6 +210,7 @@ REASONS = {
     200: b"OK",
     400: b"Bad Request",
     404: b"Not Found",
+    405: b"Method Not Allowed",
     413: b"Content Too Large",
     414: b"URI Too Long",
     417: b"Expectation Failed",
@@ -245,12 +268,25 @@ def content_length(values: list[bytes], faults: frozenset[str]) -> int:
     return int(items[0])
 
 
-def route(method: bytes, target: bytes) -> tuple[int, bytes]:
-    """/hello, and /id (its name, for the harness's start check: `strict`)."""
+ROUTES = {
+    b"/hello": (b"Hello World", b"text/plain; charset=utf-8"),
+    b"/backend": (b"<h1>Say hello to akka-http</h1>", b"text/html; charset=utf-8"),
+    b"/v1/tweets": (b'[{"id":1000000,"author":"author1","content":"Hello, World!"}]', b"application/json"),
+    b"/id": (b"strict", b"text/plain"),  # its name, for the harness's start check
+}
+
+
+def route(method: bytes, target: bytes) -> tuple[int, bytes, bytes]:
+    """CONTRACT.md's routes that the probe asks for: status, body, Content-Type. GET, HEAD and POST are served (POST
+    /hello is the framing cases' request); another method on a route is 405 (with Allow), OPTIONS * is 200."""
     path = target.split(b"?")[0]
-    if target == b"*" or path == b"/hello":
-        return 200, b"Hello World"
-    return (200, b"strict") if path == b"/id" else (404, b"404")
+    if target == b"*":
+        return 200, b"", b"text/plain"
+    if path not in ROUTES:
+        return 404, b"404", b"text/plain"
+    if method not in (b"GET", b"HEAD", b"POST"):
+        return 405, b"405", b"text/plain"
+    return 200, *ROUTES[path]
 
 
 class Server(socketserver.ThreadingTCPServer):
