@@ -39,6 +39,8 @@ class Page:
     machine: tuple[int, float] | None = None  # (first run, factor of every server)
     schema_at: int | None = None  # runs from here are schema 5, those before 3 (ab's p99 in whole ms)
     tool: str = "wrk"
+    tool_switch: tuple[int, str, float] | None = None  # (first run, another tool, its figures' factor)
+    bound: tuple[str, int, float] | None = None  # (server, first run, factor): its req/s a loadgen-saturated bound
     commits: list[str] = field(default_factory=list)
 
 
@@ -111,10 +113,16 @@ def run_dicts(page: Page, rng: np.random.Generator) -> list[dict]:
             p99 = 2e4 / rates
             if page.schema_at is not None and i < page.schema_at:
                 p99 = np.round(p99)
+            tool = page.tool
+            if page.tool_switch and i >= page.tool_switch[0]:
+                tool, rates = page.tool_switch[1], rates * page.tool_switch[2]
+            flags = []
+            if page.bound and server == page.bound[0] and i >= page.bound[1]:
+                rates, flags = rates * page.bound[2], [{"flag": "loadgen-saturated", "reason": "the load generator"}]
             summary = {"rps": describe(list(rates)), "p99": describe(list(p99)), "cost_us": describe(list(4e6 / rates))}
             records.append(
-                {"server": server, "scenario": "hello", "run": "c100", "tool": page.tool, "concurrency": 100}
-                | {"attempts": [], "summary": summary}
+                {"server": server, "scenario": "hello", "run": "c100", "tool": tool, "concurrency": 100}
+                | {"attempts": [], "summary": summary, "flags": flags}
             )
         run_id = f"202611{1 + i // 24:02d}-{i % 24:02d}0000-bench"
         conditions = {

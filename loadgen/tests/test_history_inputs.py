@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_history import write_run
 
-from harness.history import commits, history_command, history_page, timeline
+from harness.history import commits, history_command, run_cache, timeline
 from harness.history.timeline import Selection
 
 
@@ -107,7 +107,7 @@ def test_forged_run_folders_are_one_line_each_and_the_rest_of_the_page_is_drawn(
     assert "<h2>$\\foo$</h2>" in (out / "history" / "index.html").read_text()  # its chart drawn
     assert snapshot(tmp_path) == before  # nothing written outside results/history/
     assert victim.read_text() == "mine\n"
-    assert sorted(p.name for p in (out / "history").iterdir()) == ["index.html", "index.md"]
+    assert sorted(p.name for p in (out / "history").iterdir()) == ["index.html", "index.md", "runs.json"]
 
 
 @pytest.mark.parametrize(
@@ -153,8 +153,8 @@ def test_the_page_is_written_atomically(tmp_path, monkeypatch):
     page or the new, never half of one."""
     replaced = []
     real = os.replace
-    monkeypatch.setattr(history_page.os, "replace", lambda a, b: (replaced.append((Path(a), Path(b))), real(a, b)))
-    history_page.write_atomically(tmp_path / "index.md", "new\n")
+    monkeypatch.setattr(run_cache.os, "replace", lambda a, b: (replaced.append((Path(a), Path(b))), real(a, b)))
+    run_cache.write_atomically(tmp_path / "index.md", "new\n")
     [(temporary, final)] = replaced
     assert final == tmp_path / "index.md" and temporary.parent == tmp_path and temporary != final
     assert final.read_text() == "new\n" and list(tmp_path.iterdir()) == [final]

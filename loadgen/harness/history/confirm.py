@@ -37,6 +37,7 @@ EPISODE_Z = 4.0  # a run this many of its standard deviations from the rolling m
 EPISODE_RUNS = 2  # at most this many runs in a row make an episode; more is a change
 Z80 = NormalDist().inv_cdf(0.8)  # 0.84: the power of 80 %
 MAD_SD = 1.4826  # a normal sample's standard deviation over its median absolute deviation
+LEAST_VARIANCE = 0.001**2  # a run's variance is at least (0.1 %)^2: identical attempts (a whole-ms p99) are not exact
 
 
 @dataclass(frozen=True)
@@ -170,11 +171,19 @@ def episodes(x: Vector, se2: Vector, floor: float, smallest: float) -> list[int]
     return out
 
 
+def variances(se: Vector) -> Vector:
+    """Each run's variance from its standard error: a run without one takes the series' median, none below
+    LEAST_VARIANCE."""
+    filled = np.nan_to_num(se, nan=float(np.nanmedian(se)) if np.isfinite(se).any() else 0.0)
+    result: Vector = np.maximum(filled**2, LEAST_VARIANCE)
+    return result
+
+
 def search(x: Vector, se: Vector, floor: float, smallest: float, seed: int, most: int) -> Verdict:
     """Every split of the series tested (binary segmentation: a piece with a split at p <= SCREEN is cut there and
     both parts searched again); `smallest`: the least change that counts (log), for episodes; `most`: the most
     no-change draws a test may take (the page's false-discovery control needs small p's told apart)."""
-    se2 = np.nan_to_num(se, nan=float(np.nanmedian(se)) if np.isfinite(se).any() else 0.0) ** 2
+    se2 = variances(se)
     aside = episodes(x, se2, floor, smallest)
     kept = [i for i in range(len(x)) if i not in set(aside)]
     verdict = Verdict(kept, episodes=aside)
@@ -223,7 +232,7 @@ def effect(x: Vector, se: Vector, floor: float, bounds: tuple[int, int, int]) ->
     """The change at `bounds[1]` between the runs from bounds[0] and up to bounds[2] (the neighbouring changes):
     weighted means' difference, its 95 % interval on Student's t with the runs less two degrees of freedom."""
     start, at, end = bounds
-    se2 = np.nan_to_num(se, nan=float(np.nanmedian(se)) if np.isfinite(se).any() else 0.0) ** 2
+    se2 = variances(se)
     piece, piece_se2 = x[start:end], se2[start:end]
     k = at - start
     residuals = np.concatenate([piece[:k] - piece[:k].mean(), piece[k:] - piece[k:].mean()])

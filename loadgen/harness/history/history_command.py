@@ -18,6 +18,7 @@ from harness.history import adjustment, changes, confirm, history_page
 from harness.history.changes import HARNESS_PATHS, Discovery, ScopeOf, Seen
 from harness.history.commits import Scope
 from harness.history.points import since_prefix
+from harness.history.run_cache import RunCache
 from harness.history.timeline import (
     ADJUSTED,
     MACHINE,
@@ -48,11 +49,14 @@ class Timeline:
     seen: list[Seen]
 
 
-def gather(selection: Selection, scope_of: ScopeOf, harness: Scope | None = None) -> Timeline:
+def gather(
+    selection: Selection, scope_of: ScopeOf, harness: Scope | None = None, cache: RunCache | None = None
+) -> Timeline:
     """The runs selected, their series, the changes kept and attributed (`scope_of`: a server's inputs, or a folder;
-    `harness`: the harness's measuring code, for a change of the harness), the paired answers and the notes."""
+    `harness`: the harness's measuring code, for a change of the harness; `cache`: the runs read before), the paired
+    answers and the notes."""
     skipped: list[str] = []
-    runs = read_runs(selection, skipped)
+    runs = read_runs(selection, skipped, cache)
     series = build_series(runs, selection)
     found = changes.find_changes(series, scope_of, harness)
     notes = [f"left out: {s}" for s in skipped] + found.notes + _notes(series, found)
@@ -262,13 +266,15 @@ def cmd_history(runs: str, scenarios: str, since: str, only: list[str], output: 
         say(f"SINCE={since} is not understood: a date (2026-11-24, 20261124) or a run id's start (20261124-0726)")
         return 2
     selection = Selection((runs or DEFAULT_RUNS).split(), frozenset(only), frozenset(scenarios.split()), since)
-    history = gather(selection, lambda name: server_scope(servers, name), Scope(REPO, HARNESS_PATHS))
+    cache = RunCache(RESULTS / "history" / "runs.json")
+    history = gather(selection, lambda name: server_scope(servers, name), Scope(REPO, HARNESS_PATHS), cache)
     if not history.runs:
         say(
             f"no run folder with a results.json under {' '.join(selection.patterns)} (RUNS=, relative to the "
             "repository's root)"
         )
         return 2
+    cache.save()
     written = history_page.write(
         history.runs,
         (history.series, history.changes, history.paired),

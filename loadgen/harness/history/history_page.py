@@ -5,13 +5,12 @@ what else changed), the paired `make versus` answers, and the notes (too few run
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
 from html import escape
 from pathlib import Path
 
 from harness.history.adjustment import day_steps
 from harness.history.changes import Discovery, Seen, SeriesChange, events, spread
+from harness.history.run_cache import write_atomically
 from harness.history.timeline import MACHINE, PairedPoint, Series
 
 Section = tuple[str, str, list[str], list[list[str]]]
@@ -245,17 +244,3 @@ def write(
     write_atomically(folder / "index.html", "\n".join(html))
     write_atomically(folder / "index.md", "\n".join(md) + "\n")
     return [folder / "index.html", folder / "index.md"]
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """`text` into `path` through a temporary file beside it, renamed over it: a reader (or a second make history)
-    sees the old file or the new one, never half of one."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -26,6 +26,7 @@ from harness.history.points import RunInfo as RunInfo
 from harness.history.points import Selection as Selection
 from harness.history.points import Series as Series
 from harness.history.points import figure, is_commit, since_prefix
+from harness.history.run_cache import RunCache
 from harness.report.compare import meaning_changed
 from harness.results import readable
 from harness.results.flag_kinds import LOADGEN_BOUND
@@ -124,19 +125,24 @@ def run_info(run: Run) -> RunInfo:
     )
 
 
-def read_runs(selection: Selection, skipped: list[str] | None = None) -> list[tuple[RunInfo, Run]]:
-    """The runs selected, oldest first. A folder whose results.json cannot be read, or holds what the harness never
-    writes where the timeline looks, is left out and named in `skipped`: one bad file never costs the history."""
+def read_runs(
+    selection: Selection, skipped: list[str] | None = None, cache: RunCache | None = None
+) -> list[tuple[RunInfo, Run]]:
+    """The runs selected, oldest first. A folder whose results.json cannot be read (harness/results/readable.py), or
+    holds what the harness never writes where the timeline looks, is left out and named in `skipped`: one bad file
+    never costs the history. `cache`: the runs read before (harness.history.run_cache), read again when changed."""
     runs = []
     for folder in run_folders(selection.patterns):
         path = folder / "results.json"
         try:
-            run = readable.load(path)  # size, nesting, the schema: one ResultsError naming the file
+            run = (cache.get(path) if cache else None) or readable.load(path)  # one ResultsError naming the file
             info = run_info(run)
             for record in run.records:  # every figure the timeline reads, read once here
                 for metric in METRICS:
                     _point(info, run, record, metric)
             versus_answers(info)
+            if cache:
+                cache.put(path, run)
         except READ_ERRORS as exc:
             if skipped is not None:
                 text = " ".join(str(exc).split())[:300]
