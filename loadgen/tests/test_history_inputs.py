@@ -173,3 +173,20 @@ def test_a_damaged_run_is_named_by_its_file(tmp_path):
     runs = timeline.read_runs(Selection([str(tmp_path / "*")]), skipped)
     assert [info.run_id for info, _ in runs] == [run_id(0)]
     assert len(skipped) == 1 and str(tmp_path / run_id(1) / "results.json") in skipped[0]
+
+
+def test_a_run_read_before_is_not_validated_again_unless_its_file_changed(tmp_path, monkeypatch):
+    for i in range(3):
+        write_run(tmp_path / "runs", i, {"a": 1000.0, "b": 2000.0, "c": 3000.0})
+    cache_file = tmp_path / "history" / "runs.json"
+    first = run_cache.RunCache(cache_file)
+    timeline.read_runs(Selection([str(tmp_path / "runs" / "*")]), [], first)
+    first.save()
+    validated = []
+    real = timeline.readable.load
+    monkeypatch.setattr(timeline.readable, "load", lambda path: (validated.append(path), real(path))[1])
+    rewrite(tmp_path / "runs", 2, lambda run: run["conditions"].update(git_commit="--output=/tmp/x"))
+    skipped: list[str] = []
+    runs = timeline.read_runs(Selection([str(tmp_path / "runs" / "*")]), skipped, run_cache.RunCache(cache_file))
+    assert validated == [tmp_path / "runs" / run_id(2) / "results.json"]  # only the changed one read again
+    assert [info.run_id for info, _ in runs] == [run_id(0), run_id(1)] and len(skipped) == 1

@@ -11,12 +11,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from harness.history.changes import SeriesChange  # noqa: E402
 from harness.history.timeline import ADJUSTED, MACHINE, PairedPoint, Series  # noqa: E402
 from harness.results.flag_kinds import LOADGEN_BOUND  # noqa: E402
 
 DPI = 100
+MAX_TICKS = 40
 TITLES = {
     "rps": "req/s",
     "p99": "p99 (ms)",
@@ -33,13 +35,14 @@ def plain(text: str) -> str:
 
 def _png(fig: Any) -> bytes:
     out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    fig.subplots_adjust(left=0.07, right=0.74, bottom=0.12, top=0.95)  # the legend on the right (no second drawing)
+    fig.savefig(out, format="png", dpi=DPI, metadata={"Software": None})
     plt.close(fig)
     return out.getvalue()
 
 
 def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dict[str, int], metric: str) -> None:
-    """Every series of `metric` as a line over the runs' positions, intervals as error bars, changes marked: a
+    """Every series of `metric` as a line over the runs' positions, intervals as a band, changes marked: a
     server keeps its colour in every panel; a series under other conditions (runtime, CPU plan, machine) is dashed,
     never joined to the first."""
     servers = sorted({s.run if s.server == MACHINE else s.server for s in series})  # the probe: a colour per role
@@ -47,19 +50,15 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
     palette = plt.get_cmap("tab20")
     for s in series:
         xs = [order[p.run.run_id] for p in s.points]
-        ys = [p.value for p in s.points]
-        low = [max(0.0, p.value - p.low) if p.low is not None else 0.0 for p in s.points]
-        high = [max(0.0, p.high - p.value) if p.high is not None else 0.0 for p in s.points]
         other = conditions.index(s.conditions)
-        ax.errorbar(
+        color = palette(servers.index(s.run if s.server == MACHINE else s.server) % 20)
+        ax.plot(
             xs,
-            ys,
-            yerr=[low, high],
+            [p.value for p in s.points],
             marker="o",
             markersize=3,
             linewidth=1,
-            capsize=2,
-            color=palette(servers.index(s.run if s.server == MACHINE else s.server) % 20),
+            color=color,
             linestyle="--" if other else "-",
             label=plain(
                 (s.run if s.server == MACHINE else f"{s.server} {s.run}")
@@ -67,11 +66,18 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
                 + (f" (from {s.since[:13]})" if s.since else "")
             ),
         )
+        nan = float("nan")
+        lows = [p.low if p.low is not None else nan for p in s.points]
+        highs = [p.high if p.high is not None else nan for p in s.points]
+        if any(low == low for low in lows):  # the intervals as a band: error bars one by one are slow at 200 runs
+            ax.fill_between(xs, lows, highs, color=color, alpha=0.15, linewidth=0)
     bounds = [(order[p.run.run_id], p.value) for s in series for p in s.points if LOADGEN_BOUND.name in p.flags]
     if bounds and metric.startswith("rps"):  # a loadgen-saturated req/s: the server's is at least that
         ax.scatter(*zip(*bounds), marker="^", s=40, facecolors="none", edgecolors="#111827", label="≥ lower bound")
     _mark_changes(ax, [c for c in changes if c.metric == metric and c.at in order], order)
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))  # plain numbers: no math text to parse
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel(TITLES.get(metric, metric))
 
 
@@ -115,13 +121,15 @@ def _mark(ax: Any, x: float, note: str, style: tuple[str, str, str]) -> None:
 def scenario_chart(scenario: str, series: list[Series], changes: list[SeriesChange], order: dict[str, int]) -> bytes:
     """One scenario: a panel per metric present, the runs along the bottom."""
     metrics = [m for m in TITLES if any(s.metric == m for s in series)]
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 2.8 * len(metrics)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(13, 2.8 * len(metrics)), sharex=True, squeeze=False)
     for ax, metric in zip(axes[:, 0], metrics):
         _draw(
             ax, [s for s in series if s.metric == metric], [c for c in changes if c.scenario == scenario], order, metric
         )
     last = axes[-1, 0]
-    last.set_xticks(list(order.values()), [plain(run[:13]) for run in order], rotation=45, ha="right", fontsize=7)
+    step = max(1, len(order) // MAX_TICKS)  # at most MAX_TICKS run ids along the bottom
+    shown = list(order)[::step]
+    last.set_xticks([order[r] for r in shown], [plain(r[:13]) for r in shown], rotation=45, ha="right", fontsize=7)
     axes[0, 0].set_title(plain(scenario))
     axes[0, 0].legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
@@ -131,7 +139,7 @@ def paired_chart(paired: list[PairedPoint], order: dict[str, int]) -> bytes:
     """The `make versus` answers on the same time axis: head ÷ base with its interval per scenario run, a panel per
     metric, the line of no change at 1."""
     metrics = [m for m in ("rps", "p99", "cost_us") if any(p.metric == m for p in paired)]
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 2.4 * len(metrics)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(13, 2.4 * len(metrics)), sharex=True, squeeze=False)
     for ax, metric in zip(axes[:, 0], metrics):
         shown = [p for p in paired if p.metric == metric]
         labels = sorted({f"{p.server} {p.scenario} {p.label}" for p in shown})

@@ -114,7 +114,8 @@ def twin_floor(members: list[Series], y: Matrix, se: Matrix) -> float:
             if both.sum() >= 4:
                 d = y[k, both] - y[j, both]
                 spread = (1.4826 * float(np.median(np.abs(d - np.median(d))))) ** 2
-                within = float(np.nanmedian(se[k, both] ** 2 + se[j, both] ** 2))
+                pair = se[k, both] ** 2 + se[j, both] ** 2
+                within = float(np.median(pair[np.isfinite(pair)])) if np.isfinite(pair).any() else 0.0
                 floors.append(max(0.0, spread - (within if math.isfinite(within) else 0.0)) / 2)
     return max(floors)
 
