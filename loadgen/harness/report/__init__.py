@@ -4,7 +4,7 @@ model (model.py: groups, ranks, cells):
   charts/*.png  charts.py      matplotlib (Agg)
   summary.md    markdown.py    the same tables in Markdown
   summary.csv   csv_export.py  one row per record
-  (terminal)    terminal.py    the table printed at the end of a run
+  (terminal)    terminal.py    the tables printed at the end of a run: every record, then the matrix (overview.py)
   versus.html   versus_page.py `make versus`'s own page (and versus.md): head ÷ base with intervals, rounds, footprints
 Flags are evaluated again here (they are a function of the data), so an older results.json reports with today's rules;
 results.json itself is not rewritten."""
@@ -30,6 +30,11 @@ def _descriptions(run: Run) -> dict[str, str]:
 
 def write_report(run_dir: Path) -> list[Path]:
     """Writes report.html, charts/*.png, summary.md and summary.csv into run_dir; returns their paths."""
+    return written_report(run_dir)[1]
+
+
+def written_report(run_dir: Path) -> tuple[model.Model, list[Path]]:
+    """write_report's files, and the model they were written from."""
     from harness.report import charts  # matplotlib: loaded only when charts are drawn
 
     run_dir = Path(run_dir)
@@ -45,7 +50,7 @@ def write_report(run_dir: Path) -> list[Path]:
         markdown.write(m, run_dir / "summary.md"),
         csv_export.write(m, run_dir / "summary.csv"),
     ]
-    return written + list(made.values()) + _versus_page(run, run_dir)
+    return m, written + list(made.values()) + _versus_page(run, run_dir)
 
 
 def _versus_page(run: Run, run_dir: Path) -> list[Path]:

@@ -42,12 +42,16 @@ def rps_interval(r: Record) -> str:
     return interval_text(summary(r).rps)
 
 
+def figure(r: Record) -> float | None:
+    """The req/s a table shows for the record: the median, or its interval's low end for a lower bound."""
+    ci = (summary(r).rps or {}).get("ci")
+    return float(ci["low"]) if ranking.is_lower_bound(r) and ci else r.rps
+
+
 def rps_text(r: Record) -> str:
     """The median req/s, '≥ 21,492' (the interval's low end) for a lower bound."""
     ci = (summary(r).rps or {}).get("ci")
-    if ranking.is_lower_bound(r) and ci:
-        return "≥ " + fmt_rate(ci["low"])
-    return fmt_rate(r.rps)
+    return ("≥ " if ranking.is_lower_bound(r) and ci else "") + fmt_rate(figure(r))
 
 
 def cost(r: Record, per_connection: bool = False) -> dict[str, Any] | None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from harness.basics.messages import fail, say
+from harness.basics.messages import console, fail, say
 from harness.basics.paths import RESULTS
-from harness.report import write_report
+from harness.report import overview, terminal, written_report
 from harness.results.records import DAMAGED, ResultsError
 
 # what a value of an unexpected shape raises deep in the report, past every check of results/readable.py (one field
@@ -68,7 +68,7 @@ def cmd_report(run: str = "latest") -> int:
         if readonly:
             fail(readonly)
             return 2
-        written = write_report(run_dir)
+        built, written = written_report(run_dir)
     except (RunNotFound, ResultsError) as exc:
         fail(str(exc))
         return 2
@@ -83,4 +83,7 @@ def cmd_report(run: str = "latest") -> int:
         if path.suffix != ".png":
             say(f"wrote {path}")
     say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
+    matrix = overview.build(built)
+    if matrix.columns:  # the answer for every server, last on the screen
+        console.print(terminal.matrix_table(matrix))
     return 0

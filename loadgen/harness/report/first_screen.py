@@ -144,6 +144,20 @@ def method_note(model: Model) -> str:
 
 FIGURES = [
     (
+        "method-matrix",
+        "Every server, scenario by scenario",
+        "A column per scenario run; its best is the highest req/s of its ranked servers (a lower bound counted at its "
+        "interval's low end, as the tables show it), each cell that server's figure over it (÷ best in the scenario's "
+        "section) and its range of places the ranking's of that run. Bold: the ranking does not place the server below "
+        "the column's leader (the best-placed server with the highest figure), so their ranges of places overlap and "
+        "it reads as tied, not second. A row's mean is the geometric mean of its ratios, over the columns it has a "
+        "figure in (fewer are said); its interval the geometric mean of its cells' interval ends over the same best; "
+        f"one server is above another where its low end, less {attempt_ranks.PROCESS_MARGIN * 100:g} % (what two "
+        "processes of one server differ by), lies above the other's high end, and its places are the range that "
+        "leaves. The ceiling (nginx serving files) is apart and never ranked; an A/A twin is folded into its "
+        "original's row.",
+    ),
+    (
         "method-rps",
         "req/s",
         "The median of the attempts; whiskers and bands are its confidence interval, CV the attempts' "

@@ -9,7 +9,7 @@ from html import escape
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.report import calibration_page, compliance
+from harness.report import calibration_page, compliance, overview, overview_html
 from harness.report.cells import capacity_text, flag_names
 from harness.report.first_screen import Glance, glance, method
 from harness.report.html_sections import scenario_section, servers
@@ -44,12 +44,6 @@ def _glance_head(with_compliance: bool) -> str:
     return "<tr>" + "".join(cells) + "</tr>"
 
 
-def _anchor(model: Model, row: Glance) -> str:
-    """Where the row's measurement is shown: the scenario's section, or the group's own heading."""
-    scenario = next(s for s in model.scenarios if s.name == row.scenario)
-    return scenario.name if scenario.is_matrix or len(scenario.groups) == 1 else row.group.key
-
-
 def _glance_rows(model: Model, row: Glance, with_compliance: bool) -> str:
     """A group's lines: one per server that may be first (its figures in its own cells, so seven tied servers make
     seven short lines, not one wide one); the group's own cells span them."""
@@ -58,7 +52,7 @@ def _glance_rows(model: Model, row: Glance, with_compliance: bool) -> str:
     flagged = "".join(badge(n) for n in sorted({n for r in row.group.flagged for n in flag_names(r)}))
     notes = "; ".join(f'<a href="#{anchor}">{escape(text)}</a>' for text, anchor in row.notes)
     first = (
-        f'<td class="l"{spanned}><a href="#{escape(_anchor(model, row))}">{escape(row.scenario)}</a></td>'
+        f'<td class="l"{spanned}><a href="#{escape(overview.section_anchor(model, row.group))}">{escape(row.scenario)}</a></td>'
         f'<td class="l"{spanned}>{escape(row.run)}</td>'
     )
     last = (
@@ -166,6 +160,7 @@ def _header(model: Model) -> list[str]:
     return [
         f"<h1>HTTP framework benchmark · {escape(model.run_id)}</h1>",
         f'<p class="sub">{subtitle}</p>',
+        overview_html.section(model, overview.build(model)),
         glance_section(model),
         method_section(model),
         *versus,
@@ -198,7 +193,7 @@ def render(model: Model, charts: dict[str, Path]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>benchmark {escape(model.run_id)}</title>'
-        f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
+        f"<style>{CSS}{overview_html.CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
     )
 
 

@@ -75,6 +75,7 @@ def _row(model: Model, row: Row) -> str:
 EXPLAINED = {
     "rank": "method-ranking",
     "rps": "method-rps",
+    "of_best": "method-matrix",
     "interval": "method-intervals",
     "cv": "method-rps",
     "cost": "method-cpu",

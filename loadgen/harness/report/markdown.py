@@ -4,6 +4,7 @@ conditions."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from harness.report.cells import (
 )
 from harness.report.first_screen import Glance, glance, method
 from harness.report.model import Group, Model, ScenarioView
+from harness.report.overview import LEGEND, Cell, Overview, twins_note
+from harness.report.overview import build as build_overview
 from harness.report.tables import (
     BY_COST_NOTE,
     CAPACITY_HEADER,
@@ -54,6 +57,7 @@ RIGHT = {
     "#",
     "req/s",
     "CV",
+    "÷ best",
     "p99 CV",
     "µs/req",
     "µs/req interval",
@@ -151,6 +155,38 @@ def glance_lines(model: Model) -> list[str]:
     return _table(header, rows)
 
 
+def heading_anchor(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, each space a hyphen."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _matrix_cell(cell: Cell) -> str:
+    if cell.record is None:
+        return "·"
+    if cell.kept_out:
+        return f"_{cell.text}_"
+    text = cell.text + (" ⚑" if cell.flags else "")
+    return f"**{text}**" if cell.tied else text
+
+
+def overview_lines(overview: Overview) -> list[str]:
+    """The matrix of servers × scenario runs (overview.py): each header links to its run's heading below."""
+    if not overview.columns:
+        return []
+    header = ["server", "[all](#method-matrix)"] + [
+        f"[{c.scenario} {c.run}](#{heading_anchor(f'{c.scenario} · {c.run}')})" for c in overview.columns
+    ]
+    header += ["[compliance](#http-compliance)"] * overview.probed
+    rows = []
+    for row in overview.rows + overview.ceilings:
+        name = f"_{row.server} (ceiling)_" if row.ceiling else row.server + (f" (+ {row.twin})" if row.twin else "")
+        cells = [name, row.mean_text(overview.complete)]
+        cells += [_matrix_cell(c) for c in row.cells] + [row.compliance] * overview.probed
+        rows.append(cells)
+    lines = _table(header, rows) + ["", LEGEND]
+    return lines + (["", twins_note(overview)] if twins_note(overview) else [])
+
+
 def method_lines(model: Model) -> list[str]:
     """The method after the answer: each paragraph under the anchor its figure's header links to."""
     lines = ["## How these figures are measured and ranked", ""]
@@ -228,6 +264,10 @@ def render(model: Model) -> str:
         "",
         f"{c.get('profile', '?')} profile, {c.get('runtime', '?')} runtime, {c.get('repeat', '?')} attempts per "
         f"measurement; {len(records)} records, {ranked} ranked, {len(records) - ranked} kept out.",
+        "",
+        "## Every server, scenario by scenario",
+        "",
+        *overview_lines(build_overview(model)),
         "",
         "## At a glance",
         "",

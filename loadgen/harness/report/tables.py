@@ -23,6 +23,7 @@ from harness.report.cells import (
     rss_text,
 )
 from harness.report.model import Group, Model, ScenarioView
+from harness.report.overview import best_of, ratio_text
 from harness.results import flag_kinds
 from harness.results.records import Record
 
@@ -33,6 +34,7 @@ COLUMNS = [
     ("req/s", "rps"),
     ("interval (level)", "interval"),
     ("CV", "cv"),
+    ("÷ best", "of_best"),
     ("µs/req", "cost"),
     ("µs/req interval", "cost_interval"),
     ("p50 ms", "p50"),
@@ -61,6 +63,7 @@ class Row:
     rank: str  # "1", "1–5" (a range of places), "ceiling", "⚑"
     kind: str  # "ceiling", "ranked" or "flagged"
     compliance: str = "-"  # the server's probe score (report/compliance.py), "-" where the run did not probe it
+    best: float | None = None  # the group's best figure (overview.best_of): the matrix's ratio is over it
 
     @property
     def cells(self) -> dict[str, str]:
@@ -71,6 +74,7 @@ class Row:
             "rps": rps_text(r) if r.rps is not None else "failed",
             "interval": rps_interval(r),
             "cv": cv_text(r),
+            "of_best": ratio_text(r, self.best),
             "cost": cost_text(r),
             "cost_interval": cost_interval_text(r),
             "p50": fmt_ms(latency(r, "p50")),
@@ -88,9 +92,10 @@ class Row:
 
 def measurement_rows(group: Group) -> tuple[list[Row], list[Row]]:
     """(the table's rows: the ceiling first, then the ranked records in rank order; the rows kept out)."""
-    scores = group.compliance
-    shown = [Row(group.ceiling, "ceiling", "ceiling", scores.get(group.ceiling.server, "-"))] if group.ceiling else []
-    shown += [Row(s.record, s.label, "ranked", scores.get(s.record.server, "-")) for s in group.ranked]
+    scores, best = group.compliance, best_of(group)
+    ceiling = group.ceiling
+    shown = [Row(ceiling, "ceiling", "ceiling", scores.get(ceiling.server, "-"), best)] if ceiling else []
+    shown += [Row(s.record, s.label, "ranked", scores.get(s.record.server, "-"), best) for s in group.ranked]
     return shown, [Row(r, "⚑", "flagged", scores.get(r.server, "-")) for r in group.flagged]
 
 

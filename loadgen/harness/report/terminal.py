@@ -6,11 +6,13 @@ lower bounds as "≥", flags beside)."""
 from __future__ import annotations
 
 from rich.console import JustifyMethod
+from rich.markup import escape
 from rich.table import Table
 
 from harness.basics.formats import fmt_level, fmt_ms, fmt_rate
 from harness.report.cells import cost_text, cpu, errors_text, latency, peak_rss, rps_text, summary
 from harness.report.model import Model, rps_of
+from harness.report.overview import Cell, Overview
 from harness.results import flag_kinds
 from harness.results.records import Record
 
@@ -118,4 +120,38 @@ def table(model: Model, title: str = "") -> Table:
                 "yellow" if r.flags else None,
                 explained or ("clean, place a range" if "–" in mark else "clean"),
             )
+    return out
+
+
+def _matrix_cell(cell: Cell) -> str:
+    """A cell in rich's markup: bold where tied for first, red where kept out, ⚑ where flagged."""
+    if cell.record is None:
+        return "[dim]·[/dim]"
+    if cell.kept_out:
+        return f"[red]{escape(cell.text)}[/red]"
+    text = escape(cell.text) + (" [yellow]⚑[/yellow]" if cell.flags else "")
+    return f"[bold]{text}[/bold]" if cell.tied else text
+
+
+def matrix_table(overview: Overview) -> Table:
+    """The matrix of servers × scenario runs (overview.py), the last thing a run or `make report` prints: each cell
+    the server's req/s over its column's best, bold where tied for first; the ceiling last, dim."""
+    out = Table(
+        title="Every server, scenario by scenario: req/s ÷ the column's best · places where shared",
+        title_justify="left",
+        caption="bold: tied for first · ≥ a lower bound · ⚑ flagged · out: kept out (report.html: why)",
+        caption_justify="left",
+    )
+    out.add_column("server", overflow="fold")
+    out.add_column("all", justify="right")
+    for column in overview.columns:
+        out.add_column(f"{column.scenario}\n{column.run}", justify="right", overflow="fold")
+    if overview.probed:
+        out.add_column("compliance", overflow="fold")
+    for row in overview.rows + overview.ceilings:
+        name = row.server + (f" (+{row.twin})" if row.twin else "") + (" (ceiling)" if row.ceiling else "")
+        cells = [escape(name), escape(row.mean_text(overview.complete))] + [_matrix_cell(c) for c in row.cells]
+        out.add_row(
+            *cells, *([escape(row.compliance)] if overview.probed else []), style="dim" if row.ceiling else None
+        )
     return out
