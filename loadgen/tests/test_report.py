@@ -232,3 +232,25 @@ def test_servers_without_measurements_are_named(tmp_path):
     for text in ((tmp_path / "report.html").read_text(), (tmp_path / "summary.md").read_text()):
         assert "akka: did not start (port 8081 is taken)" in text
         assert "spray: not benchmarked, it fails the contract: FAILED (1 of 40 checks)" in text
+
+
+def test_report_html_copied_alone_reads_the_same(report, tmp_path):
+    """Issue 76: the page holds its charts (data: URIs) and links only inside itself, so a copy of report.html alone
+    shows all of it; the one file it names beside it (a versus run's versus.html) says where that file is."""
+    run, _ = report
+    alone = tmp_path / "copied" / "report.html"
+    alone.parent.mkdir()
+    shutil.copy(run / "report.html", alone)
+    page = alone.read_text()
+    refs = re.findall(r"""(?:src|href)=["']([^"']+)""", page)
+    assert refs and all(ref.startswith(("#", "data:image/png;base64,")) for ref in refs), {
+        r[:40] for r in refs if not r.startswith(("#", "data:"))
+    }
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    assert {ref[1:] for ref in refs if ref.startswith("#")} <= ids  # every link lands on the page itself
+    d = json.loads(FIXTURE.read_text())
+    d["conditions"]["versus"] = {"results": []}
+    (tmp_path / "results.json").write_text(json.dumps(d))
+    write_report(tmp_path)
+    versus = (tmp_path / "report.html").read_text()
+    assert re.search(r'<a href="versus.html">[^<]*</a> \(versus.html, beside this page in the run\'s folder', versus)

@@ -152,7 +152,8 @@ def _header(model: Model) -> list[str]:
     )
     versus = (
         [
-            '<p class="sub"><a href="versus.html">make versus: head ÷ base, its rounds and the two builds\' footprints</a></p>'
+            '<p class="sub"><a href="versus.html">make versus: head ÷ base, its rounds and the two builds\' footprints</a> '
+            "(versus.html, beside this page in the run's folder: the one file this page does not hold)</p>"
         ]
         if c.get("versus")
         else []
