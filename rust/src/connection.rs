@@ -96,8 +96,11 @@ async fn answer_buffered_requests(input: &mut BytesMut, output: &mut Vec<u8>, ap
         let (Some(method), Some(target)) = (request.method, request.path) else {
             return refuse(output);
         };
-        let response = routes::handle(method, framing::origin_form(target), app).await;
-        write_response(output, &response, persistence);
+        // HEAD is GET without the content (RFC 9110 §9.3.2: the server MUST NOT send content in the response); its
+        // Content-Length is the one GET would send (RFC 9110 §8.6).
+        let head = method == "HEAD";
+        let response = routes::handle(if head { "GET" } else { method }, framing::origin_form(target), app).await;
+        write_response(output, &response, persistence, head);
         input.advance(request_len);
         if persistence == Persistence::Close {
             return false;
@@ -108,7 +111,7 @@ async fn answer_buffered_requests(input: &mut BytesMut, output: &mut Vec<u8>, ap
 /// 400 for a request we cannot frame or parse; the connection is closed since its byte stream is lost.
 fn refuse(output: &mut Vec<u8>) -> bool {
     let response = Response::new(Status::BadRequest, TEXT, "Bad Request");
-    write_response(output, &response, Persistence::Close);
+    write_response(output, &response, Persistence::Close, false);
     false
 }
 
@@ -130,7 +133,7 @@ fn persistence(version: Option<u8>, headers: &[httparse::Header]) -> Persistence
     }
 }
 
-fn write_response(out: &mut Vec<u8>, response: &Response, persistence: Persistence) {
+fn write_response(out: &mut Vec<u8>, response: &Response, persistence: Persistence, head: bool) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(response.status.line());
     out.extend_from_slice(b"\r\nServer: ");
@@ -146,7 +149,9 @@ fn write_response(out: &mut Vec<u8>, response: &Response, persistence: Persisten
         Persistence::KeepAliveConfirmed => b"\r\nConnection: keep-alive\r\n\r\n",
         Persistence::Close => b"\r\nConnection: close\r\n\r\n",
     });
-    out.extend_from_slice(&response.body);
+    if !head {
+        out.extend_from_slice(&response.body);
+    }
 }
 
 #[cfg(test)]
