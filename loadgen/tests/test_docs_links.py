@@ -1,6 +1,8 @@
 """The README and docs/ hold together: every relative link and image in README.md and docs/*.md resolves to a file (and
-`file.md#anchor` to one of its headings, as GitHub makes their anchors); the README stays a first screen of at most
-150 lines; every document in docs/ is linked from the README and shorter than it; every Make target is documented."""
+`file.md#anchor` to one of its headings, as GitHub makes their anchors); the README stays a door of at most 100 lines
+(issue 76: what it is, the two commands, what they produce, how to read a range of places, where to read on) with a
+picture of the report's first screen; every document in docs/ is linked from the README and at most 200 lines; every
+Make target is documented."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 ROOT = Path(__file__).resolve().parents[2]
-README_MAX_LINES = 150
+README_MAX_LINES = 100
+DOC_MAX_LINES = 200  # a document read in one sitting; the README is the door to them, not their yardstick
 
 
 def slug(heading: str) -> str:
@@ -73,16 +76,16 @@ def line_count(path: Path) -> int:
 
 
 def layout_problems(root: Path) -> list[str]:
-    """What breaks the README-and-docs layout: a long README, a document not linked from it or not shorter than it."""
+    """What breaks the README-and-docs layout: a long README, a document not linked from it or too long."""
     readme = root / "README.md"
-    limit = line_count(readme)
-    problems = [f"README.md has {limit} lines, more than {README_MAX_LINES}"] if limit > README_MAX_LINES else []
+    lines = line_count(readme)
+    problems = [f"README.md has {lines} lines, more than {README_MAX_LINES}"] if lines > README_MAX_LINES else []
     linked = {(readme.parent / urlsplit(t).path).resolve() for t in targets(readme) if not urlsplit(t).scheme}
     for doc in sorted((root / "docs").glob("*.md")):
         if doc.resolve() not in linked:
             problems.append(f"docs/{doc.name} is not linked from README.md")
-        if line_count(doc) >= limit:
-            problems.append(f"docs/{doc.name} has {line_count(doc)} lines, not fewer than the README's {limit}")
+        if line_count(doc) > DOC_MAX_LINES:
+            problems.append(f"docs/{doc.name} has {line_count(doc)} lines, more than {DOC_MAX_LINES}")
     return problems
 
 
@@ -95,8 +98,18 @@ def test_every_relative_link_and_image_resolves() -> None:
     assert broken == []
 
 
-def test_readme_is_short_and_links_every_document_each_shorter_than_it() -> None:
+def test_readme_is_short_and_links_every_document_each_short() -> None:
     assert layout_problems(ROOT) == []
+    assert line_count(ROOT / "README.md") <= 100
+
+
+def test_readme_opens_on_a_picture_of_the_matrix() -> None:
+    """The door shows what the project answers: the report's matrix, a PNG in docs/images, before the commands."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    images = [t for t in targets(ROOT / "README.md") if t.endswith(".png")]
+    assert images and images[0] == "docs/images/report-matrix.png"
+    assert (ROOT / images[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert text.index(images[0]) < text.index("## The two commands") < text.index("## Read on")
 
 
 def test_every_make_target_is_documented() -> None:
@@ -125,7 +138,7 @@ def test_github_anchor_slugs() -> None:
 def test_the_checks_catch_a_broken_link_a_missing_anchor_and_a_stray_or_long_document(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("# A\n\n## Heading one\n[back](../README.md#title)\n")
-    (tmp_path / "docs" / "stray.md").write_text("# Stray\n" + "line\n" * 10)
+    (tmp_path / "docs" / "stray.md").write_text("# Stray\n" + "line\n" * DOC_MAX_LINES)
     (tmp_path / "README.md").write_text(
         "# Title\n\n[a](docs/a.md#heading-one) [gone](docs/gone.md) ![pic](docs/images/x.png)\n"
         "[no anchor](docs/a.md#heading-two) [web](https://example.org/x.md)\n\nTwo lines more, so that a.md is shorter.\n"
@@ -138,5 +151,5 @@ def test_the_checks_catch_a_broken_link_a_missing_anchor_and_a_stray_or_long_doc
     assert broken_links(tmp_path / "docs" / "a.md") == []
     assert layout_problems(tmp_path) == [
         "docs/stray.md is not linked from README.md",
-        "docs/stray.md has 11 lines, not fewer than the README's 6",
+        f"docs/stray.md has {DOC_MAX_LINES + 1} lines, more than {DOC_MAX_LINES}",
     ]
