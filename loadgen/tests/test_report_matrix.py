@@ -239,3 +239,11 @@ def test_summary_md_and_the_terminal_show_the_same_cells(run):
         line = next(t for t in printed.splitlines() if f" {row.server} " in t)
         shown = [c.text for c in row.cells if c.text]
         assert all(text in line for text in shown), (row.server, line)
+
+
+def test_an_open_model_scenario_is_said_to_be_read_by_capacity_not_left_out_silently():
+    view = overview.build(built(BENCH))
+    assert view.stepped == [] and view.stepped_note == ""
+    stepped = overview.Overview(view.columns, view.rows, view.ceilings, view.aa, view.probed, ["latency"])
+    note = "Not in the matrix: latency, open-model steps read by capacity (in its section)."
+    assert stepped.stepped_note == note and note in markdown.overview_lines(stepped)

@@ -126,6 +126,12 @@ def aa_text(model: Model) -> str | None:
     )
 
 
+def aa_conditions(model: Model) -> list[tuple[str, str]]:
+    """The A/A control as a line of the run's conditions (the matrix folds the twin into its original's row)."""
+    text = aa_text(model)
+    return [("A/A control", text.removeprefix("A/A control: "))] if text else []
+
+
 def method_note(model: Model) -> str:
     """The ranking rule with the false-order rate of the attempts this run took."""
     counts = sorted({len([a for a in r.attempts if a.measured]) for r in model.records if r.ranked} - {0, 1})

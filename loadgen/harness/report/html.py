@@ -1,7 +1,8 @@
 """report.html: one self-contained page (inline CSS, charts embedded as data: URIs, no script, no external fetch), so
-it works opened from disk, offline, or mailed as one file. Its first screen is the answer: the at-a-glance table,
-one line per server that may be first, fitting the page's width; the method folded below it, each paragraph under an
-anchor the figure it explains links to (first_screen.py); the sections after (html_sections.py)."""
+it works opened from disk, offline, mailed or copied alone as one file. Its first screen is the answer: the matrix of
+every server × scenario run (overview.py, drawn by overview_html.py), then the at-a-glance rows, one line per server
+that may be first, both fitting the page's width; the method folded below them, each paragraph under an anchor the
+figure it explains links to (first_screen.py); the sections after (html_sections.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import harness.report.run_conditions as cond
 from harness.report import calibration_page, compliance, overview, overview_html
 from harness.report.cells import capacity_text, flag_names
-from harness.report.first_screen import Glance, glance, method
+from harness.report.first_screen import Glance, aa_conditions, glance, method
 from harness.report.html_sections import scenario_section, servers
 from harness.report.html_style import CSS, badge, swatch
 from harness.report.model import Model
@@ -172,7 +173,8 @@ def _header(model: Model) -> list[str]:
 
 def _appendix(model: Model) -> list[str]:
     """Servers, conditions and the flags' legend, after the scenarios."""
-    conditions = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in cond.items(model.run))
+    pairs = cond.items(model.run) + aa_conditions(model)
+    conditions = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in pairs)
     legend = "".join(f"<li>{badge(n)} {escape(t)}</li>" for n, t in flag_kinds.legend())
     return [
         '<h2 id="servers">Servers</h2>',

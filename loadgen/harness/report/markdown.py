@@ -1,6 +1,6 @@
-"""summary.md: the report's tables in Markdown (GitHub flavour): per scenario and run, the ranked records (flags
-beside them), then those kept out (harness.results.flag_kinds.kept_out), every flag's reason; the servers; the run's
-conditions."""
+"""summary.md: the report's tables in Markdown (GitHub flavour): the matrix of every server × scenario run first
+(overview.py), the at-a-glance rows, then per scenario and run the ranked records (flags beside them), those kept out
+(harness.results.flag_kinds.kept_out), every flag's reason; the servers; the run's conditions."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from harness.report.cells import (
     rps_text,
     startup_text,
 )
-from harness.report.first_screen import Glance, glance, method
+from harness.report.first_screen import Glance, aa_conditions, glance, method
 from harness.report.model import Group, Model, ScenarioView
 from harness.report.overview import LEGEND, Cell, Overview, twins_note
 from harness.report.overview import build as build_overview
@@ -184,7 +184,8 @@ def overview_lines(overview: Overview) -> list[str]:
         cells += [_matrix_cell(c) for c in row.cells] + [row.compliance] * overview.probed
         rows.append(cells)
     lines = _table(header, rows) + ["", LEGEND]
-    return lines + (["", twins_note(overview)] if twins_note(overview) else [])
+    notes = [note for note in (overview.stepped_note, twins_note(overview)) if note]
+    return lines + [line for note in notes for line in ("", note)]
 
 
 def method_lines(model: Model) -> list[str]:
@@ -285,7 +286,8 @@ def render(model: Model) -> str:
     for scenario in model.scenarios:
         lines += _scenario_lines(model, scenario)
     lines += _servers_lines(model)
-    lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in cond.items(model.run)] + [""]
+    conditions = cond.items(model.run) + aa_conditions(model)
+    lines += ["## Conditions", ""] + [f"- **{k}**: {v}" for k, v in conditions] + [""]
     lines += ["## Flags", ""] + [f"- **{name}**: {text}" for name, text in flag_kinds.legend()] + [""]
     return "\n".join(lines)
 

@@ -15,7 +15,7 @@ page, summary.md, the terminal).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.basics import stats
 from harness.report.cells import figure, flag_names
@@ -121,6 +121,13 @@ class Overview:
     ceilings: list[ServerRow]  # apart, unranked
     aa: str | None  # the A/A control's result over the run
     probed: bool  # whether the run probed its servers (the compliance column)
+    stepped: list[str] = field(default_factory=list)  # open-model scenarios: read by capacity, in their sections
+
+    @property
+    def stepped_note(self) -> str:
+        if not self.stepped:
+            return ""
+        return f"Not in the matrix: {', '.join(self.stepped)}, open-model steps read by capacity (in its section)."
 
     @property
     def complete(self) -> int:
@@ -242,7 +249,8 @@ def build(model: Model) -> Overview:
         ]
         row = server_row(model, server, cells, twins.get(server))
         (ceilings if row.ceiling else ranked).append(row)
-    return Overview(columns, places(ranked), ceilings, aa_text(model), bool(model.run.compliance))
+    stepped = [s.name for s in model.scenarios if s.is_stepped]
+    return Overview(columns, places(ranked), ceilings, aa_text(model), bool(model.run.compliance), stepped)
 
 
 def shade(ratio: float | None) -> float:

@@ -1,5 +1,5 @@
 """The report page's first section (issue 76): the matrix of servers × scenario runs (overview.py) as one table that
-fits 1400 px for eleven servers and nine runs, each header and cell a link to the section that shows its figure, each
+fits 1400 px for eleven servers and nine runs (more runs scroll inside their box, never the page), each header and cell a link to the section that shows its figure, each
 cell shaded by its ratio; the ceiling's row apart, the compliance score a column of its own."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ table.matrix th, table.matrix td { padding: 4px 6px; border-bottom: 1px solid #e
 table.matrix th { position: static; vertical-align: bottom; font-weight: 600; }
 table.matrix th span { display: block; font-weight: 400; color: var(--muted); }
 table.matrix th a, table.matrix td a { color: inherit; text-decoration: none; display: block; }
-table.matrix td.srv { white-space: normal; overflow-wrap: anywhere; max-width: 150px; text-align: left; }
+table.matrix td.srv { white-space: normal; overflow-wrap: anywhere; min-width: 90px; max-width: 150px; text-align: left; }
 table.matrix td.srv small { display: block; color: var(--muted); font-size: 11px; }
 table.matrix td.mean { font-weight: 700; border-right: 2px solid var(--line); }
 table.matrix td.top { font-weight: 700; box-shadow: inset 3px 0 0 #0969da; }
@@ -80,13 +80,15 @@ def section(model: Model, overview: Overview) -> str:
     body = "".join(_row(model, overview, row) for row in overview.rows)
     ceilings = "".join(_row(model, overview, row) for row in overview.ceilings)
     notes = [f'{escape(LEGEND)} The stronger the shade, the nearer the best. <a href="#method-matrix">How.</a>']
+    if overview.stepped:
+        notes.append(escape(overview.stepped_note))
     if twins := twins_note(overview):
         notes.append(f'{escape(twins)} <a href="#method-aa">The A/A control.</a>')
     return (
         '<section class="matrix" id="matrix"><h2>Every server, scenario by scenario</h2>'
-        f'<table class="matrix">{_head(overview)}<tbody>{body}</tbody>'
+        f'<div class="scroll"><table class="matrix">{_head(overview)}<tbody>{body}</tbody>'
         + (f'<tbody class="ceiling">{ceilings}</tbody>' if ceilings else "")
-        + "</table>"
+        + "</table></div>"
         + "".join(f'<p class="muted">{n}</p>' for n in notes)
         + "</section>"
     )
