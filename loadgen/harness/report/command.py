@@ -85,5 +85,5 @@ def cmd_report(run: str = "latest") -> int:
     say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
     matrix = overview.build(built)
     if matrix.columns:  # the answer for every server, last on the screen
-        console.print(terminal.matrix_table(matrix))
+        console.print(terminal.matrix_table(matrix, console.width))
     return 0

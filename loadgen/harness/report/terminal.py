@@ -5,6 +5,7 @@ lower bounds as "≥", flags beside)."""
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
@@ -133,7 +134,7 @@ def _matrix_cell(cell: Cell) -> str:
     return f"[bold]{text}[/bold]" if cell.tied else text
 
 
-def matrix_table(overview: Overview) -> Table:
+def matrix_table(overview: Overview, width: int = 200) -> Table:
     """The matrix of servers × scenario runs (overview.py), the last thing a run or `make report` prints: each cell
     the server's req/s over its column's best, bold where tied for first; the ceiling last, dim."""
     out = Table(
@@ -141,14 +142,27 @@ def matrix_table(overview: Overview) -> Table:
         title_justify="left",
         caption="bold: tied for first · ≥ a lower bound · ⚑ flagged · out: kept out (report.html: why)",
         caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
-    out.add_column("server", overflow="fold")
-    out.add_column("all", justify="right")
-    for column in overview.columns:
-        out.add_column(f"{column.scenario}\n{column.run}", justify="right", overflow="fold")
+    rows = overview.rows + overview.ceilings
+    longest = [max([len(r.cells[i].text) + 2 for r in rows] + [4]) for i in range(len(overview.columns))]
+    mean = max(len(r.mean_text(overview.complete)) for r in rows)
+    # each cell whole on one line where the console has the room (leaving 12 for the compliance text, which folds),
+    # else every column folds: a narrow console wraps the cells, it never drops a column
+    whole = 8 + mean + sum(longest) + 3 * (len(longest) + 2) + 12 * overview.probed <= width
+    out.add_column("server", overflow="fold", min_width=8 if whole else None)
+    out.add_column("all", justify="right", min_width=mean if whole else None)
+    for column, longest_cell in zip(overview.columns, longest):
+        out.add_column(
+            f"{column.scenario}\n{column.run}",
+            justify="right",
+            overflow="fold",
+            min_width=longest_cell if whole else None,
+        )
     if overview.probed:
-        out.add_column("compliance", overflow="fold")
-    for row in overview.rows + overview.ceilings:
+        out.add_column("compliance", overflow="fold", ratio=1, min_width=12)
+    for row in rows:
         name = row.server + (f" (+{row.twin})" if row.twin else "") + (" (ceiling)" if row.ceiling else "")
         cells = [escape(name), escape(row.mean_text(overview.complete))] + [_matrix_cell(c) for c in row.cells]
         out.add_row(
