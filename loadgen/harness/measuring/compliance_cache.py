@@ -3,8 +3,8 @@
 Why: the probe (135 HTTP/1.1 cases on raw sockets, and h2spec where the server speaks h2c) took 5 of a bench's 22.6
 minutes on 2 cores (2026-11-26), and its answer is the build's, not the machine's or the moment's: the same
 artifacts answer the same cases alike. So an entry is reused only where everything it depends on is the same: the
-server's artifacts (their stamp, as `make build` left them), its version as it reports it (a binary not built here,
-Debian's nginx after an upgrade, says so there), the probe's own code (its cases and verdicts), the h2spec binary
+server's artifacts (their stamp, as `make build` left them), its version as it reports it once started (a binary not
+built here, Debian's nginx after an upgrade, says so there), the probe's own code (its cases and verdicts), the h2spec binary
 (its size and time), the runtime and, under Docker, the base images. Anything else, and the server is probed again.
 A server that was already up when the run began is probed afresh and not kept (measuring/probing.py). A reused entry says from which run
 it came (`compliance.<server>.probed_in`); `make probe` always probes afresh and refreshes the cache.
@@ -26,16 +26,16 @@ CACHE_DIR = STATE_DIR / "compliance"
 PROBE_SOURCES = Path(__file__).resolve().parents[1] / "probe"
 
 
-def key(server: Server, artifacts: str | None, runtime: str, version: str = "unknown") -> str | None:
-    """What a probe's answer depends on, as one digest: the probe's code, the server's manifest (how it is run),
-    artifacts and version, the runtime (and its base images), the h2spec binary. None where the build's artifacts are
-    not known."""
+def key(server: Server, artifacts: str | None, runtime: str) -> str | None:
+    """What a probe's answer depends on before the server runs, as one digest: the probe's code, the server's
+    manifest (how it is run) and artifacts, the runtime (and its base images), the h2spec binary. None where the
+    build's artifacts are not known. The version the server reports is compared once it runs (probing.py)."""
     if not artifacts:
         return None
     digest = hashlib.sha256()
     for source in [*sorted(PROBE_SOURCES.glob("*.py")), server.folder / "manifest.toml"]:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    digest.update(f"\0{server.name}\0{artifacts}\0{version}\0{runtime}\0{_h2spec()}".encode())
+    digest.update(f"\0{server.name}\0{artifacts}\0{runtime}\0{_h2spec()}".encode())
     if runtime != "local":
         digest.update(f"\0images={_base_images()}".encode())
     return digest.hexdigest()

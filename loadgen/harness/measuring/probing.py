@@ -38,14 +38,14 @@ def server_version(session: Session, server: Server) -> str:
 
 def probe_in_bench(session: Session, server: Server, running: RunningServer, store: RunStore) -> dict[str, Any]:
     """`make bench`: the server's compliance as an earlier run probed this very build (same artifacts, manifest,
-    version, probe, h2spec and runtime), or probed now. A server that was already up (`make up`) is probed afresh
+    probe, h2spec and runtime, and the same version reported now that it runs), or probed now. A server that was already up (`make up`) is probed afresh
     and not kept: what runs may not be what its folder holds now."""
     version = server_version(session, server)
     if server.name not in session.started:
         return probe(running, store, version)
-    made = compliance_cache.key(server, running.artifacts, session.runtime.name, version)
+    made = compliance_cache.key(server, running.artifacts, session.runtime.name)
     kept = compliance_cache.load(running.name, made)
-    if kept is None:
+    if kept is None or kept.get("version") != version:  # the same files, another binary (an upgraded nginx)
         return probe(running, store, version, kept_as=made)
     store.set_compliance(running.name, kept)
     say(f"{summary(running.name, kept)}\n  (probed in run {kept.get('probed_in', 'unknown')}: the same build)")
@@ -96,9 +96,8 @@ def probe_servers(session: Session, store: RunStore, servers: list[Server]) -> b
                     "runtime": session.runtime.name,
                 },
             )
-            version = server_version(session, server)
-            made = compliance_cache.key(server, running.artifacts, session.runtime.name, version)
-            probe(running, store, version, made if server.name in session.started else None)
+            made = compliance_cache.key(server, running.artifacts, session.runtime.name)
+            probe(running, store, server_version(session, server), made if server.name in session.started else None)
         finally:
             session.release(server.name)
     return ok
@@ -113,10 +112,7 @@ def builds_to_probe(session: Session, store: RunStore, servers: list[Server]) ->
         1
         for server in servers
         if not server.twin_of
-        and compliance_cache.load(
-            server.name, compliance_cache.key(server, artifacts_stamp(server), runtime, server_version(session, server))
-        )
-        is None
+        and compliance_cache.load(server.name, compliance_cache.key(server, artifacts_stamp(server), runtime)) is None
     )
 
 
