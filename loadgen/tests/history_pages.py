@@ -35,7 +35,8 @@ class Page:
     process_noise: float = 0.02  # a server's process, run to run
     day_noise: float = 0.05  # shared by every server on one day (RUNS_A_DAY runs)
     bench_noise: float = 0.03  # shared by every server in one run
-    planted: dict[str, tuple[int, float]] = field(default_factory=dict)  # server -> (first run, factor)
+    # server -> (first run, factor) or (first run, factor, the run it is reverted at)
+    planted: dict[str, tuple[int, float] | tuple[int, float, int]] = field(default_factory=dict)
     machine: tuple[int, float] | None = None  # (first run, factor of every server)
     schema_at: int | None = None  # runs from here are schema 5, those before 3 (ab's p99 in whole ms)
     tool: str = "wrk"
@@ -106,8 +107,8 @@ def run_dicts(page: Page, rng: np.random.Generator) -> list[dict]:
         machine = page.machine[1] if page.machine and i >= page.machine[0] else 1.0
         records = []
         for server in page.servers:
-            first, factor = page.planted.get(server.removesuffix("-twin"), (page.runs, 1.0))
-            level = LEVELS[server] * machine * (factor if i >= first else 1.0)
+            first, factor, *until = page.planted.get(server.removesuffix("-twin"), (page.runs, 1.0))
+            level = LEVELS[server] * machine * (factor if first <= i < (until or [page.runs])[0] else 1.0)
             process = shared + rng.normal(0, page.process_noise)
             rates = level * np.exp(process + rng.normal(0, page.attempt_noise, page.attempts))
             p99 = 2e4 / rates

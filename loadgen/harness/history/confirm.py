@@ -80,20 +80,32 @@ def robust_between_variance(x: Vector, se2: Vector, floor: float = 0.0) -> float
     return max(spread - own, floor)
 
 
+TWO_SPLIT_GRID = 30  # the two-split fit tries at most this many cuts a side (O(cuts²) per series and draw)
+
+
 def between_variance(x: NDArray[np.float64], se2: Vector, floor: float = 0.0) -> NDArray[np.float64]:
-    """tau^2 of each row of `x` (shape (rows, n) or (n,)): the variance of the runs around the two means of their best
-    split (the least squares one, at least MIN_SIDE a side; one mean where too short) less the intervals' mean
-    variance, at least `floor`. A step is fitted, not counted as noise; every test draw estimates it the same way."""
+    """tau^2 of each row of `x` (shape (rows, n) or (n,)): the variance of the runs around the means of their best
+    fit with up to two splits (the least squares one, at least MIN_SIDE runs a piece; one mean where too short) less
+    the intervals' mean variance, at least `floor`. A step, or a change and its revert, is fitted, not counted as
+    noise (a revert counted as noise hides both); every test draw estimates it the same way."""
     rows = np.atleast_2d(x)
     n = rows.shape[1]
     total, squares = np.cumsum(rows, axis=1), np.sum(rows**2, axis=1)
+    explained, dof = total[:, -1] ** 2 / n, max(n - 1, 1)
     if n >= 2 * MIN_SIDE:
         k = np.arange(MIN_SIDE, n - MIN_SIDE + 1)
         first = total[:, k - 1]
         explained = (first**2 / k + (total[:, -1:] - first) ** 2 / (n - k)).max(axis=1)
         dof = n - 2
-    else:
-        explained, dof = total[:, -1] ** 2 / n, max(n - 1, 1)
+    if n >= 3 * MIN_SIDE:
+        cuts = np.arange(MIN_SIDE, n + 1, max(1, math.ceil(n / TWO_SPLIT_GRID)))  # a long series: a grid of cuts
+        a, b = (c.ravel() for c in np.meshgrid(cuts, cuts, indexing="ij"))
+        keep = (b - a >= MIN_SIDE) & (n - b >= MIN_SIDE)
+        a, b = a[keep], b[keep]
+        s1, s2 = total[:, a - 1], total[:, b - 1] - total[:, a - 1]
+        s3 = total[:, -1:] - total[:, b - 1]
+        explained = np.maximum(explained, (s1**2 / a + s2**2 / (b - a) + s3**2 / (n - b)).max(axis=1))
+        dof = n - 3
     variance = (squares - explained) / dof - float(np.mean(se2))
     result: NDArray[np.float64] = np.maximum(variance, floor)
     return result if np.ndim(x) > 1 else result[0]

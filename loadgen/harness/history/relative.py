@@ -4,10 +4,10 @@ part: a `group`): the machine's and each server's own.
 On the log of each figure, y[k, r] for server k at run r, a two-way fit by medians (Tukey's median polish):
 y = a_k + c_r + rest. `c` is the **common** series, what every server's figure did at that run: the machine's, its
 day and its bench; a_k the server's level. A server's **own** series is its figure relative to the other servers'
-at the same run, y[k, r] - a_k - median over the others j of (y[j, r] - a_j): what the machine does to every server
-cancels, and a median of the others is not moved by one of them changing too. An A/A twin and its original are never
-each other's reference (they change together with the code); their difference sets the floor of the between-run
-variance (what a process alone moves), harness.history.confirm.
+at the same run, y[k, r] - a_k - c'_r, c' the median polish of the distinct servers (an A/A twin left out: it changes
+with its original's code): what the machine does to every server cancels, and a median of three or more is not moved
+by one of them changing (a median of the others alone would be, with two others: their mean). The twin's difference
+from its original sets the floor of the between-run variance (what a process alone moves), harness.history.confirm.
 
 A group with fewer than MIN_SERVERS servers at a run cannot tell the machine from a server there: that run is left
 out of both series, and a group with too few such runs says it cannot separate the two. A loadgen-saturated req/s is
@@ -158,17 +158,13 @@ def _group(members: list[Series], runs: list[RunInfo], machine: str) -> list[Der
         common_se = 1.2533 * np.sqrt(np.nanmean(se**2, axis=0) / counted)
     out = [_derived(COMMON, machine, members[0], runs, (c, common_se, np.exp(c)), enough)]
     out[0].smallest = smallest
+    distinct = [j for j, name in enumerate(names) if not name.endswith(TWIN_SUFFIX)]
+    reference = polish(y[distinct])[1]  # the median of the distinct servers, the one whose own series it is among them
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-nan run: nan, left out
+        n_others = np.isfinite(y[distinct]).sum(axis=0) - 1
+        ref_se2 = (math.pi / 2) * np.nanmean(se[distinct] ** 2, axis=0) / (n_others + 1)
     for k, s in enumerate(members):
-        related = {_original(s.server), _original(s.server) + TWIN_SUFFIX}
-        others = [j for j, name in enumerate(names) if name not in related]
-        if len(others) < MIN_SERVERS - 1:
-            continue
-        rest = y[others] - a[others, None]
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an all-nan run: nan, left out
-            reference = np.nanmedian(rest, axis=0)
-            n_others = np.isfinite(rest).sum(axis=0)
-            ref_se2 = (math.pi / 2) * np.nanmean(se[others] ** 2, axis=0) / n_others
         usable = np.isfinite(y[k]) & (n_others >= MIN_SERVERS - 1)
         own = _derived(
             OWN, s.server, s, runs, (y[k] - a[k] - reference, np.sqrt(se[k] ** 2 + ref_se2), np.exp(y[k])), usable
