@@ -3,16 +3,15 @@ test here failed before its fix; loopback only, no server built or started."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import nobody
 import pytest
 
 from harness import cli
@@ -341,33 +340,6 @@ def test_make_twin_says_a_bad_aa_without_running_it(tmp_path, value):
 # -- make report on a folder it cannot write: one line --------------------------------------------------------------
 
 
-def as_nobody(action) -> dict:
-    """`action()` in a forked child that has become `nobody` (root writes past any folder's mode): what it printed
-    and returned, or the exception that escaped it."""
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover (the child)
-        os.close(read_end)
-        out = {}
-        try:
-            nobody = pwd.getpwnam("nobody")
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            sys.stdout = io.StringIO()
-            out["returned"] = action()
-            out["printed"] = sys.stdout.getvalue()
-        except BaseException as exc:  # noqa: BLE001 (reported to the parent)
-            out["error"] = repr(exc)
-        os.write(write_end, json.dumps(out).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        said = json.loads(pipe.read() or "{}")
-    os.waitpid(child, 0)
-    return said
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="drops from root to nobody to be a user who cannot write the folder")
 def test_make_report_on_a_folder_it_cannot_write_is_one_line_saying_how_to_copy_it():
     assert charts.write  # matplotlib loaded before the fork: the child has no home to cache its fonts in
@@ -377,7 +349,7 @@ def test_make_report_on_a_folder_it_cannot_write_is_one_line_saying_how_to_copy_
         run = parent / "run"
         run.mkdir(mode=0o755)
         shutil.copy(SMALL_RUN, run / "results.json")
-        said = as_nobody(lambda: command.cmd_report(str(run)))
+        said = nobody.as_nobody(lambda: command.cmd_report(str(run)))
         assert "error" not in said, said
         lines = said["printed"].strip().splitlines()
         assert said["returned"] == 2 and len(lines) == 1, lines

@@ -6,14 +6,11 @@ no engine here)."""
 
 from __future__ import annotations
 
-import io
-import json
 import os
-import pwd
 import subprocess
-import sys
 import time
 
+import nobody
 import psutil
 import pytest
 
@@ -44,28 +41,8 @@ def _server_process() -> tuple[subprocess.Popen, RunningServer]:
 
 
 def _as_nobody(action) -> dict:
-    """`action()` in a child process that has become `nobody`; what it printed and what it returned."""
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover (the child)
-        os.close(read_end)
-        out = {}
-        try:
-            nobody = pwd.getpwnam("nobody")
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            sys.stdout = io.StringIO()
-            out["returned"] = action()
-            out["printed"] = sys.stdout.getvalue()
-        except BaseException as exc:  # noqa: BLE001 (reported to the parent)
-            out["error"] = repr(exc)
-        os.write(write_end, json.dumps(out).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        said = json.loads(pipe.read() or "{}")
-    os.waitpid(child, 0)
+    """`action()` as `nobody`, which must not raise: what it printed and returned."""
+    said = nobody.as_nobody(action)
     assert "error" not in said, said
     return said
 

@@ -102,20 +102,10 @@ def html(run: Run) -> str:
         out.append(_html_table(HEADER, rows(entry)))
         if note := (entry.get("h2c") or {}).get("note"):
             out.append(f'<p class="muted">h2c: {escape(note)}</p>')
-        failed = failed_cases(entry)
-        if failed:
-            out.append(
-                f"<details><summary>{len(failed)} failed cases</summary>"
-                + _html_table(FAILED_HEADER, [_failed_row(c) for c in failed])
-                + "</details>"
-            )
-        warned = warned_cases(entry)
-        if warned:
-            out.append(
-                f"<details><summary>{len(warned)} warned cases</summary>"
-                + _html_table(FAILED_HEADER, [_failed_row(c) for c in warned])
-                + "</details>"
-            )
+        for label, cases in (("failed", failed_cases(entry)), ("warned", warned_cases(entry))):
+            if cases:
+                rows_html = _html_table(FAILED_HEADER, [_failed_row(c) for c in cases])
+                out.append(f"<details><summary>{len(cases)} {label} cases</summary>{rows_html}</details>")
     return "\n".join(out)
 
 

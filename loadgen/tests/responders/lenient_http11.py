@@ -27,23 +27,14 @@ NAME = re.compile(TCHAR + rb"+")
 MAX_HEAD = 262_144
 
 
-class Silent(Exception):
+class Silent(Reject):
     """Close the connection without an answer."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
 
 
 class Lenient(strict.Connection):
-    def serve(self) -> None:
-        while True:
-            try:
-                keep = self.one_request()
-            except Silent:
-                return
-            except Reject as reject:
-                self.answer(reject.status, b"%d" % reject.status, close=True)
-                return
-            if not keep:
-                return
-
     def one_request(self) -> bool:
         while True:
             self.buffer = re.sub(rb"^(?:\r?\n)+", b"", self.buffer)

@@ -70,8 +70,9 @@ class Connection:
         while True:
             try:
                 keep = self.one_request()
-            except Reject as reject:
-                self.answer(reject.status, b"%d" % reject.status, close=True)
+            except Reject as reject:  # status 0: closed without an answer (lenient_http11.py's Silent)
+                if reject.status:
+                    self.answer(reject.status, b"%d" % reject.status, close=True)
                 return
             if not keep:
                 return
