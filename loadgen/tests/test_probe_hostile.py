@@ -28,13 +28,13 @@ RESPONDER = Path(__file__).parent / "responders" / "hostile.py"
 SAMPLE = ["LE-01", "CL-01", "TE-01", "CN-06", "MF-04", "DS-01", "RC-01", "RC-09"]
 # what the reader makes of each mode's answer
 OUTCOME = {
-    "negative-chunk": "bad-framing",
-    "non-hex-chunk": "bad-framing",
-    "enormous-chunk": "bad-framing",
-    "long-content-length": "bad-framing",
-    "endless-responses": "too-big",
-    "never-finishes": "none",
-    "huge-headers": "too-big",
+    "negative-chunk": ("bad-framing",),
+    "non-hex-chunk": ("bad-framing",),
+    "enormous-chunk": ("bad-framing",),
+    "long-content-length": ("bad-framing",),
+    "endless-responses": ("too-big", "too-many"),  # 1 MiB, or past 32 responses first on a slow machine
+    "never-finishes": ("none",),
+    "huge-headers": ("too-big",),
 }
 
 
@@ -60,7 +60,7 @@ def test_every_hostile_answer_is_an_outcome_within_the_case_deadline(mode):
     for case in results:
         assert case["verdict"] in ("fail", "warn-lenient", "warn-strict", "pass"), case
         if not case["id"].startswith("RC-"):
-            assert case["got"] == OUTCOME[mode], (case["id"], case["got"])
+            assert case["got"] in OUTCOME[mode], (case["id"], case["got"][:200])
 
 
 @pytest.mark.parametrize(

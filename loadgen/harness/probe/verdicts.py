@@ -4,7 +4,7 @@
   2xx, 3xx, 404 or 405, whatever the server does with that method; `refused`: any other 4xx or 5xx);
 - a suffix `+close` (the server then closed the connection) or `+open` (it kept it open); without one, either;
 - `close` (no answer, closed), `none` (no answer, still open when the probe gave up), `not-http`, `bad-framing`,
-  `too-big` (what the server sent could not be read as HTTP/1.x responses).
+  `too-big`, `too-many` (what the server sent could not be read as HTTP/1.x responses, or never ended).
 
 Four verdicts: `pass` where a pattern of the case's `passes` matches (what the RFC requires, or prefers where it
 leaves a choice); `warn-strict` where one of its `strict` does (refused where the RFC asks or permits acceptance:
@@ -20,7 +20,7 @@ from typing import Any
 
 HANDLED = ("2", "3", "404", "405")
 VERDICTS = ("pass", "warn-lenient", "warn-strict", "fail", "skip")  # skip: an h2spec case whose precondition was unmet
-BROKEN = ("not-http", "bad-framing", "too-big")
+BROKEN = ("not-http", "bad-framing", "too-big", "too-many")
 WORDS = ("close", "none", *BROKEN)
 SMUGGLED = "[smuggled]"
 

@@ -3,7 +3,7 @@ first answer came), and what came back: every response's status, headers and bod
 the connection. Read without an HTTP library (a library would repair what the case probes), and bounded, since the
 server's answers are what the probe doubts: every size is checked before it is used (digits only, at most 16 hex
 digits of chunk size, a cap on a head and on the bytes read per case), one deadline covers the whole case and no
-answer extends it, anything that cannot be parsed is an outcome (`not-http`, `bad-framing`, `too-big`), never an
+answer extends it, anything that cannot be parsed is an outcome (`not-http`, `bad-framing`, `too-big`, `too-many`), never an
 exception, and a stop event (Ctrl-C) ends the read within `Timing.poll_s`."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ PARTIAL_STATUS = re.compile(rb"H(?:T(?:T(?:P(?:/(?:\d(?:\.(?:\d(?: [^\r\n]*)?)?)
 NO_BODY = {204, 304}
 CONNECT_S = 5.0  # a full accept queue drops a SYN, retried after 1 s: not the case's answer
 HEAD_CAP = 65_536  # a response head longer than this is `too-big`
+MAX_RESPONSES = 32  # more responses than any case's requests explain: `too-many` (a server answering without end)
 PARSE_EVERY_S = 0.02  # while data keeps coming, parse at most this often (a trickle is not re-parsed per byte)
 
 
@@ -212,6 +213,8 @@ class Reader:
     def reply(self) -> Reply:
         self._parse()
         p = self.parsed
+        if len(p.responses) > MAX_RESPONSES and not p.problem:
+            return Reply(tuple(p.responses[:MAX_RESPONSES]), self.closed, "too-many")
         # a body that runs to the close, or a response cut by it: what was answered stands
         return Reply(tuple(p.responses), self.closed, p.problem)
 
