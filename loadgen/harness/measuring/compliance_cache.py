@@ -1,6 +1,6 @@
 """A server's HTTP compliance kept per build, so that `make bench` probes a build once, not in every run.
 
-Why: the probe (135 HTTP/1.1 cases on raw sockets, and h2spec where the server speaks h2c) took 5 of a bench's 22.6
+Why: the probe (158 HTTP/1.1 cases on raw sockets, and h2spec where the server speaks h2c) took 5 of a bench's 22.6
 minutes on 2 cores (2026-11-26), and its answer is the build's, not the machine's or the moment's: the same
 artifacts answer the same cases alike. So an entry is reused only where everything it depends on is the same: the
 server's artifacts (their stamp, as `make build` left them), its version as it reports it once started (a binary not
