@@ -178,7 +178,11 @@ def test_a_lower_bound_shows_its_sign_and_a_record_kept_out_its_reason():
     assert bounded and all(cell.text.startswith("≥ ") for _, _, cell in bounded)
     assert all(ranking.is_lower_bound(cell.record) for _, _, cell in bounded if cell.record)
     rust = next(row for row in view.rows if row.server == "rust")
-    assert rust.cells[0].text.startswith("≥ 1.00") and view.columns[0].title == "low-compute c1000"
+    # rust's low-compute req/s is a lower bound in both runs; on 6 Dec's it is the column's best
+    assert (
+        rust.cells[0].text.startswith("≥ 1.00" if FRESH.is_file() else "≥ ")
+        and view.columns[0].title == "low-compute c1000"
+    )
 
     kept = overview.build(built(KEPT_OUT))
     py500 = next(row for row in kept.rows if row.server == "py500")
