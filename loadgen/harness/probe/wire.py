@@ -56,14 +56,11 @@ class ResponseRead:
         """The first value of field `name` (lower case), or None."""
         return next((v for n, v in self.headers if n == name), None)
 
-    def values(self, name: str) -> list[str]:
-        return [v for n, v in self.headers if n == name]
-
 
 @dataclass(frozen=True)
 class Reply:
     """What a server did with a case: its final responses in order, whether it closed the connection, and what could
-    not be read (`not-http`, `bad-framing`, `too-big`), if anything."""
+    not be read (`not-http`, `bad-framing`, `too-big`, `too-many`), if anything."""
 
     responses: tuple[ResponseRead, ...]
     closed: bool
@@ -75,7 +72,7 @@ class Reply:
 
     def describe(self) -> str:
         """The outcome in the expectations' own words (verdicts.py): `400+close`, `200 200+open`, `close`, `none`,
-        `not-http`, `bad-framing`, `too-big`."""
+        `not-http`, `bad-framing`, `too-big`, `too-many`."""
         if self.problem:
             return self.problem
         if not self.responses:
@@ -200,7 +197,6 @@ class Reader:
 
     def _drain(self) -> None:
         """What came before the connection broke while writing: read until the close, within the case's time."""
-        self.closed = False
         self.answer_by = min(self.answer_by, time.monotonic() + self.timing.settle_s)
         self.read()
 
@@ -213,8 +209,6 @@ class Reader:
     def reply(self) -> Reply:
         self._parse()
         p = self.parsed
-        if len(p.responses) > MAX_RESPONSES and not p.problem:
-            return Reply(tuple(p.responses[:MAX_RESPONSES]), self.closed, "too-many")
         # a body that runs to the close, or a response cut by it: what was answered stands
         return Reply(tuple(p.responses), self.closed, p.problem)
 
@@ -234,6 +228,9 @@ def parse(data: bytes, closed: bool = False, heads: int = 0, earlier: Parsed | N
         response, out.at = step
         if response is not None:
             out.responses.append(response)
+        if len(out.responses) > MAX_RESPONSES:  # no case's requests explain these: stop reading, say so
+            out.problem = "too-many"
+            return out
     out.complete = True
     return out
 
