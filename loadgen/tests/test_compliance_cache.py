@@ -43,10 +43,10 @@ def probed_in_run(
     running = SimpleNamespace(name="strict", host="127.0.0.1", port=port, h2c_port=None, artifacts=artifacts)
     version = how.get("version", "strict 1.0")
     session = SimpleNamespace(
-        runtime=SimpleNamespace(name=runtime, version=lambda server: version),
+        runtime=SimpleNamespace(name=runtime),
         started=[] if how.get("up_before") else ["strict"],
     )
-    probing.probe_in_bench(session, bench.server, running, store)  # type: ignore[arg-type]
+    probing.probe_in_bench(session, bench.server, running, store, version)  # type: ignore[arg-type]
     return store.run.compliance["strict"] if store.run.compliance else None
 
 

@@ -25,7 +25,6 @@ import psutil
 from harness.basics.messages import fail, say, warn
 from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
 from harness.config.manifest import UPSTREAM_COUNT_PATH, Server
-from harness.config.maven import resolve_properties
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import inventory, probing
 from harness.measuring import verification as contract
@@ -271,12 +270,13 @@ def start_and_verify(session: Session, store: RunStore, server: Server) -> Targe
     started_here = server.name in session.started
     idle_mb = resident_mb(session, running) if started_here else None  # before the contract's requests
     report = verify(running, server, session)
+    version = probing.server_version(session, server)
     store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
     store.set_server(
         server.name,
         {
             "started": True,
-            "version": resolve_properties(session.runtime.version(server), server.folder),
+            "version": version,
             "stack": server.stack,
             "roles": list(server.roles),
             "port": running.port,
@@ -296,7 +296,7 @@ def start_and_verify(session: Session, store: RunStore, server: Server) -> Targe
         warn(f"{server.name} is not benchmarked: it fails the contract")
         return None
     if probing.wanted_in_bench(store, server):  # make bench: its HTTP compliance, once, before it is measured
-        probing.probe_in_bench(session, server, running, store)
+        probing.probe_in_bench(session, server, running, store, version)
     return Target(server, running)
 
 

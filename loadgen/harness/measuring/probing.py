@@ -36,11 +36,13 @@ def server_version(session: Session, server: Server) -> str:
     return resolve_properties(session.runtime.version(server), server.folder)
 
 
-def probe_in_bench(session: Session, server: Server, running: RunningServer, store: RunStore) -> dict[str, Any]:
+def probe_in_bench(
+    session: Session, server: Server, running: RunningServer, store: RunStore, version: str
+) -> dict[str, Any]:
     """`make bench`: the server's compliance as an earlier run probed this very build (same artifacts, manifest,
-    probe, h2spec and runtime, and the same version reported now that it runs), or probed now. A server that was already up (`make up`) is probed afresh
-    and not kept: what runs may not be what its folder holds now."""
-    version = server_version(session, server)
+    probe, h2spec and runtime, and the same `version` reported now that it runs: server_version, as the run recorded
+    it), or probed now. A server that was already up (`make up`) is probed afresh and not kept: what runs may not be
+    what its folder holds now."""
     if server.name not in session.started:
         return probe(running, store, version)
     made = compliance_cache.key(server, running.artifacts, session.runtime.name)
