@@ -51,11 +51,7 @@ def outcome(host: str, port: int, case: Case, timing: Timing, stop: threading.Ev
 
 def described(reply: Reply) -> str:
     """reply.describe(), each response carrying the smuggled request's body marked `[smuggled]`."""
-    text = reply.describe()
-    if not any(r.body == SMUGGLED_BODY for r in reply.responses):
-        return text
-    statuses = " ".join(f"{r.status}{verdicts.SMUGGLED if r.body == SMUGGLED_BODY else ''}" for r in reply.responses)
-    return statuses + ("+close" if reply.closed else "+open")
+    return reply.describe(lambda r: verdicts.SMUGGLED if r.body == SMUGGLED_BODY else "")
 
 
 def judge(case: Case, got: str) -> str:

@@ -13,6 +13,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?:[ \t][^\r\n]*)?\r?\n")
@@ -70,14 +71,15 @@ class Reply:
     def statuses(self) -> tuple[int, ...]:
         return tuple(r.status for r in self.responses)
 
-    def describe(self) -> str:
+    def describe(self, mark: Callable[[ResponseRead], str] | None = None) -> str:
         """The outcome in the expectations' own words (verdicts.py): `400+close`, `200 200+open`, `close`, `none`,
-        `not-http`, `bad-framing`, `too-big`, `too-many`."""
+        `not-http`, `bad-framing`, `too-big`, `too-many`; `mark` adds a word after a response's status."""
         if self.problem:
             return self.problem
         if not self.responses:
             return "close" if self.closed else "none"
-        return " ".join(map(str, self.statuses)) + ("+close" if self.closed else "+open")
+        statuses = " ".join(f"{r.status}{mark(r) if mark else ''}" for r in self.responses)
+        return statuses + ("+close" if self.closed else "+open")
 
 
 @dataclass
