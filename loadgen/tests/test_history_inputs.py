@@ -184,7 +184,7 @@ def test_a_run_read_before_is_not_validated_again_unless_its_file_changed(tmp_pa
     first.save()
     validated = []
     real = timeline.readable.load
-    monkeypatch.setattr(timeline.readable, "load", lambda path: (validated.append(path), real(path))[1])
+    monkeypatch.setattr(timeline.readable, "load", lambda path, **kw: (validated.append(path), real(path, **kw))[1])
     rewrite(tmp_path / "runs", 2, lambda run: run["conditions"].update(git_commit="--output=/tmp/x"))
     skipped: list[str] = []
     runs = timeline.read_runs(Selection([str(tmp_path / "runs" / "*")]), skipped, run_cache.RunCache(cache_file))

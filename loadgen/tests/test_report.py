@@ -55,12 +55,13 @@ def test_every_file_is_written(report):
 
 
 def test_charts_drawn_by_several_processes_are_those_one_draws(tmp_path, data, monkeypatch):
+    from harness.basics import parallel
     from harness.report import charts
 
     m = model.build(data)
-    monkeypatch.setattr(charts.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})
     alone = charts.write(m, tmp_path / "one")
-    monkeypatch.setattr(charts.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1, 2})
     shared = charts.write(m, tmp_path / "three")
     assert list(shared) == list(alone) and len(alone) > 3
     for key, path in alone.items():

@@ -43,6 +43,41 @@ def test_the_schema_refuses_what_the_harness_never_writes():
     assert len(found) == 3 and any("fast" in p for p in found) and any("HISTF" in p for p in found)
 
 
+# what readable.py's compiled validator (fastjsonschema, draft 7) reads as 2020-12 does
+SHARED_KEYWORDS = {"$schema", "$ref", "$defs", "title", "description", "type", "properties", "required", "items"}
+SHARED_KEYWORDS |= {"additionalProperties", "propertyNames", "minimum", "exclusiveMinimum", "maximum", "enum"}
+SHARED_KEYWORDS |= {"oneOf", "pattern"}
+VALUES = {"enum", "required", "title", "description", "pattern", "$ref", "$schema", "type"}  # no schema inside
+
+
+def _keywords(schema: object) -> set[str]:
+    """Every keyword used anywhere in `schema` (a property's name is not one)."""
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema)
+    for key, value in schema.items():
+        inside = value.values() if key in {"properties", "$defs"} else [] if key in VALUES else [value]
+        found |= set().union(set(), *(_keywords(v) for v in inside))
+    return found
+
+
+def test_the_schema_uses_only_keywords_its_fast_validator_reads_as_2020_12_does():
+    assert _keywords(SCHEMA) <= SHARED_KEYWORDS, _keywords(SCHEMA) - SHARED_KEYWORDS
+
+
+def test_the_harness_reader_refuses_what_the_reference_validator_refuses(tmp_path):
+    from harness.results import readable
+    from harness.results.records import ResultsError
+
+    data = json.loads(RECORDED[0].read_text())
+    data["records"][0]["rps"] = "fast"
+    assert problems(data)
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsError, match="results schema at records/0/rps"):
+        readable.load(tmp_path / "results.json")
+    assert readable.load(RECORDED[0]).records  # and reads what it accepts
+
+
 def test_a_run_writes_results_that_validate_with_whole_distributions():
     run_id = f"test-schema-{os.getpid()}"
     argv = [

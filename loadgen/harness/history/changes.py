@@ -14,6 +14,7 @@ each with its size and 95 % interval, and its cause from evidence:
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import zlib
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.basics.parallel import in_processes
 from harness.history import confirm, relative
 from harness.history.commits import Commits, Scope, Touched
 from harness.history.relative import COMMON, OWN, Derived
@@ -197,7 +199,8 @@ def confirmed(series: list[Series]) -> tuple[list[SeriesChange], Discovery, list
     derived, cannot = relative.derive(series, MACHINE)
     tested = [d for d in derived if len(d.values) >= 2 * confirm.MIN_SIDE]
     most = max(confirm.FIRST_DRAWS, math.ceil(4 * len(tested) / FALSE_DISCOVERY_RATE))
-    verdicts = [confirm.search(d.values, d.se, d.floor, d.smallest, _seed(d), most) for d in tested]
+    searches = [functools.partial(confirm.search, d.values, d.se, d.floor, d.smallest, _seed(d), most) for d in tested]
+    verdicts = in_processes(searches, least=16)  # each seeded by its series: the same verdicts in any process
     p_values = [t.p_value for v in verdicts for t in v.tests]
     q = iter(confirm.q_values(p_values))
     found: list[SeriesChange] = []

@@ -11,7 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
 
 from harness.history.changes import SeriesChange  # noqa: E402
 from harness.history.timeline import ADJUSTED, MACHINE, PairedPoint, Series  # noqa: E402
@@ -77,7 +77,7 @@ def _draw(ax: Any, series: list[Series], changes: list[SeriesChange], order: dic
     _mark_changes(ax, [c for c in changes if c.metric == metric and c.at in order], order)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))  # plain numbers: no math text to parse
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_locator(NullLocator())  # no minor ticks: their objects took a third of the drawing at 200 runs
     ax.set_ylabel(TITLES.get(metric, metric))
 
 

@@ -111,7 +111,8 @@ def _notes(series: list[Series], found: changes.Found) -> list[str]:
     if no_rate:
         notes.append(
             f"{len(no_rate)} run(s) without the probe's absolute rate (kept from 2026-11-26 on): "
-            f"{', '.join(no_rate)}; their figures are left out of the machine-speed-adjusted series"
+            f"{', '.join(no_rate[:12])}{' …' if len(no_rate) > 12 else ''}; their figures are left out of the "
+            "machine-speed-adjusted series"
         )
     return notes + _probe_notes([s for s in series if s.server == MACHINE])
 

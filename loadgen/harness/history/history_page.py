@@ -5,9 +5,11 @@ what else changed), the paired `make versus` answers, and the notes (too few run
 from __future__ import annotations
 
 import base64
+import functools
 from html import escape
 from pathlib import Path
 
+from harness.basics.parallel import in_processes
 from harness.history.adjustment import day_steps
 from harness.history.changes import Discovery, Seen, SeriesChange, events, spread
 from harness.history.run_cache import write_atomically
@@ -151,7 +153,9 @@ def charts(series: list[Series], changes: list[SeriesChange], paired: list[Paire
     groups: dict[str, list[Series]] = {}
     for s in series:
         groups.setdefault("machine speed" if s.server == MACHINE else s.scenario, []).append(s)
-    drawn = {name: history_charts.scenario_chart(name, group, changes, order) for name, group in sorted(groups.items())}
+    names = sorted(groups)
+    pieces = [functools.partial(history_charts.scenario_chart, name, groups[name], changes, order) for name in names]
+    drawn = dict(zip(names, in_processes(pieces)))  # a chart of 200 runs takes most of a second
     if paired:
         drawn["make versus"] = history_charts.paired_chart(paired, order)
     return drawn

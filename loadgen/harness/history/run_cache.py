@@ -89,15 +89,16 @@ class RunCache:
             return None
         return None
 
-    def put(self, path: Path, run: Run) -> None:
+    def put(self, path: Path, run: Run, slimmed: dict[str, Any] | None = None) -> None:
+        """`run` kept for `path`; `slimmed`: slim(run), where the caller has it."""
         try:
-            self.now[str(path)] = {"stamp": _stamp(path), "run": slim(run)}
+            self.now[str(path)] = {"stamp": _stamp(path), "run": slimmed or slim(run)}
         except OSError:
             return
 
     def save(self) -> None:
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.file, json.dumps(self.now))
+            write_atomically(self.file, json.dumps(self.now, separators=(",", ":")))
         except OSError:
             return

@@ -12,6 +12,7 @@ where it changed.
 
 from __future__ import annotations
 
+import functools
 import glob
 import math
 import statistics
@@ -19,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.basics.parallel import in_processes
 from harness.basics.paths import REPO
 from harness.history.points import PairedPoint as PairedPoint  # re-exported: the timeline's types
 from harness.history.points import Point as Point
@@ -26,7 +28,7 @@ from harness.history.points import RunInfo as RunInfo
 from harness.history.points import Selection as Selection
 from harness.history.points import Series as Series
 from harness.history.points import figure, is_commit, since_prefix
-from harness.history.run_cache import RunCache
+from harness.history.run_cache import RunCache, slim
 from harness.report.compare import meaning_changed
 from harness.results import readable
 from harness.results.flag_kinds import LOADGEN_BOUND
@@ -131,18 +133,21 @@ def read_runs(
     """The runs selected, oldest first. A folder whose results.json cannot be read (harness/results/readable.py), or
     holds what the harness never writes where the timeline looks, is left out and named in `skipped`: one bad file
     never costs the history. `cache`: the runs read before (harness.history.run_cache), read again when changed."""
+    paths = [folder / "results.json" for folder in run_folders(selection.patterns)]
+    kept = {path: cache.get(path) if cache else None for path in paths}
+    unread = [path for path in paths if kept[path] is None]  # read in processes: a bench's file takes about 50 ms
+    read = dict(zip(unread, in_processes([functools.partial(_read_summaries, path) for path in unread], least=8)))
     runs = []
-    for folder in run_folders(selection.patterns):
-        path = folder / "results.json"
+    for path in paths:
         try:
-            run = (cache.get(path) if cache else None) or readable.load(path)  # one ResultsError naming the file
+            run = kept[path] or _summaries_run(path, read[path])
             info = run_info(run)
             for record in run.records:  # every figure the timeline reads, read once here
                 for metric in METRICS:
                     _point(info, run, record, metric)
             versus_answers(info)
             if cache:
-                cache.put(path, run)
+                cache.put(path, run, read.get(path) if isinstance(read.get(path), dict) else None)  # type: ignore[arg-type]
         except READ_ERRORS as exc:
             if skipped is not None:
                 text = " ".join(str(exc).split())[:300]
@@ -153,6 +158,20 @@ def read_runs(
             continue
         runs.append((info, run))
     return sorted(runs, key=lambda r: (r[0].started_at or datetime.min, r[0].run_id))
+
+
+def _read_summaries(path: Path) -> dict[str, Any] | str:
+    """What the timeline keeps of the run in `path` (harness.history.run_cache.slim), or why it cannot be read."""
+    try:
+        return slim(readable.load(path, attempts=False))
+    except READ_ERRORS as exc:
+        return str(exc) or type(exc).__name__
+
+
+def _summaries_run(path: Path, read: dict[str, Any] | str) -> Run:
+    if isinstance(read, str):
+        raise ResultsError(read if str(path) in read else f"{path}: {read}")
+    return Run.from_dict(read, str(path))
 
 
 def _point(info: RunInfo, run: Run, record: Record, metric: str) -> Point | None:

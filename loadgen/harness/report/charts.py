@@ -5,13 +5,12 @@ each scenario's percentile spectrum (line_charts.py); the style they share in ch
 
 from __future__ import annotations
 
-import multiprocessing
-import os
+import functools
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from harness.basics.parallel import in_processes
 from harness.report.bar_charts import cost_bars, latency_bars, rps_bars
 from harness.report.line_charts import latency_spectrum, latency_steps, p99_matrix, rps_matrix
 from harness.report.model import Model, slug
@@ -21,28 +20,10 @@ Job = tuple[str, Callable[..., Path | None], tuple[Any, ...]]  # (chart id, draw
 
 def write(model: Model, folder: Path) -> dict[str, Path]:
     """Every chart of the run into folder; returns {chart id: path} (ids: '<group key>-rps', '<scenario>-rps-matrix'...).
-    Drawn by as many processes as this process may use CPUs (a bench's 30 charts took 12 s in one)."""
+    Drawn by as many processes as this process may use CPUs (harness.basics.parallel)."""
     jobs = _jobs(model, folder)
-    workers = min(len(jobs), len(os.sched_getaffinity(0)))
-    if workers < 2:
-        drawn = [draw(*args) for _, draw, args in jobs]
-    else:
-        global _PENDING
-        _PENDING = jobs  # the forked workers inherit it: nothing but a job's index is sent to them
-        try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                drawn = list(pool.map(_draw_pending, range(len(jobs))))
-        finally:
-            _PENDING = []
+    drawn = in_processes([functools.partial(draw, *args) for _, draw, args in jobs])
     return {key: path for (key, _, _), path in zip(jobs, drawn) if path}
-
-
-_PENDING: list[Job] = []
-
-
-def _draw_pending(index: int) -> Path | None:
-    _, draw, args = _PENDING[index]
-    return draw(*args)
 
 
 def _jobs(model: Model, folder: Path) -> list[Job]:

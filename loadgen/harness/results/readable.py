@@ -2,18 +2,24 @@
 history`): a copied, hand-edited or hostile one ends in one ResultsError naming the file and what is wrong, never a
 traceback, and nothing in it reaches a command line, a path or a chart unchecked.
 
-The API, stable for every reader: `load(path) -> Run` (a ResultsError in one line otherwise); `MAX_BYTES`,
-`MAX_DEPTH`, `MAX_INT_DIGITS` and `GIT_COMMIT` say the bounds. What `load` checks, in order:
+The API, stable for every reader: `load(path, attempts=True) -> Run` (a ResultsError in one line otherwise);
+`MAX_BYTES`, `MAX_DEPTH`, `MAX_INT_DIGITS` and `GIT_COMMIT` say the bounds. What `load` checks, in order:
 - size: at most MAX_BYTES, read through one open file (`MAX_BYTES + 1` bytes at most: a file that grows meanwhile is
   refused all the same, and no size checked first is trusted later);
-- integers of at most MAX_INT_DIGITS digits (Python refuses to parse past 4,300, and a long one overflows a chart);
-- JSON nested no deeper than MAX_DEPTH (checked without recursion);
+- with attempts=False (`make history`, which reads each record's summary only), every record's attempts and
+  histogram are dropped here, unread: the checks below hold for what is kept, which is all the caller sees;
+- integers of at most MAX_INT_DIGITS digits (Python refuses to parse past 4,300, and a long one overflows a chart) and
+  JSON nested no deeper than MAX_DEPTH, in one walk without recursion;
 - the types of records.py, then the published JSON Schema (loadgen/results.schema.json) and the sections the report
   reads (REPORTED_SECTIONS), every latency histogram decodable within its bound (harness.basics.distribution.problem);
 - values that reach a command line: `conditions.git_commit` is a commit (GIT_COMMIT: 7 to 40 hex digits, `-dirty`
   after it where the tree had changes) or null, never an option git would read (`make history` runs `git log` on it).
 A record's names (server, scenario, run) may still hold anything: the charts' file names are slugs of them
-(harness.report.model.slug)."""
+(harness.report.model.slug).
+
+The schemas are compiled once into Python by fastjsonschema (drafts 4 to 7): the published schema uses only keywords
+those drafts share with its 2020-12 (tests/test_results_schema.py holds that), and jsonschema's interpreter took about
+a second per bench's file, fastjsonschema a twentieth of that."""
 
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+import fastjsonschema  # type: ignore[import-untyped]
 
 from harness.basics import distribution
 from harness.basics.paths import REPO
@@ -34,8 +40,9 @@ SCHEMA_FILE = REPO / "loadgen" / "results.schema.json"
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 24  # the harness writes at most about 10 levels (a versus result's intervals)
 MAX_INT_DIGITS = 19  # the largest figure the harness writes (bytes, ns) is below 2**63, 19 digits
+_INT_BOUND = 10**MAX_INT_DIGITS
 GIT_COMMIT = re.compile(r"[0-9a-f]{7,40}(-dirty)?")  # what measuring/conditions.py writes: `git rev-parse --short`
-_validator: Draft202012Validator | None = None
+_validators: list[tuple[Any, Any]] = []  # compiled on first use: the published schema, REPORTED_SECTIONS
 
 # what the report reads of the free-form sections (harness/report/run_conditions.py, html.py, cells.py), as a schema of
 # its own: the published one leaves `conditions` and `servers` open to what each harness records
@@ -143,20 +150,19 @@ REPORTED_SECTIONS = {
 }
 
 
-def load(path: Path) -> Run:
-    """The run in `path`, or a ResultsError saying in one line what keeps it from being read."""
+def load(path: Path, attempts: bool = True) -> Run:
+    """The run in `path`, or a ResultsError saying in one line what keeps it from being read. attempts=False: every
+    record without its attempts and histogram (dropped unread: what `make history` keeps of a run)."""
     path = Path(path)
     try:
-        data = json.loads(_bounded_bytes(path), parse_int=_bounded_int)
-    except _LongInteger as exc:
-        raise ResultsError(
-            f"{path} holds an integer of {exc.args[0]} digits; the harness writes none of more than {MAX_INT_DIGITS}"
-        ) from None
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and undecodable bytes are ValueErrors
+        data = json.loads(_bounded_bytes(path))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, undecodable bytes, past 4,300 digits: ValueErrors
         raise ResultsError(f"{path} is not valid JSON: {str(exc)[:200] or 'nested too deep'}") from None
-    wrong = _too_deep(data)
+    if not attempts:
+        _drop_attempts(data)
+    wrong = _shape_problem(data)
     if wrong:
-        raise ResultsError(f"{path}: {wrong}")
+        raise ResultsError(f"{path} {wrong}" if wrong.startswith("holds") else f"{path}: {wrong}")
     try:  # before the schema, for its own words on a file of an older or newer harness
         run = Run.from_dict(data, str(path))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -165,6 +171,14 @@ def load(path: Path) -> Run:
     if wrong:
         raise ResultsError(f"{path}: {wrong}")
     return run
+
+
+def _drop_attempts(data: Any) -> None:
+    records = data.get("records") if isinstance(data, dict) else None
+    for record in records if isinstance(records, list) else []:
+        if isinstance(record, dict):
+            record["attempts"] = []
+            record.pop("latency_histogram", None)
 
 
 def _bounded_bytes(path: Path) -> bytes:
@@ -186,17 +200,6 @@ def _bounded_bytes(path: Path) -> bytes:
     return data
 
 
-class _LongInteger(ValueError):
-    """An integer literal past MAX_INT_DIGITS (its digit count in args[0])."""
-
-
-def _bounded_int(text: str) -> int:
-    digits = len(text.lstrip("-"))
-    if digits > MAX_INT_DIGITS:
-        raise _LongInteger(digits)
-    return int(text)
-
-
 def _commit_problem(data: dict[str, Any]) -> str | None:
     """`conditions.git_commit` not a commit: `make history` passes it to git, where `--output=<file>` is an option."""
     commit = (data.get("conditions") or {}).get("git_commit")
@@ -205,31 +208,41 @@ def _commit_problem(data: dict[str, Any]) -> str | None:
     return f"conditions.git_commit {commit[:80]!r} is not a git commit (7 to 40 hex digits, then -dirty or nothing)"
 
 
-def _too_deep(data: Any) -> str | None:
-    """Nesting past MAX_DEPTH (checked without recursion: a deep file must not exhaust the stack here either)."""
+def _shape_problem(data: Any) -> str | None:
+    """An integer past MAX_INT_DIGITS or nesting past MAX_DEPTH, in one walk without recursion (a deep file must not
+    exhaust the stack here either)."""
     pending = [(data, 1)]
     while pending:
         value, depth = pending.pop()
-        if depth > MAX_DEPTH:
-            return f"nested deeper than {MAX_DEPTH} levels; the harness writes at most about 10"
         if isinstance(value, dict):
-            pending += [(v, depth + 1) for v in value.values()]
-        elif isinstance(value, list):
-            pending += [(v, depth + 1) for v in value]
+            value = list(value.values())
+        if isinstance(value, list):
+            if depth >= MAX_DEPTH and value:
+                return f"nested deeper than {MAX_DEPTH} levels; the harness writes at most about 10"
+            pending += [(v, depth + 1) for v in value if isinstance(v, (dict, list, int))]
+        elif isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
+            digits = len(str(abs(value)))
+            return f"holds an integer of {digits} digits; the harness writes none of more than {MAX_INT_DIGITS}"
     return None
 
 
 def _schema_problem(data: Any) -> str | None:
-    global _validator
-    if _validator is None:
-        _validator = Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
-    error = next(iter(_validator.iter_errors(data)), None) or next(
-        iter(Draft202012Validator(REPORTED_SECTIONS).iter_errors(data)), None
-    )
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path) or "the top level"
-    return f"does not match the results schema at {where}: {error.message[:200]}"
+    if not _validators:
+        published = json.loads(SCHEMA_FILE.read_text())
+        published["$schema"] = "http://json-schema.org/draft-07/schema#"  # the same keywords, in a draft it compiles
+        for schema in (published, REPORTED_SECTIONS):  # a quick check, and one that says where (a third slower)
+            quick = fastjsonschema.compile(schema, use_default=False, detailed_exceptions=False)
+            _validators.append((quick, fastjsonschema.compile(schema, use_default=False)))
+    for quick, detailed in _validators:
+        try:
+            quick(data)
+        except fastjsonschema.JsonSchemaValueException:
+            try:
+                detailed(data)
+            except fastjsonschema.JsonSchemaValueException as error:
+                where = "/".join(str(p) for p in (error.path or [])[1:]) or "the top level"
+                return f"does not match the results schema at {where}: {error.message[:200]}"
+    return None
 
 
 def _histogram_problem(data: dict[str, Any]) -> str | None:
