@@ -9,7 +9,7 @@ quote = '$(subst ','\'',$(1))'
 SERVERS ?=
 PROFILE ?= quick
 RUNTIME ?= auto
-export SERVERS PROFILE RUNTIME PORTS REPEAT ORDER ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM SLO_P99_MS HOSTS HOSTS_INSECURE_TCP
+export SERVERS PROFILE RUNTIME PORTS REPEAT BUDGET_MIN ORDER ROUNDS CPUS_SERVER CPUS_LOADGEN CPUS_UPSTREAM SLO_P99_MS HOSTS HOSTS_INSECURE_TCP
 export LOADGEN_PROCESSES ASSUME_CPUS ASSUME_SMT FORMAT CPU_IDLE CPU_METER KEEP_REQUEST_DB
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv nghttp2-client
@@ -102,6 +102,8 @@ test-%: setup
 # The main job: build, verify, measure every scenario on every server, report. The build is the harness's, under its
 # lock: a second `make bench` is refused before it builds anything beside the first one's measurements.
 # CPU_METER: each CPU's speed beside every attempt, which the ranking divides by (docs/cpu-speed.md); CPU_METER=0 leaves it out
+# BUDGET_MIN=40: the minutes it may take (default the profile's, about 20): more attempts a record where they fit; its
+# first lines forecast what the run will tell apart (measuring/forecast.py), its report says what it did
 bench: CPU_METER := $(or $(CPU_METER),1)
 bench: setup setup-h2spec
 	$(HARNESS) --build bench
@@ -143,6 +145,17 @@ versus: setup
 	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(BASE)) ] || { echo "usage: make versus SERVER=<name> BASE=<git revision> [HEAD=<git revision>] [SCENARIOS=\"hello backend\"] [RESOLUTION=3] [BUDGET_S=seconds for the whole sitting, default 120 per scenario run]"; exit 2; }
 	$(HARNESS) versus --server $(call quote,$(SERVER)) --base $(call quote,$(BASE)) --head $(call quote,$(HEAD)) \
 	  --scenarios $(call quote,$(SCENARIOS)) --resolution $(call quote,$(RESOLUTION)) --budget-s $(call quote,$(BUDGET_S))
+
+# Is one server faster than another? A=<server> B=<server> [SCENARIOS="hello"] [BUDGET_S=seconds for the whole
+# sitting, default 120 per scenario run] [SEED=]: both built from the working tree and measured in one sitting on the
+# paired engine make versus uses (starts of ABBA rounds, docs/versus.md): "B faster than A by 6.1 % (4.2–8.0 %)" or
+# "no difference beyond ±1.8 %". A=node B=node: an A/A of two processes of one server.
+.PHONY: duel
+duel: CPU_METER := $(or $(CPU_METER),1)
+duel: setup
+	@[ -n $(call quote,$(A)) ] && [ -n $(call quote,$(B)) ] || { echo "usage: make duel A=<server> B=<server> [SCENARIOS=\"hello\"] [BUDGET_S=seconds for the whole sitting, default 120 per scenario run]"; exit 2; }
+	$(HARNESS) duel --a $(call quote,$(A)) --b $(call quote,$(B)) --scenarios $(call quote,$(SCENARIOS)) \
+	  --budget-s $(call quote,$(BUDGET_S)) --seed $(call quote,$(SEED))
 
 # A server beside its TechEmpower twin (a folder outside the project with twin.toml, issue 48) and beside itself (the
 # A/A; AA=0 leaves it out): all up on the server's CPUs, warmed alike in turns until flat, ROUNDS rounds of wrk

@@ -1,4 +1,4 @@
-"""`make twin` on the server CPU's speed (harness/measuring/twin_speeds.py): on synthetic rounds whose CPU slows by
+"""`make twin` on the server CPU's speed (harness/versus/twin_speeds.py): on synthetic rounds whose CPU slows by
 up to 30 % from attempt to attempt, the ratios on the speed find ours ÷ theirs where the figures as measured scatter;
 where a side is bound on the tools' CPU, or an attempt has no speed, the ratios stay as measured and say why. The
 watch around an attempt reads the real meter and the tools' CPU."""
@@ -17,8 +17,8 @@ import pytest
 from harness.basics import cpu_speed
 from harness.basics.cpus import CpuPlan
 from harness.basics.sampling import ProcessCost
-from harness.measuring.twin_speeds import AttemptWatch, bound_role, on_speed
-from harness.measuring.twin_table import speed_lines, summary
+from harness.versus.twin_speeds import AttemptWatch, bound_role, on_speed
+from harness.versus.twin_table import speed_lines, summary
 
 ROUNDS = 9
 

@@ -24,8 +24,10 @@ from harness.basics.machine import port_owner
 from harness.cli.subcommands import twin_inputs
 from harness.config.manifest import ManifestError, Server, discover
 from harness.config.manifest import twin as manifest_twin
-from harness.measuring import twins
-from harness.measuring.twin_table import (
+from harness.tools import TOOLS
+from harness.tools.availability import PreflightError
+from harness.versus import twins
+from harness.versus.twin_table import (
     TwinError,
     cost_lines,
     cost_summary,
@@ -35,9 +37,7 @@ from harness.measuring.twin_table import (
     p99_summary,
     summary,
 )
-from harness.measuring.twin_warmup import TwinOptions, TwinSide, rotated
-from harness.tools import TOOLS
-from harness.tools.availability import PreflightError
+from harness.versus.twin_warmup import TwinOptions, TwinSide, rotated
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 INTEGRATION_LOCK = Path("/tmp/harness-integration.lock")
@@ -446,9 +446,9 @@ from pathlib import Path
 from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan
 from harness.config.manifest import discover
-from harness.measuring import twins
-from harness.measuring.twin_warmup import TwinOptions, TwinSide, rotated
-from harness.measuring.twin_table import load_twin
+from harness.versus import twins
+from harness.versus.twin_warmup import TwinOptions, TwinSide, rotated
+from harness.versus.twin_table import load_twin
 interrupt.install()
 servers, folder, results = (Path(a) for a in sys.argv[1:])
 options = TwinOptions(rounds=20, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1)

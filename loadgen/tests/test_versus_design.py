@@ -19,9 +19,10 @@ from harness.config import scenarios as scenario_data
 from harness.config.manifest import discover
 from harness.measuring.schedule import Job
 from harness.results import paired
+from harness.results import sitting_shape as design
 from harness.results.records import Attempt, Flag, Record, SampleSummary, Warmup
 from harness.tools.output import Errors
-from harness.versus import checkout, design, evidence
+from harness.versus import checkout, evidence
 from harness.versus.checkout import Revision
 from harness.versus.sitting import Side, Sitting, compare
 

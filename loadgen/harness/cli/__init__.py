@@ -19,6 +19,7 @@ from harness.cli.subcommands import (
     COMMANDS,
     cmd_build,
     cmd_calibrate,
+    cmd_duel,
     cmd_overhead,
     cmd_plan,
     cmd_twin,
@@ -34,7 +35,6 @@ from harness.history import history_command
 from harness.measuring.campaign import OrderError
 from harness.measuring.lock import HarnessBusy, one_command_at_a_time
 from harness.measuring.session import Session
-from harness.measuring.twin_table import TwinError
 from harness.report import command, compare
 from harness.results import capacity
 from harness.results.store import DiskFull, RunIdError, check_run_id
@@ -44,11 +44,12 @@ from harness.runtime.state import StateFull
 from harness.tools import oha_mix
 from harness.tools.availability import PreflightError
 from harness.versus.checkout import BuildFailed, GitFailed, RevisionError
+from harness.versus.twin_table import TwinError
 
 __all__ = ["main", "with_twin"]
 
 # the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build beside a run would take its CPUs and rewrite the jars its JVMs have open
-EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "calibrate", "probe", "twin"}
+EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "duel", "calibrate", "probe", "twin"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +135,8 @@ def run_command(args: argparse.Namespace, config: Configuration, servers: dict[s
         return cmd_build(args, config, select(servers, list(config.servers)), builder)
     if args.command == "versus":
         return cmd_versus(args, config, servers)
+    if args.command == "duel":
+        return cmd_duel(args, config, servers)
     if args.command == "twin":
         return cmd_twin(args, config, servers)
     hosts = hosts_runtime(args, config)  # every command from here on starts servers or sends load: where?

@@ -51,6 +51,7 @@ def parser() -> argparse.ArgumentParser:
     )
     overhead_cmd.add_argument("--rounds", help="docker/local rounds (ROUNDS, default 3)")
     _versus(sub)
+    _duel(sub)
     _twin(sub)
     return p
 
@@ -113,6 +114,21 @@ def _versus(sub: Subparsers[argparse.ArgumentParser]) -> None:
         "--budget-s", default="", help="measuring time for all scenarios (default 120 per scenario run)"
     )
     versus_cmd.add_argument("--seed", default="", help="of the rounds' random order (default: drawn, and recorded)")
+
+
+def _duel(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    duel_cmd = sub.add_parser(
+        "duel",
+        help="two servers (or two processes of one: A=node B=node) in one sitting, on the paired engine of versus: "
+        "B ÷ A with its interval (docs/versus.md)",
+    )
+    duel_cmd.add_argument("--a", required=True, help="the server compared against")
+    duel_cmd.add_argument("--b", required=True, help="the server the answer is about (B faster than A by …)")
+    duel_cmd.add_argument("--scenarios", default="", help="default: every scenario both take on one path")
+    duel_cmd.add_argument(
+        "--budget-s", default="", help="measuring time for all scenarios (default 120 per scenario run)"
+    )
+    duel_cmd.add_argument("--seed", default="", help="of which side leads the first start (default: drawn, recorded)")
 
 
 def _twin(sub: Subparsers[argparse.ArgumentParser]) -> None:

@@ -12,24 +12,27 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.basics.messages import fail, say
+from harness.basics.paths import RESULTS
 from harness.calibrate import calibration, server_seen, verdict_table
 from harness.cli.placing import cpu_plan_of, hosts_runtime, names, with_twin
 from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
 from harness.config.manifest import ManifestError, Server, build_steps, by_default, select, with_role
-from harness.measuring import overhead, planning, probing, steadiness, twins
+from harness.measuring import forecast, overhead, planning, probing, steadiness
 from harness.measuring.campaign import run_campaign, verify
+from harness.measuring.clock import within_budget
 from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
-from harness.measuring.twin_table import CLOSE_TOOLS, Twin, TwinError, load_twin
-from harness.measuring.twin_warmup import TwinOptions
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime, get_runtime
 from harness.tools.availability import check_tools
+from harness.versus import duel, twins
 from harness.versus import flow as versus
+from harness.versus.twin_table import CLOSE_TOOLS, Twin, TwinError, load_twin
+from harness.versus.twin_warmup import TwinOptions
 
 
 def cmd_build(
@@ -67,6 +70,9 @@ def cmd_plan(args: argparse.Namespace, config: Configuration, servers: dict[str,
         chosen = with_twin(servers, chosen, twin_name, config.ports, announce=False)
     plan_data = planning.run_plan(machine, chosen, picked, settings, config.ports)
     print(planning.as_json(plan_data) if config.format == "json" else planning.as_text(plan_data))
+    if config.format != "json":
+        said = forecast.from_last_bench(RESULTS, settings, config.profile)
+        print(said or "forecast: none yet (make bench measures this machine's noise before it starts, and says it)")
     return 0
 
 
@@ -101,6 +107,11 @@ def cmd_measure(args: argparse.Namespace, config: Configuration, session: Sessio
     loaded = scenario_data.load(config.profile)
     picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
     settings = scenario_data.settings(config.profile, config.repeat)
+    if args.command == "bench" and config.budget_min:  # more attempts a record where the minutes allow
+        settings = within_budget(chosen, picked, settings, config.budget_min)
+        say(
+            f"BUDGET_MIN={config.budget_min}: {settings.repeat} attempts a record, a budget of {settings.budget_s:.0f} s"
+        )
     stepped = any(r.rate_share for s in picked for r in s.runs)
     slo = config.slo_p99_ms if stepped else None
     session.runtime.check_tools(tools_needed(picked))
@@ -115,6 +126,8 @@ def cmd_measure(args: argparse.Namespace, config: Configuration, session: Sessio
     with closing(store, session.runtime):
         try:
             steadiness.probe_and_record(store, session.plan, settings, "before")
+            if args.command == "bench":  # what this run can tell apart, said before it starts (measuring/forecast.py)
+                forecast.measure(session, store, session.servers, settings, config.profile)
             ok = run_campaign(session, store, chosen, picked, settings, config.order)
             steadiness.probe_and_record(store, session.plan, settings, "after")
         except OSError as exc:  # a raw output or its folder on a full disk: the same message as results.json's own
@@ -200,8 +213,13 @@ def cmd_versus(args: argparse.Namespace, config: Configuration, servers: dict[st
         budget_s=environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
         seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None,
     )
+    return versus.run(options, servers, sitting_place(config))
+
+
+def sitting_place(config: Configuration) -> versus.Where:
+    """Where a paired sitting runs: this machine's processes on its CPU plan, with the profile's settings."""
     plan = cpu_plan_of(config)
-    where = versus.Where(
+    return versus.Where(
         get_runtime("local", plan),
         plan,
         config.profile,
@@ -209,7 +227,23 @@ def cmd_versus(args: argparse.Namespace, config: Configuration, servers: dict[st
         config.ports,
         " ".join(sys.argv[1:]),
     )
-    return versus.run(options, servers, where)
+
+
+def cmd_duel(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
+    """`make duel A=<server> B=<server>`: under the local runtime, as make versus (the paired engine's two sides are
+    processes of this machine)."""
+    if config.hosts or config.runtime == "docker":
+        raise ConfigurationError(
+            "make duel runs both servers as processes of this machine: use RUNTIME=local (or auto), without HOSTS"
+        )
+    options = duel.DuelOptions(
+        args.a,
+        args.b,
+        tuple(names(args.scenarios)),
+        budget_s=environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
+        seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None,
+    )
+    return duel.run(options, servers, sitting_place(config))
 
 
 # the commands that run in a session (build returns before one is opened)

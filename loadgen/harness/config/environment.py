@@ -29,6 +29,7 @@ MAX_PROCESSES = 1024  # LOADGEN_PROCESSES: the processes of ab or httperf one lo
 MAX_CPUS = 4096  # ASSUME_CPUS: the CPUs of the machine `make plan` imagines
 MAX_SMT = 8  # ASSUME_SMT: its threads per physical core
 DEFAULT_SLO_P99_MS = 10.0
+MIN_BUDGET_MIN, MAX_BUDGET_MIN = 5, 24 * 60  # BUDGET_MIN: a bench of at least five minutes, at most a day
 DEFAULT_TWIN = "node"  # the A/A control of `make bench`: a cheap warm-up, server-bound on some rows
 CPU_ROLES = ("server", "loadgen", "upstream")
 MEMORY_PREFIX = "BENCH_MEM_LIMIT_"
@@ -59,6 +60,7 @@ EXAMPLES = {
     "CPU_IDLE": "poll (the default) or machine",
     "CPU_METER": "1 (each CPU's speed read beside every attempt) or 0 (the default)",
     "KEEP_REQUEST_DB": "1 (a mix's per-request database kept in raw/) or 0 (the default: deleted once read)",
+    "BUDGET_MIN": "40 (the minutes make bench may take: more attempts a record where they fit; default the profile's)",
 }
 
 
@@ -87,6 +89,7 @@ class Configuration:
     cpu_idle: str = "poll"  # idle CPUs poll while measuring (harness.basics.idle_states), or "machine"
     cpu_meter: bool = False  # each CPU's speed read beside every attempt (harness.basics.cpu_speed)
     keep_request_db: bool = False  # oha's per-request databases kept once read (harness.tools.oha_mix)
+    budget_min: int | None = None  # BUDGET_MIN: make bench's minutes (None: the profile's budget and attempts)
 
 
 def read(
@@ -117,6 +120,7 @@ def read(
         cpu_idle=one_of("CPU_IDLE", value["CPU_IDLE"], idle_states.MODES, "poll"),
         cpu_meter=one_of("CPU_METER", value["CPU_METER"], ("0", "1"), "0") == "1",
         keep_request_db=one_of("KEEP_REQUEST_DB", value["KEEP_REQUEST_DB"], ("0", "1"), "0") == "1",
+        budget_min=whole("BUDGET_MIN", value["BUDGET_MIN"], MIN_BUDGET_MIN, MAX_BUDGET_MIN),
     )
 
 

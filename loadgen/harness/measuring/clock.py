@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.basics.messages import say
@@ -194,3 +194,23 @@ def announce_estimate(
             f"{minutes(clock.total + probe_s + END_S)} to the report; announced again after each scenario"
         )
     store.update_conditions(estimated_s=round(clock.total))
+
+
+MOST_ATTEMPTS_FACTOR = 4  # BUDGET_MIN buys at most four times the profile's attempts a record
+
+
+def within_budget(servers: list[Server], scenarios: list[Scenario], settings: Settings, minutes: int) -> Settings:
+    """`settings` for a run of `minutes` (BUDGET_MIN): its time budget that long less what the report and the
+    steadiness probes take, and as many attempts a record as the estimate fits in it, never fewer than the profile's
+    (the forecast and the estimate then follow them)."""
+    probes = 2 * float((settings.steadiness or {}).get("seconds", 0))
+    budget = minutes * 60 - END_S - probes
+    best = settings.repeat
+    for repeat in range(settings.repeat + 1, MOST_ATTEMPTS_FACTOR * settings.repeat + 1):
+        clock = Clock()
+        estimate(clock, servers, scenarios, replace(settings, repeat=repeat, forced=True, budget_s=budget))
+        if clock.total > budget:
+            break
+        best = repeat
+    forced = settings.forced or best != settings.repeat
+    return replace(settings, repeat=best, forced=forced, budget_s=budget)

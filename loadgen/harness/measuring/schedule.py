@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
+from harness.results.sitting_shape import Costs
 from harness.runtime import RunningServer
 
 # For the estimate only (clock.py), from the recorded benches of 2026-11-24 and 11-26 (probe 2-5 % and 9-15 %) and
@@ -209,6 +210,13 @@ def warmup_seconds(
     warm-up load and its minimum runs."""
     runs = max(runs, scenario.warmup.min_runs) if scenario.warmup else runs
     return runs * (max(warmup_run_seconds(scenario, settings), least_run_s) + ATTEMPT_OVERHEAD_S)
+
+
+def sitting_costs(scenario: Scenario, run: LoadRun, settings: Settings) -> Costs:
+    """What a start of a paired sitting (make versus, make duel) costs before any was measured: two starts and two
+    warm-ups, and a round of two attempts."""
+    setup = 2 * (START_S + warmup_seconds(scenario, settings))
+    return Costs(setup, 2 * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
 
 
 def remeasure_seconds(run: LoadRun, repeat: int, settings: Settings) -> float:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.basics.messages import console, fail, say
 from harness.basics.paths import RESULTS
-from harness.report import overview, terminal, written_report
+from harness.report import overview, resolution_text, terminal, written_report
+from harness.report.first_screen import glance
 from harness.results.records import DAMAGED, ResultsError
 
 # what a value of an unexpected shape raises deep in the report, past every check of results/readable.py (one field
@@ -84,6 +85,9 @@ def cmd_report(run: str = "latest") -> int:
             say(f"wrote {path}")
     say(f"wrote {len(pngs)} charts in {run_dir / 'charts'}")
     matrix = overview.build(built)
-    if matrix.columns:  # the answer for every server, last on the screen
+    if matrix.columns:  # the answer for every server, last on the screen, with what the run could tell apart
         console.print(terminal.matrix_table(matrix, console.width))
+        for line in [resolution_text.resolution_line(built), *resolution_text.duel_suggestions(built, glance(built))]:
+            if line:
+                console.print(line, markup=False, soft_wrap=True)
     return 0

@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 
 import harness.report.run_conditions as cond
-from harness.report import calibration_page, compliance, overview, overview_html
+from harness.report import calibration_page, compliance, overview, overview_html, resolution_text
 from harness.report.cells import capacity_text, flag_names
 from harness.report.first_screen import Glance, aa_conditions, glance, method
 from harness.report.html_sections import scenario_section, servers
@@ -98,11 +98,22 @@ def _capacity_rows(model: Model, with_compliance: bool) -> str:
 def glance_section(model: Model) -> str:
     """The first screen's table: per scenario and run, the servers that may be first, with their figures."""
     probed = bool(model.run.compliance)
-    rows = "".join(_glance_rows(model, row, probed) for row in glance(model)) + _capacity_rows(model, probed)
+    glances = glance(model)
+    rows = "".join(_glance_rows(model, row, probed) for row in glances) + _capacity_rows(model, probed)
+    line = resolution_text.resolution_line(model)
+    duels = resolution_text.duel_suggestions(model, glances)
     return (
         '<section id="at-a-glance"><h2 id="glance">At a glance</h2>'
         f'<table class="glance">{_glance_head(probed)}{rows}</table>'
-        '<p class="muted">Each line is a server that may be first: its range of places where the intervals cannot '
+        + (f'<p class="resolution" id="resolution">{escape(line)}</p>' if line else "")
+        + (
+            '<p class="muted">Tied first places, settled head to head:</p><ul class="duels">'
+            + "".join(f"<li>{escape(d)}</li>" for d in duels)
+            + "</ul>"
+            if duels
+            else ""
+        )
+        + '<p class="muted">Each line is a server that may be first: its range of places where the intervals cannot '
         'order it against the others. Every header links to what it means (<a href="#method">how these figures are '
         "measured and ranked</a>).</p></section>"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import harness.report.run_conditions as cond
-from harness.report import calibration_page, compliance, mix_tables
+from harness.report import calibration_page, compliance, mix_tables, resolution_text
 from harness.report.cells import (
     bytes_text,
     capacity_text,
@@ -152,7 +152,12 @@ def glance_lines(model: Model) -> list[str]:
     rows = [_capacity_row(model, s, probed) for s in model.scenarios if s.is_stepped]
     rows += [line for row in glance(model) for line in _glance_row(row, probed)]
     header = [f"[{h}](#{a})" if a else h for h, a in GLANCE_HEADER if probed or h != "compliance"]
-    return _table(header, rows)
+    line = resolution_text.resolution_line(model)
+    duels = resolution_text.duel_suggestions(model, glance(model))
+    after = ([f"\n{line}"] if line else []) + (
+        ["\nTied first places, settled head to head:", *[f"- {d}" for d in duels]] if duels else []
+    )
+    return _table(header, rows) + after
 
 
 def heading_anchor(heading: str) -> str:

@@ -25,7 +25,7 @@ the mean of logs of paired ratios is the usual paired comparison of a multiplica
 The verdict: where the interval lies wholly above 1 (req/s) the head is faster, wholly below it slower; where it holds
 1, "no difference beyond ±x %", x being the farthest end of the interval from no change: a difference of that size
 is not excluded, a larger one is. The resolution a sitting reached is the interval's half-width (exp of t·sd/√n,
-minus 1): how many starts a sitting takes is the clock's choice (harness/versus/design.py), never the interval's.
+minus 1): how many starts a sitting takes is the clock's choice (harness/results/sitting_shape.py), never the interval's.
 
 An A/A is a sitting of one build against itself (`make versus BASE=HEAD` on a clean tree): two processes of the same
 code, so that the process-to-process spread is in it; its interval excludes 1 for 5 % of such sittings at most
@@ -167,21 +167,29 @@ def _pct(x: float) -> str:
     return f"{abs(x) * 100:.1f}"
 
 
-def verdict(interval: RatioInterval | None, metric: str = "rps") -> str:
+def verdict(interval: RatioInterval | None, metric: str = "rps", names: tuple[str, str] | None = None) -> str:
     """The answer in words: "faster by 4.1 % (2.0–6.3 %, 95 %)", "slower by …", "no difference beyond ±1.8 %"
-    (cost: "cheaper"/"costlier", p99: "lower p99"/"higher p99")."""
+    (cost: "cheaper"/"costlier", p99: "lower p99"/"higher p99"). `names` (A, B; head ÷ base is B ÷ A): "B faster than
+    A by 4.1 % (…)"."""
     if interval is None:
         return "not enough rounds for an interval (two are needed)"
     _, _, up, down = METRICS[metric]
     level = f"{interval.level * 100:g} %"
+    than = (lambda word: f"{names[1]} {word} than {names[0]}") if names else (lambda word: word)
     if interval.low > 1:  # the head's value is higher
-        return f"{up} by {_pct(interval.ratio - 1)} % ({_pct(interval.low - 1)}–{_pct(interval.high - 1)} %, {level})"
+        return (
+            f"{than(up)} by {_pct(interval.ratio - 1)} % ({_pct(interval.low - 1)}–{_pct(interval.high - 1)} %, "
+            f"{level})"
+        )
     if interval.high < 1:
-        return f"{down} by {_pct(1 - interval.ratio)} % ({_pct(1 - interval.high)}–{_pct(1 - interval.low)} %, {level})"
+        return (
+            f"{than(down)} by {_pct(1 - interval.ratio)} % ({_pct(1 - interval.high)}–{_pct(1 - interval.low)} %, "
+            f"{level})"
+        )
     reach = max(interval.high - 1, 1 - interval.low)
+    ratio = f"{names[1]} ÷ {names[0]}" if names else "head ÷ base"
     if reach >= 1:  # an interval from near 0× to 2× and beyond: too few rounds to bound the change at all
         return (
-            f"not resolved: head ÷ base lies within {interval.low:.2g}×–{interval.high:.3g}× ({level}, "
-            f"{interval.extent()})"
+            f"not resolved: {ratio} lies within {interval.low:.2g}×–{interval.high:.3g}× ({level}, {interval.extent()})"
         )
     return f"no difference beyond ±{_pct(reach)} % ({level}, {interval.extent()})"

@@ -1,3 +1,5 @@
-"""`make versus`: did a change make one server faster? Two builds of it measured in one sitting (flow.py), their
-checkouts and builds (checkout.py), the shape of the sitting fixed by the clock (design.py), its starts and rounds
-(sitting.py), and what each verdict rests on (evidence.py)."""
+"""Two sides measured in one sitting, and the commands that name them. The paired engine: the sitting's run
+(paired_sitting.py), its starts and rounds (sitting.py), its shape fixed by the clock (results/sitting_shape.py), what each verdict rests on
+(evidence.py), the ratios on each CPU's speed (speeds.py). The commands: `make versus`, two builds of one server
+(flow.py, their checkouts and builds in checkout.py); `make duel`, two servers or two processes of one (duel.py);
+`make twin`, ours beside an outside implementation (twins.py, twin_table.py, twin_warmup.py, twin_speeds.py)."""

@@ -25,6 +25,10 @@ UNSTEADY_CV = 0.05
 # probe (at least MACHINE_FLOOR), something besides the machine moved the rounds: a busy neighbour read ±24 %.
 SPREAD_FACTOR = 4.0
 MACHINE_FLOOR = 0.02
+# without a difference between processes, a start's mean varies by the rounds' variance over its rounds; past twice
+# that standard deviation (four times the variance), the processes differ (akka's weather c256 read 6.8k in one
+# process and 10.1k in another, each steady for a whole record): said, never averaged into a false precision
+PROCESSES_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class Evidence:
     starts: int
     machine_cv: float | None = None  # the steadiness probe's worst CV before the sitting
     rounds_spread: float | None = None  # the sd of ln(head/base) within starts
+    starts_spread: float | None = None  # the sd of the starts' mean ln(head/base)
+    rounds_per_start: int | None = None
 
 
 def side_evidence(
@@ -130,15 +136,30 @@ def caveats(evidence: Evidence) -> list[str]:
     spread = evidence.rounds_spread
     if spread is not None and cv is not None and spread > SPREAD_FACTOR * math.sqrt(2) * max(cv, MACHINE_FLOOR):
         out.append(f"the rounds' ratios spread ±{spread:.1%}, more than the machine's own ±{cv:.1%} explains")
+    between = evidence.starts_spread
+    if (
+        between
+        and spread
+        and evidence.rounds_per_start
+        and between > PROCESSES_FACTOR * spread / math.sqrt(evidence.rounds_per_start)
+    ):
+        out.append(
+            f"PROCESSES DIFFER: the starts' means spread ±{between:.1%}, more than their rounds' ±{spread:.1%} "
+            "explains: the sides' processes settle on different levels from start to start, which the interval "
+            "(over starts) carries"
+        )
     return out
 
 
-def verdict_line(interval: RatioInterval | None, metric: str, evidence: Evidence) -> str:
-    """The verdict in words (results/paired.py), withheld or with its caveats (see the module's docstring)."""
+def verdict_line(
+    interval: RatioInterval | None, metric: str, evidence: Evidence, names: tuple[str, str] | None = None
+) -> str:
+    """The verdict in words (results/paired.py; `names`: A and B, said as "B faster than A by …"), withheld or with
+    its caveats (see the module's docstring)."""
     reason = withheld(evidence)
     if reason:
         return reason
-    words = paired.verdict(interval, metric)
+    words = paired.verdict(interval, metric, names)
     if interval is None:
         return words
     return " — ".join([words, *caveats(evidence)])

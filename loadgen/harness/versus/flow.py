@@ -5,40 +5,32 @@ the revisions, what a killed command left (its servers and its worktrees), both 
 (both builds must take each, on the same path and protocol), the ports (PORTS of every server respected) and the load
 tools (oha and Gatling built first where missing). Then both are built (checkout.py), run as two servers,
 `node@<base>` and `node@<head>` (the A/A twin's mechanism: one server under another name and port), on the same CPUs,
-one at a time (the other asleep), and compared in starts of rounds (sitting.py). The answer is printed last, each
-verdict with what it rests on (evidence.py); the records are kept like any run's, the comparison in the run's
+one at a time (the other asleep), and compared in starts of rounds by the paired engine (paired_sitting.py), which
+`make duel` shares (duel.py). The answer is printed last, each verdict with what it rests on (evidence.py); the records are kept like any run's, the comparison in the run's
 conditions (`versus`), and the report gives it a page of its own (report/versus_page.py)."""
 
 from __future__ import annotations
 
 import random
-import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.basics.cpus import CpuPlan
 from harness.basics.machine import port_owner
-from harness.basics.messages import say, warn
+from harness.basics.messages import say
 from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server, servers_dir
-from harness.config.scenarios import Scenario, Settings
-from harness.measuring import steadiness
-from harness.measuring.attempts import Bench
-from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, start_and_verify
-from harness.measuring.lifecycle import RunOptions, closing, open_run
-from harness.measuring.preflight import tools_needed
+from harness.config.scenarios import Scenario
 from harness.measuring.session import Session
 from harness.results import paired
-from harness.results.store import RunStore, new_run_id
-from harness.runtime import Runtime
-from harness.tools.availability import check_tools
-from harness.versus import checkout, design, evidence
+from harness.results import sitting_shape as design
+from harness.versus import checkout
+from harness.versus import paired_sitting as engine
 from harness.versus.checkout import RevisionError, Worktree
-from harness.versus.sitting import Pair, Side, Sitting, ratios_by_start
+from harness.versus.paired_sitting import Where as Where  # the command line's
+from harness.versus.sitting import Side
 
 DEFAULT_RESOLUTION = 0.03
-DEFAULT_BUDGET_PER_RUN_S = 120.0  # without BUDGET_S: this much per scenario run (SCENARIOS=hello: 2 minutes)
 
 
 @dataclass(frozen=True)
@@ -50,18 +42,6 @@ class VersusOptions:
     resolution: float = DEFAULT_RESOLUTION  # the half-width the answer is measured against (never a stopping rule)
     budget_s: float | None = None  # measuring time (warm-ups and rounds) for all the scenarios together
     seed: int | None = None  # which build leads the first start (None: drawn)
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where and how the sitting runs: the runtime, its CPU plan, the profile and its settings, PORTS, the command."""
-
-    runtime: Runtime
-    plan: CpuPlan
-    profile: str
-    settings: Settings
-    ports: dict[str, int]
-    command: str
 
 
 def checked_out(options: VersusOptions, servers: dict[str, Server], stack: ExitStack) -> tuple[Side, Side]:
@@ -181,149 +161,23 @@ def start_note(
 
 
 def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int:
-    """The whole command: checked, both builds made, measured and compared, the report written; the worktrees and
-    servers gone however it ends. 0 when every run has a verdict; 1 when a build could not be started, failed the
-    contract or died, or when a run reached no interval or had its verdict withheld."""
+    """The whole command: checked, both builds made, measured and compared (paired_sitting.py), the report written; the
+    worktrees and servers gone however it ends. Exit status as paired_sitting.sit's."""
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     options = replace(options, seed=seed)
-    with ExitStack() as stack:  # unwound in reverse: the servers stopped, then the worktrees removed
+    with (
+        ExitStack() as stack
+    ):  # unwound in reverse: the servers stopped (by paired_sitting.sit), then the worktrees removed
         # a killed command's servers stopped first: they may run from the worktrees that checked_out removes
         Session(where.runtime, where.plan, dict(servers), where.ports).clear_leftovers()
         base, head = checked_out(options, servers, stack)
         picked = both_take(base, head, where.profile, options.scenarios)
         place(base, head, where.ports, servers)
-        pair = {side.server.name: side.server for side in (base, head)}
         others = {name: s for name, s in servers.items() if name != options.server}  # its folder is the head's
-        session = stack.enter_context(Session(where.runtime, where.plan, {**others, **pair}, where.ports))
-        session.check_ports(list(pair.values()))  # and what a killed command left, stopped
-        check_tools(tools_needed(picked))
-        build_both(base, head)
-        budget = options.budget_s or DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
-        store = open_run(
-            new_run_id(f"versus-{options.server}"),
-            where.runtime,
-            where.plan,
-            RunOptions(where.profile, where.settings, where.command),
-            {"versus": start_note(options, base, head, picked, budget)},
-            how=f"{head.server.name} against {base.server.name}, rounds in ABBA order",
+        budget = options.budget_s or engine.DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
+        sides = engine.Sides(
+            base, head, None, f"versus-{options.server}", start_note(options, base, head, picked, budget)
         )
-        with closing(store, where.runtime):
-            steadiness.probe_and_record(store, where.plan, where.settings, "before")
-            results = measure(session, store, where.settings, (base, head), picked, budget, seed)
-        announce(results)
-        return (
-            0
-            if results and all(r["reached"] for r in results) and len(results) == sum(len(s.runs) for s in picked)
-            else 1
+        return engine.sit(
+            sides, picked, others, where, engine.SittingPlan(budget, seed, lambda: build_both(base, head))
         )
-
-
-def measure(
-    session: Session,
-    store: RunStore,
-    settings: Settings,
-    sides: tuple[Side, Side],
-    scenarios: list[Scenario],
-    budget_s: float,
-    seed: int,
-) -> list[dict[str, Any]]:
-    """Both builds started and verified, then every scenario run compared within its share of `budget_s`."""
-    results: list[dict[str, Any]] = []
-    for side in sides:
-        side.target = start_and_verify(session, store, side.server)
-    if not all(side.target for side in sides):
-        return results
-    targets = [side.target for side in sides if side.target]  # updated in place at every start
-    turns = Turns(session, targets)
-    bench = Bench(session, store, turn=turns, idle_pids=_idle_pids(session, targets))
-    pair = Pair(bench, turns, targets, sides, settings)
-    sitting = Sitting(pair, sides, settings, first=random.Random(seed).choice(["base", "head"]))
-    runs = [(s, r) for s in scenarios for r in s.runs]
-    ends_at = time.monotonic() + budget_s
-    try:
-        for index, (scenario, load_run) in enumerate(runs):
-            share = (ends_at - time.monotonic()) / (len(runs) - index)
-            result = sitting.compare_run(scenario, load_run, share, restart_first=index > 0)
-            results.append(judged(result, store, sides))
-            store.update_conditions(versus={**store.run.conditions["versus"], "results": results})
-            if bench.dead:
-                break
-    finally:
-        turns.wake_all()
-        for side in sides:
-            record_memory_after(session, store, side.server)
-    return results
-
-
-def judged(result: dict[str, Any], store: RunStore, sides: tuple[Side, Side]) -> dict[str, Any]:
-    """`result` with each metric's verdict line given its evidence (evidence.py), and whether it reached an answer."""
-    records = {r.server: r for r in store.run.records if r.scenario == result["scenario"] and r.run == result["run"]}
-    cv = steadiness.worst_cv(store.run.conditions.get("steadiness", {}).get("before"))
-    by_start = {metric: ratios_by_start(sides, result["starts"], metric) for metric in result["metrics"]}
-    intervals = {metric: paired.grouped_interval(ratios) for metric, ratios in by_start.items()}
-    proof = evidence.Evidence(
-        tuple(evidence.side_evidence(s.role, s.server.name, s.attempts, records.get(s.server.name)) for s in sides),  # type: ignore[arg-type]
-        len([s for s in result["starts"] if s]),
-        cv,
-        evidence.rounds_spread(by_start["rps"]),
-    )
-    for metric, figures in result["metrics"].items():
-        line = evidence.verdict_line(intervals[metric], metric, proof)
-        said = figures.get("speed_note") if evidence.withheld(proof) is None else None
-        figures["verdict"] = f"{line} — {said}" if said else line
-    metric, why = evidence.headline([records.get(s.server.name) for s in sides])
-    return {
-        **result,
-        "answer": {"metric": metric, "why": why, "verdict": result["metrics"][metric]["verdict"]},
-        "reached": evidence.reached(intervals[metric], proof),
-        "evidence": {
-            "machine_cv": cv,
-            "rounds_spread": proof.rounds_spread,
-            "starts_spread": evidence.starts_spread(by_start["rps"]),
-            "sides": {
-                s.role: {"good": s.good, "errors": s.errors, "loadgen_saturated": s.saturated} for s in proof.sides
-            },
-        },
-    }
-
-
-def time_text(result: dict[str, Any]) -> str:
-    """A run's seconds by what they went to, and the spreads the interval is made of."""
-    t, spread = result.get("timing") or {}, result.get("evidence") or {}
-    restarts, warmups = sum(t.get("restart_s") or []), sum(t.get("warmup_s") or [])
-    rounds = (t.get("round_s") or 0) * result["rounds"]
-    parts = [
-        f"restarts {restarts:.0f} s",
-        f"warm-ups {warmups:.0f} s",
-        f"rounds {rounds:.0f} s",
-        f"of {result['seconds']:g} s",
-    ]
-    sds = [
-        f"{name} ±{value:.1%}"
-        for name, value in (
-            ("a round's ratio", spread.get("rounds_spread")),
-            ("a start's mean", spread.get("starts_spread")),
-        )
-        if value
-    ]
-    return ", ".join(parts) + (f"; spread: {', '.join(sds)}" if sds else "")
-
-
-def announce(results: list[dict[str, Any]]) -> None:
-    """The answer, printed last: per scenario and run, the figure that answers (evidence.headline) and the verdict for
-    req/s, p99 and CPU per request, then where the time went."""
-    if not results:
-        warn("nothing was compared")
-    for r in results:
-        say(
-            f"{r['scenario']} {r['run']} ({r['rounds']} rounds in {len(r['starts'])} starts, {r['seconds']:g} s; "
-            f"{r['stopped']}):"
-        )
-        answer = r.get("answer") or {}
-        if answer:
-            say(f"  ANSWER, by {paired.METRICS[answer['metric']][1]}: {answer['verdict']}\n    ({answer['why']})")
-        for metric, (_, title, _, _) in paired.METRICS.items():
-            say(f"  {title}: {r['metrics'][metric]['verdict']}")
-        say(f"  where the time went: {time_text(r)}")
-        if not r["reached"]:
-            warn(f"{r['scenario']} {r['run']}: no answer (see above); exit status 1")

@@ -3,7 +3,7 @@
 A start: both builds started afresh (but for a run's first start, which takes the processes up already), each warmed
 for this run's connection pattern (a full warm-up, with its JIT's first connections, on a fresh process: a run that
 follows another of the same pattern is not measured cold after a restart), then its rounds in ABBA order
-(design.py). How many starts and rounds is the clock's decision (design.py), never the figures'. A run's offered rate
+(results/sitting_shape.py). How many starts and rounds is the clock's decision (results/sitting_shape.py), never the figures'. A run's offered rate
 (an open-model step's share, a counting tool's size) is fixed once, from its first warm-up, for every start.
 
 The executor is a protocol, so tests/test_versus_design.py drives the real rule with a fake one."""
@@ -20,22 +20,13 @@ from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
 from harness.measuring.attempts import Bench
 from harness.measuring.campaign import Turns
-from harness.measuring.schedule import (
-    ATTEMPT_OVERHEAD_S,
-    START_S,
-    Job,
-    Target,
-    WarmupStep,
-    attempt_seconds,
-    first_connections,
-    pattern,
-    warmup_seconds,
-)
+from harness.measuring.schedule import Job, Target, WarmupStep, first_connections, pattern, sitting_costs
 from harness.results import paired
+from harness.results import sitting_shape as design
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Warmup
 from harness.runtime.protocol import RuntimeFailure
-from harness.versus import design, speeds
+from harness.versus import speeds
 from harness.versus.checkout import Revision
 
 
@@ -129,13 +120,6 @@ class Pair:
         self.bench.evaluate()
 
 
-def estimated_costs(scenario: Scenario, run: LoadRun, settings: Settings) -> design.Costs:
-    """A start's cost before any was measured: two starts and two warm-ups, and a round of two attempts (the
-    bench's own estimates, measuring/schedule.py)."""
-    setup = 2 * (START_S + warmup_seconds(scenario, settings))
-    return design.Costs(setup, 2 * (attempt_seconds(run) + ATTEMPT_OVERHEAD_S))
-
-
 @dataclass
 class Sitting:
     """Each scenario run compared in starts of rounds (see the module's docstring)."""
@@ -153,7 +137,7 @@ class Sitting:
         jobs = {side.role: Job(side.target, side.server, scenario, run) for side in self.sides}
         for side in self.sides:
             side.attempts, side.rate = [], None
-        costs = estimated_costs(scenario, run, self.settings)
+        costs = sitting_costs(scenario, run, self.settings)
         shape = design.plan(budget_s, costs)
         planned, rounds_per_start = shape.starts, shape.rounds_per_start
         starts: list[list[int]] = []

@@ -1,4 +1,4 @@
-"""The shape of a sitting, fixed by the clock and never by the figures: how many starts, how many rounds in each, and
+"""The shape of a paired sitting (make versus, make duel), fixed by the clock and never by the figures: how many starts, how many rounds in each, and
 in which order the two builds go.
 
 Why the figures never decide when to stop: stopping once the interval is narrow enough picks the sittings whose starts

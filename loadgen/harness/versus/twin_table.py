@@ -1,5 +1,5 @@
 """A TechEmpower twin (issue 48) as `make twin` reads it, and what its rounds come to: the twin's twin.toml checked
-(the format is /work/te/SPEC.md's, kept outside this repository), each round's ratio ours ÷ theirs of req/s and of the
+(the format is docs/twin.md), each round's ratio ours ÷ theirs of req/s and of the
 tool's p99 latency, their medians with their order-statistic intervals (harness.basics.stats), the rounds below 1 on
 rate and above 1 on p99 (ours slower), each side's median cost a request, and the Markdown tables of twin.md."""
 
@@ -56,7 +56,7 @@ def load_twin(path: Path) -> Twin:
     field missing or of the wrong kind."""
     file = path / TWIN_FILE if path.is_dir() or not path.suffix else path
     if not file.is_file():
-        raise TwinError(f"no {TWIN_FILE} in {file.parent}: a twin folder holds one (see /work/te/SPEC.md)")
+        raise TwinError(f"no {TWIN_FILE} in {file.parent}: a twin folder holds one (its format: docs/twin.md)")
     try:
         data = tomllib.loads(file.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -19,8 +19,8 @@ from harness.basics import stats
 from harness.basics.cpu_speed import SpeedMeter
 from harness.basics.cpus import CpuPlan
 from harness.basics.sampling import ProcessCost, children_cpu_s
-from harness.measuring.twin_table import again_summary, summary
 from harness.results.noise import ROLES
+from harness.versus.twin_table import again_summary, summary
 
 ROLE_NAMES = {"server": "server's", "loadgen": "tools'"}
 

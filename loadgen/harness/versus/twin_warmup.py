@@ -20,11 +20,11 @@ from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import pinned
 from harness.basics.messages import say, warn
-from harness.measuring.twin_table import PATTERNS, TwinError, tool_of
 from harness.measuring.warmup import Progress
 from harness.tools import TOOLS, LoadSpec, ToolFailed
 from harness.tools.adapter import ParseError
 from harness.tools.output import Measurement
+from harness.versus.twin_table import PATTERNS, TwinError, tool_of
 
 HOST = "127.0.0.1"
 TOOL_TIMEOUT_S = 10  # a request's timeout (wrk --timeout, ab -s)

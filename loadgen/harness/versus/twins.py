@@ -35,8 +35,14 @@ from harness.basics.sampling import ProcessCost, process_cost
 from harness.config.manifest import Server
 from harness.config.manifest import twin as manifest_twin
 from harness.measuring import steadiness
-from harness.measuring.twin_speeds import AttemptWatch, on_speed
-from harness.measuring.twin_table import (
+from harness.measuring.verification import verify
+from harness.report.run_conditions import steadiness_text
+from harness.results.store import new_run_id
+from harness.runtime import RunningServer
+from harness.runtime.local import LocalRuntime, log_tail, spawn_server
+from harness.tools.output import Measurement
+from harness.versus.twin_speeds import AttemptWatch, on_speed
+from harness.versus.twin_table import (
     PATTERNS,
     Twin,
     TwinError,
@@ -48,13 +54,7 @@ from harness.measuring.twin_table import (
     summary,
     tool_of,
 )
-from harness.measuring.twin_warmup import HOST, TwinOptions, TwinSide, load, rotated, warm
-from harness.measuring.verification import verify
-from harness.report.run_conditions import steadiness_text
-from harness.results.store import new_run_id
-from harness.runtime import RunningServer
-from harness.runtime.local import LocalRuntime, log_tail, spawn_server
-from harness.tools.output import Measurement
+from harness.versus.twin_warmup import HOST, TwinOptions, TwinSide, load, rotated, warm
 
 NO_UPSTREAM = {"weather"}  # routes whose check needs the upstream nginx, which a twin run does not start
 

@@ -1,0 +1,145 @@
+"""The forecast, before a bench: what this machine's noise and the run's attempts let it tell apart.
+
+Issue 41 found that the steadiness probe's busy loop does not predict an attempt's noise, so the noise is measured on
+the path the bench measures: a second nginx (no JIT, nothing to warm; `<nginx>-forecast`, a port of its own) on the
+server CPUs, loaded by the bench's own /hello load (wrk, its connections and attempt length) ATTEMPTS times back to
+back through the bench's executor, about 15 s. Its req/s give two spreads on the log scale: the attempts' whole
+spread, and half the variance of consecutive attempts' differences (what a back-to-back pair varies by, the slow
+drift cancelled: a duel's round). Those, with the attempts a record will have, give (harness.results.resolution) the
+gap the ranking tells apart 9 times in 10 and the interval a `make duel` of one pair reaches in five minutes, said in
+the bench's first lines and kept in the run's conditions (`resolution.forecast`), where the report sets them beside
+what the run achieved."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.basics.messages import say, warn
+from harness.config import scenarios as scenario_data
+from harness.config.manifest import Server, twin
+from harness.config.scenarios import Scenario, Settings
+from harness.measuring.attempts import Bench, attempt_spec
+from harness.measuring.schedule import Target, sitting_costs
+from harness.measuring.session import Session
+from harness.results import readable, resolution
+from harness.results.records import ResultsError
+from harness.results.store import RunStore
+from harness.runtime.protocol import RuntimeFailure
+
+ATTEMPTS = 10
+SCENARIO = "hello"  # the bench's closed-loop keep-alive load: the path most of its records take
+DUEL_S = 300.0  # the duel the forecast quotes: five minutes on one pair
+
+
+def ceiling_of(servers: list[Server]) -> Server | None:
+    """The nginx the bench reads servers against (its manifest's `ceiling` role), or None."""
+    return next((s for s in servers if "ceiling" in s.roles), None)
+
+
+def measure(session: Session, store: RunStore, servers: dict[str, Server], settings: Settings, profile: str) -> None:
+    """The probe (see the module's docstring), said and kept; a word and nothing else where it cannot be taken."""
+    ceiling = ceiling_of(list(servers.values()))
+    scenario = scenario_data.load(profile).get(SCENARIO)
+    if ceiling is None or scenario is None or not scenario.path_for(ceiling):
+        warn("no forecast: it loads the ceiling nginx's /hello, which this run has not")
+        return
+    taken = {p for s in servers.values() for p in (session.port(s), session.h2c_port(s)) if p}
+    probe = replace(twin(ceiling, taken), name=f"{ceiling.name}-forecast", roles=())
+    try:
+        running = session.ensure(probe)
+    except RuntimeFailure as exc:
+        warn(f"no forecast: the probe's nginx did not start ({exc})")
+        return
+    try:
+        rates = _rates(Bench(session, store), Target(probe, running), scenario)
+    finally:
+        session.stop(probe.name)
+    if len(rates) < ATTEMPTS // 2:
+        warn(f"no forecast: {ATTEMPTS - len(rates)} of the probe's {ATTEMPTS} attempts measured nothing")
+        return
+    forecast = _forecast(rates, scenario, settings)
+    forecast["probe"] = f"{ceiling.name} {scenario.path_for(ceiling)}, {scenario.tool}, {len(rates)} attempts"
+    store.update_conditions(resolution={"forecast": forecast})
+    say(sentence(forecast))
+
+
+def _rates(bench: Bench, target: Target, scenario: Scenario) -> list[float]:
+    run = scenario.runs[0]
+    url = target.running.url(scenario.protocol_of(run)) + (scenario.path_for(target.server) or "")
+    rates = []
+    for k in range(1, ATTEMPTS + 1):
+        spec = attempt_spec(scenario, run, url, None)
+        outcome = bench.load(
+            target, scenario.tool, spec, f"forecast-{k}", f"forecast {target.name} #{k}", f"forecast #{k}", None
+        )
+        if outcome.measurement and outcome.measurement.rps and not outcome.failure:
+            rates.append(outcome.measurement.rps)
+    return rates
+
+
+def noise_of(rates: list[float], attempts: int) -> resolution.Noise:
+    """The attempts' spreads (see the module's docstring) as the ranking's model reads them: the back-to-back part as
+    each attempt's own, the rest as the rounds' shared drift."""
+    logs = [math.log(r) for r in rates]
+    whole = statistics.variance(logs)
+    own = statistics.fmean((b - a) ** 2 for a, b in zip(logs, logs[1:])) / 2
+    return resolution.Noise(math.sqrt(own), math.sqrt(max(whole - own, 0.0)), attempts)
+
+
+def _forecast(rates: list[float], scenario: Scenario, settings: Settings) -> dict[str, Any]:
+    noise = noise_of(rates, scenario.repeat(settings))
+    costs = sitting_costs(scenario, scenario.runs[0], settings)
+    return {
+        "attempts": noise.attempts,
+        "own_sd": round(noise.own, 5),
+        "shared_sd": round(noise.shared, 5),
+        "gap": gap if math.isfinite(gap := resolution.bench_gap(noise)) else None,
+        "duel_s": DUEL_S,
+        "duel_half_width": round(resolution.duel_half_width(noise, DUEL_S, costs), 5),
+    }
+
+
+def sentence(forecast: dict[str, Any]) -> str:
+    """The forecast in words, as the bench's first lines say it."""
+    gap = forecast["gap"]
+    told = (
+        f"servers ≥ {gap:.0%} apart are told apart 9 times in 10; closer ones will read tied"
+        if gap is not None
+        else "no gap up to 100 % is told apart 9 times in 10"
+    )
+    return (
+        f"forecast: an attempt's noise here ±{math.hypot(forecast['own_sd'], forecast['shared_sd']):.1%} "
+        f"(±{forecast['own_sd'] * math.sqrt(2):.1%} back to back; {forecast['probe']}); with "
+        f"{forecast['attempts']} attempts a record, {told}; `make duel` settles one pair to about "
+        f"±{forecast['duel_half_width']:.1%} in {forecast['duel_s'] / 60:.0f} min"
+    )
+
+
+def from_last_bench(results: Path, settings: Settings, profile: str) -> str | None:
+    """For `make plan`, which starts nothing: the forecast at the noise the latest bench here measured (its
+    `resolution.forecast`), for this plan's attempts; None where no bench recorded one."""
+    scenario = scenario_data.load(profile).get(SCENARIO)
+    benches = sorted(results.glob("*-bench/results.json"), reverse=True)
+    for path in benches[:5]:
+        try:
+            last = readable.load(path, attempts=False).conditions.get("resolution") or {}
+        except ResultsError:
+            continue
+        measured = last.get("forecast") if isinstance(last, dict) else None
+        if isinstance(measured, dict) and scenario and {"own_sd", "shared_sd", "probe"} <= set(measured):
+            noise = resolution.Noise(float(measured["own_sd"]), float(measured["shared_sd"]), scenario.repeat(settings))
+            costs = sitting_costs(scenario, scenario.runs[0], settings)
+            gap = resolution.bench_gap(noise)
+            again = {
+                **measured,
+                "attempts": noise.attempts,
+                "gap": gap if math.isfinite(gap) else None,
+                "duel_half_width": resolution.duel_half_width(noise, DUEL_S, costs),
+                "duel_s": DUEL_S,
+            }
+            return f"at the noise {path.parent.name} measured: {sentence(again)}"
+    return None

@@ -1,0 +1,110 @@
+"""The run's resolution on the report's first screen: what it could tell apart, read from its own records (the noise
+of their interleaved rounds as the ranking's model reads it, harness.results.noise, turned into the gap its ranking
+tells apart 9 times in 10 by harness.results.resolution), its median interval, the forecast taken before the run
+(measuring/forecast.py) beside them; and, for each at-a-glance row whose first places are tied, the `make duel` that
+would settle it and about how long it would take at the noise measured (a duel's start costs what this run's records
+took: each side's start and warm-up, and a round of an attempt of each)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from harness.report.first_screen import Glance
+from harness.report.model import Model
+from harness.results import noise, resolution
+from harness.results.records import Record
+from harness.results.sitting_shape import Costs
+
+START_S = 6.0  # a server's start where the run recorded none (the bench plans the same: measuring/schedule.START_S)
+ATTEMPT_OVERHEAD_S = 0.1
+
+
+@dataclass(frozen=True)
+class Achieved:
+    """What the run's records show: their noise, the gap its ranking tells apart, its records' median interval."""
+
+    noise: resolution.Noise
+    gap: float  # inf: no gap up to the grid's end
+    median_half_width: float | None  # of the records' req/s 95 % intervals, a fraction of their medians
+
+
+def achieved(model: Model) -> Achieved | None:
+    """The run's resolution, or None where its groups hold too few servers or rounds to read its noise."""
+    ranked = [r for r in model.records if r.ranked and not model.is_ceiling(r.server)]
+    pooled = noise.pooled([s for g in noise.groups_of(ranked) if (s := noise.round_sharing(g))])
+    if pooled is None or not ranked:
+        return None
+    attempts = round(statistics.median(len([a for a in r.attempts if a.measured]) for r in ranked))
+    measured = resolution.Noise(math.sqrt(pooled.own), math.sqrt(pooled.shared), attempts)
+    widths = [w for r in ranked if (w := _half_width(r)) is not None]
+    return Achieved(measured, resolution.bench_gap(measured), statistics.median(widths) if widths else None)
+
+
+def _half_width(record: Record) -> float | None:
+    rps = getattr(record.summary, "rps", None) if record.summary else None
+    ci = (rps or {}).get("ci") or {}
+    median = (rps or {}).get("median")
+    if not median or ci.get("low") is None or ci.get("high") is None:
+        return None
+    return float((ci["high"] - ci["low"]) / 2 / median)
+
+
+def _gap_text(gap: float | None) -> str:
+    return f"≥ {gap:.0%} apart" if gap is not None and math.isfinite(gap) else "none up to 2× apart"
+
+
+def resolution_line(model: Model) -> str | None:
+    """ "Resolution: told apart 9 times in 10 …, median interval …; forecast before the run …", or None."""
+    got = achieved(model)
+    forecast = (model.run.conditions.get("resolution") or {}).get("forecast")
+    if got is None and not forecast:
+        return None
+    parts = []
+    if got:
+        width = f", its records' median interval ±{got.median_half_width:.1%}" if got.median_half_width else ""
+        parts.append(
+            f"this run tells apart servers {_gap_text(got.gap)} 9 times in 10 (an attempt's noise "
+            f"±{math.hypot(got.noise.own, got.noise.shared):.1%}, {got.noise.attempts} attempts a record{width})"
+        )
+    if forecast:
+        parts.append(
+            f"forecast before it: {_gap_text(forecast.get('gap'))} (±"
+            f"{math.hypot(forecast['own_sd'], forecast['shared_sd']):.1%} on {forecast['probe']})"
+        )
+    return "Resolution: " + "; ".join(parts) + ". Closer servers read tied: `make duel` settles a pair."
+
+
+def duel_suggestions(model: Model, rows: list[Glance]) -> list[str]:
+    """For each row whose first places are tied: the duel that settles its top two, and its time at this noise."""
+    got = achieved(model)
+    out = []
+    for row in rows:
+        if len(row.leaders) < 2:
+            continue
+        a, b = sorted((leader.record for leader in row.leaders), key=lambda r: -(r.rps or 0))[:2]
+        command = f"make duel A={b.server} B={a.server} SCENARIOS={row.scenario}"
+        gap = (a.rps or 0) / (b.rps or 1) - 1 if b.rps else 0.0
+        if got is None:
+            out.append(f"{row.scenario} {row.run}: `{command}`")
+            continue
+        aim = max(gap / 2, 0.01)
+        seconds = resolution.duel_seconds(got.noise, aim, _costs(model, a, b))
+        when = f"about {seconds / 60:.0f} min" if seconds else "more than two hours"
+        out.append(
+            f"{row.scenario} {row.run}: `{command}` — {when} to reach ±{aim:.1%} (their medians are {gap:.1%} apart)"
+        )
+    return out
+
+
+def _costs(model: Model, *records: Record) -> Costs:
+    """A duel start's costs as this run's records took them: each side's start and warm-up; a round's two attempts."""
+    setup, rounds = 0.0, 0.0
+    for r in records:
+        started = (model.run.servers.get(r.server) or {}).get("startup_s") or START_S
+        warm = sum(run.duration_s or 0 for run in r.warmup.runs) if r.warmup else 0.0
+        setup += started + warm + ATTEMPT_OVERHEAD_S * (len(r.warmup.runs) if r.warmup else 0)
+        lengths = [a.duration_s for a in r.attempts if a.measured and a.duration_s]
+        rounds += (statistics.median(lengths) if lengths else 1.0) + ATTEMPT_OVERHEAD_S
+    return Costs(setup, rounds)

@@ -1,0 +1,127 @@
+"""`make duel A=akka B=pekko`: is one server faster than another? Both, as the working tree builds them, measured in
+one sitting by the paired engine make versus uses (paired_sitting.py): the same CPUs, one at a time (the other asleep),
+starts of ABBA rounds whose shape the clock sets, each start on fresh processes. `A=node B=node` is an A/A: node and
+a second process of it (the bench's `node-twin`, on a port of its own), whose answer should be "no difference".
+
+The answer is B against A ("pekko faster than akka by 6.1 % (4.2–8.0 %)", or "no difference beyond ±1.8 %"), by
+the figure the load chooses before any ratio is read (evidence.headline); a side that answers with errors withholds
+it, and saturation, one start, an unsteady machine or processes that settle on different levels are said in it.
+Everything checkable (the names, the scenarios both take on one path, the ports, the tools) is checked before either
+server is built."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.basics.messages import say
+from harness.config import scenarios as scenario_data
+from harness.config.manifest import Server, at_port, twin
+from harness.config.scenarios import Scenario
+from harness.measuring.session import Session
+from harness.results import paired
+from harness.results import sitting_shape as design
+from harness.versus import checkout
+from harness.versus import paired_sitting as engine
+from harness.versus.checkout import RevisionError
+from harness.versus.sitting import Side
+
+
+@dataclass(frozen=True)
+class DuelOptions:
+    a: str
+    b: str
+    scenarios: tuple[str, ...] = ()  # (): every scenario both take part in on one path
+    budget_s: float | None = None  # measuring time for all the scenario runs together
+    seed: int | None = None  # which side leads the first start (None: drawn, and recorded)
+
+
+def sides_of(options: DuelOptions, servers: dict[str, Server], ports: dict[str, int]) -> tuple[Side, Side]:
+    """A and B as servers on their ports (PORTS respected); B a second process of A, on a free port, where both name
+    one server. Neither is anyone's upstream or ceiling here."""
+    for what, name in (("A", options.a), ("B", options.b)):
+        if name not in servers:
+            raise RevisionError(f"{what}={name!r}: no such server (known: {', '.join(sorted(servers))})")
+    placed = {n: at_port(s, ports.get(n, s.port)) for n, s in servers.items()}
+    a = placed[options.a]
+    if options.a == options.b:
+        taken = {p for s in (*servers.values(), *placed.values()) for p in (s.port, s.h2c_port) if p}
+        b = twin(a, taken)
+    else:
+        b = placed[options.b]
+    tree = checkout.resolve(checkout.repository_of(a.folder), "", "the working tree")
+    return Side("base", tree, replace(a, roles=())), Side("head", tree, replace(b, roles=()))
+
+
+def both_take(base: Side, head: Side, profile: str, names: tuple[str, ...]) -> list[Scenario]:
+    """The scenarios both sides take on the same path and protocol (the same work); one asked for that either does
+    not take alike is a RevisionError, one left out otherwise is said."""
+    picked = scenario_data.select(scenario_data.load(profile), list(names))
+    out, left = [], []
+    for scenario in picked:
+        paths = [scenario.path_for(side.server) for side in (base, head)]
+        if paths[0] and paths[0] == paths[1]:
+            out.append(scenario)
+            continue
+        why = f"{scenario.name}: {base.server.name} on {paths[0] or 'no path'}, {head.server.name} on {paths[1] or 'no path'}"
+        if names:
+            raise RevisionError(f"SCENARIOS={' '.join(names)}: {why} (a duel measures both on the same endpoint)")
+        left.append(why)
+    if left:
+        say("left out, not taken alike by both: " + "; ".join(left))
+    if not out:
+        raise RevisionError(f"{base.server.name} and {head.server.name} take no scenario asked for on one path")
+    return out
+
+
+def note(options: DuelOptions, base: Side, head: Side, scenarios: list[Scenario], budget: float) -> dict[str, Any]:
+    """The run's `versus` conditions before any round (the page and make history read duels as versus sittings)."""
+    return {
+        "kind": "duel",
+        "server": base.server.name if options.a == options.b else f"{options.a} vs {options.b}",
+        "budget_s": budget,
+        "seed": options.seed,
+        "level": paired.LEVEL,
+        "rounds_per_start": [design.MIN_ROUNDS, design.MAX_ROUNDS],
+        "builds": {
+            side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
+            for side in (base, head)
+        },
+        "same_build": options.a == options.b,
+        "scenarios": [s.name for s in scenarios],
+        "results": [],
+        "method": (
+            f"B ({head.server.name}) ÷ A ({base.server.name}): paired rounds in starts, for each start both started "
+            "afresh and warmed for the run's load, then rounds of one attempt of each in ABBA order, the leader "
+            "alternating from start to start; the number of starts set by the budget and the measured cost of a "
+            "start (the clock, never the figures); B ÷ A per round, each start's geometric mean, and the Student t "
+            "interval of those on the log scale"
+        ),
+    }
+
+
+def build(base: Side, head: Side) -> None:
+    """Each server built once (an A/A's two processes run one build)."""
+    log = checkout.WORKTREES / f"duel-{base.server.name}-{head.server.name}-build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    for side in {s.server.twin_of or s.server.name: s for s in (base, head)}.values():
+        checkout.build(side.server, side.server.name, log)
+
+
+def run(options: DuelOptions, servers: dict[str, Server], where: engine.Where) -> int:
+    """The whole command: checked, both built, measured and compared (paired_sitting.sit); their processes gone however it
+    ends. Exit status as paired_sitting.sit's."""
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    options = replace(options, seed=seed)
+    Session(where.runtime, where.plan, dict(servers), where.ports).clear_leftovers()
+    base, head = sides_of(options, servers, where.ports)
+    picked = both_take(base, head, where.profile, options.scenarios)
+    budget = options.budget_s or engine.DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
+    named = f"{options.a}-{options.b}" if options.a != options.b else options.a
+    sides = engine.Sides(
+        base, head, (base.server.name, head.server.name), f"duel-{named}", note(options, base, head, picked, budget)
+    )
+    others = {name: s for name, s in servers.items() if name not in (options.a, options.b)}
+    return engine.sit(sides, picked, others, where, engine.SittingPlan(budget, seed, lambda: build(base, head)))

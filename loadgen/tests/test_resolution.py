@@ -1,0 +1,129 @@
+"""What a run can tell apart (issue 74): the gap the bench's ranking orders 9 times in 10 at a given noise (drawn by
+the rule itself, checked against the attempt-rank rule applied to drawn records by hand), the interval a duel reaches
+in a budget, the forecast's noise read from a probe's rates, and the report's resolution line and duel suggestions on
+a recorded bench."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.measuring import forecast
+from harness.report import model, resolution_text
+from harness.report.first_screen import glance
+from harness.results import attempt_ranks, flags, resolution
+from harness.results import records as results
+from harness.results.sitting_shape import Costs
+
+BENCH = Path(__file__).parent / "fixtures" / "bench_20261126" / "results.json"
+HELLO_COSTS = Costs(setup_s=16.0, round_s=2.0)
+
+
+def test_without_noise_the_ranking_tells_apart_what_passes_the_process_margin():
+    assert resolution.bench_gap(resolution.Noise(0.0, 0.0, 6)) == pytest.approx(0.045)
+
+
+def test_the_share_ordered_is_the_attempt_rank_rule_on_drawn_records():
+    noise = resolution.Noise(0.05, 0.0, 6)
+    rng = random.Random(1)
+    hits = 0
+    for _ in range(3000):
+        a = [math.exp(rng.gauss(0, 0.05)) for _ in range(6)]
+        b = [1.12 * math.exp(rng.gauss(0, 0.05)) for _ in range(6)]
+        hits += attempt_ranks.above(b, a)
+    assert resolution.ordered_share(0.12, noise) == pytest.approx(hits / 3000, abs=0.03)
+
+
+def test_more_noise_needs_a_wider_gap_and_more_attempts_a_narrower_one():
+    quiet, loud = resolution.Noise(0.02, 0.01, 6), resolution.Noise(0.08, 0.01, 6)
+    assert resolution.bench_gap(quiet) < resolution.bench_gap(loud)
+    assert resolution.bench_gap(resolution.Noise(0.08, 0.01, 12)) < resolution.bench_gap(loud)
+
+
+def test_rounds_that_share_their_noise_are_read_by_the_paired_rule():
+    shared = resolution.Noise(0.02, 0.10, 6)
+    assert resolution.paired(shared) and not resolution.paired(resolution.Noise(0.10, 0.02, 6))
+    by_ranks = next(g for g in resolution.GAPS if resolution.ordered_share(g, shared) >= resolution.POWER)
+    assert resolution.bench_gap(shared) < by_ranks  # the drift cancels in each round's ratio
+
+
+def test_a_duel_narrows_with_its_budget():
+    noise = resolution.Noise(0.03, 0.05, 6)
+    widths = [resolution.duel_half_width(noise, b, HELLO_COSTS) for b in (120, 300, 1200)]
+    assert widths[0] > widths[1] > widths[2] > 0
+    assert resolution.duel_seconds(noise, widths[1], HELLO_COSTS) <= 300
+    assert resolution.duel_seconds(resolution.Noise(0.5, 0.0, 6), 0.001, HELLO_COSTS) is None
+
+
+def test_the_forecast_reads_back_to_back_noise_apart_from_the_drift():
+    rng = random.Random(3)
+    drift, rates = 0.0, []
+    for _ in range(400):
+        drift += rng.gauss(0, 0.002)  # a slow walk: it cancels between consecutive attempts, not over the whole
+        rates.append(10_000 * math.exp(drift + rng.gauss(0, 0.03)))
+    noise = forecast.noise_of(rates, 6)
+    assert noise.own == pytest.approx(0.03, rel=0.15) and noise.shared > 0.01 and noise.attempts == 6
+
+
+def test_the_forecast_in_words():
+    said = forecast.sentence(
+        {
+            "probe": "nginx /hello, wrk, 10 attempts",
+            "attempts": 6,
+            "own_sd": 0.03,
+            "shared_sd": 0.04,
+            "gap": 0.14,
+            "duel_s": 300.0,
+            "duel_half_width": 0.021,
+        }
+    )
+    assert "servers ≥ 14% apart are told apart 9 times in 10; closer ones will read tied" in said
+    assert "±5.0%" in said and "±2.1% in 5 min" in said
+
+
+@pytest.fixture(scope="module")
+def bench_model():
+    if not BENCH.exists():
+        pytest.skip("no recorded bench")
+    run = results.load(BENCH)
+    flags.evaluate(run)
+    return model.build(run)
+
+
+def test_a_recorded_bench_states_its_resolution(bench_model):
+    got = resolution_text.achieved(bench_model)
+    assert got is not None and 0 < got.noise.own < 0.5 and got.noise.attempts >= 2
+    line = resolution_text.resolution_line(bench_model)
+    assert line.startswith("Resolution: this run tells apart servers ") and "9 times in 10" in line
+
+
+def test_each_tied_first_place_gets_the_duel_that_settles_it(bench_model):
+    rows = glance(bench_model)
+    tied = [r for r in rows if len(r.leaders) >= 2]
+    said = resolution_text.duel_suggestions(bench_model, rows)
+    assert len(said) == len(tied)
+    for row, line in zip(tied, said):
+        names = {leader.record.server for leader in row.leaders}
+        a, b = (line.split("A=")[1].split()[0], line.split("B=")[1].split()[0])
+        assert {a, b} <= names and a != b and f"SCENARIOS={row.scenario}`" in line
+        assert "min to reach ±" in line or "more than two hours" in line
+
+
+def test_a_longer_budget_buys_more_attempts_never_fewer_than_the_profile_s():
+    from harness.basics.paths import REPO
+    from harness.config import scenarios as scenario_data
+    from harness.config.manifest import by_default, discover
+    from harness.measuring.clock import Clock, estimate, within_budget
+
+    servers = by_default(discover(REPO))
+    picked = scenario_data.select(scenario_data.load("quick"), [])
+    profile = scenario_data.settings("quick")
+    short, default, long = (within_budget(servers, picked, profile, m) for m in (5, 20, 40))
+    assert short.repeat == profile.repeat and default.repeat >= profile.repeat
+    assert long.repeat > default.repeat and long.budget_s == 40 * 60 - 15 - 2 * 9
+    clock = Clock()
+    estimate(clock, servers, picked, long)
+    assert clock.total <= long.budget_s
