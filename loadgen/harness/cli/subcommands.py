@@ -200,24 +200,31 @@ def cmd_overhead(config: Configuration, servers: dict[str, Server]) -> int:
 
 def cmd_versus(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
     """`make versus`: under the local runtime (two builds of one server are two processes of this machine)."""
-    if config.hosts or config.runtime == "docker":
-        raise ConfigurationError(
-            "make versus runs both builds as processes of this machine: use RUNTIME=local (or auto), without HOSTS"
-        )
+    where = sitting_place(config, "make versus runs both builds")
+    budget_s, seed = budget_and_seed(args)
     options = versus.VersusOptions(
         args.server,
         args.base,
         args.head,
         tuple(names(args.scenarios)),
         resolution=environment.number("RESOLUTION", args.resolution, versus.DEFAULT_RESOLUTION * 100, 0.01, 99) / 100,
-        budget_s=environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
-        seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None,
+        budget_s=budget_s,
+        seed=seed,
     )
-    return versus.run(options, servers, sitting_place(config))
+    return versus.run(options, servers, where)
 
 
-def sitting_place(config: Configuration) -> versus.Where:
-    """Where a paired sitting runs: this machine's processes on its CPU plan, with the profile's settings."""
+def budget_and_seed(args: argparse.Namespace) -> tuple[float | None, int | None]:
+    """A paired sitting's BUDGET_S (None: the default) and SEED (None: drawn)."""
+    budget = environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None
+    return budget, int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None
+
+
+def sitting_place(config: Configuration, what: str) -> versus.Where:
+    """Where a paired sitting runs: this machine's processes on its CPU plan, with the profile's settings (`what`:
+    the command and its sides, for the error where another runtime is asked for)."""
+    if config.hosts or config.runtime == "docker":
+        raise ConfigurationError(f"{what} as processes of this machine: use RUNTIME=local (or auto), without HOSTS")
     plan = cpu_plan_of(config)
     return versus.Where(
         get_runtime("local", plan),
@@ -232,18 +239,9 @@ def sitting_place(config: Configuration) -> versus.Where:
 def cmd_duel(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
     """`make duel A=<server> B=<server>`: under the local runtime, as make versus (the paired engine's two sides are
     processes of this machine)."""
-    if config.hosts or config.runtime == "docker":
-        raise ConfigurationError(
-            "make duel runs both servers as processes of this machine: use RUNTIME=local (or auto), without HOSTS"
-        )
-    options = duel.DuelOptions(
-        args.a,
-        args.b,
-        tuple(names(args.scenarios)),
-        budget_s=environment.number("BUDGET_S", args.budget_s, 0, 1, 86400) or None,
-        seed=int(environment.number("SEED", args.seed, -1, 0, 2**32 - 1)) if args.seed else None,
-    )
-    return duel.run(options, servers, sitting_place(config))
+    where = sitting_place(config, "make duel runs both servers")
+    budget_s, seed = budget_and_seed(args)
+    return duel.run(duel.DuelOptions(args.a, args.b, tuple(names(args.scenarios)), budget_s, seed), servers, where)
 
 
 # the commands that run in a session (build returns before one is opened)

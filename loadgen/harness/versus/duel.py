@@ -15,13 +15,9 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.basics.messages import say
-from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server, at_port, twin
 from harness.config.scenarios import Scenario
 from harness.measuring.session import Session
-from harness.results import paired
-from harness.results import sitting_shape as design
 from harness.versus import checkout
 from harness.versus import paired_sitting as engine
 from harness.versus.checkout import RevisionError
@@ -54,43 +50,13 @@ def sides_of(options: DuelOptions, servers: dict[str, Server], ports: dict[str, 
     return Side("base", tree, replace(a, roles=())), Side("head", tree, replace(b, roles=()))
 
 
-def both_take(base: Side, head: Side, profile: str, names: tuple[str, ...]) -> list[Scenario]:
-    """The scenarios both sides take on the same path and protocol (the same work); one asked for that either does
-    not take alike is a RevisionError, one left out otherwise is said."""
-    picked = scenario_data.select(scenario_data.load(profile), list(names))
-    out, left = [], []
-    for scenario in picked:
-        paths = [scenario.path_for(side.server) for side in (base, head)]
-        if paths[0] and paths[0] == paths[1]:
-            out.append(scenario)
-            continue
-        why = f"{scenario.name}: {base.server.name} on {paths[0] or 'no path'}, {head.server.name} on {paths[1] or 'no path'}"
-        if names:
-            raise RevisionError(f"SCENARIOS={' '.join(names)}: {why} (a duel measures both on the same endpoint)")
-        left.append(why)
-    if left:
-        say("left out, not taken alike by both: " + "; ".join(left))
-    if not out:
-        raise RevisionError(f"{base.server.name} and {head.server.name} take no scenario asked for on one path")
-    return out
-
-
 def note(options: DuelOptions, base: Side, head: Side, scenarios: list[Scenario], budget: float) -> dict[str, Any]:
     """The run's `versus` conditions before any round (the page and make history read duels as versus sittings)."""
     return {
+        **engine.sitting_note(base, head, scenarios, budget, options.seed),
         "kind": "duel",
         "server": base.server.name if options.a == options.b else f"{options.a} vs {options.b}",
-        "budget_s": budget,
-        "seed": options.seed,
-        "level": paired.LEVEL,
-        "rounds_per_start": [design.MIN_ROUNDS, design.MAX_ROUNDS],
-        "builds": {
-            side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
-            for side in (base, head)
-        },
         "same_build": options.a == options.b,
-        "scenarios": [s.name for s in scenarios],
-        "results": [],
         "method": (
             f"B ({head.server.name}) ÷ A ({base.server.name}): paired rounds in starts, for each start both started "
             "afresh and warmed for the run's load, then rounds of one attempt of each in ABBA order, the leader "
@@ -117,7 +83,7 @@ def run(options: DuelOptions, servers: dict[str, Server], where: engine.Where) -
     options = replace(options, seed=seed)
     Session(where.runtime, where.plan, dict(servers), where.ports).clear_leftovers()
     base, head = sides_of(options, servers, where.ports)
-    picked = both_take(base, head, where.profile, options.scenarios)
+    picked = engine.both_take(base, head, where.profile, options.scenarios, "a duel measures both on the same endpoint")
     budget = options.budget_s or engine.DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
     named = f"{options.a}-{options.b}" if options.a != options.b else options.a
     sides = engine.Sides(

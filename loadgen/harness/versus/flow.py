@@ -17,13 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.basics.machine import port_owner
-from harness.basics.messages import say
-from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server, servers_dir
 from harness.config.scenarios import Scenario
 from harness.measuring.session import Session
-from harness.results import paired
-from harness.results import sitting_shape as design
 from harness.versus import checkout
 from harness.versus import paired_sitting as engine
 from harness.versus.checkout import RevisionError, Worktree
@@ -72,31 +68,6 @@ def checked_out(options: VersusOptions, servers: dict[str, Server], stack: ExitS
     return sides[0], sides[1]
 
 
-def both_take(base: Side, head: Side, profile: str, names: tuple[str, ...]) -> list[Scenario]:
-    """The scenarios both builds take, on the same path and protocol; a scenario asked for that one of them does not
-    take (or takes on another path) is a RevisionError."""
-    picked = scenario_data.select(scenario_data.load(profile), list(names))
-    out, left = [], []
-    for scenario in picked:
-        paths = [scenario.path_for(side.server) for side in (base, head)]
-        if paths[0] and paths[0] == paths[1]:
-            out.append(scenario)
-            continue
-        why = (
-            f"{scenario.name}: base takes it on {paths[0] or 'no path'}, head on {paths[1] or 'no path'}"
-            if any(paths)
-            else f"{scenario.name}: neither build takes part in it"
-        )
-        if names:
-            raise RevisionError(f"SCENARIOS={' '.join(names)}: {why} (both builds must measure the same endpoint)")
-        left.append(why)
-    if left:
-        say("left out, not taken alike by both builds: " + "; ".join(left))
-    if not out:
-        raise RevisionError(f"{base.server.twin_of} takes part in none of the scenarios asked for at both revisions")
-    return out
-
-
 def place(base: Side, head: Side, ports: dict[str, int], servers: dict[str, Server]) -> None:
     """The head on the server's port (or PORTS's), the base on the next port free of every server's (as PORTS
     places them) and of any listener, their h2c ports moved with them."""
@@ -137,19 +108,10 @@ def start_note(
 ) -> dict[str, Any]:
     """The run's `versus` conditions before any round: what is compared, and how."""
     return {
+        **engine.sitting_note(base, head, scenarios, budget, options.seed),
         "server": options.server,
         "resolution": options.resolution,
-        "budget_s": budget,
-        "seed": options.seed,
-        "level": paired.LEVEL,
-        "rounds_per_start": [design.MIN_ROUNDS, design.MAX_ROUNDS],
-        "builds": {
-            side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
-            for side in (base, head)
-        },
         "same_build": base.revision.same_as(head.revision),
-        "scenarios": [s.name for s in scenarios],
-        "results": [],
         "method": (
             "paired rounds in starts: for each start both builds started afresh and warmed for the run's "
             "load, then rounds of one attempt of each build in ABBA order, the leader alternating from "
@@ -171,7 +133,9 @@ def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int
         # a killed command's servers stopped first: they may run from the worktrees that checked_out removes
         Session(where.runtime, where.plan, dict(servers), where.ports).clear_leftovers()
         base, head = checked_out(options, servers, stack)
-        picked = both_take(base, head, where.profile, options.scenarios)
+        picked = engine.both_take(
+            base, head, where.profile, options.scenarios, "both builds must measure the same endpoint"
+        )
         place(base, head, where.ports, servers)
         others = {name: s for name, s in servers.items() if name != options.server}  # its folder is the head's
         budget = options.budget_s or engine.DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)

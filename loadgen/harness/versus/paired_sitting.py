@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.basics.cpus import CpuPlan
 from harness.basics.messages import say, warn
+from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import steadiness
@@ -24,11 +25,12 @@ from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, s
 from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.preflight import tools_needed
 from harness.measuring.session import Session
-from harness.results import paired
+from harness.results import paired, sitting_shape
 from harness.results.store import RunStore, new_run_id
 from harness.runtime import Runtime
 from harness.tools.availability import check_tools
 from harness.versus import evidence
+from harness.versus.checkout import RevisionError
 from harness.versus.sitting import Pair, Side, Sitting, ratios_by_start
 
 DEFAULT_BUDGET_PER_RUN_S = 120.0  # without BUDGET_S: this much per scenario run (SCENARIOS=hello: 2 minutes)
@@ -67,6 +69,44 @@ class SittingPlan:
     budget_s: float
     seed: int
     build: Callable[[], None]
+
+
+def sitting_note(base: Side, head: Side, scenarios: list[Scenario], budget: float, seed: int | None) -> dict[str, Any]:
+    """What every sitting's `versus` conditions say before any round: its budget and seed, the interval's level, the
+    rounds a start may have, each side's name, port and revision, the scenarios; the command adds its own."""
+    return {
+        "budget_s": budget,
+        "seed": seed,
+        "level": paired.LEVEL,
+        "rounds_per_start": [sitting_shape.MIN_ROUNDS, sitting_shape.MAX_ROUNDS],
+        "builds": {
+            side.role: {"name": side.server.name, "port": side.server.port, **side.revision.to_dict()}
+            for side in (base, head)
+        },
+        "scenarios": [s.name for s in scenarios],
+        "results": [],
+    }
+
+
+def both_take(base: Side, head: Side, profile: str, names: tuple[str, ...], rule: str) -> list[Scenario]:
+    """The scenarios both sides take on the same path and protocol (the same work); one asked for that either does
+    not take alike is a RevisionError (`rule`: why it must, in the command's words), one left out otherwise is said."""
+    picked = scenario_data.select(scenario_data.load(profile), list(names))
+    out, left = [], []
+    for scenario in picked:
+        paths = [scenario.path_for(side.server) for side in (base, head)]
+        if paths[0] and paths[0] == paths[1]:
+            out.append(scenario)
+            continue
+        why = f"{scenario.name}: {base.server.name} on {paths[0] or 'no path'}, {head.server.name} on {paths[1] or 'no path'}"
+        if names:
+            raise RevisionError(f"SCENARIOS={' '.join(names)}: {why} ({rule})")
+        left.append(why)
+    if left:
+        say("left out, not taken alike by both: " + "; ".join(left))
+    if not out:
+        raise RevisionError(f"{base.server.name} and {head.server.name} take no scenario asked for on one path")
+    return out
 
 
 def sit(sides: Sides, picked: list[Scenario], others: dict[str, Server], where: Where, plan: SittingPlan) -> int:
