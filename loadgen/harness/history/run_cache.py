@@ -1,5 +1,5 @@
 """What make history keeps of each run it has read (results/history/runs.json): a results.json is read and checked
-by harness/results/readable.py once (about a second for a bench's 1.7 MB: its schema and histograms), and what the
+by harness/results/readable.py once (its summaries only: readable.load(attempts=False)), and what the
 timeline uses of it (conditions, servers' versions, each record's names, tool, load, flags and summary) is kept, keyed
 by the file's path, size, modification time and inode. A file changed since is read and checked again; the figures
 taken from the cache are checked again as any run's (harness.history.timeline). A cache that cannot be read is
