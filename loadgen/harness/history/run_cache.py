@@ -89,10 +89,10 @@ class RunCache:
             return None
         return None
 
-    def put(self, path: Path, run: Run, slimmed: dict[str, Any] | None = None) -> None:
-        """`run` kept for `path`; `slimmed`: slim(run), where the caller has it."""
+    def put(self, path: Path, slimmed: dict[str, Any]) -> None:
+        """The run read from `path` kept, as slim() made it."""
         try:
-            self.now[str(path)] = {"stamp": _stamp(path), "run": slimmed or slim(run)}
+            self.now[str(path)] = {"stamp": _stamp(path), "run": slimmed}
         except OSError:
             return
 

@@ -139,15 +139,16 @@ def read_runs(
     read = dict(zip(unread, in_processes([functools.partial(_read_summaries, path) for path in unread], least=8)))
     runs = []
     for path in paths:
+        fresh = read.get(path)  # None: the cache kept it (RunCache.get keeps it for the next read too)
         try:
-            run = kept[path] or _summaries_run(path, read[path])
+            run = kept[path] or _summaries_run(path, fresh)
             info = run_info(run)
             for record in run.records:  # every figure the timeline reads, read once here
                 for metric in METRICS:
                     _point(info, run, record, metric)
             versus_answers(info)
-            if cache:
-                cache.put(path, run, read.get(path) if isinstance(read.get(path), dict) else None)  # type: ignore[arg-type]
+            if cache and isinstance(fresh, dict):
+                cache.put(path, fresh)
         except READ_ERRORS as exc:
             if skipped is not None:
                 text = " ".join(str(exc).split())[:300]
@@ -168,9 +169,9 @@ def _read_summaries(path: Path) -> dict[str, Any] | str:
         return str(exc) or type(exc).__name__
 
 
-def _summaries_run(path: Path, read: dict[str, Any] | str) -> Run:
-    if isinstance(read, str):
-        raise ResultsError(read if str(path) in read else f"{path}: {read}")
+def _summaries_run(path: Path, read: dict[str, Any] | str | None) -> Run:
+    if not isinstance(read, dict):
+        raise ResultsError(read if read and str(path) in read else f"{path}: {read}")
     return Run.from_dict(read, str(path))
 
 

@@ -61,7 +61,7 @@ def measure(session: Session, store: RunStore, servers: dict[str, Server], setti
     if len(rates) < ATTEMPTS // 2:
         warn(f"no forecast: {ATTEMPTS - len(rates)} of the probe's {ATTEMPTS} attempts measured nothing")
         return
-    forecast = _forecast(rates, scenario, settings)
+    forecast = forecast_of(noise_of(rates, scenario.repeat(settings)), scenario, settings)
     forecast["probe"] = f"{ceiling.name} {scenario.path_for(ceiling)}, {scenario.tool}, {len(rates)} attempts"
     store.update_conditions(resolution={"forecast": forecast})
     say(sentence(forecast))
@@ -90,8 +90,8 @@ def noise_of(rates: list[float], attempts: int) -> resolution.Noise:
     return resolution.Noise(math.sqrt(own), math.sqrt(max(whole - own, 0.0)), attempts)
 
 
-def _forecast(rates: list[float], scenario: Scenario, settings: Settings) -> dict[str, Any]:
-    noise = noise_of(rates, scenario.repeat(settings))
+def forecast_of(noise: resolution.Noise, scenario: Scenario, settings: Settings) -> dict[str, Any]:
+    """What `noise` buys a bench of the scenario's attempts a record, and a duel of DUEL_S: the run's `forecast`."""
     costs = sitting_costs(scenario, scenario.runs[0], settings)
     return {
         "attempts": noise.attempts,
@@ -132,14 +132,6 @@ def from_last_bench(results: Path, settings: Settings, profile: str) -> str | No
         measured = last.get("forecast") if isinstance(last, dict) else None
         if isinstance(measured, dict) and scenario and {"own_sd", "shared_sd", "probe"} <= set(measured):
             noise = resolution.Noise(float(measured["own_sd"]), float(measured["shared_sd"]), scenario.repeat(settings))
-            costs = sitting_costs(scenario, scenario.runs[0], settings)
-            gap = resolution.bench_gap(noise)
-            again = {
-                **measured,
-                "attempts": noise.attempts,
-                "gap": gap if math.isfinite(gap) else None,
-                "duel_half_width": resolution.duel_half_width(noise, DUEL_S, costs),
-                "duel_s": DUEL_S,
-            }
+            again = {**forecast_of(noise, scenario, settings), "probe": measured["probe"]}
             return f"at the noise {path.parent.name} measured: {sentence(again)}"
     return None

@@ -162,7 +162,7 @@ def load(path: Path, attempts: bool = True) -> Run:
         _drop_attempts(data)
     wrong = _shape_problem(data)
     if wrong:
-        raise ResultsError(f"{path} {wrong}" if wrong.startswith("holds") else f"{path}: {wrong}")
+        raise ResultsError(f"{path}: {wrong}")
     try:  # before the schema, for its own words on a file of an older or newer harness
         run = Run.from_dict(data, str(path))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -222,7 +222,7 @@ def _shape_problem(data: Any) -> str | None:
             pending += [(v, depth + 1) for v in value if isinstance(v, (dict, list, int))]
         elif isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
             digits = len(str(abs(value)))
-            return f"holds an integer of {digits} digits; the harness writes none of more than {MAX_INT_DIGITS}"
+            return f"an integer of {digits} digits; the harness writes none of more than {MAX_INT_DIGITS}"
     return None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -65,6 +66,7 @@ def paired(noise: Noise) -> bool:
     return noise.attempts >= round_pairs.MIN_ROUNDS and shared > round_pairs.pairing_threshold(noise.attempts)
 
 
+@lru_cache(maxsize=64)  # a report asks it for one noise from its HTML, Markdown and terminal lines alike
 def bench_gap(noise: Noise, power: float = POWER) -> float:
     """The smallest gap on GAPS the ranking orders at least `power` of the time (inf: none up to the grid's end), by
     the rule it would use (paired rounds: round_pairs.power; attempt ranks: drawn)."""

@@ -11,7 +11,6 @@ server is built."""
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -77,14 +76,14 @@ def build(base: Side, head: Side) -> None:
 
 
 def run(options: DuelOptions, servers: dict[str, Server], where: engine.Where) -> int:
-    """The whole command: checked, both built, measured and compared (paired_sitting.sit); their processes gone however it
-    ends. Exit status as paired_sitting.sit's."""
-    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    """The whole command: checked, both built, measured and compared (paired_sitting.sit); their processes gone
+    however it ends. Exit status as paired_sitting.sit's."""
+    seed = engine.drawn_seed(options.seed)
     options = replace(options, seed=seed)
     Session(where.runtime, where.plan, dict(servers), where.ports).clear_leftovers()
     base, head = sides_of(options, servers, where.ports)
     picked = engine.both_take(base, head, where.profile, options.scenarios, "a duel measures both on the same endpoint")
-    budget = options.budget_s or engine.DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
+    budget = engine.budget_of(options.budget_s, picked)
     named = f"{options.a}-{options.b}" if options.a != options.b else options.a
     sides = engine.Sides(
         base, head, (base.server.name, head.server.name), f"duel-{named}", note(options, base, head, picked, budget)

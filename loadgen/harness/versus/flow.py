@@ -6,12 +6,12 @@ the revisions, what a killed command left (its servers and its worktrees), both 
 tools (oha and Gatling built first where missing). Then both are built (checkout.py), run as two servers,
 `node@<base>` and `node@<head>` (the A/A twin's mechanism: one server under another name and port), on the same CPUs,
 one at a time (the other asleep), and compared in starts of rounds by the paired engine (paired_sitting.py), which
-`make duel` shares (duel.py). The answer is printed last, each verdict with what it rests on (evidence.py); the records are kept like any run's, the comparison in the run's
-conditions (`versus`), and the report gives it a page of its own (report/versus_page.py)."""
+`make duel` shares (duel.py). The answer is printed last, each verdict with what it rests on (evidence.py); the
+records are kept like any run's, the comparison in the run's conditions (`versus`), and the report gives it a page of
+its own (report/versus_page.py)."""
 
 from __future__ import annotations
 
-import random
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
@@ -125,11 +125,10 @@ def start_note(
 def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int:
     """The whole command: checked, both builds made, measured and compared (paired_sitting.py), the report written; the
     worktrees and servers gone however it ends. Exit status as paired_sitting.sit's."""
-    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    seed = engine.drawn_seed(options.seed)
     options = replace(options, seed=seed)
-    with (
-        ExitStack() as stack
-    ):  # unwound in reverse: the servers stopped (by paired_sitting.sit), then the worktrees removed
+    # unwound in reverse: the servers stopped (by paired_sitting.sit), then the worktrees removed
+    with ExitStack() as stack:
         # a killed command's servers stopped first: they may run from the worktrees that checked_out removes
         Session(where.runtime, where.plan, dict(servers), where.ports).clear_leftovers()
         base, head = checked_out(options, servers, stack)
@@ -138,7 +137,7 @@ def run(options: VersusOptions, servers: dict[str, Server], where: Where) -> int
         )
         place(base, head, where.ports, servers)
         others = {name: s for name, s in servers.items() if name != options.server}  # its folder is the head's
-        budget = options.budget_s or engine.DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
+        budget = engine.budget_of(options.budget_s, picked)
         sides = engine.Sides(
             base, head, None, f"versus-{options.server}", start_note(options, base, head, picked, budget)
         )

@@ -71,6 +71,16 @@ class SittingPlan:
     build: Callable[[], None]
 
 
+def drawn_seed(asked: int | None) -> int:
+    """The seed of which side leads the first start: SEED, or drawn (and then recorded with the run)."""
+    return asked if asked is not None else random.SystemRandom().randrange(2**32)
+
+
+def budget_of(asked: float | None, picked: list[Scenario]) -> float:
+    """The sitting's measuring time: BUDGET_S, or DEFAULT_BUDGET_PER_RUN_S for each scenario run."""
+    return asked or DEFAULT_BUDGET_PER_RUN_S * sum(len(s.runs) for s in picked)
+
+
 def sitting_note(base: Side, head: Side, scenarios: list[Scenario], budget: float, seed: int | None) -> dict[str, Any]:
     """What every sitting's `versus` conditions say before any round: its budget and seed, the interval's level, the
     rounds a start may have, each side's name, port and revision, the scenarios; the command adds its own."""

@@ -2,9 +2,9 @@
 
 A start: both builds started afresh (but for a run's first start, which takes the processes up already), each warmed
 for this run's connection pattern (a full warm-up, with its JIT's first connections, on a fresh process: a run that
-follows another of the same pattern is not measured cold after a restart), then its rounds in ABBA order
-(results/sitting_shape.py). How many starts and rounds is the clock's decision (results/sitting_shape.py), never the figures'. A run's offered rate
-(an open-model step's share, a counting tool's size) is fixed once, from its first warm-up, for every start.
+follows another of the same pattern is not measured cold after a restart), then its rounds in ABBA order. How many
+starts and rounds is the clock's decision (results/sitting_shape.py), never the figures'. A run's offered rate (an
+open-model step's share, a counting tool's size) is fixed once, from its first warm-up, for every start.
 
 The executor is a protocol, so tests/test_versus_design.py drives the real rule with a fake one."""
 
