@@ -103,26 +103,29 @@ def test_the_16_run_page_tells_rusts_own_drop_from_the_machines_day(repository, 
     assert all(c.server == "rust" for c in h.changes if c.kind == "own")
 
 
-def test_a_change_and_its_revert_are_both_found_and_no_other_server_moves(repository, tmp_path):
-    """A change of one server's code and its revert four runs later (12 runs, 3 servers and a twin): both steps are
-    the server's own, placed where they happened; the others' own series, measured against the median of every
-    server, do not move with it (a median of the others alone would, with two others)."""
+@pytest.mark.parametrize("planted, process_noise", [((4, 0.6, 8), 0.005), ((3, 0.65, 9), 0.08)])
+def test_a_change_and_its_revert_are_both_found_and_no_other_server_moves(repository, tmp_path, planted, process_noise):
+    """A change of one server's code and its revert (12 runs, 3 servers and a twin): both steps are the server's
+    own, placed where they happened; the others' own series, measured against the median of every server, do not
+    move with it (a median of the others alone would, with two others). The second page is the real timeline's
+    shape (3 runs, 6 changed, 3 reverted, a process moving 8 % run to run): a step test at run 3 would weigh the
+    reverted runs with the changed ones and miss both."""
     repo, ids = repository
     page = Page(
         runs=12,
         servers=("node", "node-twin", "express", "rust"),
         attempt_noise=0.04,
-        process_noise=0.005,
+        process_noise=process_noise,
         day_noise=0.0,
         bench_noise=0.0,
-        planted={"rust": (4, 0.6, 8)},
-        commits=commits_for(12, 4, ids),
+        planted={"rust": planted},
+        commits=commits_for(12, planted[0], ids),
     )
     write_page(tmp_path / "runs", page, 12)
     h = history_command.gather(Selection([str(tmp_path / "runs" / "*")]), scope_of(repo))
     own = [c for c in h.changes if c.kind == "own" and c.metric == "rps"]
-    assert sorted((c.server, run_index(c.at)) for c in own) == [("rust", 4), ("rust", 8)]
-    assert [c.cause for c in own if run_index(c.at) == 4] == ["server"]
+    assert sorted((c.server, run_index(c.at)) for c in own) == [("rust", planted[0]), ("rust", planted[2])]
+    assert [c.cause for c in own if run_index(c.at) == planted[0]] == ["server"]
     assert all(c.server == "rust" for c in h.changes if c.kind == "own")
 
 

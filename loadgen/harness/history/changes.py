@@ -198,14 +198,18 @@ def confirmed(series: list[Series]) -> tuple[list[SeriesChange], Discovery, list
     series could see; the derived series; notes (the groups that cannot separate the machine from a server)."""
     derived, cannot = relative.derive(series, MACHINE)
     tested = [d for d in derived if len(d.values) >= 2 * confirm.MIN_SIDE]
-    most = max(confirm.FIRST_DRAWS, math.ceil(4 * len(tested) / FALSE_DISCOVERY_RATE))
+    least_share = min(confirm.STEP_SHARE, 1 - confirm.STEP_SHARE)  # a p at the draws' floor must pass BH at rank 1
+    most = max(confirm.FIRST_DRAWS, math.ceil(4 * len(tested) / (FALSE_DISCOVERY_RATE * least_share)))
     searches = [functools.partial(confirm.search, d.values, d.se, d.floor, d.smallest, _seed(d), most) for d in tested]
     verdicts = in_processes(searches, least=16)  # each seeded by its series: the same verdicts in any process
-    p_values = [t.p_value for v in verdicts for t in v.tests]
+    p_values = [t.p_value for v in verdicts for t in v.tests if not t.revert]  # a revert shares its change's test
     q = iter(confirm.q_values(p_values))
     found: list[SeriesChange] = []
     for d, verdict in zip(tested, verdicts):
-        found += _kept_changes(d, verdict, [(t, next(q)) for t in verdict.tests])
+        tests: list[tuple[confirm.Split, float]] = []
+        for t in verdict.tests:
+            tests.append((t, tests[-1][1] if t.revert else next(q)))
+        found += _kept_changes(d, verdict, tests)
     kept_p = [c.p_value for c in found]
     notes = (
         [

@@ -1,13 +1,15 @@
 """A series' changes located and confirmed: on the log of a figure (a change is a ratio), each run weighed by its own
-interval plus the variance between runs that the intervals do not hold, a change located where the weighted means
-before and after it differ most (binary segmentation: the pieces are searched again while a change is found), and
-confirmed by a test that knows the location was chosen.
+interval plus the variance between runs that the intervals do not hold, a change (or a change and its revert)
+located where the weighted means differ most (binary segmentation: the pieces are searched again while a change is
+found), and confirmed by a test that knows the location was chosen.
 
 - **Between-run variance** (tau^2): what consecutive runs differ by beyond their intervals, from the median absolute
   difference of consecutive runs (a step moves one difference, not the median), never below `floor` (the A/A twin's
   process-to-process variance, harness.history.relative). Each run weighs 1 / (se^2 + tau^2).
-- **Location**: for every split with at least MIN_SIDE runs on each side, Z = (mean after - mean before) /
-  sqrt(1 / W_before + 1 / W_after) (weighted means, W the summed weights); the split with the largest |Z|.
+- **Location**: for every step with at least MIN_SIDE runs on each side, and every change reverted later (MIN_SIDE
+  runs before, between and after: a step test would weigh the reverted runs with the changed ones),
+  Z = (mean inside - mean outside) / sqrt(1 / W_inside + 1 / W_outside) (weighted means, W the summed weights); the
+  one with the largest |Z|. A change and its revert are found by one test: one p for the page's false discoveries.
 - **Confirmation**: the largest |Z| is compared with the largest |Z| of series drawn with no change, with the same
   intervals and a between-run variance estimated from the data (the whole procedure repeated on each draw, the
   estimate of tau^2 included): p = (1 + draws at least as large) / (draws + 1). A maximum over every location is a
@@ -48,6 +50,7 @@ class Split:
     start: int  # the piece that was searched: [start, end)
     end: int
     p_value: float
+    revert: bool = False  # the revert of the split before it, found by the same test (one p for the page, not two)
 
 
 @dataclass(frozen=True)
@@ -111,50 +114,95 @@ def between_variance(x: NDArray[np.float64], se2: Vector, floor: float = 0.0) ->
     return result if np.ndim(x) > 1 else result[0]
 
 
-def split_z(x: NDArray[np.float64], w: NDArray[np.float64], smallest: float = 0.0) -> NDArray[np.float64]:
-    """(|difference of the weighted means| - smallest) / its standard error (|Z| with smallest 0) of every split with
-    MIN_SIDE runs a side, for each row of x with its weights (both (rows, n)): (rows, splits), split j at position
-    MIN_SIDE + j."""
-    n = x.shape[1]
-    wc, sc = np.cumsum(w, axis=1), np.cumsum(w * x, axis=1)
-    cut = np.arange(MIN_SIDE, n - MIN_SIDE + 1) - 1  # the last run before each split
-    w1, s1 = wc[:, cut], sc[:, cut]
-    w2, s2 = wc[:, -1:] - w1, sc[:, -1:] - s1
-    result: NDArray[np.float64] = (np.abs(s2 / w2 - s1 / w1) - smallest) / np.sqrt(1 / w1 + 1 / w2)
+def segments(n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The changes a piece of n runs is tested for, each as a segment [a, b) set against the runs outside it: a step
+    at a (b = n), and a change at a reverted at b (a change and its revert; one step would be tested against a
+    mixture), every side of every change at least MIN_SIDE runs; the reverted ones on a grid of cuts in a long piece."""
+    steps = np.arange(MIN_SIDE, n - MIN_SIDE + 1)
+    cuts = np.arange(MIN_SIDE, n - MIN_SIDE + 1, max(1, math.ceil(n / TWO_SPLIT_GRID)))
+    a, b = (c.ravel() for c in np.meshgrid(cuts, cuts, indexing="ij"))
+    keep = b - a >= MIN_SIDE
+    return np.concatenate([steps, a[keep]]), np.concatenate([np.full(len(steps), n), b[keep]])
+
+
+def segment_z(
+    x: NDArray[np.float64], w: NDArray[np.float64], cuts: tuple[NDArray[np.intp], NDArray[np.intp]], smallest: float
+) -> NDArray[np.float64]:
+    """(|weighted mean inside - outside| - smallest) / its standard error (|Z| with smallest 0) of every segment
+    [a, b) of `cuts`, for each row of x with its weights (both (rows, n)): (rows, segments)."""
+    a, b = cuts
+    zero = np.zeros((x.shape[0], 1))
+    wc, sc = np.hstack([zero, np.cumsum(w, axis=1)]), np.hstack([zero, np.cumsum(w * x, axis=1)])
+    w_in, s_in = wc[:, b] - wc[:, a], sc[:, b] - sc[:, a]
+    w_out, s_out = wc[:, -1:] - w_in, sc[:, -1:] - s_in
+    result: NDArray[np.float64] = (np.abs(s_in / w_in - s_out / w_out) - smallest) / np.sqrt(1 / w_in + 1 / w_out)
     return result
+
+
+STEP_SHARE = 0.9  # of a test's level, the step's; the change-and-revert's the rest (a weighted Bonferroni)
+DRAW_CHUNK = 2000  # no-change series drawn at once (memory: rows x segments)
 
 
 def _largest(
     x: NDArray[np.float64], se2: Vector, floor: float, smallest: float = 0.0
 ) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """For each row: the largest (|difference| - smallest) / its standard error over the splits (|Z| where smallest
-    is 0), with tau^2 estimated from the row, and where it is."""
+    """For each row, the steps' and the reverted changes' largest (|difference| - smallest) / its standard error
+    (|Z| where smallest is 0), with tau^2 estimated from the row, and which segment each is: (rows, 2) each, -inf
+    where a piece is too short for a revert."""
     tau2 = between_variance(x, se2, floor)
-    z = split_z(x, 1 / (se2[None, :] + tau2[:, None]), smallest)
-    return z.max(axis=1), z.argmax(axis=1)
+    cuts = segments(x.shape[1])
+    z = segment_z(x, 1 / (se2[None, :] + tau2[:, None]), cuts, smallest)
+    families = [np.flatnonzero(cuts[1] == x.shape[1]), np.flatnonzero(cuts[1] < x.shape[1])]
+    largest = np.full((x.shape[0], 2), -np.inf)
+    where = np.zeros((x.shape[0], 2), dtype=np.intp)
+    for f, members in enumerate(families):
+        if len(members):
+            largest[:, f] = z[:, members].max(axis=1)
+            where[:, f] = members[z[:, members].argmax(axis=1)]
+    return largest, where
 
 
-def _draws(se2: Vector, tau2: float, floor: float, rng: np.random.Generator, count: int) -> NDArray[np.float64]:
-    """The largest |Z| of `count` series with no change, each run drawn with its own variance plus tau^2."""
-    x = rng.standard_normal((count, len(se2))) * np.sqrt(se2 + tau2)
-    return _largest(x, se2, floor)[0]
+def _exceeding(
+    se2: Vector, tau2: float, floor: float, rng: np.random.Generator, count: int, observed: Vector
+) -> Vector:
+    """How many of `count` series with no change (each run drawn with its own variance plus tau^2) have a largest
+    |Z| at least `observed`, for the steps and the reverted changes."""
+    out = np.zeros(2)
+    for size in [DRAW_CHUNK] * (count // DRAW_CHUNK) + [count % DRAW_CHUNK]:
+        if size:
+            x = rng.standard_normal((size, len(se2))) * np.sqrt(se2 + tau2)
+            out += np.sum(_largest(x, se2, floor)[0] >= observed - 1e-12, axis=0)
+    return out
+
+
+def _weighed(exceeding: Vector, done: int) -> tuple[float, int]:
+    """The test's p (the smaller family p over its share of the level, at most 1) and the family that gave it."""
+    shares = (STEP_SHARE, 1 - STEP_SHARE)
+    p = [(1 + exceeding[f]) / (done + 1) / shares[f] if np.isfinite(exceeding[f]) else math.inf for f in (0, 1)]
+    family = int(np.argmin(p))
+    return min(1.0, p[family]), family
 
 
 def locate_piece(
     x: Vector, se2: Vector, limits: tuple[float, float], rng: np.random.Generator, most: int
-) -> tuple[int, float, Vector]:
-    """The split of one piece (its position in the piece) and its p, a test of a change of at least `smallest`
-    (limits: the floor of tau^2, smallest); the first draws' maxima (for the power)."""
+) -> tuple[tuple[int, int], float, Vector]:
+    """The change of one piece, as the segment [a, b) of its positions (b = len(x): a step; b < len(x): reverted
+    at b), its p, a test of a change of at least `smallest` (limits: the floor of tau^2, smallest); the first draws'
+    largest step (for the power)."""
     floor, smallest = limits
     observed, where = _largest(x[None, :], se2, floor, smallest)
     tau2 = float(between_variance(x, se2, floor))
-    first = _draws(se2, tau2, floor, rng, FIRST_DRAWS)
-    exceeding, done = int(np.sum(first >= observed[0] - 1e-12)), FIRST_DRAWS
-    while (1 + exceeding) / (done + 1) <= SCREEN and done < most and exceeding < ENOUGH_EXCEEDANCES:
+    first = _largest(rng.standard_normal((FIRST_DRAWS, len(x))) * np.sqrt(se2 + tau2), se2, floor)[0]
+    exceeding = np.where(np.isfinite(observed[0]), np.sum(first >= observed[0] - 1e-12, axis=0), np.inf)
+    done = FIRST_DRAWS
+    p, family = _weighed(exceeding, done)
+    while p <= SCREEN and done < most and exceeding[family] < ENOUGH_EXCEEDANCES:
         more = min(most - done, 4 * done)
-        exceeding += int(np.sum(_draws(se2, tau2, floor, rng, more) >= observed[0] - 1e-12))
+        exceeding = exceeding + _exceeding(se2, tau2, floor, rng, more, observed[0])
         done += more
-    return MIN_SIDE + int(where[0]), (1 + exceeding) / (done + 1), first
+        p, family = _weighed(exceeding, done)
+    a, b = segments(len(x))
+    return (int(a[where[0, family]]), int(b[where[0, family]])), p, first[:, 0]
 
 
 def episodes(x: Vector, se2: Vector, floor: float, smallest: float) -> list[int]:
@@ -192,8 +240,8 @@ def variances(se: Vector) -> Vector:
 
 
 def search(x: Vector, se: Vector, floor: float, smallest: float, seed: int, most: int) -> Verdict:
-    """Every split of the series tested (binary segmentation: a piece with a split at p <= SCREEN is cut there and
-    both parts searched again); `smallest`: the least change that counts (log), for episodes; `most`: the most
+    """Every split of the series tested (binary segmentation: a piece with a change at p <= SCREEN is cut there, and
+    at its revert, and the parts searched again); `smallest`: the least change that counts (log), for episodes; `most`: the most
     no-change draws a test may take (the page's false-discovery control needs small p's told apart)."""
     se2 = variances(se)
     aside = episodes(x, se2, floor, smallest)
@@ -208,14 +256,18 @@ def search(x: Vector, se: Vector, floor: float, smallest: float, seed: int, most
         start, end = pieces.pop(0)
         if end - start < 2 * MIN_SIDE:
             continue
-        at, p, first = locate_piece(xs[start:end], s2[start:end], (floor, smallest), rng, most)
-        verdict.tests.append(Split(start + at, start, end, p))
+        (a, b), p, first = locate_piece(xs[start:end], s2[start:end], (floor, smallest), rng, most)
+        verdict.tests.append(Split(start + a, start, end, p))
+        cuts = [start, start + a, end]
+        if start + b < end:  # a change and its revert
+            verdict.tests.append(Split(start + b, start, end, p, revert=True))
+            cuts.insert(2, start + b)
         if start == 0 and end == len(xs):
             _power(verdict, xs, s2, floor, float(np.quantile(first, 0.95)))
             verdict.detectable += smallest  # a change must pass its test beyond the least that counts
             verdict.detectable_end += smallest
         if p <= SCREEN:
-            pieces += [(start, start + at), (start + at, end)]
+            pieces += list(zip(cuts[:-1], cuts[1:]))
     return verdict
 
 
