@@ -13,15 +13,18 @@ found), and confirmed by a test that knows the location was chosen.
 - **Confirmation**: the largest |Z| is compared with the largest |Z| of series drawn with no change, with the same
   intervals and a between-run variance estimated from the data (the whole procedure repeated on each draw, the
   estimate of tau^2 included): p = (1 + draws at least as large) / (draws + 1). A maximum over every location is a
-  test of the chosen one (the max-statistic; no location is tested alone).
+  test of the chosen one (the max-statistic; no location is tested alone). A test whose p is above EARLY_STOP after
+  EARLY_DRAWS draws ends there: it could only have passed with a p below that, which all the draws would give.
 - **Episodes**: a run or two away from the runs around them (beyond EPISODE_Z of their noise, the rolling median of
   five) and back again is a short busy spell, set aside, never two opposite changes.
 - **What it could not see**: the smallest change found at 80 % power with the runs and noise it has, mid-series and
-  in the last MIN_SIDE runs: (the 95 % critical value of the no-change maximum + 0.84) x the change's standard error.
+  in the last MIN_SIDE runs: (the 95 % critical value of the no-change maximum step, for a series of its length:
+  step_critical, + 0.84) x the change's standard error.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -33,7 +36,9 @@ Vector = NDArray[np.float64]
 
 MIN_SIDE = 3  # runs on each side of a change
 SCREEN = 0.05  # a split at or below this p is kept for the page's false-discovery control and its pieces searched
-FIRST_DRAWS = 499  # no-change draws of every test; more for a split that passes SCREEN, up to the page's need
+FIRST_DRAWS = 199  # no-change draws of every test; more for a split that passes SCREEN, up to the page's need
+EARLY_DRAWS, EARLY_STOP = 50, 0.2  # a test whose p is above EARLY_STOP after EARLY_DRAWS ends there (most do)
+CRITICAL_DRAWS = 999  # no-change series of a length, for the 95 % critical value behind "what it could not see"
 ENOUGH_EXCEEDANCES = 20  # draws at least as extreme: p known well enough, no more draws
 EPISODE_Z = 4.0  # a run this many of its standard deviations from the rolling median of five: an episode's run
 EPISODE_RUNS = 2  # at most this many runs in a row make an episode; more is a change
@@ -185,24 +190,37 @@ def _weighed(exceeding: Vector, done: int) -> tuple[float, int]:
 
 def locate_piece(
     x: Vector, se2: Vector, limits: tuple[float, float], rng: np.random.Generator, most: int
-) -> tuple[tuple[int, int], float, Vector]:
+) -> tuple[tuple[int, int], float]:
     """The change of one piece, as the segment [a, b) of its positions (b = len(x): a step; b < len(x): reverted
-    at b), its p, a test of a change of at least `smallest` (limits: the floor of tau^2, smallest); the first draws'
-    largest step (for the power)."""
+    at b), and its p, a test of a change of at least `smallest` (limits: the floor of tau^2, smallest). A test whose
+    p after EARLY_DRAWS is above EARLY_STOP ends there: any p below that is the one all the draws would give."""
     floor, smallest = limits
     observed, where = _largest(x[None, :], se2, floor, smallest)
     tau2 = float(between_variance(x, se2, floor))
-    first = _largest(rng.standard_normal((FIRST_DRAWS, len(x))) * np.sqrt(se2 + tau2), se2, floor)[0]
-    exceeding = np.where(np.isfinite(observed[0]), np.sum(first >= observed[0] - 1e-12, axis=0), np.inf)
-    done = FIRST_DRAWS
-    p, family = _weighed(exceeding, done)
+    exceeding = np.where(np.isfinite(observed[0]), 0.0, np.inf)
+    done = 0
+    for more in (EARLY_DRAWS, FIRST_DRAWS - EARLY_DRAWS):
+        exceeding = exceeding + _exceeding(se2, tau2, floor, rng, more, observed[0])
+        done += more
+        p, family = _weighed(exceeding, done)
+        if p > EARLY_STOP:
+            break
     while p <= SCREEN and done < most and exceeding[family] < ENOUGH_EXCEEDANCES:
         more = min(most - done, 4 * done)
         exceeding = exceeding + _exceeding(se2, tau2, floor, rng, more, observed[0])
         done += more
         p, family = _weighed(exceeding, done)
     a, b = segments(len(x))
-    return (int(a[where[0, family]]), int(b[where[0, family]])), p, first[:, 0]
+    return (int(a[where[0, family]]), int(b[where[0, family]])), p
+
+
+@functools.lru_cache(maxsize=256)
+def step_critical(runs: int) -> float:
+    """The 95 % quantile of the largest step |Z| of `runs` runs with no change, the between-run variance estimated
+    from them as every test does (a series of its length with equal intervals: its own would take its test's draws
+    again, and where its intervals carry the noise the figure is a little high)."""
+    x = np.random.default_rng(runs).standard_normal((CRITICAL_DRAWS, runs))
+    return float(np.quantile(_largest(x, np.full(runs, LEAST_VARIANCE), 0.0)[0][:, 0], 0.95))
 
 
 def episodes(x: Vector, se2: Vector, floor: float, smallest: float) -> list[int]:
@@ -256,14 +274,14 @@ def search(x: Vector, se: Vector, floor: float, smallest: float, seed: int, most
         start, end = pieces.pop(0)
         if end - start < 2 * MIN_SIDE:
             continue
-        (a, b), p, first = locate_piece(xs[start:end], s2[start:end], (floor, smallest), rng, most)
+        (a, b), p = locate_piece(xs[start:end], s2[start:end], (floor, smallest), rng, most)
         verdict.tests.append(Split(start + a, start, end, p))
         cuts = [start, start + a, end]
         if start + b < end:  # a change and its revert
             verdict.tests.append(Split(start + b, start, end, p, revert=True))
             cuts.insert(2, start + b)
         if start == 0 and end == len(xs):
-            _power(verdict, xs, s2, floor, float(np.quantile(first, 0.95)))
+            _power(verdict, xs, s2, floor, step_critical(len(xs)))
             verdict.detectable += smallest  # a change must pass its test beyond the least that counts
             verdict.detectable_end += smallest
         if p <= SCREEN:

@@ -143,10 +143,8 @@ def read_runs(
         try:
             run = kept[path] or _summaries_run(path, fresh)
             info = run_info(run)
-            for record in run.records:  # every figure the timeline reads, read once here
-                for metric in METRICS:
-                    _point(info, run, record, metric)
-            versus_answers(info)
+            if kept[path]:
+                _check_figures(info, run)  # a fresh read was checked where it was read
             if cache and isinstance(fresh, dict):
                 cache.put(path, fresh)
         except READ_ERRORS as exc:
@@ -161,10 +159,21 @@ def read_runs(
     return sorted(runs, key=lambda r: (r[0].started_at or datetime.min, r[0].run_id))
 
 
+def _check_figures(info: RunInfo, run: Run) -> None:
+    """Every figure the timeline reads, read once: one that cannot be raises, and the run is left out."""
+    for record in run.records:
+        for metric in METRICS:
+            _point(info, run, record, metric)
+    versus_answers(info)
+
+
 def _read_summaries(path: Path) -> dict[str, Any] | str:
-    """What the timeline keeps of the run in `path` (harness.history.run_cache.slim), or why it cannot be read."""
+    """What the timeline keeps of the run in `path` (harness.history.run_cache.slim), its figures checked, or why it
+    cannot be read."""
     try:
-        return slim(readable.load(path, attempts=False))
+        run = readable.load(path, attempts=False)
+        _check_figures(run_info(run), run)
+        return slim(run)
     except READ_ERRORS as exc:
         return str(exc) or type(exc).__name__
 

@@ -19,7 +19,8 @@ A record's names (server, scenario, run) may still hold anything: the charts' fi
 
 The schemas are compiled once into Python by fastjsonschema (drafts 4 to 7): the published schema uses only keywords
 those drafts share with its 2020-12 (tests/test_results_schema.py holds that), and jsonschema's interpreter took about
-a second per bench's file, fastjsonschema a twentieth of that."""
+a second per bench's file, fastjsonschema a twentieth of that, and its quick check without paths a third of that
+again. The file is parsed by orjson, and by the json module where orjson refuses it (for the json module's words)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import fastjsonschema  # type: ignore[import-untyped]
+import orjson
 
 from harness.basics import distribution
 from harness.basics.paths import REPO
@@ -154,10 +156,7 @@ def load(path: Path, attempts: bool = True) -> Run:
     """The run in `path`, or a ResultsError saying in one line what keeps it from being read. attempts=False: every
     record without its attempts and histogram (dropped unread: what `make history` keeps of a run)."""
     path = Path(path)
-    try:
-        data = json.loads(_bounded_bytes(path))
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, undecodable bytes, past 4,300 digits: ValueErrors
-        raise ResultsError(f"{path} is not valid JSON: {str(exc)[:200] or 'nested too deep'}") from None
+    data = _parsed(path, _bounded_bytes(path))
     if not attempts:
         _drop_attempts(data)
     wrong = _shape_problem(data)
@@ -171,6 +170,20 @@ def load(path: Path, attempts: bool = True) -> Run:
     if wrong:
         raise ResultsError(f"{path}: {wrong}")
     return run
+
+
+def _parsed(path: Path, raw: bytes) -> Any:
+    """The JSON in `raw`: orjson's parse (half the time of the json module's), and where orjson refuses it the json
+    module's, for its words (where the file is wrong) or its value (orjson refuses integers past 64 bits, which the
+    shape check below names)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, undecodable bytes, past 4,300 digits: ValueErrors
+        raise ResultsError(f"{path} is not valid JSON: {str(exc)[:200] or 'nested too deep'}") from None
 
 
 def _drop_attempts(data: Any) -> None:
@@ -209,20 +222,26 @@ def _commit_problem(data: dict[str, Any]) -> str | None:
 
 
 def _shape_problem(data: Any) -> str | None:
-    """An integer past MAX_INT_DIGITS or nesting past MAX_DEPTH, in one walk without recursion (a deep file must not
-    exhaust the stack here either)."""
-    pending = [(data, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if isinstance(value, dict):
-            value = list(value.values())
-        if isinstance(value, list):
-            if depth >= MAX_DEPTH and value:
+    """An integer past MAX_INT_DIGITS or nesting past MAX_DEPTH, in one walk a level at a time, without recursion (a
+    deep file must not exhaust the stack here either)."""
+    level, depth = [data], 1
+    while level:
+        below = []
+        for container in level:
+            if type(container) is dict:
+                container = container.values()
+            elif type(container) is not list:
+                continue
+            if depth >= MAX_DEPTH and container:
                 return f"nested deeper than {MAX_DEPTH} levels; the harness writes at most about 10"
-            pending += [(v, depth + 1) for v in value if isinstance(v, (dict, list, int))]
-        elif isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
-            digits = len(str(abs(value)))
-            return f"an integer of {digits} digits; the harness writes none of more than {MAX_INT_DIGITS}"
+            for value in container:
+                kind = type(value)
+                if kind is dict or kind is list:
+                    below.append(value)
+                elif kind is int and not -_INT_BOUND < value < _INT_BOUND:
+                    digits = len(str(abs(value)))
+                    return f"an integer of {digits} digits; the harness writes none of more than {MAX_INT_DIGITS}"
+        level, depth = below, depth + 1
     return None
 
 
@@ -230,9 +249,8 @@ def _schema_problem(data: Any) -> str | None:
     if not _validators:
         published = json.loads(SCHEMA_FILE.read_text())
         published["$schema"] = "http://json-schema.org/draft-07/schema#"  # the same keywords, in a draft it compiles
-        for schema in (published, REPORTED_SECTIONS):  # a quick check, and one that says where (a third slower)
-            quick = fastjsonschema.compile(schema, use_default=False, detailed_exceptions=False)
-            _validators.append((quick, fastjsonschema.compile(schema, use_default=False)))
+        for schema in (published, REPORTED_SECTIONS):  # a quick check, and one that says where
+            _validators.append((_quick_validator(schema), fastjsonschema.compile(schema, use_default=False)))
     for quick, detailed in _validators:
         try:
             quick(data)
@@ -243,6 +261,16 @@ def _schema_problem(data: Any) -> str | None:
                 where = "/".join(str(p) for p in (error.path or [])[1:]) or "the top level"
                 return f"does not match the results schema at {where}: {error.message[:200]}"
     return None
+
+
+def _quick_validator(schema: dict[str, Any]) -> Any:
+    """fastjsonschema's validator of `schema` without the names of where it is: its code formats a value's path
+    (`"...".format(**locals())`) at every step, two thirds of a bench file's check, and only for a message the
+    detailed validator gives. A fastjsonschema whose code differs loses the speed, never the check."""
+    code = fastjsonschema.compile_to_code(schema, use_default=False, detailed_exceptions=False)
+    scope: dict[str, Any] = {}
+    exec(code.replace(".format(**locals())", ""), scope)  # noqa: S102 - fastjsonschema.compile execs the same code
+    return scope["validate"]
 
 
 def _histogram_problem(data: dict[str, Any]) -> str | None:
