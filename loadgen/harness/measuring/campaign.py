@@ -34,9 +34,10 @@ from harness.measuring.clock import START, Clock, announce_estimate
 from harness.measuring.contract_table import Report
 from harness.measuring.preflight import fitted
 from harness.measuring.rounds import Allowance, measure_in_rounds
-from harness.measuring.schedule import START_S, Target
+from harness.measuring.schedule import Target
 from harness.measuring.session import Session
 from harness.results.records import Verification
+from harness.results.sitting_shape import START_S
 from harness.results.store import RunStore
 from harness.runtime import RunningServer, RuntimeFailure
 

@@ -15,14 +15,13 @@ from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring.more_rounds import SPEND
 from harness.measuring.schedule import (
-    ATTEMPT_OVERHEAD_S,
-    START_S,
     History,
     Job,
     attempt_seconds,
     expected_warmup_runs,
     warmup_step,
 )
+from harness.results.sitting_shape import ATTEMPT_OVERHEAD_S, START_S
 from harness.results.store import RunStore
 
 # the kinds of step, each with its own pace
@@ -44,6 +43,8 @@ COMPLIANCE_PROBE_S = 30.0
 # what a measuring run takes besides its campaign and probes: the report, its charts and the last stops (stop 38's
 # steady benches: 5-20 s between results.json and the shell's prompt)
 END_S = 15.0
+# the forecast before a bench (measuring/forecast.py: a second nginx started, ten short attempts, stopped)
+FORECAST_S = 15.0
 
 
 @dataclass
@@ -200,11 +201,11 @@ MOST_ATTEMPTS_FACTOR = 4  # BUDGET_MIN buys at most four times the profile's att
 
 
 def within_budget(servers: list[Server], scenarios: list[Scenario], settings: Settings, minutes: int) -> Settings:
-    """`settings` for a run of `minutes` (BUDGET_MIN): its time budget that long less what the report and the
-    steadiness probes take, and as many attempts a record as the estimate fits in it, never fewer than the profile's
-    (the forecast and the estimate then follow them)."""
+    """`settings` for a run of `minutes` (BUDGET_MIN): its time budget that long less what the report, the forecast
+    and the steadiness probes take, and as many attempts a record as the estimate fits in it, never fewer than the
+    profile's (the forecast and the estimate then follow them)."""
     probes = 2 * float((settings.steadiness or {}).get("seconds", 0))
-    budget = minutes * 60 - END_S - probes
+    budget = minutes * 60 - END_S - FORECAST_S - probes
     best = settings.repeat
     for repeat in range(settings.repeat + 1, MOST_ATTEMPTS_FACTOR * settings.repeat + 1):
         clock = Clock()

@@ -18,7 +18,6 @@ from harness.config.scenarios import Scenario, Settings, WarmupRule
 from harness.measuring.clock import ATTEMPT, MORE, REMEASURE, WARMUP, Clock
 from harness.measuring.more_rounds import SPEND, extension
 from harness.measuring.schedule import (
-    ATTEMPT_OVERHEAD_S,
     History,
     Job,
     Target,
@@ -33,6 +32,7 @@ from harness.results import flags
 from harness.results import records as results
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Record, Warmup
+from harness.results.sitting_shape import ATTEMPT_OVERHEAD_S
 
 
 class Executor(Protocol):

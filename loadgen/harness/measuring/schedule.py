@@ -14,16 +14,11 @@ from typing import Any
 
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
-from harness.results.sitting_shape import Costs
+from harness.results.sitting_shape import ATTEMPT_OVERHEAD_S, START_S, Costs
 from harness.runtime import RunningServer
 
-# For the estimate only (clock.py), from the recorded benches of 2026-11-24 and 11-26 (probe 2-5 % and 9-15 %) and
-# stop 38's: what starting, verifying and probing a server costs; what a load costs beyond its own duration (the
-# tool's start and the harness's sampling, parsing and saving: 0.10 s a turn on 2 Dec 05:04, 0.17 s before a save
-# wrote one record's text and a load's exit was looked for every 5 ms; it was 0.06 here); the runs a warm-up takes,
-# which grow as the machine is unsteady (the probe's CV: 4.3-4.5 runs at 2-5 %, 4.9 at 9-15 %, warm-ups on new
-# connections aside)
-START_S, ATTEMPT_OVERHEAD_S = 6.0, 0.10
+# For the estimate only (clock.py): a start's and a load's costs (START_S, ATTEMPT_OVERHEAD_S, shared with the report's
+# duel times); the runs a warm-up takes, which grow as the machine is unsteady (the probe's CV; docs/measuring.md, "Time")
 WARMUP_RUNS_STEADY, WARMUP_RUNS_PER_CV = 3.8, 9.0
 # what a JVM's first connection-per-request climb makes, as connections a second: the six JVMs' 570,000 connections
 # took 128 s and 156 s in those benches (akka, pekko and play ~2,000 a second; finagle, socko and spray 5,000-10,000)

@@ -11,14 +11,12 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from harness.config.manifest import TWIN_SUFFIX
 from harness.report.first_screen import Glance
 from harness.report.model import Model
 from harness.results import noise, resolution
 from harness.results.records import Record
-from harness.results.sitting_shape import Costs
-
-START_S = 6.0  # a server's start where the run recorded none (the bench plans the same: measuring/schedule.START_S)
-ATTEMPT_OVERHEAD_S = 0.1
+from harness.results.sitting_shape import ATTEMPT_OVERHEAD_S, START_S, Costs
 
 
 @dataclass(frozen=True)
@@ -77,13 +75,19 @@ def resolution_line(model: Model) -> str | None:
 
 
 def duel_suggestions(model: Model, rows: list[Glance]) -> list[str]:
-    """For each row whose first places are tied: the duel that settles its top two, and its time at this noise."""
+    """For each row whose first places are tied: the duel that settles its top two, and its time at this noise. None
+    in a duel's or versus's own report (the run is that sitting), nor for a server and its A/A twin (tied is what
+    two processes of one server should read)."""
+    if model.run.conditions.get("versus"):
+        return []
     got = achieved(model)
     out = []
     for row in rows:
         if len(row.leaders) < 2:
             continue
         a, b = sorted((leader.record for leader in row.leaders), key=lambda r: -(r.rps or 0))[:2]
+        if a.server.removesuffix(TWIN_SUFFIX) == b.server.removesuffix(TWIN_SUFFIX):
+            continue
         command = f"make duel A={b.server} B={a.server} SCENARIOS={row.scenario}"
         gap = (a.rps or 0) / (b.rps or 1) - 1 if b.rps else 0.0
         if got is None:

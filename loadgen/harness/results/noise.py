@@ -10,7 +10,7 @@ shared variance the rounds' mean square less its own part, divided by the server
 A server that still climbs from round to round (a JVM warming) shows in its own part, not the shared one.
 
 `round_sharing` is what the ranking reads (harness.results.round_pairs); `main` prints the figures of recorded runs:
-    python -m harness.results.noise ../../shared/runs/*/results.json
+    python -m harness.results.noise ../results/*-bench/results.json   (from loadgen/; any run's results.json)
 """
 
 from __future__ import annotations

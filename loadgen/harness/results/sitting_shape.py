@@ -29,6 +29,12 @@ MIN_ROUNDS, MAX_ROUNDS = 2, 12
 PROCESS_TO_ROUND_VARIANCE = 0.5  # s2_process / s2_round, at most, as measured (docs/versus.md)
 
 
+# what a server's start costs where none was measured, and a load beyond its own duration (the tool's start, the
+# harness's sampling, parsing and saving): the bench's estimate (measuring/schedule.py) and a duel's time on the
+# report's first screen read the same figures (docs/measuring.md, "Time", says where they were measured)
+START_S, ATTEMPT_OVERHEAD_S = 6.0, 0.10
+
+
 @dataclass(frozen=True)
 class Costs:
     """What one start costs, in seconds: its set-up (both builds restarted and warmed) and one round (an attempt of
