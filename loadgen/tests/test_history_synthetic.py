@@ -165,3 +165,12 @@ def test_200_runs_of_seven_servers_and_three_metrics_take_under_10_s(tmp_path):
     elapsed = time.monotonic() - began
     assert len(h.runs) == 200 and elapsed < 10, f"{elapsed:.1f} s"
     assert math.isfinite(min(s.detectable for s in h.seen))
+
+
+def test_series_too_short_to_test_are_named(repository, tmp_path):
+    """Five runs hold no change with 3 runs on each side: the page says which series it could not test."""
+    repo, ids = repository
+    write_page(tmp_path / "runs", Page(runs=5, commits=commits_for(5, None, ids)), 5)
+    h = history_command.gather(Selection([str(tmp_path / "runs" / "*")]), scope_of(repo))
+    [note] = [n for n in h.notes if "too few runs" in n]
+    assert "of 21 series, 21 have too few runs" in note and "node hello c100 rps" in note and note.endswith(" …")

@@ -14,7 +14,7 @@ from typing import Any
 from harness.basics.messages import console, say
 from harness.basics.paths import REPO, RESULTS
 from harness.config.manifest import SHARED_BUILD, TWIN_SUFFIX, Server
-from harness.history import adjustment, changes, confirm, history_page
+from harness.history import adjustment, changes, confirm, history_page, relative
 from harness.history.changes import HARNESS_PATHS, Discovery, ScopeOf, Seen
 from harness.history.commits import Scope
 from harness.history.points import since_prefix
@@ -75,12 +75,15 @@ def _notes(series: list[Series], found: changes.Found) -> list[str]:
     """What a reader must know to read the page: series too short for a test, episodes set aside, series split by
     conditions or by a results schema that changed a figure's meaning, runs without the probe's rate."""
     notes = []
-    short = {(s.server, s.group) for s in series if s.server != MACHINE and not s.metric.endswith(ADJUSTED)}
-    if short and len(found.seen) < len(short):
+    own = {(s.server, s.group) for s in series if s.server != MACHINE and s.metric in relative.TESTED}
+    short = sorted(own - {(seen.server, seen.group) for seen in found.seen if seen.kind == "own"})
+    if short:
         notes.append(
-            f"a change needs at least {confirm.MIN_SIDE} runs on each side: of {len(short)} series, "
-            f"{len(short) - sum(seen.kind == 'own' for seen in found.seen)} have too few runs (or too few servers "
-            "beside them) for a server's own change to be tested"
+            f"a change needs at least {confirm.MIN_SIDE} runs on each side: of {len(own)} series, {len(short)} have "
+            "too few runs (or too few servers beside them at their runs: a lower bound is not a figure) for a "
+            "server's own change to be tested: "
+            + ", ".join(f"{server} {' '.join(group[:3])}" for server, group in short[:12])
+            + (" …" if len(short) > 12 else "")
         )
     episodes = [(seen, run) for seen in found.seen for run in seen.episodes]
     if episodes:
