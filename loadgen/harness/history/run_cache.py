@@ -13,8 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from harness.results import readable
 from harness.results.records import ResultsError, Run
 
 MAX_CACHE_BYTES = 256 * 2**20  # 200 benches keep about 10 MB
@@ -66,15 +65,6 @@ def slim(run: Run) -> dict[str, Any]:
     }
 
 
-def _parsed(raw: bytes) -> Any:
-    """orjson's parse (a tenth of the json module's time on the cache's 10 MB), the json module's where it refuses
-    (a NaN it does not read)."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw)
-
-
 class RunCache:
     """The runs kept from the last make history, and those read this time (saved: only the runs still there)."""
 
@@ -84,7 +74,7 @@ class RunCache:
         self.now: dict[str, Any] = {}
         try:
             if file.stat().st_size <= MAX_CACHE_BYTES:
-                loaded = _parsed(file.read_bytes())
+                loaded = readable.loads(file.read_bytes())
                 self.kept = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError, RecursionError):
             self.kept = {}
