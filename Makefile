@@ -157,19 +157,20 @@ duel: setup
 	$(HARNESS) duel --a $(call quote,$(A)) --b $(call quote,$(B)) --scenarios $(call quote,$(SCENARIOS)) \
 	  --budget-s $(call quote,$(BUDGET_S)) --seed $(call quote,$(SEED))
 
-# A server beside its TechEmpower twin (a folder outside the project with twin.toml, issue 48) and beside itself (the
-# A/A; AA=0 leaves it out): all up on the server's CPUs, warmed alike in turns until flat, ROUNDS rounds of wrk
-# keep-alive and ab connection per request (CLOSE_TOOL=wrk: wrk sending `Connection: close`, lighter than ab's one
-# thread); ours ÷ theirs and ours ÷ ours again per round, the medians, their intervals and the rounds below 1, in
-# results/<stamp>-twin-<server>/ (docs/versus.md); with each CPU's speed read beside every attempt and the ratios also
-# taken on the server CPU's speed (CPU_METER=0 leaves it out).
+# A server beside its TechEmpower twin (a folder outside the project with twin.toml, docs/twin.md), then beside itself
+# (the A/A; AA=0 leaves it out): each a sitting of the paired engine versus and duel use (docs/versus.md), every route
+# pair of twin.toml on keep-alive (wrk) and connection per request (ab; CLOSE_TOOL=wrk: wrk sending `Connection:
+# close`, lighter than ab's one thread), at the profile's /hello load: "finagle faster than finagle-theirs by …".
+# BUDGET_S: both sittings' measuring time (default 120 s per scenario run and sitting).
 # TWIN is the twin's folder here, not bench's A/A twin: unset for the harness, which reads that TWIN.
 .PHONY: twin
 twin: CPU_METER := $(or $(CPU_METER),1)
 twin: setup
-	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(TWIN)) ] || { echo "usage: make twin SERVER=<name> TWIN=<folder with twin.toml> [ROUNDS=7] [AA=0] [CLOSE_TOOL=ab|wrk]"; exit 2; }
+	@[ -n $(call quote,$(SERVER)) ] && [ -n $(call quote,$(TWIN)) ] || { echo "usage: make twin SERVER=<name> TWIN=<folder with twin.toml> [BUDGET_S=seconds for both sittings] [AA=0] [CLOSE_TOOL=ab|wrk] [SEED=]"; exit 2; }
+	@[ -z $(call quote,$(ROUNDS)) ] || { echo "make twin: ROUNDS is gone: the paired engine's clock sets the rounds; give BUDGET_S=<seconds> instead"; exit 2; }
 	@case $(call quote,$(AA)) in ""|1|0) ;; *) echo "make twin: AA is 1 (the A/A beside, the default) or 0, not "$(call quote,$(AA)); exit 2;; esac
-	@twin=$(call quote,$(TWIN)); unset TWIN; $(HARNESS) twin --server $(call quote,$(SERVER)) --twin "$$twin" --rounds $(call quote,$(ROUNDS)) $(if $(filter 0,$(AA)),--no-again) \
+	@twin=$(call quote,$(TWIN)); unset TWIN; $(HARNESS) twin --server $(call quote,$(SERVER)) --twin "$$twin" \
+	  --budget-s $(call quote,$(BUDGET_S)) --seed $(call quote,$(SEED)) $(if $(filter 0,$(AA)),--no-again) \
 	  $(if $(CLOSE_TOOL),--close-tool $(call quote,$(CLOSE_TOOL)))
 
 # The load tools the project builds itself, not packaged by Debian (the harness also builds them the first time a

@@ -103,6 +103,8 @@ def test_an_a_a_duel_of_node_runs_two_processes_in_abba_starts(short_bench):
     pattern = r"node-twin (faster|slower|costlier|cheaper|higher p99|lower p99) than node by .*|no difference beyond .*"
     assert re.match(pattern + r"|not resolved: node-twin ÷ node .*", answer), answer
     assert {r["server"] for r in run["records"]} == {"node", "node-twin"}
+    page = (run_dir / "versus.md").read_text()  # the sitting's page (a duel sets no goal, as make versus does)
+    assert page.startswith("# node: node-twin against node") and "A/A: both builds are the same code" in page
     for port in (9610, 9611, 9620):
         assert port_owner("127.0.0.1", port) is None, port
 

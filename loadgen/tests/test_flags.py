@@ -205,6 +205,16 @@ def test_contract_failed_or_unverified():
     assert names(records[1]) == ["contract-failed"] and "no contract verification" in reason(records[1])
 
 
+def test_an_outside_implementation_is_named_so_never_contract_failed():
+    """make twin's entry is never given the contract check: it is kept out of any ranking as outside, not as failed."""
+    run = data(rec(), rec(server="te"), verification={"rust": {"ok": True, "checks": 28, "failures": []}})
+    run.servers["te"] = {"started": True, "outside": True}
+    flags.evaluate(run)
+    ours, entry = run.records
+    assert names(ours) == [] and ours.ranked
+    assert names(entry) == ["outside"] and "200 with a body" in reason(entry) and entry.ranked is False
+
+
 def test_failed_attempt_flags_the_record_and_skips_spread():
     r = rec(rates=(1000.0, None, 1001.0))
     r["attempts"][1]["failed"] = "no request completed"

@@ -1,12 +1,12 @@
-"""`make twin` (issue 48): a twin's twin.toml read and refused line by line, the rounds' statistics on known numbers,
-and a real twin run on loopback (the tests' contract responder as ours and as the twin, very short rounds): both
-started, checked, alternated, stopped, and twin.json written in its shape, its p99 figures those of the tools' own
-output."""
+"""`make twin` (issues 48, 74): a twin's twin.toml read and refused line by line; its route pairs as scenarios whose
+sides take their own paths; and real sittings on loopback through the paired engine make versus and make duel use
+(the tests' contract responder as ours, `probe`, and as the entry): the twin's sitting, then the A/A's, each side
+started afresh for each start, the entry never held to the contract, a bad entry or a busy port said, Ctrl-C and
+failures leaving nothing running. Durations are kept short: mechanics are asserted, never speed."""
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import signal
@@ -18,29 +18,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.basics import cpu_speed
-from harness.basics.cpus import CpuPlan
 from harness.basics.machine import port_owner
 from harness.cli.subcommands import twin_inputs
-from harness.config.manifest import ManifestError, Server, discover
-from harness.config.manifest import twin as manifest_twin
-from harness.tools import TOOLS
+from harness.config import scenarios
+from harness.config.manifest import ManifestError, discover
 from harness.tools.availability import PreflightError
-from harness.versus import twins
-from harness.versus.twin_table import (
-    TwinError,
-    cost_lines,
-    cost_summary,
-    load_twin,
-    markdown,
-    ms_text,
-    p99_summary,
-    summary,
-)
-from harness.versus.twin_warmup import TwinOptions, TwinSide, rotated
+from harness.versus import twin
+from harness.versus.twin_spec import TwinError, load_twin
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
-INTEGRATION_LOCK = Path("/tmp/harness-integration.lock")
 ROUTES = '["id", "hello", "backend", "tweets", "factorial", "fibonacci"]'
 GOOD = """
 ours = "node"
@@ -100,7 +86,7 @@ def test_a_folder_without_twin_toml_is_refused(tmp_path):
 
 def test_an_unknown_server_a_twin_of_another_and_a_missing_tool_are_refused_before_the_lock(tmp_path, monkeypatch):
     servers = discover()
-    args = argparse.Namespace(server="nope", twin=str(twin_folder(tmp_path, GOOD)), rounds="", close_tool="ab")
+    args = argparse.Namespace(server="nope", twin=str(twin_folder(tmp_path, GOOD)), close_tool="ab")
     with pytest.raises(ManifestError, match="unknown server 'nope': one of .*node"):
         twin_inputs(args, servers)
     args.server = "express"
@@ -113,84 +99,37 @@ def test_an_unknown_server_a_twin_of_another_and_a_missing_tool_are_refused_befo
     monkeypatch.setenv("PATH", str(tmp_path))  # neither wrk nor ab found
     with pytest.raises(PreflightError, match="load tool\\(s\\) not installed: ab, wrk"):
         twin_inputs(args, servers)
-    with pytest.raises(TwinError, match="is the twin of 'node', not of 'express'"):  # run_twin itself checks too
-        twins.run_twin(
-            servers["express"],
-            load_twin(twin_folder(tmp_path, GOOD)),
-            CpuPlan((0,), (1,), (1,)),
-            TwinOptions(),
-            tmp_path,
-        )
+    with pytest.raises(TwinError, match="is the twin of 'node', not of 'express'"):  # twin.run itself checks too
+        spec = load_twin(twin_folder(tmp_path, GOOD))
+        twin.run(servers["express"], spec, servers, None, twin.TwinOptions())  # type: ignore[arg-type]
 
 
-def test_the_rounds_ratios_median_interval_and_count_below_one_on_known_numbers():
-    ours = [90.0, 110.0, 95.0, 100.0, 80.0, 120.0, 99.0]
-    out = summary(ours, [100.0] * 7)
-    assert out["ratios"] == [0.9, 1.1, 0.95, 1.0, 0.8, 1.2, 0.99]
-    assert out["median_ratio"] == 0.99
-    assert out["below_1"] == 4  # 1.0 itself is not below
-    # 7 rounds: [x_(2), x_(6)] covers the median 87.5 % of the time, short of 95 %: min-max at 1 - 2/128
-    assert out["interval"] == {"low": 0.8, "high": 1.2, "level": 0.984375, "method": "order-statistic", "k": 1}
-    assert (out["ours_median_rps"], out["theirs_median_rps"], out["rounds"]) == (99.0, 100.0, 7)
-    ten = summary([float(x) for x in range(91, 101)], [100.0] * 10)  # 10 rounds: [x_(2), x_(9)] at 97.9 %
-    assert (ten["interval"]["low"], ten["interval"]["high"], ten["interval"]["k"]) == (0.92, 0.99, 2)
-    assert ten["median_ratio"] == 0.955 and ten["below_1"] == 9
-    one = summary([2.0], [3.0])  # the median and its interval read off the same rounded ratio, printed alike
-    assert one["ratios"] == [0.6667] and one["median_ratio"] == one["interval"]["low"] == one["interval"]["high"]
-    with pytest.raises(ValueError, match="rounds differ"):
-        summary([1.0], [1.0, 2.0])
+def test_each_route_pair_is_a_scenario_per_pattern_each_side_on_its_own_path(tmp_path):
+    spec = load_twin(twin_folder(tmp_path, GOOD))
+    ours = discover()["node"]
+    entry = twin.theirs(spec, ours)
+    assert (entry.name, entry.port, entry.ready_path, entry.routes) == ("nodejs-theirs", 9505, "/plaintext", ())
+    for close_tool in ("ab", "wrk"):
+        pairs = twin.pair_scenarios(spec, entry, ours, "quick", close_tool)
+        assert [(s.name, s.tool, s.path_for(entry), s.path_for(ours)) for s in pairs] == [
+            ("hello-vs-plaintext-keep-alive", "wrk", "/plaintext", "/hello"),
+            ("hello-vs-plaintext-close", close_tool, "/plaintext", "/hello"),
+            ("v1_tweets-vs-json-keep-alive", "wrk", "/json", "/v1/tweets"),
+            ("v1_tweets-vs-json-close", close_tool, "/json", "/v1/tweets"),
+        ]
+        hello = scenarios.load("quick")["hello"].runs[0].load
+        for s in pairs:  # the profile's /hello load; wrk closes each connection only where it is the close tool
+            (run,) = s.runs
+            assert run.load["concurrency"] == hello["concurrency"] and run.load["duration_s"] == hello["duration_s"]
+            assert run.load["connection_close"] is (s.name.endswith("close") and close_tool == "wrk")
+            assert not run.load.get("keepalive")  # ab makes a connection a request
+    again = twin.pair_scenarios(spec, ours, entry, "quick", "ab")  # the A/A: ours on its own paths on both sides
+    assert again[0].path_for(ours) == "/hello"
 
 
-def test_the_rounds_p99_ratios_median_interval_and_count_above_one_on_known_numbers():
-    out = p99_summary([1.2, 0.9, 2.0, 1.0, 3.3, 1.1, 0.5], [1.0] * 7)
-    assert out["ratios"] == [1.2, 0.9, 2.0, 1.0, 3.3, 1.1, 0.5]
-    assert out["median_ratio"] == 1.1 and out["above_1"] == 4  # 1.0 itself is not above: not slower
-    assert out["interval"] == {"low": 0.5, "high": 3.3, "level": 0.984375, "method": "order-statistic", "k": 1}
-    assert (out["rounds"], out["ours_median_ms"], out["theirs_median_ms"]) == (7, 1.1, 1.0)
-    assert (out["ours_ms"], out["theirs_ms"]) == ([1.2, 0.9, 2.0, 1.0, 3.3, 1.1, 0.5], [1.0] * 7)
-    with pytest.raises(ValueError, match="rounds differ"):
-        p99_summary([1.0], [1.0, 2.0])
-
-
-def test_a_round_without_a_p99_on_either_side_has_no_ratio_and_is_left_out_not_counted_as_zero():
-    # round 1: ours gave none; round 2: theirs gave 0 (ab's whole-ms table of a fast p99); rounds 0 and 3 have ratios
-    out = p99_summary([3.0, None, 2.0, 1.0], [2.0, 1.0, 0.0, 4.0])
-    assert out["ratios"] == [1.5, None, None, 0.25]
-    assert (out["rounds"], out["median_ratio"], out["above_1"]) == (2, 0.875, 1)
-    assert (out["interval"]["low"], out["interval"]["high"]) == (0.25, 1.5)
-    assert (out["ours_median_ms"], out["theirs_median_ms"]) == (2.0, 3.0)  # over the same two rounds
-    none = p99_summary([None, None], [1.0, None])
-    assert none["ratios"] == [None, None] and none["rounds"] == 0
-    assert none["median_ratio"] is none["interval"] is none["above_1"] is none["ours_median_ms"] is None
-    assert none["theirs_median_ms"] is None
-
-
-def test_the_sides_order_rotates_so_each_goes_first_in_turn_two_sides_alternating():
-    ours, theirs, again = (TwinSide(label, 0, 0, ("/",), 0) for label in ("ours", "theirs", "again"))
-    assert [[s.label for s in rotated([ours, theirs], k)][0] for k in range(4)] == ["ours", "theirs", "ours", "theirs"]
-    assert [[s.label for s in rotated([ours, theirs, again], k)] for k in range(4)] == [
-        ["ours", "theirs", "again"],
-        ["theirs", "again", "ours"],
-        ["again", "ours", "theirs"],
-        ["ours", "theirs", "again"],
-    ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def integration_lock():
-    with INTEGRATION_LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the machine's other real-server tests wait their turn, as this one does
-        yield
-
-
-def loopback_pair(tmp_path: Path) -> tuple[Server, Path]:
-    """The contract responder as our server `probe` and, on another port, as the twin (its folder's twin.toml)."""
+def loopback(tmp_path: Path, twin_text: str = "") -> tuple[dict[str, str], Path, int, int]:
+    """The contract responder as our server `probe` (its manifest in a servers folder of the test's own) and, on
+    another port, as the entry (its folder's twin.toml): the environment that finds them, the folder, both ports."""
     ours_port, twin_port = free_port(), free_port()
     servers = tmp_path / "servers" / "probe"
     servers.mkdir(parents=True)
@@ -200,285 +139,105 @@ def loopback_pair(tmp_path: Path) -> tuple[Server, Path]:
     )
     folder = twin_folder(
         tmp_path,
-        f'ours = "probe"\nrun = ["{sys.executable}", "{RESPONDER}", "{twin_port}", "te"]\nport = {twin_port}\n'
-        f'warmup_connections = 50\n[routes]\n"/hello" = "/hello"\n"/v1/tweets" = "/v1/tweets"\n',
+        twin_text
+        or f'ours = "probe"\nrun = ["{sys.executable}", "{RESPONDER}", "{twin_port}", "te"]\nport = {twin_port}\n'
+        f'warmup_connections = 50\n[routes]\n"/hello" = "/hello"\n',
     )
-    return discover(tmp_path / "servers")["probe"], folder
+    env = {**os.environ, "RUNTIME": "local", "BENCH_SERVERS_DIR": str(tmp_path / "servers"), "TWIN": ""}
+    return env, folder, ours_port, twin_port
 
 
-@pytest.mark.parametrize("close_tool", ["ab", "wrk"])
-def test_a_real_twin_run_rotates_its_sides_writes_twin_json_and_leaves_nothing_running(
-    integration_lock, meter_on, tmp_path, close_tool
-):
-    server, folder = loopback_pair(tmp_path)
-    twin = load_twin(folder)
-    options = TwinOptions(
-        rounds=2, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1, close_tool=close_tool
-    )
-    out = twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), options, root=tmp_path / "results")
-
-    assert out.name.endswith("-twin-probe") and (out / "twin.md").is_file() and (out / "twin.log").is_file()
-    result = json.loads((out / "twin.json").read_text())
-    assert (result["ours"], result["twin"], result["rounds"], result["cpus"]) == (
-        "probe", "nodejs", 2, {"server": "0", "loadgen": "1"}
-    )  # fmt: skip
-    assert [(p["ours_path"], p["theirs_path"], p["pattern"], p["tool"]) for p in result["pairs"]] == [
-        ("/hello", "/hello", "keep-alive", "wrk"),
-        ("/hello", "/hello", "connection-per-request", close_tool),
-        ("/v1/tweets", "/v1/tweets", "keep-alive", "wrk"),
-        ("/v1/tweets", "/v1/tweets", "connection-per-request", close_tool),
-    ]
-    assert all(a["errors"] == 0 for a in result["attempts"])  # wrk closing: every answer said it closes
-    for i, pair in enumerate(result["pairs"]):
-        assert len(pair["ratios"]) == pair["rounds"] == 2 and 0 <= pair["below_1"] <= 2
-        assert all(r > 0 for r in pair["ours_rps"] + pair["theirs_rps"])
-        assert pair["ratios"] == [round(o / t, 4) for o, t in zip(pair["ours_rps"], pair["theirs_rps"])]
-        # the A/A: ours ÷ ours again, round by round, from the attempts of the second process
-        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
-        again = [a["rps"] for a in mine if a["side"] == "again"]
-        assert pair["again"]["ratios"] == [round(o / a, 4) for o, a in zip(pair["ours_rps"], again)]
-        assert pair["again"]["rounds"] == 2 and pair["again"]["again_median_rps"] == round(sum(again) / 2, 1)
-    assert_p99_from_the_tools_output(result, out, close_tool)
-    assert_costs_read_and_summarised(result, out)
-    assert_speeds_read_and_divided(result, out)
-    sides = [(a["round"], a["pair"], a["pattern"], a["side"]) for a in result["attempts"]]
-    assert len(sides) == 2 * 2 * 2 * 3
-    assert sides[:3] == [(0, 0, "keep-alive", s) for s in ("ours", "theirs", "again")]  # round 0: ours first
-    assert sides[12:15] == [(1, 0, "keep-alive", s) for s in ("theirs", "again", "ours")]  # round 1: rotated by one
-    assert_climbed_alike(result, out, (server.warmup_connections, twin.warmup_connections), close_tool)
-    assert result["steadiness"] == {"before": None, "after": None}  # no probe asked for
-    # ours was checked against the contract in a process of its own, stopped before the measured one started; the A/A
-    # is a third process
-    pids = result["ours_pids"]
-    assert len({pids["checked"], pids["measured"], pids["again"]}) == 3
-    assert not any(psutil.pid_exists(pid) for pid in pids.values())
-    table = (out / "twin.md").read_text()
-    closing = "ab" if close_tool == "ab" else "wrk, `Connection: close`"
-    assert f"| /hello ÷ /hello | connection-per-request ({closing}) |" in table
-    assert (
-        "| /hello ÷ /hello | keep-alive (wrk) |" in table and "| /hello | keep-alive | " in table.split("A/A: ours")[1]
-    )
-    assert (
-        "Ours, the twin and ours again on CPU 0, the load tools on CPU 1; 2 rounds, the sides' order rotated" in table
-    )
-    assert port_owner("127.0.0.1", server.port) is None and port_owner("127.0.0.1", twin.port) is None
-    assert not [p for p in psutil.Process().children(recursive=True) if "contract_server" in " ".join(p.cmdline())]
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
-@pytest.fixture
-def meter_on():
-    cpu_speed.choose(True)  # as `make twin` runs (CPU_METER=1)
-    yield
-    cpu_speed.choose(False)
+def nothing_left(tmp_path: Path, *ports: int) -> None:
+    assert not [p for p in ports if port_owner("127.0.0.1", p)]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
 
 
-def assert_speeds_read_and_divided(result: dict, out: Path) -> None:
-    """Every attempt has both CPUs' speeds and shares; each pair is on the server CPU's speed or says why not, and
-    on the speed its ratios are ours ÷ theirs of req/s ÷ the server CPU's speed, round by round."""
-    for a in result["attempts"]:
-        assert set(a["cpu"]["speed"]) == set(a["cpu"]["util"]) == {"server", "loadgen"}
-        assert all(0 < v <= 1 for v in a["cpu"]["speed"].values()) and all(u >= 0 for u in a["cpu"]["util"].values())
-    table = (out / "twin.md").read_text()
-    assert "On the server CPU's speed" in table
-    for i, pair in enumerate(result["pairs"]):
-        speed = pair["on_speed"]
-        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
-        if speed["rule"] != "on the server CPU's speed":
-            assert speed["rule"].startswith("as measured: not every side bound") and "median_ratio" not in speed
-            continue
-        ours, theirs = (
-            [a["rps"] / a["cpu"]["speed"]["server"] for a in mine if a["side"] == s] for s in ("ours", "theirs")
-        )
-        assert speed["ratios"] == [round(o / t, 4) for o, t in zip(ours, theirs)] and speed["rounds"] == 2
-        assert speed["again"]["rounds"] == 2
-
-
-def assert_climbed_alike(result: dict, out: Path, connections: tuple[int, int], close_tool: str) -> None:
-    """Every side climbed in the same turns, the first of each rotating, until each made its connections (ours',
-    theirs'); each run's rate is the connection-per-request tool's own figure of the output the run kept."""
-    ours_connections, theirs_connections = connections
-    climb = result["climb"]["sides"]
-    turns = len(climb["ours"]["rps"])
-    assert turns >= 3 and all(len(c["rps"]) == turns for c in climb.values())  # the trend is judged on 3 or more
-    assert climb["ours"]["connections"] >= ours_connections and climb["again"]["connections"] >= ours_connections
-    assert climb["theirs"]["connections"] >= theirs_connections
-    flat_at = [c["flat_at_turn"] for c in climb.values()]
-    assert all(turn is None or 1 <= turn <= turns for turn in flat_at)
-    # it ends when the last side has been flat (once flat, a side is warm), else after its 3 turns (warmup_max_s=1)
-    assert turns == (max(flat_at) if None not in flat_at else 3)
-    for label, c in climb.items():
-        for turn, rps in enumerate(c["rps"]):
-            scratch = out / "raw" / f"warm-{label}-climb-{turn + 1}"
-            assert rps == round(TOOLS[close_tool].parse((scratch / "output.txt").read_text(), scratch).rps, 1)
-    assert (
-        f"Warm-up, connection per request in turns for {result['climb']['seconds']:g} s: ours "
-        in (out / "twin.md").read_text()
-    )
-
-
-def assert_p99_from_the_tools_output(result: dict, out: Path, close_tool: str) -> None:
-    """Each attempt's p99 is its tool's, read again by the tool's adapter from the output and files the run kept; each
-    pair's p99 ratios are ours ÷ theirs of those recorded figures; twin.md shows them."""
-    for a in result["attempts"]:
-        scratch = out / "raw" / f"round{a['round']}-{a['side']}-{a['pair']}-{a['pattern']}"
-        output = (scratch / "output.txt").read_text()
-        tool = "wrk" if a["pattern"] == "keep-alive" else close_tool
-        assert a["p99_ms"] > 0 and a["p99_ms"] == round(TOOLS[tool].parse(output, scratch).latency_ms["p99"], 3)
-        if tool == "wrk":
-            assert "Latency Distribution" in output  # run with --latency
-    table = (out / "twin.md").read_text()
-    assert "| p99 ratio | p99 interval | p99 rounds above 1 | ours p99 ms | theirs p99 ms |" in table
-    for i, pair in enumerate(result["pairs"]):
-        p99 = pair["p99"]
-        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
-        assert p99["ours_ms"] == [a["p99_ms"] for a in mine if a["side"] == "ours"]
-        assert p99["theirs_ms"] == [a["p99_ms"] for a in mine if a["side"] == "theirs"]
-        assert p99["ratios"] == [round(o / t, 4) for o, t in zip(p99["ours_ms"], p99["theirs_ms"])]
-        assert p99["rounds"] == 2 and p99["above_1"] == sum(r > 1 for r in p99["ratios"])
-        assert p99["median_ratio"] == round(sum(p99["ratios"]) / 2, 4) > 0
-        assert (p99["interval"]["low"], p99["interval"]["high"]) == (min(p99["ratios"]), max(p99["ratios"]))
-        assert p99["ours_median_ms"] == round(sum(p99["ours_ms"]) / 2, 3) > 0
-        assert p99["theirs_median_ms"] == round(sum(p99["theirs_ms"]) / 2, 3) > 0
-        assert (
-            f"| {p99['median_ratio']:.3f} | {p99['interval']['low']:.3f}-{p99['interval']['high']:.3f} (50%) | "
-            f"{p99['above_1']} of 2 | {ms_text(p99['ours_median_ms'])} | {ms_text(p99['theirs_median_ms'])} |"
-        ) in table
-
-
-def assert_costs_read_and_summarised(result: dict, out: Path) -> None:
-    """Every attempt has what the measured server spent on it a request (the responder answers with CPU of its own);
-    each pair's cost is the medians of its attempts'; twin.md shows them."""
-    for a in result["attempts"]:
-        assert set(a["cost"]) == {"user_us", "kernel_us", "switches"}
-        assert a["cost"]["user_us"] + a["cost"]["kernel_us"] > 0 and a["cost"]["switches"] >= 0
-    table = (out / "twin.md").read_text()
-    for i, pair in enumerate(result["pairs"]):
-        mine = [a for a in result["attempts"] if (a["pair"], a["pattern"]) == (i // 2, pair["pattern"])]
-        for side in ("ours", "theirs", "again"):
-            costs = [a["cost"] for a in mine if a["side"] == side]
-            assert pair["cost"][side] == {f: round(sum(c[f] for c in costs) / 2, 3) for f in costs[0]}
-        assert cost_lines([pair])[2] in table
-
-
-def test_a_requests_cost_is_each_sides_median_over_the_rounds_it_was_read_in():
-    ours = [
-        {"user_us": 100.0, "kernel_us": 50.0, "switches": 12.0},
-        None,
-        {"user_us": 80.0, "kernel_us": 70.0, "switches": 11.0},
-    ]
-    theirs: list[dict[str, float] | None] = [None, None, None]
-    cost = cost_summary({"ours": ours, "theirs": theirs})
-    assert cost == {"ours": {"user_us": 90.0, "kernel_us": 60.0, "switches": 11.5}, "theirs": None}
-    row = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", "cost": cost}
-    assert cost_lines([row])[2] == "| /hello ÷ /plaintext | keep-alive | 150 (90 + 60) | n/a | 11.50 | n/a |"
-    assert cost_lines([{**row, "cost": None}])[2] == "| /hello ÷ /plaintext | keep-alive | n/a | n/a | n/a | n/a |"
-
-
-@pytest.mark.parametrize("whose", ["the twin", "the A/A"])
-def test_a_busy_twin_or_a_a_port_is_refused_before_anything_starts(tmp_path, whose):
-    server, folder = loopback_pair(tmp_path)
-    twin = load_twin(folder)
-    port = twin.port if whose == "the twin" else manifest_twin(server, {server.port, twin.port}).port
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", port))
-        holder.listen()
-        with pytest.raises(TwinError, match=f"cannot start .*{whose}.*: port {port} is in use by pid"):
-            twins.run_twin(server, twin, CpuPlan((0,), (1,), (1,)), TwinOptions(), root=tmp_path / "results")
-    assert port_owner("127.0.0.1", server.port) is None  # ours was never started
-
-
-def test_a_twin_that_dies_while_starting_is_reported_with_its_log_and_ours_is_stopped(tmp_path):
-    server, folder = loopback_pair(tmp_path)
-    (folder / "twin.toml").write_text(
-        (folder / "twin.toml").read_text().replace(f'"{RESPONDER}"', '"-c", "print(\'no such server\'); exit(3)"')
-    )
-    with pytest.raises(TwinError, match="exited \\(3\\) while starting; its log:\n.*no such server"):
-        twins.run_twin(server, load_twin(folder), CpuPlan((0,), (1,), (1,)), TwinOptions(), root=tmp_path / "results")
-    assert port_owner("127.0.0.1", server.port) is None
-
-
-def twin_md(pairs: list[dict]) -> str:
-    probe = {"cv": {"server": 0.05, "loadgen": 0.02}, "cpus": {"server": 0, "loadgen": 1}, "seconds": 9, "window_s": 1}
-    return markdown(
-        {
-            "ours": "node",
-            "twin": "nodejs",
-            "stamp": "x",
-            "entry": "",
-            "versions": "",
-            "cpus": {"server": "0", "loadgen": "1"},
-            "rounds": 1,
-            "attempt_s": 3,
-            "pairs": pairs,
-            "steadiness": {"before": probe, "after": None},
+def test_a_twin_sitting_then_its_a_a_through_the_paired_engine(short_bench, tmp_path):
+    env, folder, ours_port, twin_port = loopback(tmp_path)
+    results = Path(os.environ["BENCH_RESULTS"])
+    before = set(results.glob("*-twin-probe*"))
+    argv = short_bench("twin", "--server", "probe", "--twin", str(folder), "--budget-s", "100", "--seed", "5")
+    done = subprocess.run(argv, cwd=Path(__file__).parents[1], env=env, capture_output=True, text=True, timeout=400)
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said and done.returncode in (0, 1), said[-3000:]
+    runs = {p.name.split("-twin-")[1]: p for p in set(results.glob("*-twin-probe*")) - before}
+    assert sorted(runs) == ["probe", "probe-aa"], said[-3000:]
+    for suffix, (base, kind) in {"probe": ("nodejs-theirs", "twin"), "probe-aa": ("probe-twin", "twin-aa")}.items():
+        run = json.loads((runs[suffix] / "results.json").read_text())
+        versus = run["conditions"]["versus"]
+        assert (versus["kind"], versus["seed"], versus["twin"]["close_tool"]) == (kind, 5, "ab")
+        assert (versus["builds"]["base"]["name"], versus["builds"]["head"]["name"]) == (base, "probe")
+        assert [(r["scenario"], r["run"]) for r in versus["results"]] == [
+            ("hello-vs-hello-keep-alive", "c4"), ("hello-vs-hello-close", "c4")
+        ]  # fmt: skip
+        for result in versus["results"]:
+            starts = result["starts"]
+            assert starts and [n for s in starts for n in s] == list(range(1, result["rounds"] + 1))
+            assert result["answer"]["verdict"], result
+        records = {(r["server"], r["scenario"], r["tool"]) for r in run["records"]}
+        assert records == {
+            (side, f"hello-vs-hello-{p}", tool)
+            for side in (base, "probe")
+            for p, tool in (("keep-alive", "wrk"), ("close", "ab"))
         }
+        servers = run["servers"]
+        assert servers["probe"]["started"] and run["verification"]["probe"]["ok"]  # ours held to the contract
+        if kind == "twin":  # the entry never is: it answered on its paths
+            assert servers[base]["outside"] and "not checked" in servers[base]["contract"]
+            assert base not in run.get("verification", {})
+        page = (runs[suffix] / "versus.md").read_text()  # a sitting's page, with no goal: make versus's alone
+        assert page.startswith(f"# probe: probe against {base}") and "against a goal" not in page
+        assert ("A/A: `make twin` measures ours against a second process" in page) == (kind == "twin")
+    assert "out: outside" in said and "contract-failed" not in said  # the entry is named for what it is
+    nothing_left(tmp_path, ours_port, twin_port)
+
+
+def test_an_entry_that_dies_while_starting_is_said_with_its_log_and_ours_is_stopped(short_bench, tmp_path):
+    port = free_port()
+    env, folder, ours_port, _ = loopback(
+        tmp_path,
+        f'ours = "probe"\nrun = ["{sys.executable}", "-c", "print(\'no such server\'); exit(3)"]\nport = {port}\n'
+        '[routes]\n"/hello" = "/hello"\n',
     )
+    argv = short_bench("twin", "--server", "probe", "--twin", str(folder), "--budget-s", "20", "--no-again")
+    done = subprocess.run(argv, cwd=Path(__file__).parents[1], env=env, capture_output=True, text=True, timeout=200)
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in said, said[-3000:]
+    assert "nodejs-theirs exited" in said and "no such server" in said, said[-3000:]
+    nothing_left(tmp_path, ours_port, port)
 
 
-def test_the_markdown_table_has_a_line_per_pair_with_rate_p99_and_the_probe_before_and_after():
-    pair = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", **summary([9.0], [10.0])}
-    text = twin_md([{**pair, "p99": p99_summary([12.5], [2.5])}])
-    assert "Both servers on CPU 0, the load tools on CPU 1; 1 round, the sides' order rotated each round" in text
-    assert (
-        "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 "
-        "| 5.000 | 5.000-5.000 (0%) | 1 of 1 | 12.5 | 2.5 | 5.0 % → - |"
-    ) in text
+def test_a_busy_entry_port_is_refused_before_anything_starts(short_bench, tmp_path):
+    env, folder, ours_port, twin_port = loopback(tmp_path)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", twin_port))
+        holder.listen()
+        argv = short_bench("twin", "--server", "probe", "--twin", str(folder), "--budget-s", "20")
+        done = subprocess.run(argv, cwd=Path(__file__).parents[1], env=env, capture_output=True, text=True, timeout=200)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2 and f"nodejs-theirs's port {twin_port} is in use by" in said, said[-3000:]
+    assert "starting" not in done.stdout
+    nothing_left(tmp_path, ours_port)
 
 
-def test_a_missing_p99_reads_n_a_in_twin_md_never_0_and_an_older_twin_json_without_p99_still_reads():
-    pair = {"ours_path": "/hello", "theirs_path": "/plaintext", "pattern": "keep-alive", **summary([9.0], [10.0])}
-    rate = "| /hello ÷ /plaintext | keep-alive | 0.900 | 0.900-0.900 (0%) | 1 of 1 | 9 | 10 "
-    missing = twin_md([{**pair, "p99": p99_summary([None], [2.5])}])  # ours' tool gave no p99
-    assert rate + "| n/a | n/a | n/a | n/a | n/a | 5.0 % → - |" in missing
-    older = twin_md([pair])  # a pair as twin.json held it before p99 was kept
-    assert rate + "| n/a | n/a | n/a | n/a | n/a | 5.0 % → - |" in older
-    assert [ms_text(None), ms_text(0.4123, " ms"), ms_text(73.97), ms_text(10234.0)] == [
-        "n/a",
-        "0.412 ms",
-        "74",
-        "10,234",
-    ]
-
-
-RUN_TWIN = """
-import sys
-from pathlib import Path
-from harness.basics import interrupt
-from harness.basics.cpus import CpuPlan
-from harness.config.manifest import discover
-from harness.versus import twins
-from harness.versus.twin_warmup import TwinOptions, TwinSide, rotated
-from harness.versus.twin_table import load_twin
-interrupt.install()
-servers, folder, results = (Path(a) for a in sys.argv[1:])
-options = TwinOptions(rounds=20, attempt_s=1, warmup_s=1, concurrency=4, startup_timeout_s=30, warmup_max_s=1)
-try:
-    twins.run_twin(discover(servers)["probe"], load_twin(folder), CpuPlan((0,), (1,), (1,)), options, results)
-except KeyboardInterrupt:
-    sys.exit(130)
-"""
-
-
-def test_ctrl_c_in_the_rounds_stops_both_servers_and_their_tools(integration_lock, tmp_path):
-    server, folder = loopback_pair(tmp_path)
-    twin = load_twin(folder)
-    argv = [sys.executable, "-c", RUN_TWIN, str(tmp_path / "servers"), str(folder), str(tmp_path / "results")]
+def test_ctrl_c_in_the_rounds_stops_both_servers_and_their_tools(short_bench, tmp_path):
+    env, folder, ours_port, twin_port = loopback(tmp_path)
+    argv = short_bench("twin", "--server", "probe", "--twin", str(folder), "--budget-s", "600")
     proc = subprocess.Popen(
-        argv, cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        argv, cwd=Path(__file__).parents[1], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )  # fmt: skip
     lines = []
     for line in proc.stdout:  # until the rounds run
         lines.append(line)
-        if "round 1/20" in line:
+        if "start 1 round 1:" in line:
             break
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group, the load tool too
     assert proc.wait(60) == 130, "".join(lines) + proc.stdout.read()
-    again = manifest_twin(server, {server.port, twin.port})  # ours a second time (the A/A), as run_twin starts it
-    assert not [
-        port_owner("127.0.0.1", port) for port in (server.port, twin.port, again.port) if port_owner("127.0.0.1", port)
-    ]
-    strays = [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
-    strays += [p for p in psutil.process_iter(["cmdline"]) if f"{RESPONDER}" in " ".join(p.info["cmdline"] or [])
-               and {str(twin.port), str(again.port)} & set(p.info["cmdline"] or [])]  # fmt: skip
-    assert not strays
+    nothing_left(tmp_path, ours_port, twin_port)

@@ -44,7 +44,7 @@ from harness.runtime.state import StateFull
 from harness.tools import oha_mix
 from harness.tools.availability import PreflightError
 from harness.versus.checkout import BuildFailed, GitFailed, RevisionError
-from harness.versus.twin_table import TwinError
+from harness.versus.twin_spec import TwinError
 
 __all__ = ["main", "with_twin"]
 

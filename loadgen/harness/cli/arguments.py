@@ -134,13 +134,15 @@ def _duel(sub: Subparsers[argparse.ArgumentParser]) -> None:
 def _twin(sub: Subparsers[argparse.ArgumentParser]) -> None:
     twin_cmd = sub.add_parser(
         "twin",
-        help="a server beside its TechEmpower twin (a folder with twin.toml) and beside itself (the A/A), all on the "
-        "server's CPUs: ours ÷ theirs and ours ÷ ours again per round, their medians and the rounds below 1 "
-        "(docs/versus.md)",
+        help="a server beside its TechEmpower twin (a folder with twin.toml), then beside itself (the A/A), each a "
+        "sitting of the paired engine of versus and duel: ours ÷ theirs with its interval (docs/versus.md)",
     )
     twin_cmd.add_argument("--server", required=True)
     twin_cmd.add_argument("--twin", required=True, help="the twin's folder (or its twin.toml)")
-    twin_cmd.add_argument("--rounds", default="", help="rounds, the sides' order rotated in each (ROUNDS, default 7)")
+    twin_cmd.add_argument(
+        "--budget-s", default="", help="measuring time of both sittings (default 120 per scenario run and sitting)"
+    )
+    twin_cmd.add_argument("--seed", default="", help="of which side leads the first start (default: drawn, recorded)")
     twin_cmd.add_argument(
         "--no-again", action="store_true", help="no A/A: ours is not measured a second time beside itself (AA=0)"
     )

@@ -29,10 +29,9 @@ from harness.report.run_conditions import steadiness_text
 from harness.results.store import claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime, get_runtime
 from harness.tools.availability import check_tools
-from harness.versus import duel, twins
+from harness.versus import duel, twin
 from harness.versus import flow as versus
-from harness.versus.twin_table import CLOSE_TOOLS, Twin, TwinError, load_twin
-from harness.versus.twin_warmup import TwinOptions
+from harness.versus.twin_spec import CLOSE_TOOLS, Twin, TwinError, load_twin
 
 
 def cmd_build(
@@ -259,28 +258,22 @@ def twin_inputs(args: argparse.Namespace, servers: dict[str, Server]) -> tuple[S
     """`--server` and `--twin` checked, each bad one a one-line error, before the lock is waited for."""
     if args.server not in servers:
         raise ManifestError(f"unknown server {args.server!r}: one of {', '.join(sorted(servers))}")
-    twin = load_twin(Path(args.twin).expanduser())
-    if twin.ours != args.server:
-        raise TwinError(f"{twin.folder}/twin.toml is the twin of {twin.ours!r}, not of {args.server!r}")
+    spec = load_twin(Path(args.twin).expanduser())
+    if spec.ours != args.server:
+        raise TwinError(f"{spec.folder}/twin.toml is the twin of {spec.ours!r}, not of {args.server!r}")
     if args.close_tool not in CLOSE_TOOLS:
         raise TwinError(
             f"CLOSE_TOOL is {' or '.join(CLOSE_TOOLS)} (connection per request's tool), not {args.close_tool!r}"
         )
     check_tools({"wrk", args.close_tool})  # keep-alive, connection per request
-    return servers[args.server], twin
+    return servers[args.server], spec
 
 
 def cmd_twin(args: argparse.Namespace, config: Configuration, servers: dict[str, Server]) -> int:
-    """`make twin`: `--server` beside its TechEmpower twin (`--twin`), on this machine's CPU plan (docs/versus.md)."""
-    server, twin = twin_inputs(args, servers)
-    settings = scenario_data.settings(config.profile, config.repeat)
-    options = TwinOptions(
-        rounds=config.rounds if args.rounds else 7,
-        steadiness=settings.steadiness,
-        again=not args.no_again,
-        warmup_tolerance=settings.warmup.tolerance,  # the bench's own trend rule, as its profile sets it
-        warmup_window=settings.warmup.window,
-        close_tool=args.close_tool,
-    )
-    twins.run_twin(server, twin, cpu_plan_of(config), options)
-    return 0
+    """`make twin`: `--server` beside its TechEmpower twin (`--twin`), then beside itself, under the local runtime (the
+    entry is a process of this machine), on the paired engine (docs/versus.md)."""
+    server, spec = twin_inputs(args, servers)
+    where = sitting_place(config, "make twin runs ours and the entry")
+    budget_s, seed = budget_and_seed(args)
+    options = twin.TwinOptions(budget_s, seed, again=not args.no_again, close_tool=args.close_tool)
+    return twin.run(server, spec, servers, where, options)

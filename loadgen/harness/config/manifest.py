@@ -59,6 +59,9 @@ class Server:
     # HTTP/1.1 only (CONTRACT.md, "HTTP/2")
     h2c_port: int | None = None
     twin_of: str | None = None  # the A/A control: this is `twin_of` under a second name (it answers /id as that one)
+    # an outside server's (make twin's entry, never a manifest's): the path whose 200 with a body says it is up, where
+    # ours answer GET /id with their name; such a server is never held to the contract
+    ready_path: str | None = None
 
     @property
     def identity(self) -> str:

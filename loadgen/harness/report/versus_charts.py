@@ -14,13 +14,16 @@ from harness.report.chart_style import RATE_AXIS, save
 VERSUS_METRICS = (("rps", "req/s", "#1f77b4"), ("p99", "p99", "#ff7f0e"), ("cost_us", "CPU µs/req", "#2ca02c"))
 
 
-def versus_ratios(results: list[dict[str, Any]], resolution: float, path: Path) -> Path | None:
-    """`make versus`: head ÷ base per scenario run and metric, whiskers its interval, the band ±`resolution` around 1."""
+def versus_ratios(results: list[dict[str, Any]], resolution: float | None, path: Path) -> Path | None:
+    """A sitting's head ÷ base per scenario run and metric, whiskers its interval, the band ±`resolution` around 1
+    where the command set a goal (make versus; a duel's or a twin's has none)."""
     rows = [r for r in results if any(r["metrics"][m]["interval"] for m, _, _ in VERSUS_METRICS)]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.75 * len(rows)))
-    ax.axvspan(1 - resolution, 1 + resolution, color="#e8f0fe", zorder=0, label=f"±{resolution * 100:g} %")
+    if resolution:
+        ax.axvspan(1 - resolution, 1 + resolution, color="#e8f0fe", zorder=0, label=f"±{resolution * 100:g} %")
+    resolution = resolution or 0.0
     ax.axvline(1, color="#444", lw=1)
     for i, r in enumerate(rows):
         for j, (metric, title, color) in enumerate(VERSUS_METRICS):

@@ -38,6 +38,18 @@ def aa_line(run: Run) -> str:
             f"most {FALSE_POSITIVE_RATE:.0%} of such sittings, so a 'faster' or 'slower' here is the method's "
             "false positive (or a process-to-process difference the starts did not average out)"
         )
+    if v.get("kind") == "twin":
+        return (
+            "A/A: `make twin` measures ours against a second process of it next (a run of its own, "
+            f"`<stamp>-twin-{v.get('server')}-aa`, unless AA=0): a ratio against the entry is a gap only beyond what "
+            "that sitting reads"
+        )
+    if v.get("kind") == "duel":
+        return (
+            f"A/A: `make duel A={v['builds']['head']['name']} B={v['builds']['head']['name']}` runs one server against a "
+            f"second process of it; its verdict should read no difference in at least {1 - FALSE_POSITIVE_RATE:.0%} "
+            "of sittings"
+        )
     return (
         "A/A: `make versus BASE=HEAD` on a clean tree runs one build against itself as two processes; its verdict "
         f"should read no difference in at least {1 - FALSE_POSITIVE_RATE:.0%} of sittings (README, make versus)"
@@ -117,12 +129,18 @@ HEADER = [
 ]
 
 
+def budget_text(v: dict[str, Any]) -> str:
+    """The sitting's budget, and make versus's goal where it set one (a duel and a twin have none)."""
+    goal = f", against a goal of ±{v['resolution'] * 100:g} %" if v.get("resolution") else ""
+    return f"{v['budget_s']:g} s of rounds{goal}"
+
+
 def markdown(run: Run, charts: dict[str, Path]) -> str:
     v = run.conditions["versus"]
     base, head = builds(run)
     lines = [f"# {v['server']}: {head['name']} against {base['name']}", ""]
     lines += [f"- {line}" for line in revision_lines(run)] + [""]
-    lines += [f"{v['budget_s']:g} s of rounds, against a goal of ±{v['resolution'] * 100:g} %; {v['method']}.", ""]
+    lines += [f"{budget_text(v)}; {v['method']}.", ""]
     lines += _md_table(HEADER, result_rows(run)) + ["", aa_line(run), ""]
     lines += [f"![{key}](charts/{path.name})" for key, path in charts.items()] + [""]
     lines += ["## Footprints", ""] + _md_table(["", base["name"], head["name"]], footprint_rows(run)) + [""]
@@ -154,8 +172,7 @@ def html(run: Run, charts: dict[str, Path]) -> str:
     body = [
         f"<h1>{escape(v['server'])}: {escape(head['name'])} against {escape(base['name'])}</h1>",
         "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in revision_lines(run)) + "</ul>",
-        f'<p class="muted">{v["budget_s"]:g} s of rounds, against a goal of ±{v["resolution"] * 100:g} %; '
-        f"{escape(v['method'])}.</p>",
+        f'<p class="muted">{escape(budget_text(v))}; {escape(v["method"])}.</p>',
         _html_table(HEADER, result_rows(run)),
         f"<p>{escape(aa_line(run))}</p>",
         *(_img(path) for path in charts.values()),
@@ -179,7 +196,9 @@ def write(run: Run, run_dir: Path) -> list[Path]:
 
     v = run.conditions["versus"]
     names = tuple(b["name"] for b in builds(run))
-    made = {"ratios": drawing.versus_ratios(v["results"], v["resolution"], run_dir / "charts" / "versus-ratios.png")}
+    made = {
+        "ratios": drawing.versus_ratios(v["results"], v.get("resolution"), run_dir / "charts" / "versus-ratios.png")
+    }
     for r in v["results"]:
         key = f"rounds-{r['scenario']}-{r['run']}"
         made[key] = drawing.versus_rounds(r, names, run_dir / "charts" / f"versus-{key}.png")

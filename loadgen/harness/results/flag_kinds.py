@@ -48,6 +48,14 @@ CONTRACT_FAILED = FlagKind(
     severe=True,
     why_out="a failed contract",
 )
+OUTSIDE = FlagKind(
+    "outside",
+    "an outside implementation (make twin's entry, another project's code): never checked against this project's "
+    "contract, so never ranked among the servers that are; its figures are its sitting's other side",
+    excludes=True,
+    colour="#57606a",
+    why_out="an outside implementation, not held to the contract",
+)
 ERRORS = FlagKind(
     "errors",
     "some requests failed (connect, read, write, timeout, non-2xx, length, other): the rate counts them",
@@ -124,6 +132,7 @@ ALL = (
     FAILED,
     INCOMPLETE,
     CONTRACT_FAILED,
+    OUTSIDE,
     ERRORS,
     LOADGEN_BOUND,
     RATE_NOT_HELD,

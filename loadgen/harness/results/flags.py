@@ -6,9 +6,7 @@ figure a lower bound is each flag's own declaration, harness.results.flag_kinds)
 data (re-evaluating gives the same answer), so the report can evaluate an older results.json again.
 
 What each flag means, and the thresholds its explanation quotes, are written once, in flag_kinds; each rule here is
-one function (`_failed`, `_incomplete`, `_contract`, `_errors`, `_saturated`, `_rate_not_held`, `_upstream`,
-`_unsettled`, `_trend`, `_spread`) writing the reason with the record's own figures.
-"""
+one function (`_failed`, `_contract`, `_errors`, …) writing the reason with the record's own figures."""
 
 from __future__ import annotations
 
@@ -324,7 +322,9 @@ def _unsettled(record: Record) -> Flag | None:
     )
 
 
-def _contract(record: Record, verification: dict[str, Verification] | None) -> Flag | None:
+def _contract(record: Record, verification: dict[str, Verification] | None, outside: bool) -> Flag | None:
+    if outside:
+        return Flag(kinds.OUTSIDE.name, "started from its own folder and checked only to answer 200 with a body")
     if verification is None:
         return None  # a results file without a verification section: nothing to say
     result = verification.get(record.server)
@@ -347,22 +347,19 @@ def _failed(record: Record) -> Flag | None:
     return None
 
 
-def _incomplete(record: Record) -> Flag | None:
-    return Flag(kinds.INCOMPLETE.name, record.incomplete) if record.incomplete else None
-
-
 def flags_for(
     record: Record,
     upstream_rates: dict[str, tuple[str, float]],
     verification: dict[str, Verification] | None,
     mates: Sequence[list[Attempt]] = (),
+    outside: bool = False,
 ) -> list[Flag]:
     """The record's flags in the reported order; `record.summary` must be set (evaluate sets it); `mates`: the attempts
     of the other servers of its rounds, which its trend is judged against."""
     found = [
         _failed(record),
-        _incomplete(record),
-        _contract(record, verification),
+        Flag(kinds.INCOMPLETE.name, record.incomplete) if record.incomplete else None,
+        _contract(record, verification, outside),
         _errors(record),
         _saturated(record),
         _rate_not_held(record),
@@ -383,9 +380,11 @@ def evaluate(run: Run) -> None:
     upstream_rates = _upstream_rates(run)
     calibrated = run.with_role("calibrated")  # judged against known answers (make calibrate), never ranked
     mates = round_trend.mates_of(run.records)
+    outside = {name for name, entry in run.servers.items() if entry.get("outside")}  # make twin's entry
     for record in run.records:
         record.summary = summaries.completed(record)
-        record.flags = flags_for(record, upstream_rates, run.verification, mates.get(id(record), []))
+        mated = mates.get(id(record), [])
+        record.flags = flags_for(record, upstream_rates, run.verification, mated, record.server in outside)
         record.ranked = ranking.takes_part(record) and record.server not in calibrated
 
 

@@ -52,21 +52,25 @@ def await_start(
 def wait_ready(
     server: Server, running: RunningServer, death: Callable[[], str | None], log_tail: Callable[[], str]
 ) -> None:
-    """Until the server answers GET /id with its name. `death()` says why it died (None while alive); `log_tail()`
-    gives the end of its log for the error message."""
+    """Until the server answers GET /id with its name (an outside server: its `ready_path` with a 200 and a body).
+    `death()` says why it died (None while alive); `log_tail()` gives the end of its log for the error message."""
+    path = server.ready_path or "/id"
 
     def answers() -> bool:
         why = death()
         if why:
             raise RuntimeFailure(f"{server.name} {why} while starting; its log:\n{log_tail()}")
         try:
-            response = httpclient.get(running.host, running.port, "/id", timeout=2)
+            response = httpclient.get(running.host, running.port, path, timeout=2)
         except (OSError, httpclient.HttpError):
             return False
+        if server.ready_path:
+            return response.status == 200 and bool(response.body)
         return response.status == 200 and response.text == server.identity
 
     if not wait_until(answers, server.startup_timeout_s, interval_s=0.05, interruptible=True):
         raise RuntimeFailure(
-            f"{server.name} did not answer GET /id with its name within {server.startup_timeout_s:g} s; "
+            f"{server.name} did not answer GET {path} "
+            f"{'with a body' if server.ready_path else 'with its name'} within {server.startup_timeout_s:g} s; "
             f"its log:\n{log_tail()}"
         )

@@ -1,10 +1,12 @@
 """The paired engine: two sides, already named, built and placed on their ports, measured in one sitting and judged.
 
 Three commands name the two sides, and this is all of what they share: `make versus` (two builds of one server,
-flow.py), `make duel` (two servers, or two processes of one, duel.py). Here: the session that starts and always
-stops them, the load tools checked, the run's store opened with the steadiness probe before, both started and
-verified, every scenario run compared in starts of ABBA rounds within its share of the budget (sitting.py, the
-clock deciding the shape: results/sitting_shape.py), each verdict given its evidence (evidence.py), and the answer printed last."""
+flow.py), `make duel` (two servers, or two processes of one, duel.py), `make twin` (ours beside an outside
+implementation, then beside itself: twin.py; the outside one answers on its paths, never held to the contract). Here:
+the session that starts and always stops them, the load tools checked, the run's store opened with the steadiness
+probe before, both started and verified, every scenario run compared in starts of ABBA rounds within its share of the
+budget (sitting.py, the clock deciding the shape: results/sitting_shape.py), each verdict given its evidence
+(evidence.py), and the answer printed last."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.basics import httpclient
 from harness.basics.cpus import CpuPlan
-from harness.basics.messages import say, warn
+from harness.basics.messages import fail, say, warn
 from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
@@ -24,10 +27,12 @@ from harness.measuring.attempts import Bench
 from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, start_and_verify
 from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.preflight import tools_needed
+from harness.measuring.schedule import Target
 from harness.measuring.session import Session
 from harness.results import paired, sitting_shape
 from harness.results.store import RunStore, new_run_id
 from harness.runtime import Runtime
+from harness.runtime.protocol import RuntimeFailure
 from harness.tools.availability import check_tools
 from harness.versus import evidence
 from harness.versus.checkout import RevisionError
@@ -152,7 +157,11 @@ def measure(
     both = (sides.base, sides.head)
     results: list[dict[str, Any]] = []
     for side in both:
-        side.target = start_and_verify(session, store, side.server)
+        server = side.server
+        if server.ready_path:  # an outside implementation (make twin's entry): its paths answer, no contract
+            side.target = start_outside(session, store, server, [s.path_for(server) or "/" for s in scenarios])
+        else:
+            side.target = start_and_verify(session, store, server)
     if not all(side.target for side in both):
         return results
     targets = [side.target for side in both if side.target]  # updated in place at every start
@@ -175,6 +184,47 @@ def measure(
         for side in both:
             record_memory_after(session, store, side.server)
     return results
+
+
+def start_outside(session: Session, store: RunStore, server: Server, paths: list[str]) -> Target | None:
+    """An outside server up (runtime/starting.py waits for its `ready_path`) and each of `paths` answering 200 with a
+    body, as a Target; None, said and recorded, when it could not start or a path answered otherwise."""
+    try:
+        running = session.ensure(server)
+    except RuntimeFailure as exc:
+        fail(str(exc))
+        store.set_server(server.name, {"started": False, "error": str(exc), "outside": True})
+        return None
+    wrong = [f"GET {p}: {why}" for p in dict.fromkeys(paths) if (why := _not_answering(running.host, running.port, p))]
+    store.set_server(
+        server.name,
+        {
+            "started": True,
+            "outside": True,
+            "stack": server.stack,
+            "port": running.port,
+            "runtime": session.runtime.name,
+            "cpus": running.cpus,
+            "log": running.log,
+            "contract": "not checked: an outside implementation, whose paths must answer 200 with a body",
+            **({"error": "; ".join(wrong)} if wrong else {}),
+        },
+    )
+    if wrong:
+        fail(f"{server.name} is not measured: {'; '.join(wrong)}")
+        return None
+    return Target(server, running)
+
+
+def _not_answering(host: str, port: int, path: str) -> str | None:
+    """Why GET `path` is not a 200 with a body (None when it is)."""
+    try:
+        response = httpclient.get(host, port, path, timeout=2)
+    except (OSError, httpclient.HttpError) as exc:
+        return str(exc)
+    if response.status == 200 and response.body:
+        return None
+    return f"answered {response.status} with {len(response.body)} bytes, not 200 with a body"
 
 
 def judged(result: dict[str, Any], store: RunStore, sides: Sides) -> dict[str, Any]:
