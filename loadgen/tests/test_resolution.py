@@ -5,6 +5,7 @@ a recorded bench."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -82,6 +83,40 @@ def test_the_forecast_in_words():
     )
     assert "servers ≥ 14% apart are told apart 9 times in 10; closer ones will read tied" in said
     assert "±5.0%" in said and "±2.1% in 5 min" in said
+
+
+def _bench_with_forecast(root: Path, name: str, machine: dict[str, float]) -> None:
+    data = json.loads(BENCH.read_text())
+    data["conditions"]["resolution"] = {"forecast": {"probe": "nginx /hello", **machine}}
+    (root / name).mkdir()
+    (root / name / "results.json").write_text(json.dumps(data))
+
+
+def test_the_forecast_adds_the_servers_own_part_the_latest_benches_measured(tmp_path):
+    """The part is each bench's rounds' variance less its forecast's machine variance, not below 0, the median of the
+    benches'; a bench from before the part was kept (its forecast the machine's alone) reads the same way."""
+    if not BENCH.exists():
+        pytest.skip("no recorded bench")
+    run = results.load(BENCH)
+    measured = resolution.measured_noise(run.records, run.with_role("ceiling"))
+    assert measured is not None and measured.own > 0.02
+    _bench_with_forecast(tmp_path, "20261201-100000-bench", {"own_sd": 0.02, "shared_sd": 0.0})
+    part = forecast.servers_part(tmp_path)
+    assert part is not None and part.runs == ["20261201-100000-bench"]
+    assert part.own == pytest.approx(math.sqrt(measured.own**2 - 0.02**2), rel=1e-6)
+    assert part.shared == pytest.approx(measured.shared, rel=1e-6)
+    louder = {"machine": {"own_sd": 1.0, "shared_sd": 1.0}, "own_sd": 2.0, "shared_sd": 2.0}
+    _bench_with_forecast(tmp_path, "20261202-100000-bench", louder)  # the machine above the rounds: a part of 0
+    _bench_with_forecast(tmp_path, "20261203-100000-bench", louder)
+    part = forecast.servers_part(tmp_path)
+    assert part is not None and part.own == 0.0 and len(part.runs) == 3  # the median of 0, 0 and the first's
+    assert forecast.servers_part(tmp_path, "20261203-100000-bench").own == pytest.approx(  # type: ignore[union-attr]
+        math.sqrt((measured.own**2 - 0.02**2) / 2), rel=1e-6
+    )  # the run itself left out: the median of two variances
+    today = resolution.Noise(0.03, 0.04, 6)
+    both = forecast.with_servers(today, forecast.ServersPart(0.04, 0.0, ["x"]))
+    assert (both.own, both.shared, both.attempts) == (pytest.approx(0.05), 0.04, 6)
+    assert forecast.with_servers(today, None) == today
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,17 @@ spread, and half the variance of consecutive attempts' differences (what a back-
 drift cancelled: a duel's round). Those, with the attempts a record will have, give (harness.results.resolution) the
 gap the ranking tells apart 9 times in 10 and the interval a `make duel` of one pair reaches in five minutes, said in
 the bench's first lines and kept in the run's conditions (`resolution.forecast`), where the report sets them beside
-what the run achieved."""
+what the run achieved.
+
+The servers add noise of their own, which nginx does not show (JITs still climbing, two processes of one server
+apart): the latest benches here measured it (their rounds' noise less their forecast's, servers_part), and the
+forecast adds it to the machine's of today."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +65,60 @@ def measure(session: Session, store: RunStore, servers: dict[str, Server], setti
     if len(rates) < ATTEMPTS // 2:
         warn(f"no forecast: {ATTEMPTS - len(rates)} of the probe's {ATTEMPTS} attempts measured nothing")
         return
-    forecast = forecast_of(noise_of(rates, scenario.repeat(settings)), scenario, settings)
+    machine = noise_of(rates, scenario.repeat(settings))
+    part = servers_part(store.dir.parent, store.run.run_id)
+    forecast = forecast_of(with_servers(machine, part), scenario, settings)
     forecast["probe"] = f"{ceiling.name} {scenario.path_for(ceiling)}, {scenario.tool}, {len(rates)} attempts"
+    forecast["machine"] = {"own_sd": round(machine.own, 5), "shared_sd": round(machine.shared, 5)}
+    if part:
+        forecast["servers"] = {"own_sd": round(part.own, 5), "shared_sd": round(part.shared, 5), "from": part.runs}
     store.update_conditions(resolution={"forecast": forecast})
     say(sentence(forecast))
+
+
+@dataclass(frozen=True)
+class ServersPart:
+    """The noise the servers add to the machine's, as the latest benches here measured it (standard deviations)."""
+
+    own: float
+    shared: float
+    runs: list[str]  # the benches it was read from
+
+
+def servers_part(results: Path, this_run: str = "", benches: int = 5) -> ServersPart | None:
+    """What the servers' processes add to the machine's noise (JITs still climbing, processes apart): in each of the
+    latest `benches` benches that took a forecast, the variance its rounds showed less the machine's its forecast
+    measured on nginx, not below 0; the median of those, each part apart. None where no bench has both."""
+    own: list[float] = []
+    shared: list[float] = []
+    runs: list[str] = []
+    for path in sorted(results.glob("*-bench/results.json"), reverse=True):
+        if len(runs) == benches:
+            break
+        if path.parent.name == this_run:
+            continue
+        try:
+            run = readable.load(path)
+        except ResultsError:
+            continue
+        machine = (run.conditions.get("resolution") or {}).get("forecast") or {}
+        machine = machine.get("machine") or machine  # before 6 Dec the forecast was the machine's alone
+        measured = resolution.measured_noise(run.records, run.with_role("ceiling"))
+        if measured is None or not {"own_sd", "shared_sd"} <= set(machine):
+            continue
+        own.append(max(measured.own**2 - float(machine["own_sd"]) ** 2, 0.0))
+        shared.append(max(measured.shared**2 - float(machine["shared_sd"]) ** 2, 0.0))
+        runs.append(path.parent.name)
+    if not runs:
+        return None
+    return ServersPart(math.sqrt(statistics.median(own)), math.sqrt(statistics.median(shared)), runs)
+
+
+def with_servers(machine: resolution.Noise, part: ServersPart | None) -> resolution.Noise:
+    """The machine's noise now with the servers' part added (variances add: the two are independent)."""
+    if part is None:
+        return machine
+    return replace(machine, own=math.hypot(machine.own, part.own), shared=math.hypot(machine.shared, part.shared))
 
 
 def _rates(bench: Bench, target: Target, scenario: Scenario) -> list[float]:
@@ -111,12 +165,24 @@ def sentence(forecast: dict[str, Any]) -> str:
         if gap is not None
         else "no gap up to 100 % is told apart 9 times in 10"
     )
+    machine, servers = forecast.get("machine"), forecast.get("servers")
+    parts = (
+        f"the machine's ±{math.hypot(machine['own_sd'], machine['shared_sd']):.1%} on {forecast['probe']}, the "
+        f"servers' own ±{math.hypot(servers['own_sd'], servers['shared_sd']):.1%} as "
+        f"{_benches(len(servers['from']))} here measured it"
+        if machine and servers
+        else forecast["probe"]
+    )
     return (
         f"forecast: an attempt's noise here ±{math.hypot(forecast['own_sd'], forecast['shared_sd']):.1%} "
-        f"(±{forecast['own_sd'] * math.sqrt(2):.1%} back to back; {forecast['probe']}); with "
+        f"(±{forecast['own_sd'] * math.sqrt(2):.1%} back to back; {parts}); with "
         f"{forecast['attempts']} attempts a record, {told}; `make duel` settles one pair to about "
         f"±{forecast['duel_half_width']:.1%} in {forecast['duel_s'] / 60:.0f} min"
     )
+
+
+def _benches(n: int) -> str:
+    return "the last bench" if n == 1 else f"the last {n} benches"
 
 
 def from_last_bench(results: Path, settings: Settings, profile: str) -> str | None:
@@ -131,7 +197,14 @@ def from_last_bench(results: Path, settings: Settings, profile: str) -> str | No
             continue
         measured = last.get("forecast") if isinstance(last, dict) else None
         if isinstance(measured, dict) and scenario and {"own_sd", "shared_sd", "probe"} <= set(measured):
-            noise = resolution.Noise(float(measured["own_sd"]), float(measured["shared_sd"]), scenario.repeat(settings))
-            again = {**forecast_of(noise, scenario, settings), "probe": measured["probe"]}
+            machine = measured.get("machine") or measured
+            noise = resolution.Noise(float(machine["own_sd"]), float(machine["shared_sd"]), scenario.repeat(settings))
+            part = servers_part(results)
+            again = {**forecast_of(with_servers(noise, part), scenario, settings), "probe": measured["probe"]}
+            if part:
+                again |= {
+                    "machine": machine,
+                    "servers": {"own_sd": part.own, "shared_sd": part.shared, "from": part.runs},
+                }
             return f"at the noise {path.parent.name} measured: {sentence(again)}"
     return None

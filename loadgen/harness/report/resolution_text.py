@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from harness.config.manifest import TWIN_SUFFIX
 from harness.report.first_screen import Glance
 from harness.report.model import Model
-from harness.results import noise, resolution
+from harness.results import resolution
 from harness.results.records import Record
 from harness.results.sitting_shape import ATTEMPT_OVERHEAD_S, START_S, Costs
 
@@ -30,12 +30,10 @@ class Achieved:
 
 def achieved(model: Model) -> Achieved | None:
     """The run's resolution, or None where its groups hold too few servers or rounds to read its noise."""
-    ranked = [r for r in model.records if r.ranked and not model.is_ceiling(r.server)]
-    pooled = noise.pooled([s for g in noise.groups_of(ranked) if (s := noise.round_sharing(g))])
-    if pooled is None or not ranked:
+    measured = resolution.measured_noise(model.records, model.ceilings)
+    if measured is None:
         return None
-    attempts = round(statistics.median(len([a for a in r.attempts if a.measured]) for r in ranked))
-    measured = resolution.Noise(math.sqrt(pooled.own), math.sqrt(pooled.shared), attempts)
+    ranked = [r for r in model.records if r.ranked and not model.is_ceiling(r.server)]
     widths = [w for r in ranked if (w := _half_width(r)) is not None]
     return Achieved(measured, resolution.bench_gap(measured), statistics.median(widths) if widths else None)
 

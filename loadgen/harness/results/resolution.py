@@ -16,13 +16,15 @@ Student's t with S - 1 degrees of freedom on sqrt((process + round / R) / S)."""
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from harness.results import attempt_ranks, round_pairs, sitting_shape
+from harness.results import attempt_ranks, noise, round_pairs, sitting_shape
 from harness.results.paired import t_quantile
+from harness.results.records import Record
 
 POWER = 0.9
 DRAWS = 2000
@@ -43,6 +45,18 @@ class Noise:
     def pair(self) -> float:
         """The standard deviation of ln(B / A) of a duel's round: two attempts' own noise, the drift cancelled."""
         return math.sqrt(2) * self.own
+
+
+def measured_noise(records: list[Record], ceilings: set[str]) -> Noise | None:
+    """A run's noise as its own interleaved rounds show it (harness.results.noise's model over its ranked records, the
+    ceiling left out), with its records' median count of attempts; None where its groups hold too few servers or
+    rounds to read it."""
+    ranked = [r for r in records if r.ranked and r.server not in ceilings]
+    pooled = noise.pooled([s for g in noise.groups_of(ranked) if (s := noise.round_sharing(g))])
+    if pooled is None or not ranked:
+        return None
+    attempts = round(statistics.median(len([a for a in r.attempts if a.measured]) for r in ranked))
+    return Noise(math.sqrt(pooled.own), math.sqrt(pooled.shared), attempts)
 
 
 def ordered_share(gap: float, noise: Noise, draws: int = DRAWS, seed: int = 0) -> float:
