@@ -239,3 +239,19 @@ def test_a_flag_name_is_a_literal_in_one_module_only():
 def _names_flag(node, names: set[str]) -> bool:
     values = [node] if isinstance(node, ast.Constant) else list(node.elts)
     return any(isinstance(v, ast.Constant) and v.value in names for v in values)
+
+
+# a measurement's date as the docs write them (26 Nov, 1–2 Dec, 2026-11-26, a run id); JSON Schema's 2020-12 is a name
+DATED = re.compile(
+    r"\b\d{1,2}[–-]?\d{0,2} (Nov|Dec)\b|\b202[5-9]-\d\d(-\d\d)?\b|\b202[5-9]\d{4}-\d{6}\b|\b(Nov|Dec) \d{1,2}\b"
+)
+
+
+def test_no_module_docstring_quotes_a_dated_measurement():
+    """A module says what it does now; what one machine measured on a day belongs to the document reporting it."""
+    dated = {
+        str(p.relative_to(HARNESS.parent)): m.group(0)
+        for p in modules().values()
+        if (m := DATED.search(ast.get_docstring(ast.parse(p.read_text())) or ""))
+    }
+    assert not dated, dated

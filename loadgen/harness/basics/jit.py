@@ -2,10 +2,8 @@
 
 HotSpot compiles on threads of their own, named "C1 CompilerThreadN" and "C2 CompilerThreadN" (the kernel keeps the
 first 15 characters). Read from /proc, their CPU time beside the whole process tree's tells a warm-up run in which
-the JIT still compiled from one after it had gone quiet. Measured by hand (the server on CPU 0, ab -c1000 on
-/factorial?param=1 from CPU 1, runs of about 1 s, 2026-12-02): the compilers took 18-50 % of akka's, socko's and
-finagle's CPU while their rate climbed, and 0-3 % from the run where it reached its plateau on (akka at about 38,000
-connections, socko 59,000, finagle 96,000), with a rare run of 10-17 % (a recompilation) after that.
+the JIT still compiled from one after it had gone quiet: the compilers take a large share of a JVM's CPU while its rate
+climbs and next to none from its plateau on, but for a rare recompilation (measured by hand: docs/measuring.md).
 
 A process without such threads (node, rust, nginx) or one this machine cannot read (a remote Docker host) gives None:
 its warm-up is judged on its rates alone."""

@@ -1,7 +1,7 @@
 """How well dividing by the machine's speed works: of each server's day-to-day change in req/s (the log ratio between
 consecutive runs of a series, summed over its series as absolute values), the share the division removes.
 
-Two measures of the machine's speed: the steadiness probe's loops per second (runs from 2026-11-26 on keep it), and,
+Two measures of the machine's speed: the steadiness probe's loops per second (where a run kept it), and,
 for runs without it, a stand-in read from the runs themselves: the pure-CPU scenario's (`high-compute`) req/s ratio
 between the two runs, the median over the other servers (never the server's own, so that a server's own change is
 not divided away). The stand-in says what a perfect probe could remove; the probe's figure says what it does."""

@@ -1,8 +1,8 @@
 """A server's HTTP compliance kept per build, so that `make bench` probes a build once, not in every run.
 
-Why: the probe (158 HTTP/1.1 cases on raw sockets, and h2spec where the server speaks h2c) took 5 of a bench's 22.6
-minutes on 2 cores (2026-11-26), and its answer is the build's, not the machine's or the moment's: the same
-artifacts answer the same cases alike. So an entry is reused only where everything it depends on is the same: the
+Why: the probe (its HTTP/1.1 cases on raw sockets, and h2spec where the server speaks h2c) takes minutes of a bench
+(docs/probe.md), and its answer is the build's, not the machine's or the moment's: the same artifacts answer the same
+cases alike. So an entry is reused only where everything it depends on is the same: the
 server's artifacts (their stamp, as `make build` left them), its version as it reports it once started (a binary not
 built here, Debian's nginx after an upgrade, says so there), the probe's own code (its cases and verdicts), the h2spec binary
 (its size and time), the runtime and, under Docker, the base images. Anything else, and the server is probed again.

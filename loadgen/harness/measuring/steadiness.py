@@ -4,10 +4,8 @@ machine's own noise from the servers'.
 One busy-loop process is pinned to the first CPU of the server's set and one to the first of the load generator's;
 both count their loop iterations for `seconds`. Their rate over windows as long as an attempt, compared between
 windows, is the machine's own coefficient of variation: the spread any attempt of that length carries whatever the
-server does. On the 2-core VM this project grew on, a pinned busy loop varied by 7–12 % between 2-second windows while
-the other core was busy: a noisy neighbour of the host, not of this machine. The two cores' speeds moved together on
-some days (correlation 0.6–0.8) and alone on others (−0.47 to +0.28 on 28 Nov, docs/cpu-speed.md). Both cores are probed at
-once because in an attempt both are busy. Being taken before and after a run, it cannot see the attempts' own swings.
+server does: on a shared VM, a noisy neighbour of the host, not of this machine. The two cores' speeds move together
+on some days and alone on others (docs/cpu-speed.md), and in an attempt both are busy, so both are probed at once. Being taken before and after a run, it cannot see the attempts' own swings.
 
 Docker runtime: the probe runs as host processes on the same CPUs the containers are pinned to.
 """

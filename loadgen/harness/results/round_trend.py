@@ -1,19 +1,13 @@
 """A record's attempts judged against the other servers of its rounds: the rule of the warming and drifting flags, and
 of measuring a record again (measuring/rounds.py).
 
-Every server of an interleaved round meets the same machine within seconds, and the machine moves: over the seven
-`make bench` runs of 1–2 Dec its shared effect went from −24 to +23 % round to round within a group, and climbed
-through whole scenarios (tweets c100 on 2 Dec, 03:04: −23, −19, 0, +23, +11, +9 %), rust's, node's and nginx's
-attempts with the JVMs'. Judged on its own rates, a record then "still climbs" because the machine did. So each
+Every server of an interleaved round meets the same machine within seconds, and the machine moves: its shared effect
+can swing by a fifth round to round within a group and climb through whole scenarios, servers without a JIT with the
+JVMs (docs/noise.md). Judged on its own rates, a record then "still climbs" because the machine did. So each
 attempt is divided by its round's shared effect: the median, over the other servers of the group bound on the same CPU
 (the host slows each CPU alone), of their deviation from their own mean (a median: one warming neighbour does not move
-it; half of them would). Over those seven benches (`python -m harness.results.round_trend
-<results.json>...`), of 322 JVM records 54 read warming on their own rates and 30 against their round-mates, 22 and 21
-drifting; of 225 records of servers without a JIT, 26 and 17 warming, 7 and 19 drifting. Six attempts with 14 % own
-noise (the attempts' own part those days) move by more than 10 % in agreeing directions 6.7 % of the time each way by
-chance alone: against their round-mates the JVMs' 9 % warming is near that chance, where on their own rates 17 % was
-the machine's climb besides. The other side of it: servers without a JIT read drifting a little more often (8 %) where
-some of their mates still climb.
+it; half of them would). `python -m harness.results.round_trend <results.json>...` counts both readings over runs;
+what they came to is in docs/noise.md.
 A record measured back to back (measured again, or alone) has no round-mates: it is judged on its own rates.
 """
 

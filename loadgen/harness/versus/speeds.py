@@ -6,12 +6,11 @@ The rule is fixed before any ratio is looked at (choosing the narrower interval 
 positives). Where both builds are bound on the server's CPU (noise.bound_role_of), req/s is divided by its speed and
 CPU µs per request multiplied by it (the CPU time a request would take at full speed); p99 stays as measured, and so
 does everything where either build is bound on the load generator's CPU: there the tool keeps its CPU busy beside the
-meter, and the one such sitting measured (rust's A/A on /hello, 28 Nov) widened req/s's interval from ±3.2 to ±5.7 %
-where node's and akka's, bound on the server's CPU, narrowed from ±11.2 to ±4.0 % and from ±17.8 to ±13.3 %. Every
-measured attempt of both builds must have the speed, or the figures stay as measured.
+meter, and dividing widened the one such sitting measured where it narrowed those bound on the server's CPU
+(docs/cpu-speed.md). Every measured attempt of both builds must have the speed, or the figures stay as measured.
 
-What it rests on: that neither build moves the meter of its CPU. Over five benches no server did beyond chance
-(docs/cpu-speed.md: F = 1.05 and 0.96), a server's own part of about 2 % not excluded. So every sitting also reports
+What it rests on: that neither build moves the meter of its CPU, which no server did beyond chance over the benches
+docs/cpu-speed.md reports, a small own part not excluded. So every sitting also reports
 head ÷ base of the meter's own readings, with its interval: the division carries that ratio into the verdict."""
 
 from __future__ import annotations
