@@ -128,11 +128,23 @@ def bench_model():
     return model.build(run)
 
 
-def test_a_recorded_bench_states_its_resolution(bench_model):
+def test_a_recorded_bench_states_its_resolution(bench_model, monkeypatch):
     got = resolution_text.achieved(bench_model)
     assert got is not None and 0 < got.noise.own < 0.5 and got.noise.attempts >= 2
     line = resolution_text.resolution_line(bench_model)
     assert line.startswith("Resolution: this run tells apart servers ") and "9 times in 10" in line
+    forecast = {
+        "gap": 0.4,
+        "own_sd": 0.12,
+        "shared_sd": 0.05,
+        "probe": "nginx /hello, wrk, 10 attempts",
+        "machine": {"own_sd": 0.03, "shared_sd": 0.02},
+        "servers": {"own_sd": 0.11, "shared_sd": 0.04, "from": ["a", "b", "c"]},
+    }
+    monkeypatch.setitem(bench_model.run.conditions, "resolution", {"forecast": forecast})
+    said = resolution_text.resolution_line(bench_model)  # the forecast's two parts named, never all on nginx
+    assert "forecast before it: ≥ 40% apart (±13.0%: the machine's ±3.6% on nginx /hello" in said
+    assert "the servers' own ±11.7% from 3 earlier benches)" in said
 
 
 def _top_two(row) -> set[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from harness.config.manifest import TWIN_SUFFIX
 from harness.report.first_screen import Glance
@@ -65,11 +66,22 @@ def resolution_line(model: Model) -> str | None:
             f"±{math.hypot(got.noise.own, got.noise.shared):.1%}, {got.noise.attempts} attempts a record{width})"
         )
     if forecast:
-        parts.append(
-            f"forecast before it: {_gap_text(forecast.get('gap'))} (±"
-            f"{math.hypot(forecast['own_sd'], forecast['shared_sd']):.1%} on {forecast['probe']})"
-        )
+        parts.append(f"forecast before it: {_gap_text(forecast.get('gap'))} ({_forecast_noise(forecast)})")
     return "Resolution: " + "; ".join(parts) + ". Closer servers read tied: `make duel` settles a pair."
+
+
+def _forecast_noise(forecast: dict[str, Any]) -> str:
+    """The forecast's noise and where it came from: the machine's on nginx, and the servers' own part where the
+    latest benches gave one (measuring/forecast.py)."""
+    noise = f"±{math.hypot(forecast['own_sd'], forecast['shared_sd']):.1%}"
+    machine, servers = forecast.get("machine"), forecast.get("servers")
+    if not (machine and servers):
+        return f"{noise} on {forecast['probe']}"
+    return (
+        f"{noise}: the machine's ±{math.hypot(machine['own_sd'], machine['shared_sd']):.1%} on {forecast['probe']}, "
+        f"the servers' own ±{math.hypot(servers['own_sd'], servers['shared_sd']):.1%} from "
+        f"{len(servers['from'])} earlier bench{'es' if len(servers['from']) != 1 else ''}"
+    )
 
 
 def duel_suggestions(model: Model, rows: list[Glance]) -> list[str]:
