@@ -113,6 +113,11 @@ def test_the_forecast_adds_the_servers_own_part_the_latest_benches_measured(tmp_
     assert forecast.servers_part(tmp_path, "20261203-100000-bench").own == pytest.approx(  # type: ignore[union-attr]
         math.sqrt((measured.own**2 - 0.02**2) / 2), rel=1e-6
     )  # the run itself left out: the median of two variances
+    data = json.loads((tmp_path / "20261203-100000-bench" / "results.json").read_text())
+    data["conditions"]["ended"] = "interrupted"
+    (tmp_path / "20261204-100000-bench").mkdir()
+    (tmp_path / "20261204-100000-bench" / "results.json").write_text(json.dumps(data))
+    assert forecast.servers_part(tmp_path).runs == part.runs  # type: ignore[union-attr]  # an interrupted one passed over
     today = resolution.Noise(0.03, 0.04, 6)
     both = forecast.with_servers(today, forecast.ServersPart(0.04, 0.0, ["x"]))
     assert (both.own, both.shared, both.attempts) == (pytest.approx(0.05), 0.04, 6)

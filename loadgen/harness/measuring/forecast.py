@@ -88,7 +88,8 @@ class ServersPart:
 def servers_part(results: Path, this_run: str = "", benches: int = 5) -> ServersPart | None:
     """What the servers' processes add to the machine's noise (JITs still climbing, processes apart): in each of the
     latest `benches` benches that took a forecast, the variance its rounds showed less the machine's its forecast
-    measured on nginx, not below 0; the median of those, each part apart. None where no bench has both."""
+    measured on nginx, not below 0; the median of those, each part apart. None where no bench has both. A bench that
+    did not end complete is passed over."""
     own: list[float] = []
     shared: list[float] = []
     runs: list[str] = []
@@ -101,6 +102,8 @@ def servers_part(results: Path, this_run: str = "", benches: int = 5) -> Servers
             run = readable.load(path)
         except ResultsError:
             continue
+        if run.conditions.get("ended", "complete") != "complete":
+            continue  # an interrupted bench's rounds are a part of its servers' (the JVMs' first scenarios)
         machine = (run.conditions.get("resolution") or {}).get("forecast") or {}
         machine = machine.get("machine") or machine  # before 6 Dec the forecast was the machine's alone
         measured = resolution.measured_noise(run.records, run.with_role("ceiling"))
