@@ -29,6 +29,7 @@ from harness.config.scenarios import Scenario, Settings
 from harness.measuring.attempts import Bench, attempt_spec
 from harness.measuring.schedule import Target, sitting_costs
 from harness.measuring.session import Session
+from harness.report.resolution_text import forecast_noise
 from harness.results import readable, resolution
 from harness.results.records import ResultsError
 from harness.results.store import RunStore
@@ -168,24 +169,12 @@ def sentence(forecast: dict[str, Any]) -> str:
         if gap is not None
         else "no gap up to 100 % is told apart 9 times in 10"
     )
-    machine, servers = forecast.get("machine"), forecast.get("servers")
-    parts = (
-        f"the machine's ±{math.hypot(machine['own_sd'], machine['shared_sd']):.1%} on {forecast['probe']}, the "
-        f"servers' own ±{math.hypot(servers['own_sd'], servers['shared_sd']):.1%} as "
-        f"{_benches(len(servers['from']))} here measured it"
-        if machine and servers
-        else forecast["probe"]
-    )
     return (
-        f"forecast: an attempt's noise here ±{math.hypot(forecast['own_sd'], forecast['shared_sd']):.1%} "
-        f"(±{forecast['own_sd'] * math.sqrt(2):.1%} back to back; {parts}); with "
+        f"forecast: an attempt's noise here {forecast_noise(forecast)} "
+        f"(±{forecast['own_sd'] * math.sqrt(2):.1%} back to back); with "
         f"{forecast['attempts']} attempts a record, {told}; `make duel` settles one pair to about "
         f"±{forecast['duel_half_width']:.1%} in {forecast['duel_s'] / 60:.0f} min"
     )
-
-
-def _benches(n: int) -> str:
-    return "the last bench" if n == 1 else f"the last {n} benches"
 
 
 def from_last_bench(results: Path, settings: Settings, profile: str) -> str | None:

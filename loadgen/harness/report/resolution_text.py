@@ -66,13 +66,13 @@ def resolution_line(model: Model) -> str | None:
             f"±{math.hypot(got.noise.own, got.noise.shared):.1%}, {got.noise.attempts} attempts a record{width})"
         )
     if forecast:
-        parts.append(f"forecast before it: {_gap_text(forecast.get('gap'))} ({_forecast_noise(forecast)})")
+        parts.append(f"forecast before it: {_gap_text(forecast.get('gap'))} ({forecast_noise(forecast)})")
     return "Resolution: " + "; ".join(parts) + ". Closer servers read tied: `make duel` settles a pair."
 
 
-def _forecast_noise(forecast: dict[str, Any]) -> str:
+def forecast_noise(forecast: dict[str, Any]) -> str:
     """The forecast's noise and where it came from: the machine's on nginx, and the servers' own part where the
-    latest benches gave one (measuring/forecast.py)."""
+    latest benches gave one (measuring/forecast.py): as the report's resolution line and the bench's first line say it."""
     noise = f"±{math.hypot(forecast['own_sd'], forecast['shared_sd']):.1%}"
     machine, servers = forecast.get("machine"), forecast.get("servers")
     if not (machine and servers):

@@ -203,6 +203,14 @@ def server_at(folder_in_checkout: Path, name: str, revision: Revision, what: str
     return servers[name]
 
 
+def build_log(name: str) -> Path:
+    """A command's build log under WORKTREES, emptied: each build step of the command appends to it."""
+    log = WORKTREES / f"{name}-build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    return log
+
+
 def build(server: Server, label: str, log: Path) -> None:
     """`server` built with its manifest's build command (a shared one, Maven's `{folders}`, for its folder alone),
     the output in `log`; BuildFailed with the end of it when a step fails."""

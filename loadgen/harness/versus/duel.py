@@ -68,9 +68,7 @@ def note(options: DuelOptions, base: Side, head: Side, scenarios: list[Scenario]
 
 def build(base: Side, head: Side) -> None:
     """Each server built once (an A/A's two processes run one build)."""
-    log = checkout.WORKTREES / f"duel-{base.server.name}-{head.server.name}-build.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_bytes(b"")
+    log = checkout.build_log(f"duel-{base.server.name}-{head.server.name}")
     for side in {s.server.twin_of or s.server.name: s for s in (base, head)}.values():
         checkout.build(side.server, side.server.name, log)
 

@@ -96,9 +96,7 @@ def _moved(server: Server, port: int) -> Server:
 
 
 def build_both(base: Side, head: Side) -> None:
-    log = checkout.WORKTREES / f"{head.server.twin_of}-build.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_bytes(b"")
+    log = checkout.build_log(str(head.server.twin_of))
     for side in (base, head):
         checkout.build(side.server, side.server.name, log)
 

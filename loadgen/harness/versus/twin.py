@@ -152,14 +152,11 @@ def run(ours: Server, twin: Twin, servers: dict[str, Server], where: engine.Wher
             note(twin, base, head, picked, budget, options),
         )
         others = {n: s for n, s in servers.items() if n != ours.name}
-        build = (lambda: checkout.build(mine, mine.name, _log(mine))) if k == 0 else (lambda: None)
+        build = (
+            (lambda: checkout.build(mine, mine.name, checkout.build_log(f"twin-{mine.name}")))
+            if k == 0
+            else (lambda: None)
+        )
         say(f"twin: sitting {k + 1} of {sittings}, {kind}: {b.name} against {a.name}")
         status |= engine.sit(sides, picked, others, where, engine.SittingPlan(budget, seed, build))
     return status
-
-
-def _log(server: Server) -> Any:
-    log = checkout.WORKTREES / f"twin-{server.name}-build.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_bytes(b"")
-    return log
