@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from harness.measuring import forecast
+from harness.measuring.clock import LEAST_ATTEMPTS
 from harness.report import model, resolution_text
 from harness.report.first_screen import glance
 from harness.results import attempt_ranks, flags, resolution
@@ -179,18 +182,58 @@ def test_a_duels_own_report_suggests_no_duel(bench_model, monkeypatch):
     assert resolution_text.duel_suggestions(bench_model, rows) == []
 
 
-def test_a_longer_budget_buys_more_attempts_never_fewer_than_the_profile_s():
+def test_a_budget_buys_as_many_attempts_as_its_estimate_fits_and_no_fewer_than_four():
     from harness.basics.paths import REPO
     from harness.config import scenarios as scenario_data
     from harness.config.manifest import by_default, discover
-    from harness.measuring.clock import Clock, estimate, within_budget
+    from harness.measuring.clock import LEAST_ATTEMPTS, Clock, campaign_budget_s, estimate, within_budget
 
     servers = by_default(discover(REPO))
     picked = scenario_data.select(scenario_data.load("quick"), [])
     profile = scenario_data.settings("quick")
-    short, default, long = (within_budget(servers, picked, profile, m) for m in (5, 20, 40))
-    assert short.repeat == profile.repeat and default.repeat >= profile.repeat
-    assert long.repeat > default.repeat and long.budget_s == 40 * 60 - 15 - 15 - 2 * 9  # report, forecast, probes
-    clock = Clock()
-    estimate(clock, servers, picked, long)
-    assert clock.total <= long.budget_s
+    assert campaign_budget_s(40, profile) == 40 * 60 - 15 - 15 - 2 * 9  # the report, the forecast, the two probes
+    short, default, long = (
+        within_budget(servers, picked, profile, budget, 0.1)
+        for budget in (campaign_budget_s(5, profile), profile.budget_s, campaign_budget_s(40, profile))
+    )
+    assert short.repeat == LEAST_ATTEMPTS and short.forced  # five minutes hold no bench: the fewest, said as such
+    assert LEAST_ATTEMPTS <= default.repeat < long.repeat
+    for fitted in (default, long):
+        clock, over = Clock(), Clock()
+        estimate(clock, servers, picked, fitted, 0.1)
+        estimate(over, servers, picked, replace(fitted, repeat=fitted.repeat + 1), 0.1)
+        assert clock.total <= fitted.budget_s < over.total  # the most that fit, not one more
+
+
+class _Store:
+    """What bench_budget reads and writes of a run: the probe's reading before it, and its conditions."""
+
+    def __init__(self, cv: float) -> None:
+        self.run = SimpleNamespace(conditions={"steadiness": {"before": {"cv": {"server": cv, "loadgen": 0.01}}}})
+        self.run.compliance = None  # no builds to probe
+
+    def update_conditions(self, **changes):
+        self.run.conditions.update(changes)
+
+
+def test_make_bench_fits_its_attempts_to_the_profile_s_budget_and_keeps_a_repeat_asked(capsys):
+    from harness.basics.paths import REPO
+    from harness.cli.subcommands import bench_budget
+    from harness.config import scenarios as scenario_data
+    from harness.config.environment import Configuration
+    from harness.config.manifest import by_default, discover
+
+    servers = by_default(discover(REPO))
+    picked = scenario_data.select(scenario_data.load("quick"), [])
+    profile = scenario_data.settings("quick")
+    tight = replace(profile, budget_s=900.0)  # six attempts a record do not fit in 15 min of measuring
+    store = _Store(0.1)
+    fitted = bench_budget(None, store, Configuration(), servers, picked, tight)
+    assert LEAST_ATTEMPTS <= fitted.repeat < profile.repeat and fitted.forced
+    assert store.run.conditions["repeat"] == fitted.repeat and store.run.conditions["budget_s"] == 900
+    said = capsys.readouterr().out
+    assert f"{fitted.repeat} attempts a record (the profile has 6; they would overrun it)" in said, said
+    asked = bench_budget(None, _Store(0.1), Configuration(repeat=6), servers, picked, tight)
+    assert asked.repeat == 6  # REPEAT without BUDGET_MIN: as asked
+    longer = bench_budget(None, _Store(0.1), Configuration(budget_min=40), servers, picked, tight)
+    assert longer.repeat > profile.repeat and longer.budget_s == 40 * 60 - 48

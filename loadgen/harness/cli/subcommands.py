@@ -19,14 +19,15 @@ from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
 from harness.config.manifest import ManifestError, Server, build_steps, by_default, select, with_role
+from harness.config.scenarios import Scenario, Settings
 from harness.measuring import forecast, overhead, planning, probing, steadiness
 from harness.measuring.campaign import run_campaign, verify
-from harness.measuring.clock import within_budget
+from harness.measuring.clock import campaign_budget_s, minutes, probed_unsteadiness, within_budget
 from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.measuring.preflight import announce_limits, tools_needed
 from harness.measuring.session import Session
 from harness.report.run_conditions import steadiness_text
-from harness.results.store import claim_run_id, is_out_of_space, new_run_id
+from harness.results.store import RunStore, claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime, get_runtime
 from harness.tools.availability import check_tools
 from harness.versus import duel, twin
@@ -106,11 +107,6 @@ def cmd_measure(args: argparse.Namespace, config: Configuration, session: Sessio
     loaded = scenario_data.load(config.profile)
     picked = scenario_data.select(loaded, names(getattr(args, "scenarios", None)))
     settings = scenario_data.settings(config.profile, config.repeat)
-    if args.command == "bench" and config.budget_min:  # more attempts a record where the minutes allow
-        settings = within_budget(chosen, picked, settings, config.budget_min)
-        say(
-            f"BUDGET_MIN={config.budget_min}: {settings.repeat} attempts a record, a budget of {settings.budget_s:.0f} s"
-        )
     stepped = any(r.rate_share for s in picked for r in s.runs)
     slo = config.slo_p99_ms if stepped else None
     session.runtime.check_tools(tools_needed(picked))
@@ -126,6 +122,7 @@ def cmd_measure(args: argparse.Namespace, config: Configuration, session: Sessio
         try:
             steadiness.probe_and_record(store, session.plan, settings, "before")
             if args.command == "bench":  # what this run can tell apart, said before it starts (measuring/forecast.py)
+                settings = bench_budget(session, store, config, chosen, picked, settings)
                 forecast.measure(session, store, session.servers, settings, config.profile)
             ok = run_campaign(session, store, chosen, picked, settings, config.order)
             steadiness.probe_and_record(store, session.plan, settings, "after")
@@ -134,6 +131,33 @@ def cmd_measure(args: argparse.Namespace, config: Configuration, session: Sessio
                 raise store.out_of_space() from None
             raise
     return 0 if ok else 1
+
+
+def bench_budget(
+    session: Session,
+    store: RunStore,
+    config: Configuration,
+    chosen: list[Server],
+    picked: list[Scenario],
+    settings: Settings,
+) -> Settings:
+    """make bench's attempts a record fitted to its minutes (BUDGET_MIN, else the profile's `budget_s`) on the machine
+    the probe before the run just read: more where they fit, fewer where the profile's would overrun the budget; a
+    REPEAT given without BUDGET_MIN is kept as asked."""
+    if (config.repeat and not config.budget_min) or not (config.budget_min or settings.budget_s):
+        return settings
+    budget = campaign_budget_s(config.budget_min, settings) if config.budget_min else float(settings.budget_s or 0)
+    probes = probing.builds_to_probe(session, store, chosen)
+    fitted = within_budget(chosen, picked, settings, budget, probed_unsteadiness(store), probes)
+    asked = (
+        f"BUDGET_MIN={config.budget_min}" if config.budget_min else f"the profile's budget ({settings.budget_s:g} s)"
+    )
+    change = "" if fitted.repeat == settings.repeat else f" (the profile has {settings.repeat}; "
+    if change:
+        change += "more fit)" if fitted.repeat > settings.repeat else "they would overrun it)"
+    say(f"{asked}: {fitted.repeat} attempts a record{change}, {minutes(budget)} of measuring")
+    store.update_conditions(repeat=fitted.repeat, budget_s=round(budget))
+    return fitted
 
 
 def cmd_calibrate(args: argparse.Namespace, config: Configuration, session: Session, servers: dict[str, Server]) -> int:

@@ -198,20 +198,41 @@ def announce_estimate(
 
 
 MOST_ATTEMPTS_FACTOR = 4  # BUDGET_MIN buys at most four times the profile's attempts a record
+# the fewest attempts a record a budget may leave: the ordering rule keeps its false-order rate at any count, and four
+# is where it is the min-max intervals' rule exactly (harness/results/attempt_ranks.py); fewer only where REPEAT asks
+LEAST_ATTEMPTS = 4
 
 
-def within_budget(servers: list[Server], scenarios: list[Scenario], settings: Settings, minutes: int) -> Settings:
-    """`settings` for a run of `minutes` (BUDGET_MIN): its time budget that long less what the report, the forecast
-    and the steadiness probes take, and as many attempts a record as the estimate fits in it, never fewer than the
-    profile's (the forecast and the estimate then follow them)."""
+def campaign_budget_s(minutes: int, settings: Settings) -> float:
+    """The seconds of measuring a bench of `minutes` (BUDGET_MIN) leaves: that long less what the report, the
+    forecast and the two steadiness probes take."""
     probes = 2 * float((settings.steadiness or {}).get("seconds", 0))
-    budget = minutes * 60 - END_S - FORECAST_S - probes
-    best = settings.repeat
-    for repeat in range(settings.repeat + 1, MOST_ATTEMPTS_FACTOR * settings.repeat + 1):
+    return minutes * 60 - END_S - FORECAST_S - probes
+
+
+def within_budget(
+    servers: list[Server],
+    scenarios: list[Scenario],
+    settings: Settings,
+    budget_s: float,
+    unsteadiness: float = 0.0,
+    probes: int = 0,
+) -> Settings:
+    """`settings` with as many attempts a record as the run's estimate (announce_estimate's: on a machine probed at
+    `unsteadiness`, `probes` builds to probe) fits in `budget_s`: up to MOST_ATTEMPTS_FACTOR times the profile's where
+    the budget is long, down to LEAST_ATTEMPTS where even the profile's would overrun it (a bench keeps its minutes;
+    the forecast follows the attempts)."""
+
+    def fits(repeat: int) -> bool:
         clock = Clock()
-        estimate(clock, servers, scenarios, replace(settings, repeat=repeat, forced=True, budget_s=budget))
-        if clock.total > budget:
-            break
-        best = repeat
+        clock.plan(probes * COMPLIANCE_PROBE_S, START)
+        estimate(
+            clock, servers, scenarios, replace(settings, repeat=repeat, forced=True, budget_s=budget_s), unsteadiness
+        )
+        return clock.total <= budget_s
+
+    least = min(LEAST_ATTEMPTS, settings.repeat)
+    counts = range(MOST_ATTEMPTS_FACTOR * settings.repeat, least - 1, -1)
+    best = next((repeat for repeat in counts if fits(repeat)), least)
     forced = settings.forced or best != settings.repeat
-    return replace(settings, repeat=best, forced=forced, budget_s=budget)
+    return replace(settings, repeat=best, forced=forced, budget_s=budget_s)
