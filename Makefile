@@ -202,7 +202,7 @@ test: build setup-tools lint typecheck
 
 # ======================================================================================================================
 # Docker runtime. RUNTIME=docker runs every server in its own container and the load tools in a `loadgen` container
-# (docker-compose.yml, generated from the manifests; docker/; loadgen/harness/runtime/docker/); RUNTIME=auto, the
+# (docker-compose.yml, generated from the manifests; docker/; loadgen/harness/containers/); RUNTIME=auto, the
 # default, picks it when a Docker engine answers and says why. The harness stays on the host and drives Compose:
 # v2 (`docker compose`) where its plugin is installed, else Debian's v1 (`docker-compose`). OFFLINE=1: build the base
 # image from Debian (debootstrap) even where $(BASE_IMAGE) is present; PULL=1: try to pull $(BASE_IMAGE) when missing.
@@ -212,7 +212,7 @@ COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker 
 endif
 BASE_IMAGE ?= debian:bookworm-slim
 export COMPOSE OFFLINE PULL BASE_IMAGE
-DOCKER_HARNESS = cd loadgen && ../$(PY) -m harness.runtime.docker
+DOCKER_HARNESS = cd loadgen && ../$(PY) -m harness.containers
 
 .PHONY: setup-docker base-images docker-images docker-env docker-down docker-clean docker-overhead
 .PHONY: hosts-demo hosts-demo-check hosts-demo-down
@@ -234,7 +234,7 @@ docker-images: setup base-images
 	$(DOCKER_HARNESS) images $(SERVERS)
 
 # Rewrites docker-compose.yml from the manifests (the harness also does so when a server folder is added).
-docker-compose.yml: $(wildcard */manifest.toml) $(addprefix loadgen/harness/runtime/docker/,compose.py images.py service.py) | $(VENV)/.installed
+docker-compose.yml: $(wildcard */manifest.toml) $(addprefix loadgen/harness/containers/,compose.py images.py service.py) | $(VENV)/.installed
 	$(DOCKER_HARNESS) compose-file
 
 # The variables docker-compose.yml needs, for using it by hand: eval "$$(make -s docker-env)"; $(COMPOSE) ps

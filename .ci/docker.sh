@@ -21,7 +21,7 @@ make build RUNTIME=local
 OFFLINE=1 FAMILIES="nginx native node jvm loadgen" make base-images
 cd loadgen
 # the test skips (rather than fails) without an engine; here an engine must answer
-../.venv/bin/python -c 'from harness.runtime.docker import engine_answers; ok, why = engine_answers(); print(why); raise SystemExit(not ok)'
+../.venv/bin/python -c 'from harness.containers import engine_answers; ok, why = engine_answers(); print(why); raise SystemExit(not ok)'
 # the Docker runtime, then the faults under Docker (a container killed mid-load or for memory, a killed harness's
 # containers cleared by `down`): on a fresh machine `make test` ran before the engine, so it skipped these
 ../.venv/bin/python -m pytest -q -rs tests/test_docker_runtime.py tests/test_docker_faults.py \

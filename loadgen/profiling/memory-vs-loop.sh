@@ -20,7 +20,7 @@ done
 # the probe's own arithmetic (steadiness.py: tick rates, 0.8 s windows, their CV), so both read as the probe reads
 cd "$here/.." && ../.venv/bin/python - "$out" <<'PY'
 import glob, statistics, sys
-from harness.basics.stats import cv
+from harness.stats.intervals import cv
 from harness.measuring.steadiness import TICK_S, tick_rates, windows
 cvs = {}
 for f in sorted(glob.glob(sys.argv[1] + "/*.*.*")):

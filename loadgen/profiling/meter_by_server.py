@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.results.noise import groups_of, speed_of
+from harness.judging.noise import groups_of, speed_of
 from harness.results.records import load
 
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.results import ranking
-from harness.results.noise import groups_of
+from harness.judging import ranking
+from harness.judging.noise import groups_of
 from harness.results.records import load
 
 BUCKETS = [(0, 0.05, "<5%"), (0.05, 0.10, "5-10%"), (0.10, 0.20, "10-20%"), (0.20, 9e9, ">=20%")]

@@ -1,5 +1,5 @@
 """A synthetic page generator for make history's tests (issue 73): runs of several servers measured as a bench
-measures them, each record the median of its attempts with the harness's own interval (harness.basics.stats.describe);
+measures them, each record the median of its attempts with the harness's own interval (harness.stats.intervals.describe);
 shared effects of the day and of each bench that move every server alike, a process effect per server and run, each
 attempt's own noise; an A/A twin (node-twin: node's code, a second process); a planted change of one server's own,
 a machine's day, a schema change; and a git repository whose commits the runs were measured at: decoys that touch
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.basics.stats import describe
 from harness.history import changes, timeline
 from harness.history.commits import Scope
 from harness.history.timeline import Selection
 from harness.results.records import Run
+from harness.stats.intervals import describe
 
 SERVERS = ("akka", "finagle", "node", "node-twin", "play", "rust", "express")
 LEVELS = {"akka": 9000, "finagle": 11000, "node": 7000, "node-twin": 7000, "play": 8000, "rust": 20000, "express": 5000}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.results import ranking, round_pairs
+from harness.judging import ranking, round_pairs
+from harness.judging.round_pairs import GroupRule
 from harness.results.records import Record
-from harness.results.round_pairs import GroupRule
 
 
 def ranked(group: dict[str, Record]) -> tuple[GroupRule, Callable[[str, str], bool]]:

@@ -1,4 +1,4 @@
-"""The rate relation by the attempts' ranks (harness/results/attempt_ranks.py): the exact distribution it is held to,
+"""The rate relation by the attempts' ranks (harness/stats/attempt_ranks.py): the exact distribution it is held to,
 its false-order rate whatever the attempts, the min–max rule at 4 attempts each, and on synthetic rounds (a shared
 drift of the machine plus each attempt's own noise) its power at 5 % apart and its rate between identical servers."""
 
@@ -9,10 +9,11 @@ from collections import Counter
 
 import pytest
 
-from harness.results import attempt_ranks, ranking
-from harness.results.attempt_ranks import FALSE_ORDER_RATE, above, allowed_inversions, arrangements, false_order_rate
+from harness.judging import ranking
 from harness.results.records import Record
 from harness.results.summary import summarize
+from harness.stats import attempt_ranks
+from harness.stats.attempt_ranks import FALSE_ORDER_RATE, above, allowed_inversions, arrangements, false_order_rate
 
 
 @pytest.mark.parametrize("n_a, n_b", [(3, 4), (4, 4), (5, 6), (6, 6)])

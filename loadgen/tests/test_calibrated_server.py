@@ -17,7 +17,7 @@ from harness.basics.cpus import plan
 from harness.basics.httpclient import Connection, get, request_bytes
 from harness.basics.sampling import steal_s
 from harness.config.manifest import by_default, discover
-from harness.measuring import verification as contract
+from harness.conformance import verification as contract
 from harness.runtime.local import LocalRuntime, port_owner
 from harness.tools import LoadSpec
 from harness.tools.ab import PER_REQUEST, SLOWEST, ApacheBench

@@ -1,4 +1,4 @@
-"""make bench probes a build's HTTP compliance once (harness/measuring/compliance_cache.py): a second run of the same
+"""make bench probes a build's HTTP compliance once (harness/conformance/compliance_cache.py): a second run of the same
 build takes the first run's entry without sending a byte, and a changed build, manifest, version or runtime is probed
 again; a server that was already up is probed afresh and not kept.
 On the reference responder (tests/responders/strict_http11.py), really probed over loopback."""
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.measuring import compliance_cache, probing
-from harness.probe import suite
-from harness.probe.wire import Timing
+from harness.conformance import compliance_cache, suite
+from harness.conformance.wire import Timing
+from harness.measuring import probing
 from harness.results.records import Run
 from harness.results.store import RunStore
 

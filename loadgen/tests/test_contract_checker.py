@@ -1,4 +1,4 @@
-"""The contract check (`make ping`, harness/measuring/verification.py walking contract_table.py) reports what is
+"""The contract check (`make ping`, harness/conformance/verification.py walking contract_table.py) reports what is
 broken, one rule at a time: a server of the test's own (tests/responders/contract_server.py) keeps CONTRACT.md for its
 routes, or breaks exactly one rule (--break), and the check must pass the first and name the broken rule in each of
 the others. Its /weather is checked against the project's real upstream (nginx/run.sh), whose count of requests
@@ -18,8 +18,8 @@ import pytest
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.paths import REPO
 from harness.config.manifest import UPSTREAM_COUNT_PATH, UPSTREAM_PATH
-from harness.measuring import verification as contract
-from harness.measuring.contract_table import UPSTREAM_FETCHES
+from harness.conformance import verification as contract
+from harness.conformance.contract_table import UPSTREAM_FETCHES
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORT = 28221

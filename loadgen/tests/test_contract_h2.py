@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.measuring import verification_h2c as contract_h2
-from harness.measuring.verification_h2c import H2Client, check_h2
+from harness.conformance import verification_h2c as contract_h2
+from harness.conformance.verification_h2c import H2Client, check_h2
 
 RESPONDERS = Path(__file__).parent / "responders"
 ROUTES = ("hello", "backend", "tweets", "factorial", "fibonacci")

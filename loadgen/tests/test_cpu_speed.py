@@ -19,13 +19,14 @@ from ranked_group import ranked
 from harness.basics import cpu_speed
 from harness.basics.cpus import plan as cpu_plan
 from harness.config.environment import ConfigurationError, read
-from harness.measuring.runner import Beside, Naming, Outcome, measure
-from harness.report.compare import condition_differences
-from harness.results import attempt_ranks, noise, ranking, round_pairs
+from harness.history.compare import condition_differences
+from harness.judging import noise, ranking, round_pairs
+from harness.measuring.tool_processes import Beside, Naming, Outcome, measure
 from harness.results.records import Record, Run
 from harness.results.summary import summarize
 from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
+from harness.stats import attempt_ranks
 from harness.tools import LoadSpec, register
 from harness.tools.load_plan import plan_load
 

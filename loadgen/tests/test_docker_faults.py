@@ -18,10 +18,10 @@ import pytest
 
 from harness.basics.machine import port_owner
 from harness.config.manifest import discover
+from harness.containers import compose, engine
 from harness.results import records as results
 from harness.results.store import RESULTS
 from harness.runtime import RuntimeFailure, State
-from harness.runtime.docker import compose, engine
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 PORTS = {"finagle": 27084, "rust": 27086, "nginx": 27000}  # below the ephemeral ports; no other test uses them

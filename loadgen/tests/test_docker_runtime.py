@@ -19,15 +19,16 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness import containers as dk
 from harness.basics.cpus import plan
 from harness.basics.machine import nofile_limit
 from harness.config.manifest import REPO, discover, twin
-from harness.runtime import RuntimeFailure, State, get_runtime
-from harness.runtime import docker as dk
-from harness.runtime.docker import by_hand as docker_cli
-from harness.runtime.docker import compose, engine, images, service
-from harness.runtime.docker import one_host as docker_runtime
-from harness.runtime.docker.one_host import DockerRuntime
+from harness.containers import by_hand as docker_cli
+from harness.containers import compose, engine, images, service
+from harness.containers import one_host as docker_runtime
+from harness.containers.one_host import DockerRuntime
+from harness.runtime import RuntimeFailure, State
+from harness.servers.runtime_choice import get_runtime
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 SERVERS = ["nginx", "rust", "node"]

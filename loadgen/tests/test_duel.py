@@ -18,8 +18,8 @@ from test_versus_design import attempt, record, recorded_sides, sides
 
 from harness.basics.machine import port_owner
 from harness.basics.paths import REPO
-from harness.results import paired
 from harness.results.store import RESULTS
+from harness.stats import paired
 from harness.versus import evidence
 from harness.versus.sitting import ratios_by_start
 

@@ -1,4 +1,4 @@
-"""How closely a load is watched (harness.measuring.ending.wait): every 50 ms while it loads, every 5 ms from when it
+"""How closely a load is watched (harness.measuring.deadlines.wait): every 50 ms while it loads, every 5 ms from when it
 is due to end (its planned stop sent, or the length it was sized to) for 0.2 s, then every 50 ms again: its exit is
 noticed within 5 ms, and a load that runs past its time is not looked at 200 times a second."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.measuring import ending
+from harness.measuring import deadlines
 from harness.tools import LoadSpec
 
 
 class Clock:
-    """time.monotonic and time.sleep for ending.wait: the sleeps asked, and time moving only by them."""
+    """time.monotonic and time.sleep for deadlines.wait: the sleeps asked, and time moving only by them."""
 
     def __init__(self) -> None:
         self.now, self.sleeps = 0.0, []
@@ -41,14 +41,14 @@ class Tool:
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(ending.time, "monotonic", fake.monotonic)
-    monkeypatch.setattr(ending.time, "sleep", fake.sleep)
+    monkeypatch.setattr(deadlines.time, "monotonic", fake.monotonic)
+    monkeypatch.setattr(deadlines.time, "sleep", fake.sleep)
     return fake
 
 
 def watched(clock: Clock, spec: LoadSpec, tool_name: str, ends_at: float) -> Tool:
     tool = Tool(clock, ends_at)
-    assert ending.wait([tool], tool_name, spec, [], "load", "", deadline=60.0) is False  # type: ignore[list-item]
+    assert deadlines.wait([tool], tool_name, spec, [], "load", "", deadline=60.0) is False  # type: ignore[list-item]
     return tool
 
 
@@ -57,19 +57,19 @@ SIZED = LoadSpec(url="http://127.0.0.1:1/", concurrency=100, requests=8000, keep
 
 def test_a_load_that_ends_itself_is_looked_at_closely_from_its_expected_end(clock):
     watched(clock, SIZED, "ab", ends_at=0.83)  # ab -k's count: due at 8,000 / 10,000 a second
-    assert set(clock.sleeps[:16]) == {ending.POLL_S}  # 0 to 0.8 s
-    assert set(clock.sleeps[16:]) == {ending.ENDING_POLL_S} and clock.now - 0.83 < ending.ENDING_POLL_S
+    assert set(clock.sleeps[:16]) == {deadlines.POLL_S}  # 0 to 0.8 s
+    assert set(clock.sleeps[16:]) == {deadlines.ENDING_POLL_S} and clock.now - 0.83 < deadlines.ENDING_POLL_S
 
 
 def test_one_running_past_its_time_is_looked_at_as_while_it_loads(clock):
     watched(clock, SIZED, "ab", ends_at=2.0)
-    fast = [s for s in clock.sleeps if s == ending.ENDING_POLL_S]
-    assert len(fast) == round(ending.ENDING_WINDOW_S / ending.ENDING_POLL_S)
-    assert clock.sleeps[-1] == ending.POLL_S
+    fast = [s for s in clock.sleeps if s == deadlines.ENDING_POLL_S]
+    assert len(fast) == round(deadlines.ENDING_WINDOW_S / deadlines.ENDING_POLL_S)
+    assert clock.sleeps[-1] == deadlines.POLL_S
 
 
 def test_a_planned_stop_is_sent_on_time_and_the_exit_after_it_noticed_within_5_ms(clock):
     spec = LoadSpec(url="http://127.0.0.1:1/", concurrency=100, duration_s=0.8, threads=1)  # wrk runs 1 s, stopped
     tool = watched(clock, spec, "wrk", ends_at=1.0)
-    assert ending.planned_stop_s("wrk", spec) == pytest.approx(0.8) and len(tool.signals) == 1
-    assert clock.now - (0.8 + 0.012) < ending.ENDING_POLL_S + 1e-9  # ended 12 ms after its SIGINT
+    assert deadlines.planned_stop_s("wrk", spec) == pytest.approx(0.8) and len(tool.signals) == 1
+    assert clock.now - (0.8 + 0.012) < deadlines.ENDING_POLL_S + 1e-9  # ended 12 ms after its SIGINT

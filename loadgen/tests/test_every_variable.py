@@ -154,8 +154,8 @@ def test_under_hosts_a_server_gets_its_bench_mem_limit(monkeypatch):
     started every server with 3g, whatever the variable said). No engine is asked: only the `docker run` made."""
     from harness.config import environment
     from harness.config.manifest import discover
-    from harness.runtime.docker.service import Place
-    from harness.runtime.docker.several_hosts import HostsRuntime
+    from harness.containers.service import Place
+    from harness.containers.several_hosts import HostsRuntime
 
     servers = discover()
     config = environment.read({"BENCH_MEM_LIMIT_RUST": "512m"}, servers)

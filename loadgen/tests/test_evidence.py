@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from local_responder import running_responder
 
-from harness.measuring.runner import Beside, Naming, fresh_scratches, measure
+from harness.measuring.tool_processes import Beside, Naming, fresh_scratches, measure
 from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
@@ -23,7 +23,7 @@ def responder():
 
 
 def test_a_load_measured_again_under_the_same_name_keeps_the_first_ones_output(responder, tmp_path):
-    """runner.py reused the first measurement's folder (mkdir exist_ok=True): the second wrk overwrote the first's
+    """tool_processes.py reused the first measurement's folder (mkdir exist_ok=True): the second wrk overwrote the first's
     output.txt, and the first attempts' raw paths then pointed at the second's figures."""
     spec = LoadSpec(url=f"http://127.0.0.1:{PORT}/hello", concurrency=2, threads=1, duration_s=1)
     naming = Naming(tmp_path, "probe-hello-c2-1", "probe hello #1")

@@ -20,10 +20,10 @@ import pytest
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.paths import RESULTS
 from harness.config.manifest import discover
-from harness.measuring.ending import DEADLINE_CEILING_S, DEADLINE_FLOOR_S, INTERRUPT_GRACE_S, deadline_s
+from harness.containers import engine
+from harness.measuring.deadlines import DEADLINE_CEILING_S, DEADLINE_FLOOR_S, INTERRUPT_GRACE_S, deadline_s
 from harness.results import records as results
 from harness.runtime import State
-from harness.runtime.docker import engine
 from harness.runtime.local import LocalRuntime
 from harness.runtime.protocol import exit_reason
 from harness.tools import TOOLS, LoadSpec

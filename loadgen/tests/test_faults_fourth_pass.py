@@ -18,8 +18,8 @@ from harness import cli
 from harness.config import environment, scenarios
 from harness.config.environment import ConfigurationError
 from harness.config.manifest import discover
+from harness.export import charts, command
 from harness.measuring import conditions, lifecycle
-from harness.report import charts, command
 from harness.results import readable
 from harness.results.records import ResultsError, Run
 from harness.results.store import RunIdError, RunStore, new_run_id

@@ -23,10 +23,10 @@ from local_responder import CONTRACT_RESPONDER, running_responder
 
 from harness.basics.machine import port_owner
 from harness.basics.paths import RESULTS
-from harness.measuring.runner import Beside, Naming, measure
+from harness.containers import engine_api
+from harness.containers.engine_api import EngineApi, EngineStatsSampler
+from harness.measuring.tool_processes import Beside, Naming, measure
 from harness.results import records as results
-from harness.runtime.docker import engine_api
-from harness.runtime.docker.engine_api import EngineApi, EngineStatsSampler
 from harness.runtime.local import LocalRuntime
 from harness.runtime.protocol import RuntimeFailure
 from harness.tools import LoadSpec

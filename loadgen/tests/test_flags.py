@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import markdown, model
-from harness.results import flag_kinds, flags, ranking
+from harness.export import markdown
+from harness.judging import flags, ranking
+from harness.report import model
+from harness.results import flag_kinds
 from harness.results import records as results
 from harness.results.records import Record, Run
 

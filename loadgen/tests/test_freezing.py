@@ -14,8 +14,8 @@ import nobody
 import psutil
 import pytest
 
-from harness.runtime.docker import engine_runtime
-from harness.runtime.docker.one_host import DockerRuntime
+from harness.containers import engine_runtime
+from harness.containers.one_host import DockerRuntime
 from harness.runtime.local import LocalRuntime
 from harness.runtime.protocol import RunningServer
 

@@ -15,12 +15,12 @@ from harness.basics.machine import port_owner
 from harness.basics.paths import RESULTS
 from harness.config import scenarios
 from harness.config.manifest import discover, twin
-from harness.measuring.schedule import pattern, warmed_runs
-from harness.measuring.session import Session
+from harness.containers import engine
+from harness.measuring.run_plan import pattern, warmed_runs
 from harness.results import records as results
 from harness.runtime import RunningServer
-from harness.runtime.docker import engine
 from harness.runtime.protocol import RuntimeFailure
+from harness.servers.session import Session
 
 LOADGEN = Path(__file__).resolve().parents[1]
 SERVERS = discover()

@@ -25,15 +25,15 @@ from harness.basics.cpus import plan
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.paths import REPO
 from harness.config.manifest import discover
-from harness.measuring.lock import LOCK_FILE, HarnessBusy, one_command_at_a_time
-from harness.measuring.session import Session
+from harness.containers import engine, images
+from harness.containers.compose import container_name
 from harness.results import records as results
 from harness.results.store import RESULTS
 from harness.runtime import RunningServer, State
-from harness.runtime.docker import engine, images
-from harness.runtime.docker.compose import container_name
 from harness.runtime.local import LocalRuntime
 from harness.runtime.state import Starter
+from harness.servers.lock import LOCK_FILE, HarnessBusy, one_command_at_a_time
+from harness.servers.session import Session
 
 LOADGEN = Path(__file__).resolve().parents[1]
 PORTS = {"rust": 24086, "nginx": 24000}

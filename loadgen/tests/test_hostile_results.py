@@ -16,7 +16,8 @@ import pytest
 
 from harness.basics.distribution import problem
 from harness.basics.paths import REPO
-from harness.report import charts, command, compare
+from harness.export import charts, command
+from harness.history import compare
 from harness.results import readable
 from harness.results.records import ResultsError
 

@@ -137,7 +137,7 @@ def test_engine_responses_with_content_length_and_chunked_are_read_whole():
     import os
     import time
 
-    from harness.runtime.docker.engine_api import DeadlineReader, _read_response
+    from harness.containers.engine_api import DeadlineReader, _read_response
 
     def reader(data: bytes) -> DeadlineReader:
         read_end, write_end = os.pipe()

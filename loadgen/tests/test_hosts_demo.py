@@ -21,9 +21,9 @@ import pytest
 
 from harness.config.host_roles import parse, probe
 from harness.config.manifest import REPO
+from harness.containers.engine import engine_answers
+from harness.containers.transfer import image_id, send_image
 from harness.results.store import RESULTS
-from harness.runtime.docker.engine import engine_answers
-from harness.runtime.docker.transfer import image_id, send_image
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 DEMO_SCRIPT = REPO / "docker" / "hosts-demo.sh"

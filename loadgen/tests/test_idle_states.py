@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.basics import idle_states
-from harness.report.compare import condition_differences
+from harness.history.compare import condition_differences
 from harness.report.run_conditions import items
 from harness.results.records import Run
 

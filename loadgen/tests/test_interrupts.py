@@ -23,7 +23,7 @@ from harness.basics import interrupt
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.paths import RESULTS
 from harness.config.manifest import discover
-from harness.measuring.runner import Beside, Naming, measure
+from harness.measuring.tool_processes import Beside, Naming, measure
 from harness.results import records as results
 from harness.runtime import RunningServer, local
 from harness.tools import LoadSpec

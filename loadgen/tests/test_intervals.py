@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.basics import stats
-from harness.report import compare, model, write_report
+from harness.export.files import write_report
+from harness.history import compare
+from harness.judging import flags, ranking
+from harness.report import model
 from harness.report import terminal as console
-from harness.results import flags, ranking
 from harness.results import summary as summaries
 from harness.results.records import Record, Run
+from harness.stats import intervals as stats
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v2" / "results.json"
 

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from harness.config.manifest import Server, discover
-from harness.measuring import inventory
+from harness.servers import inventory
 
 
 def test_a_shared_folder_counts_each_servers_own_files():

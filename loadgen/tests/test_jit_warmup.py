@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.basics import jit, trend
+from harness.basics import jit
 from harness.measuring.warmup import JIT_QUIET, Progress
+from harness.stats import trend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "jit_by_hand_akka_20261202.txt"
 HOT_LOOP = """

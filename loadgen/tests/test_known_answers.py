@@ -1,4 +1,4 @@
-"""The calibration's arithmetic (harness/results/known_answers.py): what a load against the calibrated server must
+"""The calibration's arithmetic (harness/calibrate/known_answers.py): what a load against the calibrated server must
 measure, the judgement of what a tool measured, and the plan (loadgen/calibrate.toml) as the harness reads it."""
 
 from pathlib import Path
@@ -7,11 +7,11 @@ import pytest
 from calibrated_records import one_attempt
 
 from harness.calibrate import calibration
+from harness.calibrate import known_answers as ka
 from harness.config.scenarios import ScenarioError
+from harness.judging import flags
 from harness.report import calibration_page, model
 from harness.results import flag_kinds as kinds
-from harness.results import flags
-from harness.results import known_answers as ka
 from harness.results.records import Attempt, Record, Run
 from harness.tools.httperf import Httperf
 

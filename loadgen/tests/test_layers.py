@@ -14,12 +14,17 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 # bottom to top: a module may import from its own layer and those below
 LAYERS = [
     "basics",
+    "stats",
     "tools",
     "config",
     "runtime",
-    "probe",
+    "containers",
+    "servers",
+    "conformance",
     "results",
+    "judging",
     "report",
+    "export",
     "history",
     "measuring",
     "calibrate",
@@ -99,7 +104,16 @@ LAZY_MODULES = {
     "charts",
     "versus_charts",
     "history_charts",
-}  # harness.report.charts and versus_charts: matplotlib, loaded only when charts are drawn
+}  # harness.export.charts and versus_charts: matplotlib, loaded only when charts are drawn
+
+
+def test_the_readme_draws_every_room_in_its_layer():
+    """The README's layout table names the rooms bottom to top as LAYERS has them, and every package is one of them."""
+    readme = (HARNESS.parents[1] / "README.md").read_text()
+    table = readme.split("| rooms, bottom to top |", 1)[1].split("\n\n", 1)[0]
+    drawn = re.findall(r"`(\w+)/`", table)
+    packages = sorted({p.parent.name for p in HARNESS.glob("*/*.py")})
+    assert drawn == LAYERS and sorted(drawn) == packages, (drawn, packages)
 
 
 def test_no_module_is_over_400_lines():

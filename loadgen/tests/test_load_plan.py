@@ -15,8 +15,8 @@ import pytest
 
 from harness.basics import cpus as cpu_plans
 from harness.config import scenarios
-from harness.measuring.attempts import attempt_spec
-from harness.results import flags
+from harness.judging import flags
+from harness.measuring.executor import attempt_spec
 from harness.results import records as results
 from harness.results.records import Run
 from harness.tools import TOOLS, LoadSpec

@@ -1,10 +1,10 @@
 """The `long` scenario (seed 001's long run) as a run measures it: many thousands of connections at once, one request
-each, fitted to what the open-file limits leave a server process (measuring/preflight.py), and out of `make bench`."""
+each, fitted to what the open-file limits leave a server process (servers/preflight.py), and out of `make bench`."""
 
 from __future__ import annotations
 
 from harness.config import scenarios
-from harness.measuring.preflight import SERVER_FD_RESERVE, announce_limits, fitted, within_open_files
+from harness.servers.preflight import SERVER_FD_RESERVE, announce_limits, fitted, within_open_files
 
 
 def test_long_asks_seed_001s_twenty_thousand_connections_each_cycled_five_times_outside_the_bench():

@@ -15,17 +15,18 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.basics import stats
 from harness.basics.distribution import Distribution
 from harness.basics.formats import fmt_ms
 from harness.config import scenarios
 from harness.config.manifest import Server
 from harness.config.mix_targets import MixTarget
+from harness.judging import endpoint_ranking, flags
 from harness.report import mix_tables
-from harness.results import endpoint_ranking, flags, mix
+from harness.results import mix
 from harness.results.aggregate import Measured, aggregate
 from harness.results.flag_kinds import EXCLUDING
 from harness.results.records import Attempt, Flag, Record, Run, load
+from harness.stats import intervals as stats
 from harness.tools import TOOLS, LoadSpec, find_binary, oha_mix
 from harness.tools.oha_mix import repetitions
 from harness.tools.output import Errors

@@ -11,15 +11,15 @@ import random
 
 from harness.config.manifest import discover
 from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
-from harness.measuring import rounds
+from harness.judging.ranking import above_in
+from harness.judging.round_pairs import group_rule
+from harness.measuring import scheduler
 from harness.measuring.clock import Clock
 from harness.measuring.more_rounds import MAX_EXTRA_ROUNDS, extension, undecided
-from harness.measuring.schedule import History, Target
-from harness.results.attempt_ranks import FALSE_ORDER_RATE
-from harness.results.ranking import above_in
+from harness.measuring.run_plan import History, Target
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
-from harness.results.round_pairs import group_rule
+from harness.stats.attempt_ranks import FALSE_ORDER_RATE
 from harness.tools.output import Errors
 
 SETTINGS = Settings(repeat=4, warmup=WarmupRule(duration_s=1.0, tolerance=0.1, max_runs=5))
@@ -35,7 +35,7 @@ def own(server_index: int, k: int) -> float:
 
 
 class Fake:
-    """The rounds' executor (rounds.Executor) taking nothing: each attempt's req/s is its server's level times the
+    """The rounds' executor (scheduler.Executor) taking nothing: each attempt's req/s is its server's level times the
     round's drift times its own noise; it notes which attempts the rounds ask for."""
 
     runtime_name = "local"
@@ -71,8 +71,8 @@ def measure(levels: dict[str, float], budget_left_s: float) -> Fake:
     known = discover()
     executor = Fake(levels)
     members = [Target(known[name], None) for name in levels]
-    allowance = rounds.Allowance(0.0, lambda: budget_left_s)  # no re-measuring time: the rounds alone
-    rounds.measure_in_rounds(executor, Clock(), members, CLOSE, SETTINGS, allowance)
+    allowance = scheduler.Allowance(0.0, lambda: budget_left_s)  # no re-measuring time: the rounds alone
+    scheduler.measure_in_rounds(executor, Clock(), members, CLOSE, SETTINGS, allowance)
     return executor
 
 
@@ -131,7 +131,7 @@ def test_make_docker_overhead_s_rounds_get_none():
     executor = Fake(LEVELS)
     executor.round_no = 1  # a round of docker against local: each server compared with itself
     members = [Target(known[name], None) for name in LEVELS]
-    rounds.measure_in_rounds(executor, Clock(), members, CLOSE, SETTINGS, rounds.Allowance(0.0, lambda: 500.0))
+    scheduler.measure_in_rounds(executor, Clock(), members, CLOSE, SETTINGS, scheduler.Allowance(0.0, lambda: 500.0))
     assert max(n for _, n, _ in executor.calls) == 4
 
 
@@ -159,7 +159,9 @@ def sitting(seed: int, budget_left_s: float) -> tuple[bool, bool]:
     known = discover()
     executor = Drifting(levels, seed, shared_sd=0.06, own_sd=0.03)  # this machine's benches: 22-33 % shared
     members = [Target(known[name], None) for name in levels]
-    rounds.measure_in_rounds(executor, Clock(), members, CLOSE, SETTINGS, rounds.Allowance(0.0, lambda: budget_left_s))
+    scheduler.measure_in_rounds(
+        executor, Clock(), members, CLOSE, SETTINGS, scheduler.Allowance(0.0, lambda: budget_left_s)
+    )
     r = executor.records
     rule = group_rule(list(r.values()))
     twins = above_in(rule, r["node"], r["express"]) or above_in(rule, r["express"], r["node"])

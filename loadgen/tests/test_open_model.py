@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import scenarios
-from harness.results import capacity, flags
+from harness.judging import capacity, flags
 from harness.results.records import Run
 from harness.tools import TOOLS, LoadSpec, ToolFailed, find_binary
 
@@ -253,7 +253,7 @@ def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed
 
 
 def test_the_report_ranks_a_stepped_scenario_by_capacity_and_draws_latency_against_offered_load(tmp_path):
-    from harness.report import charts, csv_export, markdown
+    from harness.export import charts, csv_export, markdown
     from harness.report import model as report_model
 
     fast = [_step(f"{p}%", 100 * p, 100 * p, p / 10) for p in (10, 50, 90)]  # p99 1, 5, 9 ms: all held

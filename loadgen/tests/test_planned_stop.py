@@ -13,8 +13,8 @@ import pytest
 
 from harness.basics.cpus import plan as cpu_plan
 from harness.config.manifest import discover
-from harness.measuring.ending import planned_stop_s
-from harness.measuring.runner import Beside, Naming, measure
+from harness.measuring.deadlines import planned_stop_s
+from harness.measuring.tool_processes import Beside, Naming, measure
 from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
@@ -97,7 +97,7 @@ def test_a_planned_stop_spares_an_ab_whose_count_is_answered(tmp_path):
     """2026-11-26, node low-compute attempt 3: ab had printed "Finished 15000 requests" and was writing its -g file
     when the planned stop's SIGINT came; it left no summary and the attempt was lost. A process whose output says its
     count is answered is now left to end itself; one still under way is stopped."""
-    from harness.measuring.ending import still_loading
+    from harness.measuring.deadlines import still_loading
     from harness.tools import TOOLS
 
     # ab's own output (that attempt's, recorded), then one cut in the middle of its load

@@ -15,9 +15,9 @@ import pytest
 from harness.config.host_roles import HostsError, check_docker_host
 from harness.config.host_roles import parse as parse_hosts
 from harness.config.manifest import REPO, discover
-from harness.runtime.docker import engine as engine_module
-from harness.runtime.docker import engine_runtime, ownership
-from harness.runtime.docker.several_hosts import HostsRuntime
+from harness.containers import engine as engine_module
+from harness.containers import engine_runtime, ownership
+from harness.containers.several_hosts import HostsRuntime
 from harness.runtime.protocol import RuntimeFailure
 
 LOADGEN_DIR = Path(__file__).resolve().parents[1]

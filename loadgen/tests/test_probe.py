@@ -1,4 +1,4 @@
-"""The compliance probe (harness/probe/) tested against two references: tests/responders/strict_http11.py, which takes
+"""The compliance probe (harness/conformance/) tested against two references: tests/responders/strict_http11.py, which takes
 the strict side of every choice the RFC leaves open and passes every case, and tests/responders/lenient_http11.py,
 which takes the other side of each and must fail none (a case that fails it fails an answer the RFC permits). With
 chosen faults, the strict one fails exactly the cases those faults break, across categories; faults the RFC permits
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from harness.basics.paths import RESULTS
-from harness.probe import suite, verdicts
-from harness.probe.h2c import cases as h2spec_cases
-from harness.probe.requirements import REQUIREMENTS
-from harness.probe.wire import Reply, ResponseRead, Timing
+from harness.conformance import suite, verdicts
+from harness.conformance.h2c import cases as h2spec_cases
+from harness.conformance.requirements import REQUIREMENTS
+from harness.conformance.wire import Reply, ResponseRead, Timing
 from harness.report.compliance import score_text
 
 sys.path.insert(0, str(Path(__file__).parent / "responders"))

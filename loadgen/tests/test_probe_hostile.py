@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness.basics.paths import RESULTS
-from harness.probe import suite
-from harness.probe.wire import Reader, Timing, parse
+from harness.conformance import suite
+from harness.conformance.wire import Reader, Timing, parse
 
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import hostile  # noqa: E402

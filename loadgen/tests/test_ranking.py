@@ -1,4 +1,4 @@
-"""The one ordering rule (harness/results/ranking.py) on the recorded bench issue 23 was filed on, and its false-order rate:
+"""The one ordering rule (harness/judging/ranking.py) on the recorded bench issue 23 was filed on, and its false-order rate:
 spread records ordered through their intervals, lower bounds where the load generator was the limit, CPU per request
 where that decides, ties, and dominance (never a server ranked below one whose interval lies wholly under its own)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.judging import flags, ranking
 from harness.report import cells, first_screen, model
-from harness.results import flags, ranking
 from harness.results import records as results
 from harness.results.records import Record
 
@@ -217,7 +217,7 @@ def test_a_rank_is_the_range_of_places_its_interval_allows_so_imprecision_never_
     finagle "2" (16,079, 15,424–16,512) because nothing lies wholly above socko's wide interval. Its place is 1st to
     5th; finagle's (below rust by cost, above the twin and everything slower; its slowest attempt within the 4 %
     process margin of node's fastest, attempt_ranks) 2nd to 4th."""
-    from harness.report import csv_export, markdown
+    from harness.export import csv_export, markdown
     from harness.report import terminal as console
 
     run = results.load(LOW_COMPUTE)

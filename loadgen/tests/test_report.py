@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import command, compare, model, write_report
+from harness.export import command
+from harness.export.files import write_report
+from harness.history import compare
+from harness.judging import flags
+from harness.report import model
 from harness.report import terminal as console
-from harness.results import flags
 from harness.results import records as results
 from harness.results.records import ResultsError
 
@@ -56,7 +59,7 @@ def test_every_file_is_written(report):
 
 def test_charts_drawn_by_several_processes_are_those_one_draws(tmp_path, data, monkeypatch):
     from harness.basics import parallel
-    from harness.report import charts
+    from harness.export import charts
 
     m = model.build(data)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.report import html, markdown, model, overview, terminal
-from harness.results import flag_kinds, flags, ranking
+from harness.export import html, markdown
+from harness.judging import flags, ranking
+from harness.report import model, overview, terminal
+from harness.results import flag_kinds
 from harness.results import records as results
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.probe import suite
-from harness.probe.wire import Timing
-from harness.report import first_screen, html, markdown, model, overview
-from harness.results import flags
+from harness.conformance import suite
+from harness.conformance.wire import Timing
+from harness.export import html, markdown
+from harness.judging import flags
+from harness.report import first_screen, model, overview
 from harness.results import records as results
 
 sys.path.insert(0, str(Path(__file__).parent / "responders"))

@@ -14,13 +14,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.judging import flags, resolution
 from harness.measuring import forecast
 from harness.measuring.clock import LEAST_ATTEMPTS
 from harness.report import model, resolution_text
 from harness.report.first_screen import glance
-from harness.results import attempt_ranks, flags, resolution
 from harness.results import records as results
-from harness.results.sitting_shape import Costs
+from harness.stats import attempt_ranks
+from harness.stats.sitting_shape import Costs
 
 BENCH = Path(__file__).parent / "fixtures" / "bench_20261126" / "results.json"
 HELLO_COSTS = Costs(setup_s=16.0, round_s=2.0)

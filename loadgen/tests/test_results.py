@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.measuring import lifecycle, overhead
-from harness.report import command, compare, model, run_conditions, write_report
-from harness.results import flags
+from harness.calibrate import overhead
+from harness.export import command
+from harness.export.files import write_report
+from harness.history import compare
+from harness.judging import flags
+from harness.measuring import lifecycle
+from harness.report import model, run_conditions
 from harness.results import records as results
 from harness.results.records import SCHEMA, Record, ResultsError, Run
 from harness.results.store import RunStore

@@ -14,9 +14,9 @@ import pytest
 
 from harness.basics.cpus import CpuPlan
 from harness.config.manifest import REPO, Server, discover
-from harness.measuring.session import Session
 from harness.runtime import State
 from harness.runtime.local import LocalRuntime
+from harness.servers.session import Session
 
 PLAN_A = CpuPlan(server=(0,), loadgen=(1,), upstream=(1,))
 PLAN_B = CpuPlan(server=(1,), loadgen=(0,), upstream=(0,))  # nginx is the upstream: CPU 1, then CPU 0

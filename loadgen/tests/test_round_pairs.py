@@ -1,5 +1,5 @@
 """Servers compared by what they share (issue 41): the noise split into its shared and own parts
-(harness/results/noise.py), the paired rule chosen where the rounds share the noise (harness/results/round_pairs.py),
+(harness/judging/noise.py), the paired rule chosen where the rounds share the noise (harness/judging/round_pairs.py),
 checked on synthetic rounds at its stated power and false-order rate, and on the recorded benches: no order the
 intervals claimed is reversed by the rule now used."""
 
@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 from ranked_group import ranked
 
-from harness.report import csv_export, first_screen, markdown, model
-from harness.results import attempt_ranks, flags, noise, ranking, round_pairs
+from harness.export import csv_export, markdown
+from harness.judging import flags, noise, ranking, round_pairs
+from harness.judging.round_pairs import GroupRule
+from harness.report import first_screen, model
 from harness.results import records as results
 from harness.results.records import Record
-from harness.results.round_pairs import GroupRule
 from harness.results.summary import summarize
+from harness.stats import attempt_ranks
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]

@@ -1,15 +1,15 @@
 """The warming and drifting flags judge a record's attempts against the other servers of its rounds
-(harness.results.round_trend): a climb the whole round shares is the machine's, not the server's."""
+(harness.judging.round_trend): a climb the whole round shares is the machine's, not the server's."""
 
 import math
 import random
 
 from test_flags import evaluated, names, reason, rec
 
-from harness.basics import trend
+from harness.judging.round_trend import runs_on_a_jvm
 from harness.results.flag_kinds import TREND_TOLERANCE
 from harness.results.records import Record
-from harness.results.round_trend import runs_on_a_jvm
+from harness.stats import trend
 
 SHARED_CLIMB = (1.0, 1.3, 1.6, 1.6, 1.9, 2.0)  # every server of the round, round by round: the machine
 

@@ -14,12 +14,11 @@ import pytest
 from harness.config import scenarios
 from harness.config.manifest import discover
 from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
-from harness.measuring import campaign, rounds
+from harness.measuring import campaign, scheduler
 from harness.measuring import warmup as warming
 from harness.measuring.campaign import OrderError, choose_order
 from harness.measuring.clock import ATTEMPT, MORE, REMEASURE, START, WARMUP, Clock, estimate, plan_spending
-from harness.measuring.runner import Outcome
-from harness.measuring.schedule import (
+from harness.measuring.run_plan import (
     ATTEMPT_OVERHEAD_S,
     JIT_FIRST_RUNS,
     JIT_RUNS,
@@ -33,6 +32,7 @@ from harness.measuring.schedule import (
     neighbours_by_rate,
     warmed_runs,
 )
+from harness.measuring.tool_processes import Outcome
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer
@@ -247,7 +247,7 @@ INCOMPLETE = "%d of 3 attempts: the run ended before the rest"
 
 
 class FakeExecutor:
-    """The rounds' executor (rounds.Executor) taking nothing: it notes what the rounds ask of it, and answers with
+    """The rounds' executor (scheduler.Executor) taking nothing: it notes what the rounds ask of it, and answers with
     warm-ups and attempts of its own (req/s: each server's next `rates`, else the attempt's number)."""
 
     runtime_name = "local"
@@ -294,7 +294,7 @@ def targets(*names):
 
 
 def measure(executor, scenario_, members=("rust", "node"), allowance=None):
-    rounds.measure_in_rounds(executor, Clock(), targets(*members), scenario_, SETTINGS, allowance)
+    scheduler.measure_in_rounds(executor, Clock(), targets(*members), scenario_, SETTINGS, allowance)
 
 
 def test_interleaved_rounds_warm_every_server_then_rotate_who_goes_first():
@@ -411,7 +411,7 @@ def test_every_finished_attempt_is_kept_before_the_next_starts_also_in_the_last_
 
 
 def test_a_warm_up_comes_right_before_a_server_s_first_attempt_only_where_the_plan_has_one():
-    """The plan (schedule.py) decides the steps once: the clock's estimate counts what the rounds carry out, the
+    """The plan (run_plan.py) decides the steps once: the clock's estimate counts what the rounds carry out, the
     warm-ups all before the first round, none where the same load was measured just before (long after low-compute),
     nothing between rounds. (Issue 32's re-prime, one more warm-up run right before a first attempt, is gone: four
     benches read first attempts as low with it as without, wrk's and not ab's, whatever the server's place.)"""
@@ -419,7 +419,7 @@ def test_a_warm_up_comes_right_before_a_server_s_first_attempt_only_where_the_pl
     estimate(clock, servers("rust", "node", "akka"), [LOW, LONG], SETTINGS)
     members = targets("rust", "node", "akka")
     for sc in (LOW, LONG):
-        rounds.measure_in_rounds(executor, clock, members, sc, SETTINGS)
+        scheduler.measure_in_rounds(executor, clock, members, sc, SETTINGS)
     steps = [c[:4] for c in executor.calls if c[0] in ("warm", "attempt")]
     assert steps[:6] == [
         ("warm", "rust", "c1000", True),
@@ -444,7 +444,7 @@ CLOSE_ONLY = scenario("backend", "ab", [BACKEND.runs[0]], "backend")
 
 def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_budget():
     executor = FakeExecutor(rates={"rust": [100.0, 130.0, 160.0, 200.0, 201.0, 199.0], "node": [50.0, 51.0, 49.0]})
-    allowance = rounds.Allowance(100.0)
+    allowance = scheduler.Allowance(100.0)
     measure(executor, CLOSE_ONLY, allowance=allowance)
     rust, node = executor.records
     # rust climbed 100 → 130 → 160: a further warm-up (not its first), then three attempts back to back
@@ -469,12 +469,12 @@ def test_attempts_that_climb_are_warmed_further_and_measured_again_within_the_bu
 
 
 def test_only_the_server_that_climbs_beyond_the_others_of_its_rounds_is_measured_again():
-    # every server climbs 100 → 130 → 160 % with the machine; akka climbs beyond them (harness.results.round_trend)
+    # every server climbs 100 → 130 → 160 % with the machine; akka climbs beyond them (harness.judging.round_trend)
     shared = [1.0, 1.3, 1.6]
     rates = {name: [level * s for s in shared] for name, level in (("rust", 900.0), ("node", 300.0), ("express", 90.0))}
     rates["akka"] = [50.0 * s * own for s, own in zip(shared, (1.0, 1.5, 2.0))] + [200.0, 201.0, 199.0]
     executor = FakeExecutor(rates=rates)
-    measure(executor, CLOSE_ONLY, ("rust", "node", "express", "akka"), rounds.Allowance(100.0))
+    measure(executor, CLOSE_ONLY, ("rust", "node", "express", "akka"), scheduler.Allowance(100.0))
     again = {r.server: r.remeasured for r in executor.records if r.remeasured}
     assert list(again) == ["akka"] and "warming" in again["akka"]["why"]
 
@@ -482,14 +482,14 @@ def test_only_the_server_that_climbs_beyond_the_others_of_its_rounds_is_measured
 def test_the_run_budget_and_the_ceiling_are_not_measured_again():
     # rust: re-measuring time left, but the run's budget is spent; nginx: the ceiling, never measured again
     executor = FakeExecutor()  # attempts 1, 2, 3: climbing
-    measure(executor, CLOSE_ONLY, ("rust", "nginx"), rounds.Allowance(100.0, lambda: 5.0))
+    measure(executor, CLOSE_ONLY, ("rust", "nginx"), scheduler.Allowance(100.0, lambda: 5.0))
     assert [c for c in executor.calls if c[0] == "warm"] == [
         ("warm", "rust", "close", True),
         ("warm", "nginx", "close", True),
     ]
     assert all(r.remeasured is None for r in executor.records)
     executor = FakeExecutor()
-    measure(executor, CLOSE_ONLY, ("rust", "nginx"), rounds.Allowance(100.0, lambda: 500.0))
+    measure(executor, CLOSE_ONLY, ("rust", "nginx"), scheduler.Allowance(100.0, lambda: 500.0))
     assert [c[1] for c in executor.calls if c[0] == "warm" and c[3] is False] == ["rust"]
 
 
@@ -504,7 +504,7 @@ def test_a_load_the_server_was_just_measured_with_is_not_warmed_up_again():
     executor = FakeExecutor()
     members = targets("rust", "node")
     for sc in (LOW, LONG, BACKEND):
-        rounds.measure_in_rounds(executor, Clock(), members, sc, SETTINGS)
+        scheduler.measure_in_rounds(executor, Clock(), members, sc, SETTINGS)
     warmed = [(c[1], c[2]) for c in executor.calls if c[0] == "warm"]
     # long repeats low-compute's load (only its length differs): sized from low-compute's last attempt (3.0 req/s);
     # backend is another path (and its keep-alive run another pattern): warmed again
@@ -645,7 +645,7 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
 
 def test_a_jvm_s_first_connection_per_request_warm_up_makes_its_manifest_s_connections_and_the_clock_counts_them():
     from harness.config.scenarios import WarmupLoad
-    from harness.measuring.schedule import first_connections
+    from harness.measuring.run_plan import first_connections
 
     akka, rust = servers("akka", "rust")
     close, keepalive = BACKEND.runs

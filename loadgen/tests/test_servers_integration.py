@@ -11,11 +11,11 @@ import pytest
 from harness.basics import httpclient
 from harness.basics.cpus import plan
 from harness.config.manifest import discover
-from harness.measuring import contract_table
-from harness.measuring import verification as contract
-from harness.measuring.runner import Beside, Naming, measure
-from harness.measuring.session import Session
+from harness.conformance import contract_table
+from harness.conformance import verification as contract
+from harness.measuring.tool_processes import Beside, Naming, measure
 from harness.runtime.local import LocalRuntime, port_owner
+from harness.servers.session import Session
 from harness.tools import TOOLS, LoadSpec
 from harness.tools.load_plan import plan_load
 

@@ -17,8 +17,8 @@ from fake_tool import SleepingTool
 
 from harness.basics.cpus import plan as cpu_plan
 from harness.config.manifest import discover
-from harness.measuring.runner import Beside, Naming, measure
-from harness.results import flags
+from harness.judging import flags
+from harness.measuring.tool_processes import Beside, Naming, measure
 from harness.results.records import Attempt, Record
 from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.basics import formats, stats
+from harness.basics import formats
 from harness.config.scenarios import LoadRun, Scenario
-from harness.report.compare import compare_metric
+from harness.history.compare import compare_metric
 from harness.results import summary as summaries
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Record, Summary, Warmup
+from harness.stats import intervals as stats
 from harness.tools.h2load import LOG, H2load
 from harness.tools.output import Errors
 

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from harness.basics import stats
 from harness.config import scenarios
 from harness.measuring import steadiness
 from harness.report.run_conditions import steadiness_text
+from harness.stats import intervals as stats
 
 
 def test_windows_average_whole_groups_of_ticks_and_drop_a_partial_one():

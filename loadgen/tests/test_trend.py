@@ -1,13 +1,13 @@
-"""The trend detector (harness/basics/trend.py) on recorded series: akka warming on new connections, flat rust, falling
+"""The trend detector (harness/stats/trend.py) on recorded series: akka warming on new connections, flat rust, falling
 express; the warm-up's end; and the flags and re-measuring it drives."""
 
 import itertools
 import json
 from pathlib import Path
 
-from harness.basics import trend
-from harness.results import flags
+from harness.judging import flags
 from harness.results import records as results
+from harness.stats import trend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_20261123" / "results.json"
 

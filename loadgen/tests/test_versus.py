@@ -26,8 +26,8 @@ from harness.basics.machine import port_owner
 from harness.basics.paths import REPO
 from harness.config.manifest import SERVERS_DIR_VAR, discover
 from harness.config.maven import resolve_properties
-from harness.results import paired
 from harness.results.store import RESULTS
+from harness.stats import paired
 from harness.versus.checkout import WORKTREES, Worktree, resolve
 
 LOADGEN = REPO / "loadgen"

@@ -17,10 +17,10 @@ import pytest
 from harness.basics.paths import REPO
 from harness.config import scenarios as scenario_data
 from harness.config.manifest import discover
-from harness.measuring.schedule import Job
-from harness.results import paired
-from harness.results import sitting_shape as design
+from harness.measuring.run_plan import Job
 from harness.results.records import Attempt, Flag, Record, SampleSummary, Warmup
+from harness.stats import paired
+from harness.stats import sitting_shape as design
 from harness.tools.output import Errors
 from harness.versus import checkout, evidence
 from harness.versus.checkout import Revision

@@ -55,7 +55,7 @@ def fmt_figure(value: float | bool | None) -> str:
 
 
 def interval_text(s: dict[str, Any] | None, fmt: Callable[[float | None], str] | None = None) -> str:
-    """'35,266 – 40,867 (75 %)' for a harness.basics.stats.describe result; '-' without an interval, the point with one
+    """'35,266 – 40,867 (75 %)' for a harness.stats.intervals.describe result; '-' without an interval, the point with one
     attempt."""
     fmt = fmt or fmt_rate
     ci = (s or {}).get("ci")

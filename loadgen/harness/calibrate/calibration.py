@@ -1,5 +1,5 @@
 """`make calibrate`: every load tool against the calibrated server (calibrated/, the server with the role "calibrated"),
-each load's answers known in advance from the server's settings (harness/results/known_answers.py), measured like any
+each load's answers known in advance from the server's settings (harness/calibrate/known_answers.py), measured like any
 run (a campaign: contract check, warm-up, attempts, CPU sampling, flags) and judged figure by figure: req/s, p50, p99,
 p99.9, the server's CPU µs per request, and whether `loadgen-saturated` fired when, and only when, the tool was the
 limit. The plan is data: loadgen/calibrate.toml. The run's results.json keeps the judgement under "calibration"; the
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.calibrate import allowance, server_seen
+from harness.calibrate import known_answers as ka
 from harness.config.scenarios import LoadRun, Scenario, ScenarioError, Settings, WarmupRule, parse_run
+from harness.judging import flags
 from harness.results import flag_kinds as kinds
-from harness.results import flags
-from harness.results import known_answers as ka
 from harness.results.records import Record, Run
 from harness.tools import TOOLS
 

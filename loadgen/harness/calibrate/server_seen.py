@@ -25,14 +25,14 @@ from typing import Any
 
 from harness.basics.httpclient import HttpError, get
 from harness.basics.messages import warn
+from harness.calibrate import known_answers as ka
 from harness.measuring.steadiness import UNSTEADY_CV, worst_cv
-from harness.results import known_answers as ka
 from harness.results.records import Attempt, Record
 from harness.runtime import RunningServer
 
 STATS, RESET = "/calibration/stats", "/calibration/reset"
 TIMEOUT_S = 5.0
-SUFFIXES = re.compile(r"(-again\d*)?(\.part\d+)?$")  # a load measured again, a part of a split load (runner.py)
+SUFFIXES = re.compile(r"(-again\d*)?(\.part\d+)?$")  # a load measured again, a part of a split load (tool_processes.py)
 
 
 @dataclass(frozen=True)

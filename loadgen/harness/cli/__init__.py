@@ -31,16 +31,17 @@ from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
 from harness.config.host_roles import HostsError
 from harness.config.manifest import ManifestError, Server, by_default, discover, select
-from harness.history import history_command
+from harness.containers.several_hosts import HostsRuntime
+from harness.export import command
+from harness.history import compare, history_command
+from harness.judging import capacity
 from harness.measuring.campaign import OrderError
-from harness.measuring.lock import HarnessBusy, one_command_at_a_time
-from harness.measuring.session import Session
-from harness.report import command, compare
-from harness.results import capacity
 from harness.results.store import DiskFull, RunIdError, check_run_id
-from harness.runtime import Runtime, RuntimeFailure, get_runtime
-from harness.runtime.docker.several_hosts import HostsRuntime
+from harness.runtime import Runtime, RuntimeFailure
 from harness.runtime.state import StateFull
+from harness.servers.lock import HarnessBusy, one_command_at_a_time
+from harness.servers.runtime_choice import get_runtime
+from harness.servers.session import Session
 from harness.tools import oha_mix
 from harness.tools.availability import PreflightError
 from harness.versus.checkout import BuildFailed, GitFailed, RevisionError
@@ -48,7 +49,7 @@ from harness.versus.twin_spec import TwinError
 
 __all__ = ["main", "with_twin"]
 
-# the commands that start servers, measure or build: one at a time per checkout (harness/measuring/lock.py); a build beside a run would take its CPUs and rewrite the jars its JVMs have open
+# the commands that start servers, measure or build: one at a time per checkout (harness/servers/lock.py); a build beside a run would take its CPUs and rewrite the jars its JVMs have open
 EXCLUSIVE = {"build", "up", "down", "ping", "run", "bench", "overhead", "versus", "duel", "calibrate", "probe", "twin"}
 
 

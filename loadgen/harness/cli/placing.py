@@ -11,9 +11,9 @@ from harness.basics.cpus import plan as cpu_plan
 from harness.basics.messages import say
 from harness.config.environment import Configuration
 from harness.config.manifest import Server, at_port, by_default, select, twin
-from harness.measuring.preflight import check_hosts_settings
-from harness.measuring.session import Session
-from harness.runtime.docker.several_hosts import HostsRuntime
+from harness.containers.several_hosts import HostsRuntime
+from harness.servers.preflight import check_hosts_settings
+from harness.servers.session import Session
 
 
 def names(text: str | None) -> list[str]:

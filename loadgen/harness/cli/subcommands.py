@@ -13,22 +13,24 @@ from pathlib import Path
 
 from harness.basics.messages import fail, say
 from harness.basics.paths import RESULTS
-from harness.calibrate import calibration, server_seen, verdict_table
+from harness.calibrate import calibration, overhead, server_seen, verdict_table
+from harness.cli import planning
 from harness.cli.placing import cpu_plan_of, hosts_runtime, names, with_twin
 from harness.config import environment
 from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
 from harness.config.manifest import ManifestError, Server, build_steps, by_default, select, with_role
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring import forecast, overhead, planning, probing, steadiness
+from harness.measuring import forecast, probing, steadiness
 from harness.measuring.campaign import run_campaign, verify
 from harness.measuring.clock import campaign_budget_s, minutes, probed_unsteadiness, within_budget
 from harness.measuring.lifecycle import RunOptions, closing, open_run
-from harness.measuring.preflight import announce_limits, tools_needed
-from harness.measuring.session import Session
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import RunStore, claim_run_id, is_out_of_space, new_run_id
-from harness.runtime import Runtime, get_runtime
+from harness.runtime import Runtime
+from harness.servers.preflight import announce_limits, tools_needed
+from harness.servers.runtime_choice import get_runtime
+from harness.servers.session import Session
 from harness.tools.availability import check_tools
 from harness.versus import duel, twin
 from harness.versus import flow as versus

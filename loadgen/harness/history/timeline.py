@@ -4,7 +4,7 @@ second) as a series of its own, and each figure divided by it. Reads results.jso
 
 A series never joins runs whose conditions differ in what moves every figure (runtime, CPU plan, machine, profile):
 those are series of their own, with `conditions` naming the difference. Nor does it join runs whose results schema
-gives the figure another meaning (`make compare`'s rule, harness.report.compare.meaning_changed: ab's percentiles
+gives the figure another meaning (`make compare`'s rule, harness.history.compare.meaning_changed: ab's percentiles
 were whole ms before schema 4): the part from the first such run on is a series of its own, `since` that run. What may
 change inside a series (commit, kernel, tool versions, the server's version, attempts per record) is named at the run
 where it changed.
@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.basics.parallel import in_processes
 from harness.basics.paths import REPO
+from harness.history.compare import meaning_changed
 from harness.history.points import PairedPoint as PairedPoint  # re-exported: the timeline's types
 from harness.history.points import Point as Point
 from harness.history.points import RunInfo as RunInfo
@@ -29,7 +30,6 @@ from harness.history.points import Selection as Selection
 from harness.history.points import Series as Series
 from harness.history.points import figure, is_commit, since_prefix
 from harness.history.run_cache import RunCache, slim
-from harness.report.compare import meaning_changed
 from harness.results import readable
 from harness.results.flag_kinds import LOADGEN_BOUND
 from harness.results.records import Record, ResultsError, Run

@@ -1,6 +1,6 @@
 """A campaign: the servers started (or found up) and verified, then every scenario measured, in rounds where the servers
-can be up at once. What one warm-up or attempt does is attempts.py's and warmup.py's, what is warmed and in which order within a
-scenario the plan's (schedule.py) and the rounds' (rounds.py); this module starts the servers and groups them.
+can be up at once. What one warm-up or attempt does is executor.py's and warmup.py's, what is warmed and in which order within a
+scenario the plan's (run_plan.py) and the rounds' (scheduler.py); this module starts the servers and groups them.
 
 Interleaved (the default where it fits): all servers are up, each warmed up for a scenario, then attempt 1 of every
 server, attempt 2 of every server, and so on, the first server of a round rotating. A slow drift of the machine (here,
@@ -26,20 +26,21 @@ from harness.basics.messages import fail, say, warn
 from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
 from harness.config.manifest import UPSTREAM_COUNT_PATH, Server
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring import inventory, probing
-from harness.measuring import verification as contract
-from harness.measuring import verification_h2c as contract_h2
-from harness.measuring.attempts import Bench
+from harness.conformance import verification as contract
+from harness.conformance import verification_h2c as contract_h2
+from harness.conformance.contract_table import Report
+from harness.measuring import probing
 from harness.measuring.clock import START, Clock, announce_estimate
-from harness.measuring.contract_table import Report
-from harness.measuring.preflight import fitted
-from harness.measuring.rounds import Allowance, measure_in_rounds
-from harness.measuring.schedule import Target
-from harness.measuring.session import Session
+from harness.measuring.executor import LoadExecutor
+from harness.measuring.run_plan import Target
+from harness.measuring.scheduler import Allowance, measure_in_rounds
 from harness.results.records import Verification
-from harness.results.sitting_shape import START_S
 from harness.results.store import RunStore
 from harness.runtime import RunningServer, RuntimeFailure
+from harness.servers import inventory
+from harness.servers.preflight import fitted
+from harness.servers.session import Session
+from harness.stats.sitting_shape import START_S
 
 # What a server may hold while it idles between its turns: the JVM servers' fixed 1 GiB heap plus the JVM itself
 # (measured RSS 1.13-1.16 GB); the others take far less. Interleaving is refused when all of them would not fit.
@@ -221,7 +222,7 @@ class Campaign:
                 else:
                     targets.append(target)
             turns = Turns(session, targets) if len(targets) > 1 else None
-            bench = Bench(
+            bench = LoadExecutor(
                 session,
                 self.store,
                 round_no=self.round_no,

@@ -1,4 +1,4 @@
-"""A campaign's clock: the whole run's estimate before it starts (the plan of schedule.py added up: each attempt's
+"""A campaign's clock: the whole run's estimate before it starts (the plan of run_plan.py added up: each attempt's
 planned duration, each warm-up's expected runs, each server's start), and its remaining time as it goes, from what the
 steps of each kind have actually cost so far (`remaining_s`), announced again after every scenario (`progress`)."""
 
@@ -14,15 +14,15 @@ from harness.basics.messages import say
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring.more_rounds import SPEND
-from harness.measuring.schedule import (
+from harness.measuring.run_plan import (
     History,
     Job,
     attempt_seconds,
     expected_warmup_runs,
     warmup_step,
 )
-from harness.results.sitting_shape import ATTEMPT_OVERHEAD_S, START_S
 from harness.results.store import RunStore
+from harness.stats.sitting_shape import ATTEMPT_OVERHEAD_S, START_S
 
 # the kinds of step, each with its own pace
 START, WARMUP, ATTEMPT, REMEASURE, MORE = "start", "warm-up", "attempt", "measured again", "more rounds"
@@ -126,7 +126,7 @@ def minutes(seconds: float) -> str:
 def estimate(
     clock: Clock, servers: list[Server], scenarios: list[Scenario], settings: Settings, unsteadiness: float = 0.0
 ) -> dict[str, int]:
-    """Plans every server start, warm-up and attempt on `clock`, as the plan (schedule.py) has them; returns the
+    """Plans every server start, warm-up and attempt on `clock`, as the plan (run_plan.py) has them; returns the
     counts for the announcement. `unsteadiness`: the machine's CV as the steadiness probe read it (warm-ups wait out
     the noise: schedule.expected_warmup_runs)."""
     counts = {"servers": 0, "records": 0, "attempts": 0, "warmups": 0}
@@ -199,7 +199,7 @@ def announce_estimate(
 
 MOST_ATTEMPTS_FACTOR = 4  # BUDGET_MIN buys at most four times the profile's attempts a record
 # the fewest attempts a record a budget may leave: the ordering rule keeps its false-order rate at any count, and four
-# is where it is the min-max intervals' rule exactly (harness/results/attempt_ranks.py); fewer only where REPEAT asks
+# is where it is the min-max intervals' rule exactly (harness/stats/attempt_ranks.py); fewer only where REPEAT asks
 LEAST_ATTEMPTS = 4
 
 

@@ -5,7 +5,7 @@ the path the bench measures: a second nginx (no JIT, nothing to warm; `<nginx>-f
 server CPUs, loaded by the bench's own /hello load (wrk, its connections and attempt length) ATTEMPTS times back to
 back through the bench's executor, about 15 s. Its req/s give two spreads on the log scale: the attempts' whole
 spread, and half the variance of consecutive attempts' differences (what a back-to-back pair varies by, the slow
-drift cancelled: a duel's round). Those, with the attempts a record will have, give (harness.results.resolution) the
+drift cancelled: a duel's round). Those, with the attempts a record will have, give (harness.judging.resolution) the
 gap the ranking tells apart 9 times in 10 and the interval a `make duel` of one pair reaches in five minutes, said in
 the bench's first lines and kept in the run's conditions (`resolution.forecast`), where the report sets them beside
 what the run achieved.
@@ -26,14 +26,15 @@ from harness.basics.messages import say, warn
 from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server, twin
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring.attempts import Bench, attempt_spec
-from harness.measuring.schedule import Target, sitting_costs
-from harness.measuring.session import Session
+from harness.judging import resolution
+from harness.measuring.executor import LoadExecutor, attempt_spec
+from harness.measuring.run_plan import Target, sitting_costs
 from harness.report.resolution_text import forecast_noise
-from harness.results import readable, resolution
+from harness.results import readable
 from harness.results.records import ResultsError
 from harness.results.store import RunStore
 from harness.runtime.protocol import RuntimeFailure
+from harness.servers.session import Session
 
 ATTEMPTS = 10
 SCENARIO = "hello"  # the bench's closed-loop keep-alive load: the path most of its records take
@@ -60,7 +61,7 @@ def measure(session: Session, store: RunStore, servers: dict[str, Server], setti
         warn(f"no forecast: the probe's nginx did not start ({exc})")
         return
     try:
-        rates = _rates(Bench(session, store), Target(probe, running), scenario)
+        rates = _rates(LoadExecutor(session, store), Target(probe, running), scenario)
     finally:
         session.stop(probe.name)
     if len(rates) < ATTEMPTS // 2:
@@ -125,7 +126,7 @@ def with_servers(machine: resolution.Noise, part: ServersPart | None) -> resolut
     return replace(machine, own=math.hypot(machine.own, part.own), shared=math.hypot(machine.shared, part.shared))
 
 
-def _rates(bench: Bench, target: Target, scenario: Scenario) -> list[float]:
+def _rates(bench: LoadExecutor, target: Target, scenario: Scenario) -> list[float]:
     run = scenario.runs[0]
     url = target.running.url(scenario.protocol_of(run)) + (scenario.path_for(target.server) or "")
     rates = []

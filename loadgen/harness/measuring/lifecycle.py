@@ -16,10 +16,11 @@ from harness.basics.cpus import CpuPlan
 from harness.basics.machine import timestamp
 from harness.basics.messages import console, fail, say, warn
 from harness.config.scenarios import Settings
+from harness.export import command
+from harness.judging import flags
 from harness.measuring.conditions import collect
-from harness.report import command, model
+from harness.report import model
 from harness.report import terminal as console_table
-from harness.results import flags
 from harness.results.records import Run
 from harness.results.store import RunStore
 from harness.runtime import Runtime, RuntimeFailure

@@ -1,7 +1,7 @@
 """More rounds where they decide something (issue 41): after a run's rounds, the neighbours (by median req/s) that its
 group's rule leaves tied, where a few more rounds would likely tell them apart, are measured again in further
 interleaved rounds, all of them in each round as before (their records then compare over more rounds, paired or by
-intervals, whichever the group's rule is: harness.results.round_pairs); records already apart, and pairs too close
+intervals, whichever the group's rule is: harness.judging.round_pairs); records already apart, and pairs too close
 for the rounds the run can afford to tell apart (the A/A twin, most of the time), get none.
 
 Likely: the chance that the rule orders a pair as far apart as it was measured, over the rounds it would then have
@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.results import noise, ranking, round_pairs
+from harness.judging import noise, ranking, round_pairs
+from harness.judging.round_pairs import GroupRule, group_rule, power
 from harness.results.records import Record
-from harness.results.round_pairs import GroupRule, group_rule, power
 
 MAX_EXTRA_ROUNDS = 4
 SPEND = 0.8  # of a run's share of the budget: the rest kept for what the estimate of the runs to come misses

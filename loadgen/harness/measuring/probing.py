@@ -1,5 +1,5 @@
-"""`make probe` (and, once per server, `make bench`): each server's HTTP/1.1 compliance (harness.probe.suite) and,
-where it speaks h2c, h2spec's verdicts (harness.probe.h2c), kept in results.json as `compliance.<server>`."""
+"""`make probe` (and, once per server, `make bench`): each server's HTTP/1.1 compliance (harness.conformance.suite) and,
+where it speaks h2c, h2spec's verdicts (harness.conformance.h2c), kept in results.json as `compliance.<server>`."""
 
 from __future__ import annotations
 
@@ -11,17 +11,16 @@ from harness.config import scenarios
 from harness.config.environment import Configuration
 from harness.config.manifest import Server, artifacts_stamp
 from harness.config.maven import resolve_properties
-from harness.measuring import compliance_cache
+from harness.conformance import compliance_cache, h2c, suite, verdicts
 from harness.measuring.lifecycle import RunOptions, closing, open_run
-from harness.measuring.session import Session
-from harness.probe import h2c, suite, verdicts
 from harness.results.store import RunStore, claim_run_id, new_run_id
 from harness.runtime import RunningServer, RuntimeFailure
+from harness.servers.session import Session
 
 
 def probe(running: RunningServer, store: RunStore, version: str, kept_as: str | None = None) -> dict[str, Any]:
     """One server probed over HTTP/1.1 and h2c; its entry (with the `version` probed) saved in the store (and kept
-    for later runs under the key `kept_as`, harness.measuring.compliance_cache) and summed up on the console."""
+    for later runs under the key `kept_as`, harness.conformance.compliance_cache) and summed up on the console."""
     cases = suite.run(running.host, running.port)
     h2 = h2c.run(running.host, running.h2c_port, store.raw) if running.h2c_port else None
     entry = {**suite.compliance(cases, h2, version), "probed_in": store.run.run_id}

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from harness.basics import interrupt, stats
+from harness.basics import interrupt
 from harness.basics.cpus import CpuPlan
 from harness.basics.machine import pinned
 from harness.basics.messages import say, warn
@@ -26,6 +26,7 @@ from harness.config.scenarios import Settings
 from harness.report.run_conditions import steadiness_text
 from harness.results import flag_kinds
 from harness.results.store import RunStore
+from harness.stats import intervals as stats
 
 TICK_S = 0.1  # the probe prints its count this often; windows are sums of ticks
 # A stall: the probe's CPU taken away this long or longer (a chunk of its loop takes about 0.05 ms). On this project's

@@ -3,7 +3,7 @@ the plan's: schedule.warmup_step).
 
 A primer (a few sequential requests), then runs of the scenario's own load, each sized like an attempt to last
 `rule.duration_s` (a counting tool's request count from the last run's rate), until the latest half of its runs (at
-least `rule.window`, at most five) show no trend beyond the tolerance (harness.basics.trend.settled, judged_window):
+least `rule.window`, at most five) show no trend beyond the tolerance (harness.stats.trend.settled, judged_window):
 a JIT that still climbs is not called warm because two or three short runs happened to agree. A server's first
 warm-up on connection-per-request load also runs until its manifest's `warmup_connections` were made. At most
 `rule.max_runs` runs and `rule.max_s` seconds. The last run's rate sizes the attempts.
@@ -25,13 +25,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, cast
 
-from harness.basics import httpclient, interrupt, jit, trend
+from harness.basics import httpclient, interrupt, jit
 from harness.basics.messages import say, warn
 from harness.config.scenarios import WarmupRule
-from harness.measuring.runner import Outcome
-from harness.measuring.schedule import Job, Target, WarmupStep
+from harness.measuring.run_plan import Job, Target, WarmupStep
+from harness.measuring.tool_processes import Outcome
 from harness.results import records as results
 from harness.results.records import WarmupRun
+from harness.stats import trend
 from harness.tools import TOOLS, LoadSpec
 
 WARMUP_TIMEOUT_S = 60  # ab scenarios allow 10000 s; wrk sizes its latency histogram by its timeout
@@ -43,7 +44,7 @@ JIT_QUIET = 0.05
 
 
 class Loader(Protocol):
-    """What a warm-up needs of the campaign's executor (attempts.Bench): a load run and recorded, the turn that wakes
+    """What a warm-up needs of the campaign's executor (executor.LoadExecutor): a load run and recorded, the turn that wakes
     the server measured, the servers that died, and where the tools' outputs go."""
 
     dead: dict[str, str]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.basics.formats import fmt_level, fmt_rate, fmt_us, interval_text
-from harness.results import flags as flag_rules
-from harness.results import ranking
+from harness.judging import flags as flag_rules
+from harness.judging import ranking
 from harness.results.records import Record, Summary
 
 

@@ -1,4 +1,4 @@
-"""The probe's findings in the report (harness.probe; docs/probe.md): a compliance table per server (cases passed,
+"""The probe's findings in the report (harness.conformance; docs/probe.md): a compliance table per server (cases passed,
 warned as lenient, warned as strict and failed by category, each failed or warned case with the RFC sentence that
 judged it), the version probed, and the score shown beside every ranking: HTTP/1.1's MUST failures first, then the
 share passed over the same case set for every server, h2c's apart."""
@@ -9,7 +9,7 @@ from collections import Counter
 from html import escape
 from typing import Any
 
-from harness.probe import verdicts
+from harness.conformance import verdicts
 from harness.results.records import Run
 
 NOTE = (

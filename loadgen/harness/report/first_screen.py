@@ -7,11 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.basics.formats import fmt_ms
+from harness.judging import ranking
 from harness.report.cells import INTERVAL_NOTE, cost_text, latency, rps_text
 from harness.report.model import Group, Model, aa_result
 from harness.report.run_conditions import machine_note
-from harness.results import attempt_ranks, flag_kinds, ranking
+from harness.results import flag_kinds
 from harness.results.records import Record
+from harness.stats import attempt_ranks
 
 
 @dataclass(frozen=True)

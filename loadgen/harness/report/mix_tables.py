@@ -1,5 +1,5 @@
 """A request mix's endpoints in the report (docs/mixes.md): per run of the mix and per path, the servers ranked by the
-path's p99 inside the mix (harness.results.endpoint_ranking: the same intervals and rules as every ranking), each
+path's p99 inside the mix (harness.judging.endpoint_ranking: the same intervals and rules as every ranking), each
 with its share against the weight and its own p50/p90/p99/p99.9, beside the same path measured alone in its own
 scenario of the same run (where the run has it), so a reader sees what the blend costs each route; then the whole
 mix ranked by req/s like every record."""
@@ -10,7 +10,7 @@ from html import escape
 
 from harness.basics.distribution import Distribution, problem
 from harness.basics.formats import fmt_ms, interval_text
-from harness.results import endpoint_ranking, ranking
+from harness.judging import endpoint_ranking, ranking
 from harness.results.records import Record, Run
 
 HEADER = [

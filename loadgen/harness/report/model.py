@@ -3,7 +3,7 @@
 Records are grouped by their label (harness.results.records.Record.label): the run label, with the runtime and round where
 records have a round (an overhead run measures the same run once per runtime and round).
 
-Ranking: harness.results.ranking, the one ordering rule (the report's exports, the console table and `make compare` use it):
+Ranking: harness.judging.ranking, the one ordering rule (the report's exports, the console table and `make compare` use it):
 every record with a figure takes part (a lower bound where the load generator or the upstream was the limit, ordered
 by CPU per request where that decides); only failures, errors and a failed contract are listed apart, unranked."""
 
@@ -14,19 +14,20 @@ from typing import Any
 
 from harness.config.environment import DEFAULT_SLO_P99_MS
 from harness.config.manifest import discover
+from harness.judging import capacity as capacity_rules
+from harness.judging import flags as flag_rules
+from harness.judging import ranking, round_pairs
+from harness.judging.ranking import Standing
 from harness.report import compliance
-from harness.results import attempt_ranks, ranking, round_pairs
-from harness.results import capacity as capacity_rules
-from harness.results import flags as flag_rules
-from harness.results.ranking import Standing
 from harness.results.records import Record, Run
+from harness.stats import attempt_ranks
 
 MATRIX_MIN_RUNS = 4  # a scenario with this many runs or more (weather) is shown as a req/s-against-concurrency matrix
 
 
 @dataclass
 class Group:
-    """The records of one (scenario, run): those with a figure ranked (harness.results.ranking), the ceiling apart, those
+    """The records of one (scenario, run): those with a figure ranked (harness.judging.ranking), the ceiling apart, those
     kept out (harness.results.flag_kinds.kept_out) below."""
 
     scenario: str
@@ -45,7 +46,7 @@ class Group:
 
     @property
     def paired(self) -> bool:
-        """Whether any of its pairs was ordered by paired rounds (its rounds share the noise: results/round_pairs.py)."""
+        """Whether any of its pairs was ordered by paired rounds (its rounds share the noise: judging/round_pairs.py)."""
         return any(s.paired for s in self.ranked)
 
     @property

@@ -17,13 +17,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from harness.basics import stats
+from harness.judging import ranking
 from harness.report.cells import figure, flag_names
 from harness.report.first_screen import aa_text
 from harness.report.model import Group, Model
-from harness.results import attempt_ranks, ranking
 from harness.results import flag_kinds as kinds
 from harness.results.records import Record
+from harness.stats import attempt_ranks
+from harness.stats import intervals as stats
 
 LOWER_BOUND_FLAGS = set(kinds.LOWER_BOUND)  # said by ≥, not by ⚑
 

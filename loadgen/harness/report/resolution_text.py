@@ -1,6 +1,6 @@
 """The run's resolution on the report's first screen: what it could tell apart, read from its own records (the noise
-of their interleaved rounds as the ranking's model reads it, harness.results.noise, turned into the gap its ranking
-tells apart 9 times in 10 by harness.results.resolution), its median interval, the forecast taken before the run
+of their interleaved rounds as the ranking's model reads it, harness.judging.noise, turned into the gap its ranking
+tells apart 9 times in 10 by harness.judging.resolution), its median interval, the forecast taken before the run
 (measuring/forecast.py) beside them; and, for each at-a-glance row whose first places are tied, the `make duel` that
 would settle it and about how long it would take at the noise measured (a duel's start costs what this run's records
 took: each side's start and warm-up, and a round of an attempt of each)."""
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.config.manifest import TWIN_SUFFIX
+from harness.judging import resolution
 from harness.report.first_screen import Glance
 from harness.report.model import Model
-from harness.results import resolution
 from harness.results.records import Record
-from harness.results.sitting_shape import ATTEMPT_OVERHEAD_S, START_S, Costs
+from harness.stats.sitting_shape import ATTEMPT_OVERHEAD_S, START_S, Costs
 
 
 @dataclass(frozen=True)

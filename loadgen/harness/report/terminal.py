@@ -1,6 +1,6 @@
 """The console table at the end of a run, one more export of the report model: records kept out of the ranking
 (harness.results.flag_kinds.kept_out) first, each with its reasons, then per scenario and run nginx, the ceiling, and
-the ranked records in the model's ranking (harness.results.ranking; each rank the range of places its interval allows, "1–5",
+the ranked records in the model's ranking (harness.judging.ranking; each rank the range of places its interval allows, "1–5",
 lower bounds as "≥", flags beside)."""
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.basics import stats
 from harness.config.scenarios import LoadRun, Scenario
 from harness.results import mix
 from harness.results import summary as summaries
 from harness.results.records import Attempt, Record, SampleSummary, Warmup
+from harness.stats import intervals as stats
 from harness.tools.output import Errors
 
 

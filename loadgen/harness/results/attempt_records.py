@@ -114,7 +114,7 @@ class WarmupRun:
 
 @dataclass
 class Warmup:
-    """The warm-up before a record's attempts: its runs, whether it settled (harness.basics.trend.settled), the rate that
+    """The warm-up before a record's attempts: its runs, whether it settled (harness.stats.trend.settled), the rate that
     sized the attempts."""
 
     tool: str | None  # None in schema 2 files

@@ -1,6 +1,6 @@
 """Every flag a record can carry, in the order flags are reported: its name, what it means, whether it keeps the record
 out of the ranking, whether it makes the figure a lower bound, and its colour and severity in the reports. The one
-list the rules (results/flags.py), the ranking (results/ranking.py) and every report (HTML, Markdown, terminal) read.
+list the rules (judging/flags.py), the ranking (judging/ranking.py) and every report (HTML, Markdown, terminal) read.
 The thresholds the explanations quote are defined here too, beside the words that quote them."""
 
 from __future__ import annotations

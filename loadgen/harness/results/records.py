@@ -5,7 +5,7 @@ JSON Schema, loadgen/results.schema.json. Older files read as what they are; eac
 - 3: `schema`; per record `runtime` and `round`; per server `roles` (`Run.with_role`) and `deaths`; `stopped` attempts.
 - 4: per attempt `processes` (the load plan's tool processes, harness/tools/load_plan.py: `cores`, `threads`,
   `capacity`, `cpu_s`) and `loadgen_note`; samples `harness` and `beside_loadgen:<server>` on the load generator's
-  cores. A schema 3 attempt is judged from its tool and `tool_processes` (harness/results/flags.usable_cores).
+  cores. A schema 3 attempt is judged from its tool and `tool_processes` (harness.judging.flags.usable_cores).
 - 5: `latency_histogram` per attempt whose tool gives per-request data (ab, wrk, h2load) and per record (every
   measured attempt's requests), an HdrHistogram of µs latencies in its base64 V2 log form
   (harness/basics/distribution.py); p99.9 where the data has it; a record's rps and latency_ms the medians of its
@@ -39,7 +39,7 @@ class ResultsError(Exception):
 
 @dataclass
 class Summary:
-    """harness.results.summary.summarize: harness.basics.stats.describe of the measured attempts' req/s, p99 and server
+    """harness.results.summary.summarize: harness.stats.intervals.describe of the measured attempts' req/s, p99 and server
     CPU µs per request (and per connection where the load fixes requests per connection): median, min, max, cv, n and
     ci (the interval)."""
 
@@ -63,7 +63,7 @@ class Summary:
 
 @dataclass
 class Flag:
-    """Why a record's number cannot be read as a clean measurement; the rules and what each flag means: harness.results.flags."""
+    """Why a record's number cannot be read as a clean measurement; the rules and what each flag means: harness.judging.flags."""
 
     name: str
     reason: str
@@ -79,7 +79,7 @@ class Flag:
 @dataclass
 class Record:
     """One server under one run of a scenario: its attempts and what they add up to (sums of counts, the medians of their
-    rates and latencies), the warm-up before them, and, once harness.results.flags has evaluated it, its flags."""
+    rates and latencies), the warm-up before them, and, once harness.judging.flags has evaluated it, its flags."""
 
     server: str
     scenario: str
@@ -107,7 +107,7 @@ class Record:
     details: dict[str, Any] = field(
         default_factory=dict
     )  # the middle attempt's (Attempt.details); written only when present
-    # measured again after its first attempts climbed or fell (rounds.remeasure): {"why", "first_attempts" (their
+    # measured again after its first attempts climbed or fell (scheduler.remeasure): {"why", "first_attempts" (their
     # req/s), "first_raw" (their outputs, kept apart), "warmup" (the further warm-up)}; written only when present
     remeasured: dict[str, Any] | None = None
     # fewer attempts than planned because the run ended first (Ctrl-C, a fault of the harness): a record is written from
@@ -200,7 +200,7 @@ class Record:
 
 @dataclass
 class Verification(FlatFields):
-    """A server's contract verification in this run (harness.measuring.verification)."""
+    """A server's contract verification in this run (harness.conformance.verification)."""
 
     ok: bool
     checks: int | None = None
@@ -220,11 +220,11 @@ class Run:
     verification: dict[str, Verification] | None  # None: the file has no verification section
     servers: dict[str, dict[str, Any]]
     records: list[Record]
-    overhead: dict[str, Any] | None = None  # overhead runs: docker/local per server (harness.measuring.overhead.ratios)
+    overhead: dict[str, Any] | None = None  # overhead runs: docker/local per server (harness.calibrate.overhead.ratios)
     calibration: list[dict[str, Any]] | None = (
         None  # make calibrate: known and measured (harness.calibrate.calibration)
     )
-    # make probe, make bench: each server's HTTP compliance, {"cases": [...], "counts": {...}} (harness.probe.suite)
+    # make probe, make bench: each server's HTTP compliance, {"cases": [...], "counts": {...}} (harness.conformance.suite)
     compliance: dict[str, dict[str, Any]] | None = None
     schema: int = SCHEMA  # the schema the file was written in
 

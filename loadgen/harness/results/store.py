@@ -220,7 +220,7 @@ class RunStore:
         self.save()
 
     def set_compliance(self, name: str, entry: dict[str, Any]) -> None:
-        """`name`'s probe (harness.probe.suite.compliance) kept beside the others'."""
+        """`name`'s probe (harness.conformance.suite.compliance) kept beside the others'."""
         self.run.compliance = {**(self.run.compliance or {}), name: entry}
         self.save()
 

@@ -1,5 +1,5 @@
 """Statistics over a record's typed attempts: which attempts measured something, each one's server CPU per request, the
-record's figures (the median of its attempts' req/s and latencies, by harness.basics.stats.median: the mean of the
+record's figures (the median of its attempts' req/s and latencies, by harness.stats.intervals.median: the mean of the
 middle two of an even count), its whole latency distribution (every measured attempt's histogram added), and its
 `Summary` (stats.describe of req/s, p99 and CPU per request), computed once when the record is made (`summarize`) and
 completed only for files an older harness wrote (`completed`)."""
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.basics import stats
 from harness.basics.distribution import Distribution
 from harness.results.records import Attempt, Record, Summary
+from harness.stats import intervals as stats
 
 
 def measured(attempts: Sequence[Attempt]) -> list[Attempt]:

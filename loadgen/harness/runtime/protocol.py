@@ -70,7 +70,7 @@ class RunningServer:
 
 class Sampler(Protocol):
     """What samples a server's or the load tools' CPU and memory while a load runs: basics/sampling.py's
-    ProcessSampler, or a Docker engine's counters (runtime/docker/engine_api.py's EngineStatsSampler)."""
+    ProcessSampler, or a Docker engine's counters (containers/engine_api.py's EngineStatsSampler)."""
 
     def start(self) -> Sampler: ...
 
@@ -82,7 +82,7 @@ class Sampler(Protocol):
 
 class ToolProcess(Protocol):
     """A load tool's process as the runner drives it: a subprocess.Popen on this machine, or a tool in the loadgen
-    container whose output a `docker exec` client relays (runtime/docker/process.py), signalled in the container."""
+    container whose output a `docker exec` client relays (containers/process.py), signalled in the container."""
 
     @property
     def pid(self) -> int: ...

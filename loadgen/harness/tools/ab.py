@@ -50,7 +50,7 @@ class ApacheBench:
 
     def has_finished(self, output_tail: bytes) -> bool:
         """Whether ab has had its whole count answered ("Finished N requests"): it then writes its -g file and its
-        summary, which a SIGINT would cut short (ending.py's planned stop)."""
+        summary, which a SIGINT would cut short (deadlines.py's planned stop)."""
         return FINISHED.search(output_tail) is not None
 
     def max_connections_per_process(self, nofile_limit: int) -> int:

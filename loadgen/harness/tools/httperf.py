@@ -108,7 +108,7 @@ class Pace(TypedDict):
 
 
 def _pace(output: str, reply_ms: float | None, client_errors: int) -> dict[str, Pace]:
-    """What httperf shows of its own pace, from which its saturation is judged (harness/results/flags.py: its CPU
+    """What httperf shows of its own pace, from which its saturation is judged (harness/judging/flags.py: its CPU
     share cannot tell, it polls at 100 % whatever its rate): its longest burst of connections opened at once (more
     than 1: it fell behind its --rate), the connection rate it achieved, the replies per connection, its mean reply
     time, and the connections it could not make for want of descriptors, ports or table entries."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.config.manifest import Server, at_port, twin
 from harness.config.scenarios import Scenario
-from harness.measuring.session import Session
+from harness.servers.session import Session
 from harness.versus import checkout
 from harness.versus import paired_sitting as engine
 from harness.versus.checkout import RevisionError

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.results import flag_kinds, flags, paired
-from harness.results.paired import RatioInterval
+from harness.judging import flags
+from harness.results import flag_kinds
 from harness.results.records import Attempt, Record
+from harness.stats import paired
+from harness.stats.paired import RatioInterval
 from harness.tools.output import Errors
 
 # the machine's own spread (the steadiness probe's CV between windows) past which the verdict says so (as the bench warns)
@@ -154,7 +156,7 @@ def caveats(evidence: Evidence) -> list[str]:
 def verdict_line(
     interval: RatioInterval | None, metric: str, evidence: Evidence, names: tuple[str, str] | None = None
 ) -> str:
-    """The verdict in words (results/paired.py; `names`: A and B, said as "B faster than A by …"), withheld or with
+    """The verdict in words (stats/paired.py; `names`: A and B, said as "B faster than A by …"), withheld or with
     its caveats (see the module's docstring)."""
     reason = withheld(evidence)
     if reason:

@@ -8,7 +8,7 @@ tools (oha and Gatling built first where missing). Then both are built (checkout
 one at a time (the other asleep), and compared in starts of rounds by the paired engine (paired_sitting.py), which
 `make duel` shares (duel.py). The answer is printed last, each verdict with what it rests on (evidence.py); the
 records are kept like any run's, the comparison in the run's conditions (`versus`), and the report gives it a page of
-its own (report/versus_page.py)."""
+its own (export/versus_page.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 from harness.basics.machine import port_owner
 from harness.config.manifest import Server, servers_dir
 from harness.config.scenarios import Scenario
-from harness.measuring.session import Session
+from harness.servers.session import Session
 from harness.versus import checkout
 from harness.versus import paired_sitting as engine
 from harness.versus.checkout import RevisionError, Worktree

@@ -5,7 +5,7 @@ flow.py), `make duel` (two servers, or two processes of one, duel.py), `make twi
 implementation, then beside itself: twin.py; the outside one answers on its paths, never held to the contract). Here:
 the session that starts and always stops them, the load tools checked, the run's store opened with the steadiness
 probe before, both started and verified, every scenario run compared in starts of ABBA rounds within its share of the
-budget (sitting.py, the clock deciding the shape: results/sitting_shape.py), each verdict given its evidence
+budget (sitting.py, the clock deciding the shape: stats/sitting_shape.py), each verdict given its evidence
 (evidence.py), and the answer printed last."""
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import steadiness
-from harness.measuring.attempts import Bench
 from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, start_and_verify
+from harness.measuring.executor import LoadExecutor
 from harness.measuring.lifecycle import RunOptions, closing, open_run
-from harness.measuring.preflight import tools_needed
-from harness.measuring.schedule import Target
-from harness.measuring.session import Session
-from harness.results import paired, sitting_shape
+from harness.measuring.run_plan import Target
 from harness.results.store import RunStore, new_run_id
 from harness.runtime import Runtime
 from harness.runtime.protocol import RuntimeFailure
+from harness.servers.preflight import tools_needed
+from harness.servers.session import Session
+from harness.stats import paired, sitting_shape
 from harness.tools.availability import check_tools
 from harness.versus import evidence
 from harness.versus.checkout import RevisionError
@@ -166,7 +166,7 @@ def measure(
         return results
     targets = [side.target for side in both if side.target]  # updated in place at every start
     turns = Turns(session, targets)
-    bench = Bench(session, store, turn=turns, idle_pids=_idle_pids(session, targets))
+    bench = LoadExecutor(session, store, turn=turns, idle_pids=_idle_pids(session, targets))
     pair = Pair(bench, turns, targets, both, settings)
     sitting = Sitting(pair, both, settings, first=random.Random(plan.seed).choice(["base", "head"]))
     runs = [(s, r) for s in scenarios for r in s.runs]

@@ -3,7 +3,7 @@
 A start: both builds started afresh (but for a run's first start, which takes the processes up already), each warmed
 for this run's connection pattern (a full warm-up, with its JIT's first connections, on a fresh process: a run that
 follows another of the same pattern is not measured cold after a restart), then its rounds in ABBA order. How many
-starts and rounds is the clock's decision (results/sitting_shape.py), never the figures'. A run's offered rate (an
+starts and rounds is the clock's decision (stats/sitting_shape.py), never the figures'. A run's offered rate (an
 open-model step's share, a counting tool's size) is fixed once, from its first warm-up, for every start.
 
 The executor is a protocol, so tests/test_versus_design.py drives the real rule with a fake one."""
@@ -18,14 +18,14 @@ from typing import Any, Protocol
 from harness.basics.messages import say, warn
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
-from harness.measuring.attempts import Bench
 from harness.measuring.campaign import Turns
-from harness.measuring.schedule import Job, Target, WarmupStep, first_connections, pattern, sitting_costs
-from harness.results import paired
-from harness.results import sitting_shape as design
+from harness.measuring.executor import LoadExecutor
+from harness.measuring.run_plan import Job, Target, WarmupStep, first_connections, pattern, sitting_costs
 from harness.results.aggregate import Measured, aggregate
 from harness.results.records import Attempt, Warmup
 from harness.runtime.protocol import RuntimeFailure
+from harness.stats import paired
+from harness.stats import sitting_shape as design
 from harness.versus import speeds
 from harness.versus.checkout import Revision
 
@@ -65,7 +65,7 @@ class Pair:
     """The two builds' processes in one sitting (the real executor): the bench's attempts and warm-ups, the turns
     that put the other build to sleep, and which connection patterns each process was warmed on."""
 
-    bench: Bench
+    bench: LoadExecutor
     turns: Turns
     targets: list[Target]  # the list the bench reads the sleepers' pids from
     sides: tuple[Side, Side]

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.results import noise, paired
-from harness.results.paired import RatioInterval
+from harness.judging import noise
 from harness.results.records import Attempt
+from harness.stats import paired
+from harness.stats.paired import RatioInterval
 
 SERVER = "server"
 

@@ -22,7 +22,7 @@ from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server
 from harness.config.manifest import twin as second_process
 from harness.config.scenarios import LoadRun, Scenario
-from harness.measuring.session import Session
+from harness.servers.session import Session
 from harness.versus import checkout
 from harness.versus import paired_sitting as engine
 from harness.versus.sitting import Side

@@ -1,5 +1,5 @@
 """A strict HTTP/1.1 origin server for the probe's own test (tests/test_probe.py): it answers every case of the
-probe (harness/probe/) the way the RFCs prefer, so the suite can be shown to pass a server that is right, and, with
+probe (harness/conformance/) the way the RFCs prefer, so the suite can be shown to pass a server that is right, and, with
 FAULTS named, it gets chosen things wrong so the suite can be shown to find exactly those.
 
 `python strict_http11.py PORT [FAULT...]` serves on 127.0.0.1:PORT; tests start it in a thread (`serve`)."""
