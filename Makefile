@@ -13,7 +13,7 @@ export SERVERS PROFILE RUNTIME PORTS REPEAT BUDGET_MIN ORDER ROUNDS CPUS_SERVER 
 export LOADGEN_PROCESSES ASSUME_CPUS ASSUME_SMT FORMAT CPU_IDLE CPU_METER KEEP_REQUEST_DB
 
 APT_PACKAGES := wrk apache2-utils httperf nginx gettext-base python3-venv nghttp2-client
-.PHONY: setup build ping up down bench test list report compare
+.PHONY: setup build ping up down bench test test-unit list report compare
 
 # Installs what is missing: the load tools and nginx from Debian, the harness's Python packages into .venv.
 setup: $(VENV)/.installed
@@ -199,6 +199,10 @@ profile: build
 # The project's tests: unit tests, then integration tests against real servers on loopback.
 test: build setup-tools lint typecheck
 	cd loadgen && ../$(PY) -m pytest -q tests
+
+# The unit tests alone (pytest -m unit): no build, no server, no load tool; the harness's Python packages only
+test-unit: $(VENV)/.installed
+	cd loadgen && ../$(PY) -m pytest -q -m unit -n auto tests
 
 # ======================================================================================================================
 # Docker runtime. RUNTIME=docker runs every server in its own container and the load tools in a `loadgen` container

@@ -43,3 +43,10 @@ def short_bench(tmp_path):
     scenario_file = tmp_path / "scenarios.toml"
     scenario_file.write_text(SHORT_SCENARIOS)
     return lambda *args: [sys.executable, "-c", LAUNCH_WITH_SCENARIOS, str(scenario_file), *args]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test is a unit test unless it is marked integration (a module's `pytestmark`): `make test-unit` runs those."""
+    for item in items:
+        if item.get_closest_marker("integration") is None:
+            item.add_marker(pytest.mark.unit)

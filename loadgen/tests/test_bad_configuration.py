@@ -23,6 +23,8 @@ from harness.config.manifest import SERVERS_DIR_VAR, ManifestError, discover
 from harness.results.store import RESULTS
 from harness.runtime import State
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 PORTS = "rust=26086 nginx=26000"  # below the ephemeral ports; no other test uses them
 RUN_ID = f"test-bad-configuration-{os.getpid()}"
 # the harness's variables, cleared so that the developer's own (SERVERS, PORTS, ...) do not change the cases

@@ -14,6 +14,8 @@ import pytest
 from harness.basics.paths import RESULTS
 from harness.runtime.local import port_owner
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 PORT = 9412  # the calibration's tests' own range
 PLAN = """

@@ -22,6 +22,8 @@ from harness.runtime.local import LocalRuntime, port_owner
 from harness.tools import LoadSpec
 from harness.tools.ab import PER_REQUEST, SLOWEST, ApacheBench
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 SERVERS = discover()
 SERVER = SERVERS["calibrated"]
 PORT = 9411  # this test's own, in the range of the calibration's tests

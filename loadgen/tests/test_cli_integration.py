@@ -18,6 +18,8 @@ from harness.config.manifest import discover
 from harness.runtime import RuntimeFailure
 from harness.runtime.local import LocalRuntime, port_owner
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 SERVERS = discover()
 PORTS = {name: s.port + 10000 for name, s in SERVERS.items()}
 LOADGEN = Path(__file__).resolve().parents[1]

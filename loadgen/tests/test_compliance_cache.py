@@ -19,6 +19,8 @@ from harness.measuring import probing
 from harness.results.records import Run
 from harness.results.store import RunStore
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import strict_http11  # noqa: E402
 

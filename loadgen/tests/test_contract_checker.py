@@ -21,6 +21,8 @@ from harness.config.manifest import UPSTREAM_COUNT_PATH, UPSTREAM_PATH
 from harness.conformance import verification as contract
 from harness.conformance.contract_table import UPSTREAM_FETCHES
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORT = 28221
 ROUTES = ("id", "hello", "backend", "tweets", "factorial", "fibonacci")

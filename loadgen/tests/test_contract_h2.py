@@ -14,6 +14,8 @@ import pytest
 from harness.conformance import verification_h2c as contract_h2
 from harness.conformance.verification_h2c import H2Client, check_h2
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 RESPONDERS = Path(__file__).parent / "responders"
 ROUTES = ("hello", "backend", "tweets", "factorial", "fibonacci")
 

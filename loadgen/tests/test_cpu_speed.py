@@ -63,6 +63,7 @@ def load_beside_an_idle_server(tmp_path: Path) -> Outcome:
         idle.wait()
 
 
+@pytest.mark.integration
 def test_each_roles_cpu_speed_is_kept_in_its_sample_and_no_meter_outlives_the_load(tmp_path):
     cpu_speed.choose(True)
     outcome = load_beside_an_idle_server(tmp_path)
@@ -72,6 +73,7 @@ def test_each_roles_cpu_speed_is_kept_in_its_sample_and_no_meter_outlives_the_lo
     assert meters_running() == []
 
 
+@pytest.mark.integration
 def test_the_meters_cpu_is_not_counted_as_the_tools(tmp_path, monkeypatch):
     """A meter made to take nearly all of each CPU beside a tool that only sleeps: the tools' exact count, this
     process's reaped children, stays near zero, as it would not if the meters were reaped before it was read."""
@@ -83,11 +85,13 @@ def test_the_meters_cpu_is_not_counted_as_the_tools(tmp_path, monkeypatch):
     assert outcome.samples["loadgen"]["cpu_s"] < 0.1
 
 
+@pytest.mark.integration
 def test_off_by_default_no_meter_runs_and_no_speed_is_kept(tmp_path):
     outcome = load_beside_an_idle_server(tmp_path)
     assert "cpu_speed" not in outcome.samples["server"] and not cpu_speed.BUILT.exists()
 
 
+@pytest.mark.integration
 def test_without_a_compiler_the_load_is_measured_without_it_and_says_why_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cpu_speed.shutil, "which", lambda name: None)
     cpu_speed.choose(True)
@@ -113,6 +117,7 @@ def test_speed_is_the_kept_chunks_at_the_best_chunks_time_over_their_summed_time
     assert cpu_speed.speed("") is None and cpu_speed.speed("1.0 0 0 2000\n") is None
 
 
+@pytest.mark.integration
 def test_a_runs_conditions_say_whether_the_meter_ran_and_why_not():
     try:
         cpu_speed.choose(False)

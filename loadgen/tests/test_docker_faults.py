@@ -23,6 +23,8 @@ from harness.results import records as results
 from harness.results.store import RESULTS
 from harness.runtime import RuntimeFailure, State
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 PORTS = {"finagle": 27084, "rust": 27086, "nginx": 27000}  # below the ephemeral ports; no other test uses them
 ENGINE, WHY = engine.engine_answers()

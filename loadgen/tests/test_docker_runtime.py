@@ -162,6 +162,7 @@ def test_the_runtime_changes_nothing_until_it_first_starts_or_stops_a_container(
     assert done == ["compose file", "leftovers removed"]
 
 
+@pytest.mark.integration
 def test_auto_chooses_local_without_an_engine_and_says_why(monkeypatch, capsys):
     monkeypatch.setattr(
         dk, "engine_answers", lambda timeout=10: (False, "no Docker engine answers `docker info` (test)")
@@ -312,6 +313,7 @@ def docker_images():
     assert not leftover, f"images left behind by the test: {leftover}"
 
 
+@pytest.mark.integration
 def test_docker_runtime_end_to_end(docker_images):
     servers = docker_images
     cpu_plan = plan()
@@ -409,6 +411,7 @@ def test_docker_runtime_end_to_end(docker_images):
     assert not _project_containers()
 
 
+@pytest.mark.integration
 def test_no_check_runs_inside_a_server_container(docker_images):
     """A healthcheck is a process the engine starts in the server's container, on the server's CPUs (every 10 s, it
     was), outside the measurements' samples: none is configured, in the compose file or the image, so the engine runs
@@ -463,6 +466,7 @@ SAME_IN_TWINS = (
 )
 
 
+@pytest.mark.integration
 def test_bench_under_docker_measures_the_a_a_twin_and_reports_it(docker_images, short_bench):
     """`make bench` under RUNTIME=docker measures its A/A twin (TWIN=rust): rust's image and compose service once more,
     in a container of its own on its own port, the same in every limit, and the report has its A/A result. As `make

@@ -24,6 +24,8 @@ from harness.basics.machine import port_owner, wait_until
 from harness.basics.paths import RESULTS
 from harness.results import records as results
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORT = 28207

@@ -78,6 +78,7 @@ def duel(*args: str, launch: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=LOADGEN, env=env, capture_output=True, text=True, timeout=400)
 
 
+@pytest.mark.integration
 def test_an_a_a_duel_of_node_runs_two_processes_in_abba_starts(short_bench):
     if not (REPO / "node" / "node_modules").exists():
         pytest.skip("node is not built here (make build SERVERS=node)")
@@ -109,6 +110,7 @@ def test_an_a_a_duel_of_node_runs_two_processes_in_abba_starts(short_bench):
         assert port_owner("127.0.0.1", port) is None, port
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args, said",
     [

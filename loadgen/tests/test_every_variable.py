@@ -21,6 +21,8 @@ from harness.config.manifest import SERVERS_DIR_VAR
 from harness.results.store import RESULTS
 from harness.runtime import State
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = REPO / "loadgen"
 PORTS = "rust=19786 nginx=19787"  # nobody else's: a regression would start rust there
 BASE = {"RUNTIME": "local", "SERVERS": "rust", "PORTS": PORTS}

@@ -13,6 +13,8 @@ from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 PORT = 9351
 
 

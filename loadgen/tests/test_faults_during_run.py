@@ -28,6 +28,8 @@ from harness.runtime.local import LocalRuntime
 from harness.runtime.protocol import exit_reason
 from harness.tools import TOOLS, LoadSpec
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCAL_PORTS = {"rust": 31086, "finagle": 31084, "nginx": 31000}  # away from the defaults and from other tests'

@@ -218,6 +218,7 @@ def repo(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("asked", ["main~1..main", "main~1...main", "main^!", "main^@", "--output=x", "main~1 main"])
 def test_a_base_that_is_not_one_revision_is_refused_at_once_in_one_line(repo, asked):
     """BASE=main..HEAD was taken (rev-parse printed two lines, both kept as "the commit"), to fail after the builds."""
@@ -226,6 +227,7 @@ def test_a_base_that_is_not_one_revision_is_refused_at_once_in_one_line(repo, as
     assert one_line(caught).startswith("BASE=")
 
 
+@pytest.mark.integration
 def test_one_revision_resolves_to_its_full_commit(repo):
     assert len(checkout.resolve(repo, "main~1", "BASE").sha or "") == 40
 
@@ -237,6 +239,7 @@ def slow_git(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.integration
 def test_git_that_does_not_answer_is_one_line_at_the_command_line(repo, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(checkout, "GIT_TIMEOUT_S", 0.3)
     monkeypatch.setenv("PATH", f"{slow_git(tmp_path / 'bin')}:{os.environ['PATH']}")
@@ -250,6 +253,7 @@ def test_git_that_does_not_answer_is_one_line_at_the_command_line(repo, tmp_path
     assert len(said) == 1 and said[0].startswith("error: `git rev-parse") and "Traceback" not in said[0], said
 
 
+@pytest.mark.integration
 def test_no_git_on_the_path_is_one_line(repo, tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -317,6 +321,7 @@ def test_a_generated_run_id_of_plain_names_is_made(tmp_path):
 # -- make twin: AA said back as text, never run ---------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("value", ["`touch {marker}`", "$$(touch {marker})", 'x"; touch {marker}; echo "', "x'y"])
 def test_make_twin_says_a_bad_aa_without_running_it(tmp_path, value):
     marker = tmp_path / "ran"

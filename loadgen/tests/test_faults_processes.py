@@ -27,6 +27,8 @@ from harness.runtime import RunningServer, State
 from harness.runtime.local import LocalRuntime
 from harness.runtime.state import Starter
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORTS = {"slowpoke": 19101, "probe": 19102, "stubborn": 19103}

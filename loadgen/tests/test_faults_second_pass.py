@@ -158,6 +158,7 @@ WITH_SCENARIOS = (
 )
 
 
+@pytest.mark.integration
 def test_an_output_the_parser_did_not_foresee_costs_that_attempt_and_nothing_more(tmp_path):
     servers = tmp_path / "servers" / "probe"
     servers.mkdir(parents=True)

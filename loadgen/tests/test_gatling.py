@@ -291,6 +291,7 @@ def static_server(tmp_path):
     server.server_close()
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(
     not Path(TOOL.binary).exists(),
     reason=f"Gatling is not built ({TOOL.binary} is missing): run bash loadgen/gatling/build.sh",

@@ -110,6 +110,7 @@ PORTS = {"rust": 21086, "nginx": 21000}  # h2c 1000 above (22086, 22000), below 
 ENGINE, WHY = engine.engine_answers()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("runtime", ["local", "docker"])
 def test_nginx_and_rust_are_verified_over_h2c_and_measured_beside_their_http1_baseline(tmp_path, runtime):
     if runtime == "docker" and not ENGINE:

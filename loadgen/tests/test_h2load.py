@@ -231,6 +231,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load not installed (apt-get install nghttp2-client)")
 def test_live_counted_run_against_the_h2c_responder(tmp_path):
     port = _free_port()

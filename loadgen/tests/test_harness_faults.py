@@ -35,6 +35,8 @@ from harness.runtime.state import Starter
 from harness.servers.lock import LOCK_FILE, HarnessBusy, one_command_at_a_time
 from harness.servers.session import Session
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 PORTS = {"rust": 24086, "nginx": 24000}
 ENGINE, WHY = engine.engine_answers()

@@ -124,6 +124,7 @@ def server_repo(tmp_path: Path) -> tuple[Path, list[str]]:
     return repo, commits
 
 
+@pytest.mark.integration
 def test_commits_that_changed_only_a_servers_notes_or_comments_are_not_its_code(server_repo):
     repo, (first, notes, code, comments) = server_repo
     found = commits.Commits()
@@ -133,6 +134,7 @@ def test_commits_that_changed_only_a_servers_notes_or_comments_are_not_its_code(
     assert found.touching_code(first, "deadbeef", repo / "node").problem.startswith("git log")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("after, cause", [("notes", "unexplained"), ("code", "server")])
 def test_a_servers_own_change_is_its_only_after_a_commit_to_its_code(tmp_path, server_repo, after, cause):
     """Node's req/s drops 20 % after run 8 of 16, the others flat: the change is node's alone. Between runs at the

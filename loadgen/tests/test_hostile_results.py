@@ -146,6 +146,7 @@ def small_run():
     return sliced(RECORDED[-1], records=2)
 
 
+@pytest.mark.integration
 def test_a_scenario_named_to_leave_the_folder_writes_nothing_outside_it(small_run, tmp_path):
     data = copy.deepcopy(small_run)
     for record in data["records"]:
@@ -156,6 +157,7 @@ def test_a_scenario_named_to_leave_the_folder_writes_nothing_outside_it(small_ru
     assert any(p.suffix == ".png" for p in (run / "charts").iterdir())
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "damage, said",
     [
@@ -179,6 +181,7 @@ def test_each_damage_the_issue_names_is_one_line_and_status_2(small_run, tmp_pat
     assert proc.returncode == 2 and said in proc.stdout and proc.stdout.count("\n") == 1, proc.stdout
 
 
+@pytest.mark.integration
 def test_a_partial_versus_section_skips_its_page_and_the_report_stands(small_run, tmp_path):
     data = copy.deepcopy(small_run)
     data["conditions"]["versus"] = {"results": [{"scenario": "hello", "run": "c64"}]}  # no builds, no resolution

@@ -25,6 +25,8 @@ from harness.containers.engine import engine_answers
 from harness.containers.transfer import image_id, send_image
 from harness.results.store import RESULTS
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN_DIR = Path(__file__).resolve().parents[1]
 DEMO_SCRIPT = REPO / "docker" / "hosts-demo.sh"
 IMAGE = "bench/server-rust:latest"

@@ -13,6 +13,8 @@ import pytest
 from harness.basics.paths import REPO, RESULTS
 from harness.results import store
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = REPO / "loadgen"
 # a stand-in for the harness (HARNESS overridden on make's command line): writes each argument it gets on a line
 FAKE_HARNESS = "import sys; open(sys.argv[1], 'a').write('\\n'.join(sys.argv[2:]) + '\\n---\\n')"

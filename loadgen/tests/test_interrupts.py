@@ -30,6 +30,8 @@ from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
 from harness.versus import checkout
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
 PORTS = {"probe": 28201, "slowpoke": 28202}

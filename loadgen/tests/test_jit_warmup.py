@@ -44,6 +44,7 @@ def ended_at(runs: list[tuple[int, float, float | None]], connections: int, wind
     return None
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (java) on PATH, as the JVM servers' build does")
 def test_a_running_jvm_s_compilers_are_read_and_a_process_without_them_is_not(tmp_path):
     source = tmp_path / "Hot.java"

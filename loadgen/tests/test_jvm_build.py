@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 SCRIPT = Path(__file__).resolve().parents[2] / "jvm-contract" / "build.sh"
 OLD, NEW = 1_700_000_000, 1_700_000_100  # the sources' and the jars' modification times
 

@@ -118,6 +118,7 @@ def harness(*args, **env):
     )
 
 
+@pytest.mark.integration
 def test_make_plan_of_a_16_cpu_machine():
     proc = harness("plan", ASSUME_CPUS="16", FORMAT="json", PROFILE="quick")
     assert proc.returncode == 0, proc.stderr
@@ -141,6 +142,7 @@ def test_make_plan_of_a_16_cpu_machine():
     assert plan["estimate"]["seconds"] > 0 and plan["estimate"]["records"] > 0
 
 
+@pytest.mark.integration
 def test_make_plan_text_marks_a_seed_run_that_names_its_threads():
     proc = harness("plan", "hello", ASSUME_CPUS="16", PROFILE="seed")
     assert proc.returncode == 0, proc.stderr
@@ -148,6 +150,7 @@ def test_make_plan_text_marks_a_seed_run_that_names_its_threads():
     assert "estimated time: about" in proc.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "env, message",
     [
@@ -260,6 +263,7 @@ def test_a_recorded_run_is_judged_by_the_same_rule(cores):
     assert (statistics.median(old) >= 0.9) == (cores == 1)
 
 
+@pytest.mark.integration
 def test_make_report_of_a_run_recorded_before_judges_it_again(tmp_path):
     run_dir = tmp_path / "20261124-072629-bench"
     run_dir.mkdir()

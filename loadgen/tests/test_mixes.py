@@ -220,6 +220,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not find_binary(OHA_MIX), reason="oha is not built (make setup-oha)")
 def test_a_route_delayed_by_a_known_amount_shows_it_at_p50_and_leaves_the_others_alone(tmp_path):
     port, delay_ms = _free_port(), 40.0

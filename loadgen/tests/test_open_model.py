@@ -193,6 +193,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not find_binary(OHA), reason="oha is not built: make setup-oha")
 @pytest.mark.skipif(not (find_binary(TOOLS["wrk"]) and find_binary(TOOLS["ab"])), reason="wrk, ab: make setup")
 def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed_loop_one(tmp_path):

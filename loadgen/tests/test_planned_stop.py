@@ -19,6 +19,8 @@ from harness.runtime.local import LocalRuntime
 from harness.tools import LoadSpec
 from harness.tools.load_plan import plan_load
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 SERVER = discover()["calibrated"]
 PORT = 9416  # this test's own, in the range of the calibration's tests
 # answers paced at CAP a second, each held SERVICE_S: the last answers of a count come SERVICE_S after its last pace

@@ -18,6 +18,8 @@ import pytest
 
 from harness.config.manifest import REPO
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 NGINX_RUN = REPO / "nginx" / "run.sh"
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="run.sh copies the static files only when started as root")
 

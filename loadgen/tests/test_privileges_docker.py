@@ -70,6 +70,7 @@ def _stub_docker(tmp_path: Path) -> Path:
     return stubs
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("runtime", ["auto", "docker"])
 @pytest.mark.parametrize("command", ["down", "build"])
 def test_cli_refuses_a_plain_tcp_docker_host_before_asking_it(tmp_path, runtime, command):
@@ -219,6 +220,7 @@ def test_hosts_refuse_to_start_beside_another_machines_running_container(two_har
     assert "bench-rust" in fake.engines[SERVER_HOST] and "bench-loadgen" in fake.engines[LOADGEN_HOST]
 
 
+@pytest.mark.integration
 def test_base_images_refuse_a_plain_tcp_docker_host_before_asking_it(tmp_path):
     stubs = _stub_docker(tmp_path)
     env = {

@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import lenient_http11  # noqa: E402
 import strict_http11  # noqa: E402
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 FAST = Timing(answer_s=1.0, settle_s=0.3)
 # each fault of the reference, and the cases it must make fail (no other case may)

@@ -23,6 +23,8 @@ from harness.conformance.wire import Reader, Timing, parse
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import hostile  # noqa: E402
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = Path(__file__).resolve().parents[1]
 RESPONDER = Path(__file__).parent / "responders" / "hostile.py"
 SAMPLE = ["LE-01", "CL-01", "TE-01", "CN-06", "MF-04", "DS-01", "RC-01", "RC-09"]

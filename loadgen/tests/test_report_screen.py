@@ -23,6 +23,8 @@ from harness.judging import flags
 from harness.report import first_screen, model, overview
 from harness.results import records as results
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import strict_http11  # noqa: E402
 

@@ -78,6 +78,7 @@ def test_the_harness_reader_refuses_what_the_reference_validator_refuses(tmp_pat
     assert readable.load(RECORDED[0]).records  # and reads what it accepts
 
 
+@pytest.mark.integration
 def test_a_run_writes_results_that_validate_with_whole_distributions():
     run_id = f"test-schema-{os.getpid()}"
     argv = [

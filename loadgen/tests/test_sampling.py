@@ -16,6 +16,8 @@ import pytest
 from harness.basics.sampling import ProcessSampler, cgroup_cpu_s, process_cost
 from harness.runtime.child_tool import ChildTool
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 # grows by about 20 MB every 0.5 s, busy in between
 GROWER = """
 import time

@@ -540,6 +540,7 @@ class Primed(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.integration
 def test_ab_warm_up_runs_are_counted_once_a_rate_is_known_and_grow_while_nothing_completes():
     from harness.tools.output import Measurement
 
@@ -601,6 +602,7 @@ def fake_attempt(n):
     )
 
 
+@pytest.mark.integration
 def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
     sleepers = {name: subprocess.Popen(["sleep", "30"]) for name in ("rust", "node", "nginx")}
 

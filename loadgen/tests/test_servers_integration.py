@@ -19,6 +19,8 @@ from harness.servers.session import Session
 from harness.tools import TOOLS, LoadSpec
 from harness.tools.load_plan import plan_load
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 SERVERS = discover()
 OFFSET = 10000
 PORTS = {name: s.port + OFFSET for name, s in SERVERS.items()}

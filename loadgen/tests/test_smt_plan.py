@@ -63,6 +63,7 @@ def test_the_kernel_s_topology_is_read(tmp_path):
     assert all(cpu in siblings for cpu, siblings in siblings_from_kernel(here).items())
 
 
+@pytest.mark.integration
 def test_make_plan_shows_an_assumed_smt_machine():
     env = {k: v for k, v in os.environ.items() if k not in ("CPUS_SERVER", "CPUS_LOADGEN", "CPUS_UPSTREAM", "HOSTS")}
     run = [sys.executable, "-m", "harness", "plan", "hello"]

@@ -20,6 +20,7 @@ def test_windows_average_whole_groups_of_ticks_and_drop_a_partial_one():
     assert stats.cv([100]) is None
 
 
+@pytest.mark.integration
 def test_a_real_probe_on_two_pinned_cpus_reports_each_cpus_variation_and_their_correlation():
     cpus = sorted(os.sched_getaffinity(0))[:2]
     result = steadiness.probe({"server": cpus[0], "loadgen": cpus[-1]}, seconds=2, window_s=0.5)
@@ -45,6 +46,7 @@ def test_the_profiles_probe_with_windows_as_long_as_an_attempt_and_a_bad_setting
         scenarios.settings("quick", path=bad)
 
 
+@pytest.mark.integration
 def test_the_probe_counts_a_stall_of_its_cpu_and_its_length():
     """A real probe process stopped for 60 ms (SIGSTOP: its CPU taken away, as a hypervisor does) reports a stall of
     at least that length; its counts still read as rates."""

@@ -18,6 +18,8 @@ from harness.config import scenarios
 from harness.tools import TOOLS, LoadSpec, ToolFailed, register
 from harness.tools.output import Errors, Measurement
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 SCRIPT = Path(__file__).parent / "fixtures" / "fake_tool" / "fake_load.py"
 PORTS = "rust=29086 nginx=29000"  # away from the defaults and from test_cli_integration's
 REQUESTS = 300

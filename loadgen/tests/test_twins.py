@@ -158,6 +158,7 @@ def nothing_left(tmp_path: Path, *ports: int) -> None:
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
 
 
+@pytest.mark.integration
 def test_a_twin_sitting_then_its_a_a_through_the_paired_engine(short_bench, tmp_path):
     env, folder, ours_port, twin_port = loopback(tmp_path)
     results = Path(os.environ["BENCH_RESULTS"])
@@ -198,6 +199,7 @@ def test_a_twin_sitting_then_its_a_a_through_the_paired_engine(short_bench, tmp_
     nothing_left(tmp_path, ours_port, twin_port)
 
 
+@pytest.mark.integration
 def test_an_entry_that_dies_while_starting_is_said_with_its_log_and_ours_is_stopped(short_bench, tmp_path):
     port = free_port()
     env, folder, ours_port, _ = loopback(
@@ -213,6 +215,7 @@ def test_an_entry_that_dies_while_starting_is_said_with_its_log_and_ours_is_stop
     nothing_left(tmp_path, ours_port, port)
 
 
+@pytest.mark.integration
 def test_a_busy_entry_port_is_refused_before_anything_starts(short_bench, tmp_path):
     env, folder, ours_port, twin_port = loopback(tmp_path)
     with socket.socket() as holder:
@@ -226,6 +229,7 @@ def test_a_busy_entry_port_is_refused_before_anything_starts(short_bench, tmp_pa
     nothing_left(tmp_path, ours_port)
 
 
+@pytest.mark.integration
 def test_ctrl_c_in_the_rounds_stops_both_servers_and_their_tools(short_bench, tmp_path):
     env, folder, ours_port, twin_port = loopback(tmp_path)
     argv = short_bench("twin", "--server", "probe", "--twin", str(folder), "--budget-s", "600")

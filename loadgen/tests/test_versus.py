@@ -30,6 +30,8 @@ from harness.results.store import RESULTS
 from harness.stats import paired
 from harness.versus.checkout import WORKTREES, Worktree, resolve
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 LOADGEN = REPO / "loadgen"
 PORTS = {"node": 9510, "nginx": 9520}  # this file's range; the base build lands on the next free port (9511)
 

@@ -307,6 +307,7 @@ def small_repo(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.integration
 def test_a_worktree_left_locked_by_a_killed_add_is_cleared_by_the_next_command(small_repo, monkeypatch, tmp_path):
     monkeypatch.setattr(checkout, "WORKTREES", tmp_path / "versus")
     revision = checkout.resolve(small_repo, "HEAD", "BASE")
@@ -322,6 +323,7 @@ def test_a_worktree_left_locked_by_a_killed_add_is_cleared_by_the_next_command(s
     assert git(small_repo, "worktree", "list").count("\n") == 1
 
 
+@pytest.mark.integration
 def test_untracked_sources_make_the_working_tree_dirty(small_repo):
     assert not checkout.resolve(small_repo, "", "HEAD").dirty
     (small_repo / "new.js").write_text("x\n")

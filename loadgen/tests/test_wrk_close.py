@@ -16,6 +16,8 @@ import pytest
 from harness.tools.adapter import LoadSpec
 from harness.tools.wrk import Wrk
 
+pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
+
 BODY = b"Hello, World!"
 
 
