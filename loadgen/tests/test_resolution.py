@@ -171,9 +171,27 @@ def test_each_tied_first_place_gets_the_duel_that_settles_it(bench_model):
     for row, line in zip(tied, said):
         names = {leader.record.server for leader in row.leaders}
         a, b = (line.split("A=")[1].split()[0], line.split("B=")[1].split()[0])
-        assert {a, b} <= names and a.removesuffix("-twin") != b.removesuffix("-twin")
+        assert {a, b} <= {n.removesuffix("-twin") for n in names} and a != b and "-twin" not in line
         assert f"SCENARIOS={row.scenario}`" in line
         assert "min to reach ±" in line or "more than two hours" in line
+
+
+def test_a_suggested_duel_is_timed_with_fresh_processes_warm_ups(bench_model):
+    """Every start of a duel is a fresh process: its warm-up costs what the server's longest warm-up of the run did, so
+    a JVM pair's duel reads longer than one timed on the short warm-ups of records measured after others."""
+    from harness.report.resolution_text import _costs
+
+    rows = [r for r in glance(bench_model) if len(r.leaders) >= 2]
+    a, b = (leader.record for leader in rows[0].leaders[:2])
+    longest = sum(
+        max(
+            sum(w.duration_s or 0 for w in o.warmup.runs) for o in bench_model.run.records if o.server == s and o.warmup
+        )
+        for s in (a.server, b.server)
+    )
+    own = sum(sum(w.duration_s or 0 for w in r.warmup.runs) for r in (a, b) if r.warmup)
+    setup = _costs(bench_model, a, b).setup_s
+    assert setup >= longest and setup > own
 
 
 def test_a_duels_own_report_suggests_no_duel(bench_model, monkeypatch):

@@ -98,7 +98,8 @@ def duel_suggestions(model: Model, rows: list[Glance]) -> list[str]:
         a, b = sorted((leader.record for leader in row.leaders), key=lambda r: -(r.rps or 0))[:2]
         if a.server.removesuffix(TWIN_SUFFIX) == b.server.removesuffix(TWIN_SUFFIX):
             continue
-        command = f"make duel A={b.server} B={a.server} SCENARIOS={row.scenario}"
+        # an A/A twin is its server's second process: the duel names the server (each start is a fresh process anyway)
+        command = f"make duel A={b.server.removesuffix(TWIN_SUFFIX)} B={a.server.removesuffix(TWIN_SUFFIX)} SCENARIOS={row.scenario}"
         gap = (a.rps or 0) / (b.rps or 1) - 1 if b.rps else 0.0
         if got is None:
             out.append(f"{row.scenario} {row.run}: `{command}`")
@@ -113,12 +114,18 @@ def duel_suggestions(model: Model, rows: list[Glance]) -> list[str]:
 
 
 def _costs(model: Model, *records: Record) -> Costs:
-    """A duel start's costs as this run's records took them: each side's start and warm-up; a round's two attempts."""
+    """A duel start's costs as this run's records took them: each side's start and the longest warm-up its server took
+    in the run (a duel's every start is a fresh process, whose JIT climbs as in its server's first warm-up here, not as
+    in a record measured after others had warmed it); a round's two attempts."""
     setup, rounds = 0.0, 0.0
     for r in records:
         started = (model.run.servers.get(r.server) or {}).get("startup_s") or START_S
-        warm = sum(run.duration_s or 0 for run in r.warmup.runs) if r.warmup else 0.0
-        setup += started + warm + ATTEMPT_OVERHEAD_S * (len(r.warmup.runs) if r.warmup else 0)
+        setup += started + max(_warmup_s(other) for other in model.run.records if other.server == r.server)
         lengths = [a.duration_s for a in r.attempts if a.measured and a.duration_s]
         rounds += (statistics.median(lengths) if lengths else 1.0) + ATTEMPT_OVERHEAD_S
     return Costs(setup, rounds)
+
+
+def _warmup_s(record: Record) -> float:
+    runs = record.warmup.runs if record.warmup else []
+    return sum(run.duration_s or 0 for run in runs) + ATTEMPT_OVERHEAD_S * len(runs)
