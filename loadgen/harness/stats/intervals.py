@@ -23,15 +23,15 @@ one in 13/27), so its "95 %" percentile interval is just the attempts' min–max
 is 75 %. The order-statistic interval is exact for any n, assumes nothing about the distribution, and says honestly
 how little 3 attempts can tell.
 
-Ranking (harness.judging.ranking) and comparison use the intervals: two figures are told apart only when their
-intervals do not overlap.
+These intervals are what each record shows. Two records of one run are not ordered by them but by their attempts'
+ranks or their paired rounds (harness.stats.attempt_ranks, harness.judging.round_pairs; docs/statistics.md).
 
-Comparison rule (harness.history.compare.compare_metric): a change between run A and run B is *significant* when
+Between two runs (`make compare`, harness.history.compare.compare_metric) a change is *significant* when
   1. both sides have at least two attempts (otherwise nothing is known of their uncertainty and the verdict is None), and
   2. the two medians' intervals do not overlap (touching ends count as overlapping).
-Otherwise the two are a tie ("="), whatever the size of the change of the medians. Why not a Mann-Whitney U test as
-benchstat does: with the default REPEAT=3 per side the smallest two-sided p-value it can give is 2/C(6,3) = 0.1, so
-at α = 0.05 no change would ever be significant.
+Otherwise the two are a tie ("="), whatever the size of the change of the medians. Two runs are two sittings, whose
+machines differ by more than their attempts show; the intervals' rule is the stricter one, and `make history` weighs
+that difference between runs itself (harness.history.confirm).
 """
 
 from __future__ import annotations
