@@ -154,9 +154,10 @@ def bench_budget(
     asked = (
         f"BUDGET_MIN={config.budget_min}" if config.budget_min else f"the profile's budget ({settings.budget_s:g} s)"
     )
-    change = "" if fitted.repeat == settings.repeat else f" (the profile has {settings.repeat}; "
-    if change:
-        change += "more fit)" if fitted.repeat > settings.repeat else "they would overrun it)"
+    change = ""
+    if fitted.repeat != settings.repeat:
+        why = "more fit" if fitted.repeat > settings.repeat else "they would overrun it"
+        change = f" (the profile has {settings.repeat}; {why})"
     say(f"{asked}: {fitted.repeat} attempts a record{change}, {minutes(budget)} of measuring")
     store.update_conditions(repeat=fitted.repeat, budget_s=round(budget))
     return fitted

@@ -172,6 +172,19 @@ def probed_unsteadiness(store: RunStore) -> float:
     return max((c for c in (before.get("cv") or {}).values() if c is not None), default=0.0)
 
 
+def plan_run(
+    clock: Clock,
+    servers: list[Server],
+    scenarios: list[Scenario],
+    settings: Settings,
+    unsteadiness: float,
+    probes: int,
+) -> dict[str, int]:
+    """The whole run planned on `clock`: the compliance probes of `probes` builds, then `estimate`'s plan."""
+    clock.plan(probes * COMPLIANCE_PROBE_S, START)
+    return estimate(clock, servers, scenarios, settings, unsteadiness)
+
+
 def announce_estimate(
     store: RunStore,
     clock: Clock,
@@ -183,8 +196,7 @@ def announce_estimate(
     """The campaign's estimate planned on `clock`, said and kept in the run's conditions (estimated_s). `probes`: the
     servers whose HTTP compliance the run will probe (make bench, a build not probed before)."""
     unsteadiness = probed_unsteadiness(store)
-    clock.plan(probes * COMPLIANCE_PROBE_S, START)
-    counts = estimate(clock, servers, scenarios, settings, unsteadiness)
+    counts = plan_run(clock, servers, scenarios, settings, unsteadiness, probes)
     clock.first_total = clock.total
     probe_s = float((settings.steadiness or {}).get("seconds", 0))  # the probe after the run (the one before is done)
     if scenarios:
@@ -218,17 +230,15 @@ def within_budget(
     unsteadiness: float = 0.0,
     probes: int = 0,
 ) -> Settings:
-    """`settings` with as many attempts a record as the run's estimate (announce_estimate's: on a machine probed at
+    """`settings` with as many attempts a record as the run's estimate (plan_run's, as announce_estimate plans it: on a machine probed at
     `unsteadiness`, `probes` builds to probe) fits in `budget_s`: up to MOST_ATTEMPTS_FACTOR times the profile's where
     the budget is long, down to LEAST_ATTEMPTS where even the profile's would overrun it (a bench keeps its minutes;
     the forecast follows the attempts)."""
 
     def fits(repeat: int) -> bool:
         clock = Clock()
-        clock.plan(probes * COMPLIANCE_PROBE_S, START)
-        estimate(
-            clock, servers, scenarios, replace(settings, repeat=repeat, forced=True, budget_s=budget_s), unsteadiness
-        )
+        trial = replace(settings, repeat=repeat, forced=True, budget_s=budget_s)
+        plan_run(clock, servers, scenarios, trial, unsteadiness, probes)
         return clock.total <= budget_s
 
     least = min(LEAST_ATTEMPTS, settings.repeat)

@@ -96,10 +96,11 @@ def duel_suggestions(model: Model, rows: list[Glance]) -> list[str]:
         if len(row.leaders) < 2:
             continue
         a, b = sorted((leader.record for leader in row.leaders), key=lambda r: -(r.rps or 0))[:2]
-        if a.server.removesuffix(TWIN_SUFFIX) == b.server.removesuffix(TWIN_SUFFIX):
-            continue
         # an A/A twin is its server's second process: the duel names the server (each start is a fresh process anyway)
-        command = f"make duel A={b.server.removesuffix(TWIN_SUFFIX)} B={a.server.removesuffix(TWIN_SUFFIX)} SCENARIOS={row.scenario}"
+        faster, slower = a.server.removesuffix(TWIN_SUFFIX), b.server.removesuffix(TWIN_SUFFIX)
+        if faster == slower:
+            continue
+        command = f"make duel A={slower} B={faster} SCENARIOS={row.scenario}"
         gap = (a.rps or 0) / (b.rps or 1) - 1 if b.rps else 0.0
         if got is None:
             out.append(f"{row.scenario} {row.run}: `{command}`")

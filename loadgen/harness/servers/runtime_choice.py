@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness import containers as docker
+from harness import containers
 from harness.basics.cpus import CpuPlan
 from harness.basics.messages import say
 from harness.runtime import Runtime, RuntimeFailure
@@ -15,10 +15,10 @@ def get_runtime(name: str, plan: CpuPlan | None) -> Runtime:
     command that starts nothing, such as `make build`)."""
     name = (name or "auto").strip().lower()
     if name == "auto":
-        answers, why = docker.engine_answers()
+        answers, why = containers.engine_answers()
         if answers:
             try:
-                docker.compose_command()
+                containers.compose_command()
             except RuntimeFailure as exc:
                 answers, why = False, f"{why}, but {exc}"
         name = "docker" if answers else "local"
@@ -26,5 +26,5 @@ def get_runtime(name: str, plan: CpuPlan | None) -> Runtime:
     if name == "local":
         return LocalRuntime()
     if name == "docker":
-        return docker.DockerRuntime(plan)
+        return containers.DockerRuntime(plan)
     raise RuntimeFailure(f"unknown runtime {name!r}: use RUNTIME=auto (the default), docker or local")
