@@ -15,9 +15,9 @@ import pytest
 
 from harness.conformance import compliance_cache, suite
 from harness.conformance.wire import Timing
-from harness.measuring import probing
 from harness.results.records import Run
 from harness.results.store import RunStore
+from harness.servers import probing
 
 pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
 

@@ -1,4 +1,4 @@
-"""More rounds where they decide something (issue 41; measuring/more_rounds.py): after a run's rounds, the tied
+"""More rounds where they decide something (issue 41; judging/more_rounds.py): after a run's rounds, the tied
 neighbours a few more rounds would likely tell apart are measured again in further interleaved rounds, all of them in
 each round; records already apart, and a pair too close to tell apart, get none. The rounds are driven through their
 executor interface with a fake executor whose attempts read a shared drift of the machine per round times each
@@ -11,14 +11,16 @@ import random
 
 from harness.config.manifest import discover
 from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
+from harness.judging.more_rounds import MAX_EXTRA_ROUNDS, extension, undecided
 from harness.judging.ranking import above_in
 from harness.judging.round_pairs import group_rule
 from harness.measuring import scheduler
 from harness.measuring.clock import Clock
-from harness.measuring.more_rounds import MAX_EXTRA_ROUNDS, extension, undecided
-from harness.measuring.run_plan import History, Target
+from harness.measuring.executor import record_of
+from harness.measuring.run_plan import History
 from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
+from harness.servers.readiness import Target
 from harness.stats.attempt_ranks import FALSE_ORDER_RATE
 from harness.tools.output import Errors
 
@@ -57,8 +59,10 @@ class Fake:
         a.round_position = position
         return a
 
-    def put_record(self, record):
+    def keep(self, job, attempts, warmup, marks):
+        record = record_of(job, attempts, warmup, marks, self.runtime_name, self.round_no)
         self.records[record.server] = record
+        return record
 
     def evaluate(self):
         pass

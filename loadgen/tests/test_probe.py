@@ -228,9 +228,9 @@ def test_the_ranking_column_names_must_failures_first_and_h2c_apart():
 def test_make_bench_probes_each_server_once_and_not_its_twin(tmp_path):
     from types import SimpleNamespace
 
-    from harness.measuring.probing import wanted_in_bench
     from harness.results.records import Run
     from harness.results.store import RunStore
+    from harness.servers.probing import wanted_in_bench
 
     store = RunStore(Run("r", {}, {}, {}, [], compliance={}), root=tmp_path)
     rust, twin = SimpleNamespace(name="rust", twin_of=None), SimpleNamespace(name="rust-twin", twin_of="rust")

@@ -14,10 +14,11 @@ import pytest
 from harness.config import scenarios
 from harness.config.manifest import discover
 from harness.config.scenarios import LoadRun, Scenario, Settings, WarmupRule
-from harness.measuring import campaign, scheduler
+from harness.measuring import scheduler
 from harness.measuring import warmup as warming
 from harness.measuring.campaign import OrderError, choose_order
 from harness.measuring.clock import ATTEMPT, MORE, REMEASURE, START, WARMUP, Clock, estimate, plan_spending
+from harness.measuring.executor import record_of
 from harness.measuring.run_plan import (
     ATTEMPT_OVERHEAD_S,
     JIT_FIRST_RUNS,
@@ -27,7 +28,6 @@ from harness.measuring.run_plan import (
     WARMUP_RUNS_STEADY,
     History,
     Job,
-    Target,
     WarmupStep,
     neighbours_by_rate,
     warmed_runs,
@@ -37,6 +37,8 @@ from harness.results.records import Attempt
 from harness.results.records import Warmup as WarmupResult
 from harness.runtime import RunningServer
 from harness.runtime.local import LocalRuntime
+from harness.servers.readiness import Target
+from harness.servers.turns import Turns
 from harness.tools import TOOLS, LoadSpec
 from harness.tools.output import Errors
 
@@ -270,8 +272,9 @@ class FakeExecutor:
             a.rps = next(self.rates[job.name])
         return a
 
-    def put_record(self, record):
-        """As RunStore.put_record: in place of the record with its key."""
+    def keep(self, job, attempts, warmup, marks):
+        """As LoadExecutor.keep: the record made (executor.record_of) and put in place of the one with its key."""
+        record = record_of(job, attempts, warmup, marks, self.runtime_name, self.round_no)
         at = next((i for i, r in enumerate(self.records) if r.key == record.key), None)
         if at is None:
             self.records.append(record)
@@ -281,6 +284,7 @@ class FakeExecutor:
             self.calls.append(("partial", record.server, record.run, len(record.attempts), record.incomplete))
         else:
             self.calls.append(("record", record.server, record.run, [a.rps for a in record.attempts]))
+        return record
 
     def evaluate(self):
         pass
@@ -628,7 +632,7 @@ def test_servers_not_measured_sleep_until_their_turn_and_all_wake_at_the_end():
 
     try:
         known = discover()
-        turns = campaign.Turns(Session(), [Target(known[n], n) for n in sleepers])
+        turns = Turns(Session(), [Target(known[n], n) for n in sleepers])
         turns("rust")
         assert (status("rust"), status("node"), status("nginx")) == (
             "sleeping",

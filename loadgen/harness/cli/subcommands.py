@@ -21,14 +21,16 @@ from harness.config import scenarios as scenario_data
 from harness.config.environment import Configuration, ConfigurationError
 from harness.config.manifest import ManifestError, Server, build_steps, by_default, select, with_role
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring import forecast, probing, steadiness
-from harness.measuring.campaign import run_campaign, verify
+from harness.measuring import forecast, steadiness
+from harness.measuring.campaign import run_campaign
 from harness.measuring.clock import campaign_budget_s, minutes, probed_unsteadiness, within_budget
 from harness.measuring.lifecycle import RunOptions, closing, open_run
 from harness.report.run_conditions import steadiness_text
 from harness.results.store import RunStore, claim_run_id, is_out_of_space, new_run_id
 from harness.runtime import Runtime
+from harness.servers import probing
 from harness.servers.preflight import announce_limits, tools_needed
+from harness.servers.readiness import check_contract
 from harness.servers.runtime_choice import get_runtime
 from harness.servers.session import Session
 from harness.tools.availability import check_tools
@@ -100,7 +102,7 @@ def cmd_ping(args: argparse.Namespace, config: Configuration, session: Session, 
     ok = True
     for server in chosen:
         running = session.ensure(server)
-        ok &= verify(running, server, session).ok
+        ok &= check_contract(session, server, running).ok
         session.release(server.name)
     return 0 if ok else 1
 
@@ -270,6 +272,18 @@ def cmd_duel(args: argparse.Namespace, config: Configuration, servers: dict[str,
     return duel.run(duel.DuelOptions(args.a, args.b, tuple(names(args.scenarios)), budget_s, seed), servers, where)
 
 
+def cmd_probe(args: argparse.Namespace, config: Configuration, session: Session, chosen: list[Server]) -> int:
+    """`make probe`: every chosen server probed, in a run folder of its own (results.json, the report)."""
+    options = RunOptions(
+        config.profile, scenario_data.settings(config.profile, config.repeat), " ".join(sys.argv[1:]), probe=True
+    )
+    run_id = claim_run_id(args.run_id) if args.run_id else new_run_id("probe")
+    store = open_run(run_id, session.runtime, session.plan, options, how="the HTTP compliance probe")
+    with closing(store, session.runtime):
+        ok = probing.probe_servers(session, store, chosen)
+    return 0 if ok else 1
+
+
 # the commands that run in a session (build returns before one is opened)
 COMMANDS: dict[str, Callable[[argparse.Namespace, Configuration, Session, list[Server]], int]] = {
     "up": cmd_up,
@@ -277,7 +291,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Configuration, Session, list[S
     "ping": cmd_ping,
     "run": cmd_measure,
     "bench": cmd_measure,
-    "probe": probing.cmd_probe,
+    "probe": cmd_probe,
 }
 
 

@@ -6,7 +6,7 @@ cases alike. So an entry is reused only where everything it depends on is the sa
 server's artifacts (their stamp, as `make build` left them), its version as it reports it once started (a binary not
 built here, Debian's nginx after an upgrade, says so there), the probe's own code (its cases and verdicts), the h2spec binary
 (its size and time), the runtime and, under Docker, the base images. Anything else, and the server is probed again.
-A server that was already up when the run began is probed afresh and not kept (measuring/probing.py). A reused entry says from which run
+A server that was already up when the run began is probed afresh and not kept (servers/probing.py). A reused entry says from which run
 it came (`compliance.<server>.probed_in`); `make probe` always probes afresh and refreshes the cache.
 """
 

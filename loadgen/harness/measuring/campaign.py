@@ -1,6 +1,7 @@
-"""A campaign: the servers started (or found up) and verified, then every scenario measured, in rounds where the servers
-can be up at once. What one warm-up or attempt does is executor.py's and warmup.py's, what is warmed and in which order within a
-scenario the plan's (run_plan.py) and the rounds' (scheduler.py); this module starts the servers and groups them.
+"""A campaign: the servers brought up (servers/readiness.py, through the `Stage` seam), then every scenario measured, in
+rounds where the servers can be up at once. What one warm-up or attempt does is executor.py's and warmup.py's, what is
+warmed and in which order within a scenario the plan's (run_plan.py) and the rounds' (scheduler.py); this module groups
+the servers and puts each group through its scenarios.
 
 Interleaved (the default where it fits): all servers are up, each warmed up for a scenario, then attempt 1 of every
 server, attempt 2 of every server, and so on, the first server of a round rotating. A slow drift of the machine (here,
@@ -18,28 +19,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import psutil
 
-from harness.basics.messages import fail, say, warn
+from harness.basics.messages import say
 from harness.config.environment import ORDERS  # ORDER is checked there, with every other variable
-from harness.config.manifest import UPSTREAM_COUNT_PATH, Server
+from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
-from harness.conformance import verification as contract
-from harness.conformance import verification_h2c as contract_h2
-from harness.conformance.contract_table import Report
-from harness.measuring import probing
 from harness.measuring.clock import START, Clock, announce_estimate
 from harness.measuring.executor import LoadExecutor
-from harness.measuring.run_plan import Target
 from harness.measuring.scheduler import Allowance, measure_in_rounds
-from harness.results.records import Verification
 from harness.results.store import RunStore
-from harness.runtime import RunningServer, RuntimeFailure
-from harness.servers import inventory
+from harness.servers import probing
 from harness.servers.preflight import fitted
+from harness.servers.readiness import Readiness, Target
 from harness.servers.session import Session
+from harness.servers.turns import Turns, idle_pids
 from harness.stats.sitting_shape import START_S
 
 # What a server may hold while it idles between its turns: the JVM servers' fixed 1 GiB heap plus the JVM itself
@@ -52,62 +48,13 @@ class OrderError(Exception):
     pass
 
 
-class Turns:
-    """In interleaved rounds, the servers that are not being measured sleep: their processes are stopped (SIGSTOP) and
-    continued (SIGCONT) when their turn comes, and all of them at the end, also on failure and Ctrl-C (`wake_all`).
-    A server that died is passed over: the runtime names no process of it (a recycled pid is never taken for its)."""
+class Stage(Protocol):
+    """Where a group's servers are brought up and put down (servers/readiness.Readiness; a test's fake): the
+    campaign's one door to starting, checking and stopping servers, as the executor is the rounds' to loading them."""
 
-    def __init__(self, session: Session, targets: list[Target]):
-        self.session = session
-        self.targets: list[Target] = []
-        self.retarget(targets)
-        self.asleep: set[str] = set()
+    def bring_up(self, server: Server) -> Target | None: ...
 
-    def retarget(self, targets: list[Target]) -> None:
-        """The servers that take turns, as now running (make versus starts its builds afresh)."""
-        self.targets = [t for t in targets if not self.session.is_upstream(t.name)]  # it serves the others' weather
-
-    def __call__(self, name: str) -> None:
-        for t in self.targets:
-            if t.name == name and name in self.asleep:
-                self.session.runtime.pause(t.running, asleep=False)
-                self.asleep.discard(name)
-            elif t.name != name and t.name not in self.asleep:
-                self.session.runtime.pause(t.running, asleep=True)
-                self.asleep.add(t.name)
-
-    def wake_all(self) -> None:
-        for t in self.targets:
-            if t.name in self.asleep:
-                self.session.runtime.pause(t.running, asleep=False)
-        self.asleep.clear()
-
-
-def verify(running: RunningServer, server: Server, session: Session) -> Report:
-    """The contract checked on `server`; the session's upstream gives the weather document its answers come from,
-    and counts the requests it serves (each /weather request must reach it)."""
-    upstream = session.upstream
-    document = upstream.upstream_document.read_bytes() if upstream and upstream.upstream_document else None
-    count = None
-    if upstream and server.needs_upstream:
-        count = contract.StubStatus(session.runtime.address("upstream"), session.port(upstream), UPSTREAM_COUNT_PATH)
-    report = contract.verify(server.identity, running.host, running.port, server.routes, document, count)
-    over = ""
-    if running.h2c_port:  # it claims h2c: that is part of its contract, checked the same way
-        h2 = contract_h2.check_h2(server.identity, running.host, running.h2c_port, server.routes, document, count)
-        report.checks += h2.checks
-        report.failures += [f"h2c: {f}" for f in h2.failures]
-        over = " over HTTP/1.1 and h2c"
-    if report.ok:
-        say(f"  {server.name}: contract OK{over} ({report.checks} checks)")
-    else:
-        fail(f"{server.name} fails the contract ({len(report.failures)} of {report.checks} checks):")
-        for failure in report.failures:
-            say(f"    - {failure}")
-    return report
-
-
-# -- the order ---------------------------------------------------------------------------------------------------------
+    def put_down(self, names: list[str]) -> None: ...
 
 
 def choose_order(requested: str, servers: list[Server], ports: dict[str, int], available_bytes: int) -> tuple[str, str]:
@@ -158,7 +105,7 @@ def run_campaign(
     say(f"order: {mode} ({why})")
     clock = Clock()
     announce_estimate(store, clock, wanted, scenarios, settings, probing.builds_to_probe(session, store, wanted))
-    campaign = Campaign(session, store, clock, settings, round_no)
+    campaign = Campaign(session, store, clock, settings, Readiness(session, store), round_no)
     groups = [wanted] if mode == "interleaved" else [[s] for s in wanted]
     results = [campaign.measure_group(group, scenarios) for group in groups]  # every group, whatever the others did
     return all(results)
@@ -197,144 +144,56 @@ def order_condition(mode: str, why: str) -> dict[str, str | None]:
 
 @dataclass
 class Campaign:
-    """What every group of a campaign shares: where it runs and records, its clock, its settings and its round."""
+    """What every group of a campaign shares: where it runs and records, its clock, its settings, its round, and the
+    stage its servers are brought up on."""
 
     session: Session
     store: RunStore
     clock: Clock
     settings: Settings
+    stage: Stage  # Readiness(session, store); a test's fake
     round_no: int | None = None
 
     def measure_group(self, group: list[Server], scenarios: list[Scenario]) -> bool:
-        """The group's servers started and verified, every scenario measured on those that passed, and the group
-        stopped (also on failure and Ctrl-C); False when a server could not start, failed its contract or died."""
-        session, clock = self.session, self.clock
-        targets: list[Target] = []
+        """The group's servers brought up, every scenario measured on those that passed, and the group put down
+        (also on failure and Ctrl-C); False when a server could not start, failed its contract or died."""
         turns = None
-        all_ok = True
         try:
-            for server in group:
-                started = time.monotonic()
-                target = start_and_verify(session, self.store, server)
-                clock.advance(START_S, START, time.monotonic() - started)
-                if target is None:
-                    all_ok = False
-                else:
-                    targets.append(target)
-            turns = Turns(session, targets) if len(targets) > 1 else None
+            targets = self.bring_up(group)
+            turns = Turns(self.session, targets) if len(targets) > 1 else None
             bench = LoadExecutor(
-                session,
+                self.session,
                 self.store,
                 round_no=self.round_no,
-                status=clock.status,
+                status=self.clock.status,
                 turn=turns,
-                idle_pids=_idle_pids(session, targets) if turns else None,
+                idle_pids=idle_pids(self.session, targets) if turns else None,
             )
             budget = self.settings.budget_s
-            allowance = Allowance(self.settings.remeasure_s, _time_left(budget, clock) if budget else None)
+            allowance = Allowance(self.settings.remeasure_s, _time_left(budget, self.clock) if budget else None)
             for scenario in scenarios:
                 members = [t for t in targets if scenario.path_for(t.server)]
                 if members:
-                    measure_in_rounds(bench, clock, members, scenario, self.settings, allowance)
-                    clock.progress(scenario.name)
-            return all_ok and not bench.dead
+                    measure_in_rounds(bench, self.clock, members, scenario, self.settings, allowance)
+                    self.clock.progress(scenario.name)
+            return len(targets) == len(group) and not bench.dead
         finally:
-            end_group(session, self.store, group, turns)
+            if turns:
+                turns.wake_all()
+            self.stage.put_down([server.name for server in group])
+
+    def bring_up(self, group: list[Server]) -> list[Target]:
+        """The group's servers that came up and passed the contract, each start's time on the clock."""
+        targets = []
+        for server in group:
+            started = time.monotonic()
+            target = self.stage.bring_up(server)
+            self.clock.advance(START_S, START, time.monotonic() - started)
+            if target is not None:
+                targets.append(target)
+        return targets
 
 
 def _time_left(budget_s: float, clock: Clock) -> Callable[[], float]:
     """The seconds the run's time budget has left once what it still plans is done (what re-measuring may take)."""
     return lambda: budget_s - clock.elapsed_s() - clock.remaining_s()
-
-
-def end_group(session: Session, store: RunStore, group: list[Server], turns: Turns | None) -> None:
-    """Every server of the group awake, its idle memory after the run read, and stopped (also on failure, Ctrl-C)."""
-    if turns:
-        turns.wake_all()
-    for server in group:
-        try:
-            record_memory_after(session, store, server)
-        finally:  # stopped whatever happened to the reading
-            session.release(server.name)
-
-
-def start_and_verify(session: Session, store: RunStore, server: Server) -> Target | None:
-    """The server up and verified as a Target; None when it could not start or failed the contract."""
-    try:
-        running = session.ensure(server)
-    except RuntimeFailure as exc:
-        fail(str(exc))
-        store.set_server(
-            server.name,
-            {"started": False, "error": str(exc), "roles": list(server.roles), **_earlier_deaths(store, server)},
-        )
-        return None
-    started_here = server.name in session.started
-    idle_mb = resident_mb(session, running) if started_here else None  # before the contract's requests
-    report = verify(running, server, session)
-    version = probing.server_version(session, server)
-    store.set_verification(server.name, Verification(report.ok, report.checks, report.failures))
-    store.set_server(
-        server.name,
-        {
-            "started": True,
-            "version": version,
-            "stack": server.stack,
-            "roles": list(server.roles),
-            "port": running.port,
-            "runtime": session.runtime.name,
-            "cpus": running.cpus,
-            "placement": session.runtime.describe(running),
-            "startup_s": running.startup_s if started_here else None,
-            "started_by_this_run": started_here,
-            "log": running.log,
-            "rss_idle_mb": idle_mb,
-            **({"twin_of": server.twin_of} if server.twin_of else {}),
-            **inventory.describe(server, session.servers),
-            **_earlier_deaths(store, server),
-        },
-    )
-    if not report.ok:
-        warn(f"{server.name} is not benchmarked: it fails the contract")
-        return None
-    if probing.wanted_in_bench(store, server):  # make bench: its HTTP compliance, once, before it is measured
-        probing.probe_in_bench(session, server, running, store, version)
-    return Target(server, running)
-
-
-def resident_mb(session: Session, running: RunningServer) -> float | None:
-    """The resident memory of the server's processes now, in MB (its runtime's sampler: psutil, or the engine's
-    counters); None when it cannot be read."""
-    try:
-        return session.runtime.sampler(running, len(running.cpus)).start().stop()["peak_rss_mb"] or None
-    except (RuntimeFailure, OSError):
-        return None
-
-
-def record_memory_after(session: Session, store: RunStore, server: Server) -> None:
-    """Its resident memory, idle after the run (before it is stopped), in its servers entry: beside the peak under
-    load that each record has, what it keeps once the load is gone."""
-    entry = store.run.servers.get(server.name)
-    running = session.running().get(server.name)
-    if not entry or not entry.get("started") or running is None:
-        return
-    store.set_server(server.name, {**entry, "rss_after_run_mb": resident_mb(session, running)})
-
-
-def _earlier_deaths(store: RunStore, server: Server) -> dict[str, Any]:
-    """The deaths an earlier round of this run (overhead) recorded in the server's entry, kept when it is rewritten."""
-    deaths = store.run.servers.get(server.name, {}).get("deaths")
-    return {"deaths": deaths} if deaths else {}
-
-
-def _idle_pids(session: Session, targets: list[Target]) -> Callable[[str], list[int]]:
-    """pids of the servers that sleep while `name` is measured (the upstream nginx, on its own CPUs, is not idle)."""
-
-    def pids(name: str) -> list[int]:
-        out = []
-        for t in targets:
-            if t.name != name and not session.is_upstream(t.name):
-                out.extend(session.runtime.pids(t.running))
-        return out
-
-    return pids

@@ -13,7 +13,6 @@ from typing import Any
 from harness.basics.messages import say
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
-from harness.measuring.more_rounds import SPEND
 from harness.measuring.run_plan import (
     History,
     Job,
@@ -45,6 +44,10 @@ COMPLIANCE_PROBE_S = 30.0
 END_S = 15.0
 # the forecast before a bench (measuring/forecast.py: a second nginx started, ten short attempts, stopped)
 FORECAST_S = 15.0
+
+# further rounds spend at most this share of what the budget leaves them: the rest is kept for what the estimate of
+# the runs still to come misses (judging/more_rounds.py decides which records get them)
+SPEND = 0.8
 
 
 @dataclass

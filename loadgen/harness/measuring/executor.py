@@ -27,12 +27,14 @@ from harness.basics.messages import fail, say
 from harness.config.scenarios import LoadRun, Scenario, WarmupRule
 from harness.judging import capacity, flags
 from harness.measuring import warmup as warming
-from harness.measuring.run_plan import History, Job, Target, WarmupStep
+from harness.measuring.run_plan import History, Job, WarmupStep
 from harness.measuring.tool_processes import Beside, Naming, Outcome, measure
 from harness.results import records as results
-from harness.results.records import Attempt, Record, Sample
+from harness.results.aggregate import Measured, aggregate
+from harness.results.records import Attempt, Marks, Record, Sample
 from harness.results.store import RunStore
 from harness.runtime import RunningServer
+from harness.servers.readiness import Target
 from harness.servers.session import Session
 from harness.tools import TOOLS, LoadSpec
 from harness.tools.availability import tool_processes
@@ -77,8 +79,10 @@ class LoadExecutor:
     ) -> Attempt:
         return attempt(self, job, n, repeat, warm_rate, position)
 
-    def put_record(self, record: Record) -> None:
+    def keep(self, job: Job, attempts: list[Attempt], warmup: results.Warmup, marks: Marks) -> Record:
+        record = record_of(job, attempts, warmup, marks, self.runtime_name, self.round_no)
         self.store.put_record(record)
+        return record
 
     def evaluate(self) -> None:
         flags.evaluate_and_save(self.store)
@@ -253,3 +257,11 @@ def _line(label: str, a: Attempt) -> str:
         + (f", {a.errors.total:,} ERRORS" if a.errors.total else ", 0 errors")
         + (f"; {a.stopped}" if a.stopped else "")
     )
+
+
+def record_of(
+    job: Job, attempts: list[Attempt], warmup: results.Warmup, marks: Marks, runtime: str, round_no: int | None
+) -> Record:
+    """`job`'s record made of its attempts so far (results/aggregate.py), with what the rounds say of it."""
+    of = Measured(job.name, job.scenario.path_for(job.server), runtime, round_no)
+    return marks.put_on(aggregate(of, job.scenario, job.run, attempts, warmup))

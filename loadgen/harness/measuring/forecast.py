@@ -28,12 +28,13 @@ from harness.config.manifest import Server, twin
 from harness.config.scenarios import Scenario, Settings
 from harness.judging import resolution
 from harness.measuring.executor import LoadExecutor, attempt_spec
-from harness.measuring.run_plan import Target, sitting_costs
+from harness.measuring.run_plan import sitting_costs
 from harness.report.resolution_text import forecast_noise
 from harness.results import readable
 from harness.results.records import ResultsError
 from harness.results.store import RunStore
 from harness.runtime.protocol import RuntimeFailure
+from harness.servers.readiness import Target
 from harness.servers.session import Session
 
 ATTEMPTS = 10

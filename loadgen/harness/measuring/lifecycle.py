@@ -33,7 +33,7 @@ class RunOptions:
     profile: str
     settings: Settings
     command: str
-    probe: bool = False  # each server's HTTP compliance probed once, at its start (make bench; measuring/probing.py)
+    probe: bool = False  # each server's HTTP compliance probed once, at its start (make bench; servers/probing.py)
 
 
 def open_run(

@@ -14,7 +14,6 @@ from typing import Any
 
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
-from harness.runtime import RunningServer
 from harness.stats.sitting_shape import ATTEMPT_OVERHEAD_S, START_S, Costs
 
 # For the estimate only (clock.py): a start's and a load's costs (START_S, ATTEMPT_OVERHEAD_S, shared with the report's
@@ -33,18 +32,6 @@ SIZING_FIELDS = frozenset({"duration_s", "requests", "calls_per_connection", "ti
 # what a server was loaded with (tool, path, the load's other fields), and what a warm-up must match
 LoadKey = tuple[str, str | None, tuple[tuple[str, Any], ...]]
 Pattern = tuple[Any, ...]
-
-
-@dataclass
-class Target:
-    """A server that is up and has passed the contract: what a measurement needs of it."""
-
-    server: Server
-    running: RunningServer
-
-    @property
-    def name(self) -> str:
-        return self.server.name
 
 
 @dataclass(frozen=True)

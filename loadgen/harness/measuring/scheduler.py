@@ -3,25 +3,25 @@ attempt per server (the first server of a round rotating), each attempt kept bef
 whose attempts still climb or fall measured again within the run's budget; the flags evaluated.
 
 What a warm-up, an attempt and a record's keeping do is an `Executor`'s (executor.LoadExecutor runs the tools; the tests give
-the rounds a fake one): the rounds decide only the order, as hyperfine's scheduler does with its executor."""
+the rounds a fake one), and whether a record still moves or would be told apart by more rounds a `Judge`'s
+(judging/referee.py): the rounds decide only the order, as hyperfine's scheduler does with its executor."""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.basics.messages import say
 from harness.config.scenarios import Scenario, Settings, WarmupRule
-from harness.judging import flags
-from harness.measuring.clock import ATTEMPT, MORE, REMEASURE, WARMUP, Clock
-from harness.measuring.more_rounds import SPEND, extension
+from harness.judging.more_rounds import Extension
+from harness.judging.referee import Referee
+from harness.measuring.clock import ATTEMPT, MORE, REMEASURE, SPEND, WARMUP, Clock
 from harness.measuring.run_plan import (
     History,
     Job,
-    Target,
     WarmupStep,
     attempt_seconds,
     neighbours_by_rate,
@@ -30,9 +30,10 @@ from harness.measuring.run_plan import (
     warmup_step,
 )
 from harness.results import records as results
-from harness.results.aggregate import Measured, aggregate
-from harness.results.records import Attempt, Record, Warmup
+from harness.results.records import Attempt, Marks, Record, Warmup
+from harness.servers.readiness import Target
 from harness.stats.sitting_shape import ATTEMPT_OVERHEAD_S
+from harness.stats.trend import Trend
 
 
 class Executor(Protocol):
@@ -49,12 +50,22 @@ class Executor(Protocol):
         self, job: Job, n: int, repeat: int, warm_rate: float | None, position: tuple[int, int] | None
     ) -> Attempt: ...
 
-    def put_record(self, record: Record) -> None: ...
+    def keep(self, job: Job, attempts: list[Attempt], warmup: Warmup, marks: Marks) -> Record:
+        """`job`'s record made of `attempts` (results/aggregate.py), marked, written in place of its previous one."""
+        ...
 
     def evaluate(self) -> None: ...
 
     def record_capacity(self) -> None:
         """Each server's capacity at the latency target, after an open-model scenario (judging/capacity.py)."""
+
+
+class Judge(Protocol):
+    """What the rounds ask while they measure (judging/referee.Referee; a test's fake)."""
+
+    def moving(self, attempts: list[Attempt], mates: Sequence[list[Attempt]]) -> tuple[Trend, int] | None: ...
+
+    def more_rounds(self, records: list[Record], repeat: int, round_s: float, share_s: float) -> Extension | None: ...
 
 
 @dataclass
@@ -77,7 +88,7 @@ def measure_in_rounds(
 ) -> None:
     """Warm-ups, then `repeat` rounds of one attempt per server (one server: its attempts back to back). A server that
     dies gets the record of what it did, and no further round, run or warm-up. `members`: schedule.Target."""
-    Rounds(executor, clock, settings, allowance or Allowance()).scenario(members, scenario)
+    Rounds(executor, clock, settings, allowance or Allowance(), Referee()).scenario(members, scenario)
 
 
 @dataclass
@@ -86,6 +97,7 @@ class Rounds:
     clock: Clock
     settings: Settings
     allowance: Allowance
+    judge: Judge
     kept: dict[str, Record] = field(default_factory=dict)  # each server's latest record of the run being measured
 
     def scenario(self, members: list[Target], scenario: Scenario) -> None:
@@ -173,7 +185,7 @@ class Rounds:
         round_s = attempt_seconds(jobs[0].run) + ATTEMPT_OVERHEAD_S
         run_s = len(jobs) * repeat * round_s
         share_s = SPEND * max(budget_left(), 0.0) * run_s / (run_s + self.clock.left(ATTEMPT))
-        found = extension([self.kept[j.name] for j in alive], repeat, round_s, share_s)
+        found = self.judge.more_rounds([self.kept[j.name] for j in alive], repeat, round_s, share_s)
         if found is None:
             return
         total = repeat + found.rounds
@@ -203,16 +215,14 @@ class Rounds:
     ) -> None:
         """`job`'s record with the attempts taken so far, written to results.json (in place of the one written after
         its previous attempt): a record is kept from its first attempt on, marked incomplete until all were taken."""
-        executor = self.executor
-        of = Measured(job.name, job.scenario.path_for(job.server), executor.runtime_name, executor.round_no)
-        record = aggregate(of, job.scenario, job.run, attempts, warmup)
-        record.remeasured = remeasured
-        self.kept[job.name] = record
+        marks = Marks(remeasured=remeasured)
         if not attempts:
-            record.failed = f"the server died before its first attempt: {executor.dead.get(job.name, 'it was gone')}"
+            marks.failed = (
+                f"the server died before its first attempt: {self.executor.dead.get(job.name, 'it was gone')}"
+            )
         elif not complete and len(attempts) < repeat:
-            record.incomplete = f"{len(attempts)} of {repeat} attempts: the run ended before the rest"
-        executor.put_record(record)
+            marks.incomplete = f"{len(attempts)} of {repeat} attempts: the run ended before the rest"
+        self.kept[job.name] = self.executor.keep(job, attempts, warmup, marks)
 
     def remeasure(
         self, job: Job, repeat: int, attempts: list[Attempt], mates: list[list[Attempt]]
@@ -223,8 +233,8 @@ class Rounds:
         others sleep meanwhile); not the ceiling (never ranked, it keeps its flag), and not once the campaign's time
         budget (`budget_s`) would be overrun by it with what is still planned. Returns what the record keeps of the
         first attempts, or None when nothing was measured again."""
-        judged = flags.attempts_trend(attempts, mates)
-        if not judged or not judged[0].moving or job.server.has_role("ceiling"):  # the ceiling is never ranked
+        judged = self.judge.moving(attempts, mates)
+        if not judged or job.server.has_role("ceiling"):  # the ceiling is never ranked
             return None
         found, count = judged
         rates = [a.rps for a in attempts if a.measured]

@@ -28,10 +28,11 @@ from typing import Protocol, cast
 from harness.basics import httpclient, interrupt, jit
 from harness.basics.messages import say, warn
 from harness.config.scenarios import WarmupRule
-from harness.measuring.run_plan import Job, Target, WarmupStep
+from harness.measuring.run_plan import Job, WarmupStep
 from harness.measuring.tool_processes import Outcome
 from harness.results import records as results
 from harness.results.records import WarmupRun
+from harness.servers.readiness import Target
 from harness.stats import trend
 from harness.tools import TOOLS, LoadSpec
 

@@ -77,6 +77,23 @@ class Flag:
 
 
 @dataclass
+class Marks:
+    """What the rounds say of a record beyond its attempts: measured again back to back (`remeasured`, what it keeps of
+    the first attempts), taken in part (`incomplete`: the run ended before the rest), or without an attempt
+    (`failed`: the server died first)."""
+
+    remeasured: dict[str, Any] | None = None
+    incomplete: str | None = None
+    failed: str | None = None
+
+    def put_on(self, record: Record) -> Record:
+        record.remeasured = self.remeasured
+        record.incomplete = self.incomplete or record.incomplete
+        record.failed = self.failed or record.failed
+        return record
+
+
+@dataclass
 class Record:
     """One server under one run of a scenario: its attempts and what they add up to (sums of counts, the medians of their
     rates and latencies), the warm-up before them, and, once harness.judging.flags has evaluated it, its flags."""

@@ -23,15 +23,15 @@ from harness.config import scenarios as scenario_data
 from harness.config.manifest import Server
 from harness.config.scenarios import Scenario, Settings
 from harness.measuring import steadiness
-from harness.measuring.campaign import Turns, _idle_pids, record_memory_after, start_and_verify
 from harness.measuring.executor import LoadExecutor
 from harness.measuring.lifecycle import RunOptions, closing, open_run
-from harness.measuring.run_plan import Target
 from harness.results.store import RunStore, new_run_id
 from harness.runtime import Runtime
 from harness.runtime.protocol import RuntimeFailure
 from harness.servers.preflight import tools_needed
+from harness.servers.readiness import Readiness, Target
 from harness.servers.session import Session
+from harness.servers.turns import Turns, idle_pids
 from harness.stats import paired, sitting_shape
 from harness.tools.availability import check_tools
 from harness.versus import evidence
@@ -161,12 +161,12 @@ def measure(
         if server.ready_path:  # an outside implementation (make twin's entry): its paths answer, no contract
             side.target = start_outside(session, store, server, [s.path_for(server) or "/" for s in scenarios])
         else:
-            side.target = start_and_verify(session, store, server)
+            side.target = Readiness(session, store).bring_up(server)
     if not all(side.target for side in both):
         return results
     targets = [side.target for side in both if side.target]  # updated in place at every start
     turns = Turns(session, targets)
-    bench = LoadExecutor(session, store, turn=turns, idle_pids=_idle_pids(session, targets))
+    bench = LoadExecutor(session, store, turn=turns, idle_pids=idle_pids(session, targets))
     pair = Pair(bench, turns, targets, both, settings)
     sitting = Sitting(pair, both, settings, first=random.Random(plan.seed).choice(["base", "head"]))
     runs = [(s, r) for s in scenarios for r in s.runs]
@@ -182,7 +182,7 @@ def measure(
     finally:
         turns.wake_all()
         for side in both:
-            record_memory_after(session, store, side.server)
+            Readiness(session, store).memory_after(side.server.name)
     return results
 
 

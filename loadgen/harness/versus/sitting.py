@@ -18,12 +18,12 @@ from typing import Any, Protocol
 from harness.basics.messages import say, warn
 from harness.config.manifest import Server
 from harness.config.scenarios import LoadRun, Scenario, Settings
-from harness.measuring.campaign import Turns
 from harness.measuring.executor import LoadExecutor
-from harness.measuring.run_plan import Job, Target, WarmupStep, first_connections, pattern, sitting_costs
-from harness.results.aggregate import Measured, aggregate
-from harness.results.records import Attempt, Warmup
+from harness.measuring.run_plan import Job, WarmupStep, first_connections, pattern, sitting_costs
+from harness.results.records import Attempt, Marks, Warmup
 from harness.runtime.protocol import RuntimeFailure
+from harness.servers.readiness import Target
+from harness.servers.turns import Turns
 from harness.stats import paired
 from harness.stats import sitting_shape as design
 from harness.versus import speeds
@@ -112,9 +112,8 @@ class Pair:
         return self.bench.attempt(replace(job, target=side.target), n, 2, side.rate, position)
 
     def keep(self, side: Side, job: Job) -> None:
-        of = Measured(job.name, job.scenario.path_for(job.server), self.bench.runtime_name)
         warmup = side.warmup or Warmup(tool=None, runs=[], steady=False, tolerance=None, max_runs=None)
-        self.bench.put_record(aggregate(of, job.scenario, job.run, side.attempts, warmup))
+        self.bench.keep(job, side.attempts, warmup, Marks())
 
     def evaluate(self) -> None:
         self.bench.evaluate()

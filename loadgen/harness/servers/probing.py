@@ -3,17 +3,13 @@ where it speaks h2c, h2spec's verdicts (harness.conformance.h2c), kept in result
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from harness.basics.messages import fail, say
-from harness.config import scenarios
-from harness.config.environment import Configuration
 from harness.config.manifest import Server, artifacts_stamp
 from harness.config.maven import resolve_properties
 from harness.conformance import compliance_cache, h2c, suite, verdicts
-from harness.measuring.lifecycle import RunOptions, closing, open_run
-from harness.results.store import RunStore, claim_run_id, new_run_id
+from harness.results.store import RunStore
 from harness.runtime import RunningServer, RuntimeFailure
 from harness.servers.session import Session
 
@@ -122,15 +118,3 @@ def wanted_in_bench(store: RunStore, server: Server) -> bool:
     not been probed yet (an A/A twin is the same server: not probed twice)."""
     done = store.run.compliance
     return done is not None and server.name not in done and not server.twin_of
-
-
-def cmd_probe(args: Any, config: Configuration, session: Session, chosen: list[Server]) -> int:
-    """`make probe`: every chosen server probed, in a run folder of its own (results.json, the report)."""
-    options = RunOptions(
-        config.profile, scenarios.settings(config.profile, config.repeat), " ".join(sys.argv[1:]), probe=True
-    )
-    run_id = claim_run_id(args.run_id) if args.run_id else new_run_id("probe")
-    store = open_run(run_id, session.runtime, session.plan, options, how="the HTTP compliance probe")
-    with closing(store, session.runtime):
-        ok = probe_servers(session, store, chosen)
-    return 0 if ok else 1

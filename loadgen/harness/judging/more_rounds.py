@@ -11,8 +11,8 @@ after the first look, never again after the second: each look at a pair is a cha
 are kept to two (the A/A twin, judged like every pair, measures what that costs in every run).
 
 Within the run's time budget: a run spends at most its share of what the budget leaves beyond what is still planned,
-in proportion to its own attempts' time among those still to come (SPEND of it), and at most MAX_EXTRA_ROUNDS
-rounds."""
+in proportion to its own attempts' time among those still to come (measuring/clock.py's SPEND of it), and at most
+MAX_EXTRA_ROUNDS rounds."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from harness.judging.round_pairs import GroupRule, group_rule, power
 from harness.results.records import Record
 
 MAX_EXTRA_ROUNDS = 4
-SPEND = 0.8  # of a run's share of the budget: the rest kept for what the estimate of the runs to come misses
 WANTED_POWER = 0.5  # at least an even chance that the rounds decide the pair
 
 
