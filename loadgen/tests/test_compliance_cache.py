@@ -5,6 +5,7 @@ On the reference responder (tests/responders/strict_http11.py), really probed ov
 
 from __future__ import annotations
 
+import ast
 import functools
 import sys
 from pathlib import Path
@@ -93,3 +94,29 @@ def test_a_build_whose_artifacts_are_not_known_is_probed_and_not_kept(bench: Sim
     compliance_cache.save("strict", None, {"cases": [], "counts": {}})
     assert not compliance_cache.CACHE_DIR.exists()
     assert compliance_cache.load("strict", None) is None
+
+
+def test_the_cache_key_covers_every_harness_module_the_probe_imports() -> None:
+    """A kept entry is reused only while the probe's own code is the same: every module the probe's entry points (the
+    HTTP/1.1 suite, h2spec's reading) import, all the way down, is in the key's sources, and each exists."""
+    harness = compliance_cache.HARNESS
+    sources = set(compliance_cache.PROBE_SOURCES)
+    assert all(path.is_file() for path in sources), sources
+    seen: set[Path] = set()
+    todo = [harness / "conformance" / "suite.py", harness / "conformance" / "h2c.py"]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness."):
+                module = harness.joinpath(*node.module.split(".")[1:])
+                for name in node.names:
+                    found = [module.with_suffix(".py"), module / f"{name.name}.py"]
+                    todo += [f for f in found if f.is_file()]
+    probe_code = {p for p in seen if p.parent.name in ("conformance", "basics") and p.name != "__init__.py"}
+    leaves = {
+        p for p in probe_code if p.parent.name == "basics" and p.name != "http1.py"
+    }  # messages, paths: no verdict
+    assert probe_code - leaves <= sources, sorted(str(p) for p in probe_code - leaves - sources)
