@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.basics.http1 import Response
 from harness.basics.paths import RESULTS
 from harness.conformance import suite, verdicts
 from harness.conformance.h2c import cases as h2spec_cases
 from harness.conformance.requirements import REQUIREMENTS
-from harness.conformance.wire import Reply, ResponseRead, Timing
+from harness.conformance.wire import Reply, Timing
 from harness.report.compliance import score_text
 
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
@@ -127,8 +128,8 @@ def test_patterns(pattern, got, expected):
 
 
 def test_replies_are_described_in_the_patterns_words():
-    assert Reply((ResponseRead(400),), True).describe() == "400+close" and Reply((), False).describe() == "none"
-    assert Reply((ResponseRead(200),), False, "bad-framing").describe() == "bad-framing"
+    assert Reply((Response(400),), True).describe() == "400+close" and Reply((), False).describe() == "none"
+    assert Reply((Response(200),), False, "bad-framing").describe() == "bad-framing"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pytest
 
 from harness.basics.paths import RESULTS
 from harness.conformance import suite
-from harness.conformance.wire import Reader, Timing, parse
+from harness.conformance.wire import Reader, Timing
 
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import hostile  # noqa: E402
@@ -63,36 +63,6 @@ def test_every_hostile_answer_is_an_outcome_within_the_case_deadline(mode):
         assert case["verdict"] in ("fail", "warn-lenient", "warn-strict", "pass"), case
         if not case["id"].startswith("RC-"):
             assert case["got"] in OUTCOME[mode], (case["id"], case["got"][:200])
-
-
-@pytest.mark.parametrize(
-    "data, problem",
-    [
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-6\r\nhello!\r\n0\r\n\r\n", "bad-framing"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n", "bad-framing"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 17 + b"\r\n", "bad-framing"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", "bad-framing"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", "bad-framing"),
-        (b"HTTP/1.1 200 OK\r\n" + b"X: " + b"a" * 70_000 + b"\r\n\r\n", "too-big"),
-        (b"\x16\x03\x01\x00", "not-http"),
-    ],
-)
-def test_the_parser_turns_every_bad_size_into_an_outcome(data, problem):
-    assert parse(data, closed=True).problem == problem
-
-
-def test_the_parser_reads_heads_bodies_and_head_responses():
-    two = (
-        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: x\r\n\r\nokHTTP/1.1 404 Not Found"
-        b"\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nno\r\n0\r\n\r\n"
-    )
-    parsed = parse(two)
-    assert [(r.status, r.body) for r in parsed.responses] == [(200, b"ok"), (404, b"no")]
-    assert parsed.complete and not parsed.problem and parsed.responses[0].header("date") == "x"
-    head_then_get = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-    assert [r.body for r in parse(head_then_get, heads=1).responses] == [b"", b"ok"]
-    assert not parse(b"HTTP/1.1 200 OK\r\nContent-Le").complete
-    assert not parse(b"HTTP/1.").complete and not parse(b"HTTP/1.").problem
 
 
 def test_a_stop_ends_a_read_within_a_poll(tmp_path):

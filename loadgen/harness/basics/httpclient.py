@@ -1,34 +1,21 @@
-"""A minimal HTTP/1.x client over a raw socket: the contract checks need what http.client hides
-(HTTP/1.0, pipelined requests on one connection, whether the server closed the connection)."""
+"""A minimal HTTP/1.x client over a raw socket: the contract checks need what http.client hides (HTTP/1.0, pipelined
+requests on one connection, whether the server closed the connection). Its responses are read by the one HTTP/1
+reader (http1.py), which the compliance probe reads with too; a response that reader cannot read is an HttpError,
+the server's fault, not the harness's."""
 
 from __future__ import annotations
 
-import re
 import socket
-from dataclasses import dataclass, field
+import time
+
+from harness.basics import http1
+from harness.basics.http1 import Response
+
+MAX_BYTES = 16 << 20  # what one connection reads at most: a server answering without end is an HttpError
 
 
 class HttpError(Exception):
     pass
-
-
-DECIMAL = re.compile(r"[0-9]{1,18}")  # ASCII digits only (str.isdigit takes '²'); past 18, no real body
-HEXADECIMAL = re.compile(rb"[0-9A-Fa-f]{1,15}")
-
-
-@dataclass
-class Response:
-    version: str
-    status: int
-    headers: dict[str, str] = field(default_factory=dict)  # lower-case names; repeated headers joined with ", "
-    body: bytes = b""
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
 
 
 def request_bytes(path: str, version: str = "HTTP/1.1", headers: dict[str, str] | None = None) -> bytes:
@@ -38,71 +25,70 @@ def request_bytes(path: str, version: str = "HTTP/1.1", headers: dict[str, str] 
 
 
 class Connection:
+    """One connection; each response is read within `timeout` seconds, however slowly the server sends it."""
+
     def __init__(self, host: str, port: int, timeout: float = 10.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.reader = self.sock.makefile("rb")
+        self.timeout = timeout
+        self.data = bytearray()  # received, not yet read as a response
+        self.closed = False  # by the server
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def read_response(self) -> Response:
-        status_line = self.reader.readline(65536)
-        if not status_line:
-            raise HttpError("connection closed before a response")
-        parts = status_line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-            raise HttpError(f"bad status line {status_line!r}")
-        response = Response(version=parts[0], status=int(parts[1]))
+    def read_response(self, head: bool = False) -> Response:
+        """The next final response (interim 1xx ones skipped; `head`: it answers a HEAD request, no body);
+        HttpError where it cannot be read or the server closed first, TimeoutError where it is not whole in time."""
+        deadline = time.monotonic() + self.timeout
         while True:
-            line = self.reader.readline(65536).decode("latin-1").rstrip("\r\n")
-            if not line:
-                break
-            name, _, value = line.partition(":")
-            key = name.strip().lower()
-            value = value.strip()
-            response.headers[key] = f"{response.headers[key]}, {value}" if key in response.headers else value
-        response.body = self._read_body(response)
-        return response
+            if self.data:
+                step = http1.response_at(bytes(self.data), 0, self.closed, head)
+                if isinstance(step, tuple):
+                    response, end = step
+                    del self.data[:end]
+                    if response is not None:
+                        return response
+                    continue
+                if step is not http1.INCOMPLETE:
+                    raise HttpError(step.why or step.kind)
+            if self.closed:
+                raise HttpError("connection closed " + ("within a response" if self.data else "before a response"))
+            self._receive(deadline)
 
-    def _read_body(self, response: Response) -> bytes:
-        """The body as the head frames it; HttpError (the server's fault, not the harness's) for framing that cannot
-        be read."""
-        if "chunked" in (response.header("transfer-encoding") or "").lower():
-            return self._read_chunks()
-        length = response.header("content-length")
-        if length is not None:
-            if not DECIMAL.fullmatch(length):  # also "5, 5": two Content-Length headers
-                raise HttpError(f"Content-Length {length!r} is not a number of bytes")
-            return self.reader.read(int(length))
-        if response.status in (204, 304) or 100 <= response.status < 200:
-            return b""
-        return self.reader.read()  # delimited by the server closing the connection
-
-    def _read_chunks(self) -> bytes:
-        body = b""
-        while True:
-            size = self.reader.readline(1024).split(b";")[0].strip()
-            if not HEXADECIMAL.fullmatch(size):
-                raise HttpError(f"chunk size {size!r} is not a hexadecimal number")
-            if int(size, 16) == 0:
-                while self.reader.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass
-                return body
-            body += self.reader.read(int(size, 16))
-            self.reader.readline(16)
+    def _receive(self, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no whole response within {self.timeout:g} s")
+        if len(self.data) > MAX_BYTES:
+            raise HttpError(f"a response over {MAX_BYTES} bytes")
+        self.sock.settimeout(left)
+        try:
+            chunk = self.sock.recv(65_536)
+        except TimeoutError:
+            raise TimeoutError(f"no whole response within {self.timeout:g} s") from None
+        except ConnectionResetError:
+            chunk = b""
+        if chunk:
+            self.data += chunk
+        else:
+            self.closed = True
 
     def closed_by_server(self, wait_s: float = 2.0) -> bool:
         """True when the server closes the connection within wait_s (nothing more to read)."""
+        if self.data or self.closed:
+            return self.closed and not self.data
         self.sock.settimeout(wait_s)
         try:
-            return self.reader.read(1) == b""
+            chunk = self.sock.recv(1)
         except TimeoutError:
             return False
         except ConnectionResetError:
             return True
+        self.data += chunk
+        self.closed = not chunk
+        return self.closed
 
     def close(self) -> None:
-        self.reader.close()
         self.sock.close()
 
     def __enter__(self) -> Connection:

@@ -8,7 +8,8 @@ import socket
 from functools import partial
 
 from harness.basics import interrupt
-from harness.basics.httpclient import Connection, HttpError, Response, get, request_bytes
+from harness.basics.http1 import CONTENT_LENGTH, Response
+from harness.basics.httpclient import Connection, HttpError, get, request_bytes
 from harness.conformance.contract_table import (
     Kind,
     Report,
@@ -82,11 +83,14 @@ class Checker:
             return None
         path, expect = step.path, self.report.expect
         expect_answer(self.report, path, r, step.expected)
-        length = r.header("content-length")
-        framed = length is not None or "chunked" in (r.header("transfer-encoding") or "")
+        lengths = r.fields("content-length")
+        framed = bool(lengths) or "chunked" in (r.header("transfer-encoding") or "")
         expect(framed, f"GET {path}: neither Content-Length nor chunked encoding")
-        if length is not None:
-            expect(int(length) == len(r.body), f"GET {path}: Content-Length differs from the body")
+        expect(len(lengths) <= 1, f"GET {path}: {len(lengths)} Content-Length fields, {', '.join(lengths)}")
+        if len(lengths) == 1:
+            length = lengths[0].strip()
+            same = CONTENT_LENGTH.fullmatch(length) is not None and int(length) == len(r.body)
+            expect(same, f"GET {path}: Content-Length {length[:40]!r} differs from the body ({len(r.body)} bytes)")
         return r
 
     def run(self) -> Report:

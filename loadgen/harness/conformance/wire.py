@@ -1,30 +1,22 @@
 """One case on the wire: the bytes sent on a fresh connection (and, for a two-step case, a follow-up request once the
-first answer came), and what came back: every response's status, headers and body, and whether the server closed
-the connection. Read without an HTTP library (a library would repair what the case probes), and bounded, since the
-server's answers are what the probe doubts: every size is checked before it is used (digits only, at most 16 hex
-digits of chunk size, a cap on a head and on the bytes read per case), one deadline covers the whole case and no
-answer extends it, anything that cannot be parsed is an outcome (`not-http`, `bad-framing`, `too-big`, `too-many`), never an
-exception, and a stop event (Ctrl-C) ends the read within `Timing.poll_s`."""
+first answer came), and what came back: every response's status, headers and body (read by the one HTTP/1 reader,
+basics/http1.py), and whether the server closed the connection. Bounded, since the server's answers are what the
+probe doubts: a cap on the bytes read per case, one deadline over the whole case that no answer extends, anything
+that cannot be read an outcome (`not-http`, `bad-framing`, `too-big`, `too-many`), never an exception, and a stop
+event (Ctrl-C) ends the read within `Timing.poll_s`."""
 
 from __future__ import annotations
 
-import re
 import select
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?:[ \t][^\r\n]*)?\r?\n")
-FIELD = re.compile(rb"([^:\r\n]+):[ \t]*([^\r\n]*?)[ \t]*\r?\n")
-CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r\n")
-CONTENT_LENGTH = re.compile(r"\d{1,18}")
-PARTIAL_STATUS = re.compile(rb"H(?:T(?:T(?:P(?:/(?:\d(?:\.(?:\d(?: [^\r\n]*)?)?)?)?)?)?)?)?\r?")
-NO_BODY = {204, 304}
+from harness.basics.http1 import Parsed, Problem, Response, parse
+
 CONNECT_S = 5.0  # a full accept queue drops a SYN, retried after 1 s: not the case's answer
-HEAD_CAP = 65_536  # a response head longer than this is `too-big`
-MAX_RESPONSES = 32  # more responses than any case's requests explain: `too-many` (a server answering without end)
 PARSE_EVERY_S = 0.02  # while data keeps coming, parse at most this often (a trickle is not re-parsed per byte)
 
 
@@ -45,25 +37,11 @@ DEFAULT_TIMING = Timing()
 
 
 @dataclass(frozen=True)
-class ResponseRead:
-    """One final response: its status, its header fields as sent (names lower-cased), its body (de-chunked)."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...] = ()
-    body: bytes = b""
-    version: str = "1.1"
-
-    def header(self, name: str) -> str | None:
-        """The first value of field `name` (lower case), or None."""
-        return next((v for n, v in self.headers if n == name), None)
-
-
-@dataclass(frozen=True)
 class Reply:
     """What a server did with a case: its final responses in order, whether it closed the connection, and what could
     not be read (`not-http`, `bad-framing`, `too-big`, `too-many`), if anything."""
 
-    responses: tuple[ResponseRead, ...]
+    responses: tuple[Response, ...]
     closed: bool
     problem: str = ""
 
@@ -71,7 +49,7 @@ class Reply:
     def statuses(self) -> tuple[int, ...]:
         return tuple(r.status for r in self.responses)
 
-    def describe(self, mark: Callable[[ResponseRead], str] | None = None) -> str:
+    def describe(self, mark: Callable[[Response], str] | None = None) -> str:
         """The outcome in the expectations' own words (verdicts.py): `400+close`, `200 200+open`, `close`, `none`,
         `not-http`, `bad-framing`, `too-big`, `too-many`; `mark` adds a word after a response's status."""
         if self.problem:
@@ -80,17 +58,6 @@ class Reply:
             return "close" if self.closed else "none"
         statuses = " ".join(f"{r.status}{mark(r) if mark else ''}" for r in self.responses)
         return statuses + ("+close" if self.closed else "+open")
-
-
-@dataclass
-class Parsed:
-    """What `parse` made of the bytes so far: the complete responses, where the next one starts, whether the data
-    ends exactly after a complete response, and the problem that stopped it."""
-
-    responses: list[ResponseRead] = field(default_factory=list)
-    at: int = 0
-    complete: bool = True
-    problem: str = ""
 
 
 def exchange(
@@ -181,7 +148,7 @@ class Reader:
         """Up to 64 kB, b"" at the close (or a reset), None when nothing came in `wait`."""
         room = self.timing.max_bytes + 1 - len(self.data)
         if room <= 0:
-            self.parsed.problem = "too-big"
+            self.parsed.problem = Problem("too-big", f"over {self.timing.max_bytes} bytes")
             return None
         self.sock.settimeout(max(wait, 0.001))
         try:
@@ -204,7 +171,7 @@ class Reader:
 
     def _parse(self) -> None:
         if len(self.data) > self.timing.max_bytes:
-            self.parsed.problem = "too-big"
+            self.parsed.problem = Problem("too-big", f"over {self.timing.max_bytes} bytes")
             return
         self.parsed = parse(bytes(self.data), self.closed, self.heads, self.parsed)
 
@@ -212,103 +179,4 @@ class Reader:
         self._parse()
         p = self.parsed
         # a body that runs to the close, or a response cut by it: what was answered stands
-        return Reply(tuple(p.responses), self.closed, p.problem)
-
-
-def parse(data: bytes, closed: bool = False, heads: int = 0, earlier: Parsed | None = None) -> Parsed:
-    """The final responses in `data` (1xx interim ones skipped), from where `earlier` stopped; a body without a length
-    runs to the close (`closed`)."""
-    out = Parsed(list(earlier.responses), earlier.at) if earlier and not earlier.problem else Parsed()
-    while out.at < len(data):
-        step = _one(data, out.at, closed, len(out.responses) < heads)
-        if isinstance(step, str):
-            if step == "incomplete":
-                out.complete = False
-            else:
-                out.problem = step
-            return out
-        response, out.at = step
-        if response is not None:
-            out.responses.append(response)
-        if len(out.responses) > MAX_RESPONSES:  # no case's requests explain these: stop reading, say so
-            out.problem = "too-many"
-            return out
-    out.complete = True
-    return out
-
-
-def _one(data: bytes, at: int, closed: bool, to_head: bool) -> tuple[ResponseRead | None, int] | str:
-    """The response starting at `at` and where the next one starts (None for a 1xx), or why there is none yet:
-    `incomplete`, `not-http`, `bad-framing`, `too-big`."""
-    line = STATUS_LINE.match(data, at)
-    if line is None:
-        rest = data[at : at + 1024]
-        if not closed and b"\n" not in rest and PARTIAL_STATUS.fullmatch(rest):
-            return "incomplete"
-        return "not-http"
-    head_end = data.find(b"\r\n\r\n", at)
-    if head_end < 0 or head_end - at > HEAD_CAP:
-        return "too-big" if len(data) - at > HEAD_CAP else "bad-framing" if closed else "incomplete"
-    headers = _fields(data[line.end() : head_end + 2])
-    if headers is None:
-        return "bad-framing"
-    status, body_at = int(line.group(3)), head_end + 4
-    if 100 <= status < 200:
-        return None, body_at
-    version = f"{line.group(1).decode()}.{line.group(2).decode()}"
-    if status in NO_BODY or to_head:
-        return ResponseRead(status, headers, b"", version), body_at
-    body = _body(data, body_at, dict(headers), headers, closed)
-    if isinstance(body, str):
-        return body
-    content, end = body
-    return ResponseRead(status, headers, content, version), end
-
-
-def _fields(block: bytes) -> tuple[tuple[str, str], ...] | None:
-    out = []
-    at = 0
-    while at < len(block):
-        found = FIELD.match(block, at)
-        if found is None:
-            return None
-        out.append((found.group(1).decode("latin-1").strip().lower(), found.group(2).decode("latin-1")))
-        at = found.end()
-    return tuple(out)
-
-
-def _body(
-    data: bytes, at: int, first: dict[str, str], headers: tuple[tuple[str, str], ...], closed: bool
-) -> tuple[bytes, int] | str:
-    if "chunked" in first.get("transfer-encoding", "").lower():
-        return _chunked(data, at, closed)
-    lengths = {v.strip() for n, v in headers if n == "content-length" for v in v.split(",")}
-    if not lengths:  # runs to the close
-        return (data[at:], len(data)) if closed else "incomplete"
-    if len(lengths) > 1 or not CONTENT_LENGTH.fullmatch(next(iter(lengths))):
-        return "bad-framing"
-    end = at + int(next(iter(lengths)))
-    if end > len(data):
-        return "bad-framing" if closed else "incomplete"
-    return data[at:end], end
-
-
-def _chunked(data: bytes, at: int, closed: bool) -> tuple[bytes, int] | str:
-    """A chunked body starting at `at`: its data and where it ends (after its trailers)."""
-    body = bytearray()
-    wanting = "bad-framing" if closed else "incomplete"
-    while True:
-        size_line = CHUNK_SIZE.match(data, at)
-        if size_line is None:
-            line_end = data.find(b"\r\n", at)
-            return wanting if line_end < 0 and len(data) - at < 1024 else "bad-framing"
-        size, at = int(size_line.group(1), 16), size_line.end()
-        if size == 0:
-            trailers_end = data.find(b"\r\n\r\n", at - 2)
-            return wanting if trailers_end < 0 else (bytes(body), trailers_end + 4)
-        if at + size + 2 > len(data):
-            return wanting
-        if data[at + size : at + size + 2] != b"\r\n":
-            return "bad-framing"
-        body += data[at : at + size]
-        at += size + 2
+        return Reply(tuple(p.responses), self.closed, p.problem.kind if p.problem else "")
