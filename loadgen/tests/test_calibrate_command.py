@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from harness.basics.paths import RESULTS
 from harness.runtime.local import port_owner
@@ -17,7 +18,7 @@ from harness.runtime.local import port_owner
 pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
 
 LOADGEN = Path(__file__).resolve().parents[1]
-PORT = 9412  # the calibration's tests' own range
+PORT = free_port()  # the operating system's choice (ports.py)
 PLAN = """
 [settings]
 attempts = 1

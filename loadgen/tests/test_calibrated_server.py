@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from harness.basics.cpus import plan
 from harness.basics.httpclient import Connection, get, request_bytes
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.integration  # real servers, load tools or the harness'
 
 SERVERS = discover()
 SERVER = SERVERS["calibrated"]
-PORT = 9411  # this test's own, in the range of the calibration's tests
+PORT = free_port()  # the operating system's choice (ports.py)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from harness.basics.machine import port_owner, wait_until
 from harness.basics.paths import REPO
@@ -24,7 +24,7 @@ from harness.conformance.contract_table import UPSTREAM_FETCHES
 pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
 
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
-PORT = 28221
+PORT = free_port()  # the operating system's choice (ports.py)
 ROUTES = ("id", "hello", "backend", "tweets", "factorial", "fibonacci")
 
 
@@ -117,12 +117,6 @@ def upstream(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def check_weather(upstream_port: int, broken: str | None) -> contract.Report:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from harness.conformance import verification_h2c as contract_h2
 from harness.conformance.verification_h2c import H2Client, check_h2
@@ -18,12 +19,6 @@ pytestmark = pytest.mark.integration  # real servers, load tools or the harness'
 
 RESPONDERS = Path(__file__).parent / "responders"
 ROUTES = ("hello", "backend", "tweets", "factorial", "fibonacci")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_listening(port, proc):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ports import free_port
 
 from harness.basics import messages
 from harness.basics.machine import port_owner, wait_until
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.integration  # real servers, load tools or the harness'
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
-PORT = 28207
+PORT = free_port()  # the operating system's choice (ports.py)
 SCENARIOS = """
 [settings.quick]
 repeat = 6

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from local_responder import running_responder
+from ports import free_port
 
 from harness.measuring.tool_processes import Beside, Naming, fresh_scratches, measure
 from harness.runtime.local import LocalRuntime
@@ -15,7 +16,7 @@ from harness.tools.load_plan import plan_load
 
 pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
 
-PORT = 9351
+PORT = free_port()  # the operating system's choice (ports.py)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from harness.tools import TOOLS, LoadSpec, ToolFailed
 from harness.tools.h2load import LOG, H2load
@@ -225,16 +226,10 @@ def test_sizing_progress_and_connections():
     assert H2LOAD.max_connections_per_process(1024) == 960
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load not installed (apt-get install nghttp2-client)")
 def test_live_counted_run_against_the_h2c_responder(tmp_path):
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, str(RESPONDER), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from ports import free_port
 
 from harness.basics.distribution import Distribution
 from harness.basics.formats import fmt_ms
@@ -214,16 +215,10 @@ def test_a_mix_record_with_endpoints_is_what_the_published_schema_allows():
 # -- on loopback: one route delayed by a known amount ------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.integration
 @pytest.mark.skipif(not find_binary(OHA_MIX), reason="oha is not built (make setup-oha)")
 def test_a_route_delayed_by_a_known_amount_shows_it_at_p50_and_leaves_the_others_alone(tmp_path):
-    port, delay_ms = _free_port(), 40.0
+    port, delay_ms = free_port(), 40.0
     responder = subprocess.Popen([sys.executable, str(RESPONDER), str(port), str(delay_ms), "/slow"])
     try:
         deadline = time.monotonic() + 10

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from harness.config import scenarios
 from harness.judging import capacity, flags
@@ -187,12 +188,6 @@ def test_a_bad_latency_target_is_refused(monkeypatch):
 # -- coordinated omission, for real --------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.integration
 @pytest.mark.skipif(not find_binary(OHA), reason="oha is not built: make setup-oha")
 @pytest.mark.skipif(not (find_binary(TOOLS["wrk"]) and find_binary(TOOLS["ab"])), reason="wrk, ab: make setup")
@@ -204,7 +199,7 @@ def test_a_stalling_responder_shows_in_the_corrected_p99_and_hides_in_the_closed
     wrk 4.1 is a closed loop too, but corrects its histogram itself (wrk.c's stats_correct back-fills, for each sample
     slower than a connection's mean interval, the samples that would have been sent meanwhile): its p99 shows this
     stall, which this test asserts as well, so the harness's wrk latencies are known to be such estimates."""
-    port = _free_port()
+    port = free_port()
     responder = subprocess.Popen([sys.executable, str(RESPONDER), str(port)], stderr=subprocess.DEVNULL)
     stop = threading.Event()
 

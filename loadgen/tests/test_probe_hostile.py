@@ -22,6 +22,7 @@ from harness.conformance.wire import Reader, Timing
 
 sys.path.insert(0, str(Path(__file__).parent / "responders"))
 import hostile  # noqa: E402
+from ports import free_port
 
 pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
 
@@ -38,12 +39,6 @@ OUTCOME = {
     "never-finishes": ("none",),
     "huge-headers": ("too-big",),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize("mode", sorted(hostile.MODES))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ports import free_port
 
 from harness.basics.machine import port_owner
 from harness.cli.subcommands import twin_inputs
@@ -145,12 +146,6 @@ def loopback(tmp_path: Path, twin_text: str = "") -> tuple[dict[str, str], Path,
     )
     env = {**os.environ, "RUNTIME": "local", "BENCH_SERVERS_DIR": str(tmp_path / "servers"), "TWIN": ""}
     return env, folder, ours_port, twin_port
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def nothing_left(tmp_path: Path, *ports: int) -> None:
