@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from ports import free_port
 from test_versus_design import attempt, record, recorded_sides, sides
 
 from harness.basics.machine import port_owner
@@ -24,7 +25,7 @@ from harness.versus import evidence
 from harness.versus.sitting import ratios_by_start
 
 LOADGEN = REPO / "loadgen"
-PORTS = {"node": 9610, "nginx": 9620}  # this file's range; node's second process lands on the next free port
+PORTS = {"node": free_port(), "nginx": free_port()}  # the OS's choice; node's second process takes the next free one
 NAMES = ("akka", "pekko")
 
 
@@ -106,7 +107,7 @@ def test_an_a_a_duel_of_node_runs_two_processes_in_abba_starts(short_bench):
     assert {r["server"] for r in run["records"]} == {"node", "node-twin"}
     page = (run_dir / "versus.md").read_text()  # the sitting's page (a duel sets no goal, as make versus does)
     assert page.startswith("# node: node-twin against node") and "A/A: both builds are the same code" in page
-    for port in (9610, 9611, 9620):
+    for port in (PORTS["node"], PORTS["node"] + 1, PORTS["nginx"]):
         assert port_owner("127.0.0.1", port) is None, port
 
 

@@ -6,7 +6,7 @@ tests/responders/contract_server.py, slow to start where a JVM would be):
 - a full disk at the state write after a start: the server is stopped and the message says so;
 - a reused process-group id: the harness never signals a group that is not its server's;
 - a stepped wall clock: the harness still knows its own processes (the kernel's start time, in ticks since boot).
-Ports are this file's own (42xxx); the state is the checkout's (.run/), so no server may be up."""
+Ports are the operating system's choice (ports.py); the state is the checkout's (.run/), so no server may be up."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ports import free_port
 
 from harness.basics.machine import port_owner, wait_until
 from harness.config.manifest import discover
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.integration  # real servers, load tools or the harness'
 
 LOADGEN = Path(__file__).resolve().parents[1]
 RESPONDER = Path(__file__).parent / "responders" / "contract_server.py"
-PORTS = {"slowpoke": 19101, "probe": 19102, "stubborn": 19103}
+PORTS = {name: free_port() for name in ("slowpoke", "probe", "stubborn")}  # the operating system's choice
 ROUTES = '["id", "hello", "backend", "tweets", "factorial", "fibonacci"]'
 SCENARIOS = """
 [settings.quick]
@@ -186,7 +187,7 @@ def test_a_bench_killed_while_a_server_starts_leaves_it_listed_and_the_next_comm
     after = run(servers_dir, *then)
     said = " ".join(after.stdout.split())
     assert after.returncode == 0 and "Traceback" not in after.stderr, said
-    assert f"found what pid {proc.pid} (" in said and "slowpoke (local, port 19101)" in said, said
+    assert f"found what pid {proc.pid} (" in said and f"slowpoke (local, port {PORTS['slowpoke']})" in said, said
     assert "stopping slowpoke" in said
     if then[-1] == "ping":
         assert "probe: contract OK" in said
@@ -229,26 +230,27 @@ def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_st
     folder = jvm_server(tmp_path)
     if not folder:
         pytest.skip("spray is not built (make build)")
-    if State().load() or port_owner("127.0.0.1", 19083):
-        pytest.skip("servers are listed in .run/state.json, or port 19083 is held")
+    port = free_port()
+    if State().load():
+        pytest.skip("servers are listed in .run/state.json")
     (tmp_path / "scenarios.toml").write_text(SCENARIOS)
     env = harness_env(folder.parent)
     argv = harness_argv(
-        "--ports", "spray=19083", "--servers", "spray", "bench", scenario_file=tmp_path / "scenarios.toml"
+        "--ports", f"spray={port}", "--servers", "spray", "bench", scenario_file=tmp_path / "scenarios.toml"
     )
     proc = subprocess.Popen(
         argv, cwd=LOADGEN, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
     try:
         assert wait_until(lambda: jvms(folder) or proc.poll() is not None, 120, interval_s=0.02), "spray never started"
-        answering = port_owner("127.0.0.1", 19083)
+        answering = port_owner("127.0.0.1", port)
         proc.kill()  # SIGKILL while the JVM starts
         ended(proc)
         assert not answering, "spray already listened: not during its start"
         assert jvms(folder), "the JVM did not outlive the harness: nothing to test"
         assert "spray" in State().load(), "the starting JVM is not listed in .run/state.json"
         down = subprocess.run(
-            harness_argv("--ports", "spray=19083", "down"),
+            harness_argv("--ports", f"spray={port}", "down"),
             cwd=LOADGEN,
             env=env,
             capture_output=True,
@@ -257,7 +259,7 @@ def test_a_bench_killed_during_a_jvm_s_start_leaves_nothing_unlisted_and_down_st
         )
         said = " ".join(down.stdout.split())
         assert down.returncode == 0 and f"found what pid {proc.pid} (" in said and "stopping spray" in said, said
-        assert not jvms(folder) and port_owner("127.0.0.1", 19083) is None and not State().load()
+        assert not jvms(folder) and port_owner("127.0.0.1", port) is None and not State().load()
     finally:
         for jvm in jvms(folder):
             jvm.kill()
