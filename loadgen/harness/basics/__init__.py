@@ -1,1 +1,2 @@
-"""Leaves every other layer may use: messages, interrupts, this machine, CPU lists, an HTTP client, statistics, trends, process sampling."""
+"""Leaves every other layer may use: messages, interrupts, this machine, CPU lists, the one HTTP/1 response reader and
+a client over it, latency distributions, process sampling."""
