@@ -1,5 +1,5 @@
 """The harness's command line end to end against real servers on loopback: results written, clear errors, Ctrl-C.
-Ports are the defaults + 10000 so the tests do not collide with servers a developer left up with `make up`."""
+Ports are the operating system's choice (ports.py): no collision with servers a developer left up with `make up`."""
 
 import json
 import os
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ports import free_port
 
 from harness.basics.paths import RESULTS
 from harness.config.manifest import discover
@@ -21,7 +22,7 @@ from harness.runtime.local import LocalRuntime, port_owner
 pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
 
 SERVERS = discover()
-PORTS = {name: s.port + 10000 for name, s in SERVERS.items()}
+PORTS = {name: free_port() for name in SERVERS}
 LOADGEN = Path(__file__).resolve().parents[1]
 
 
@@ -147,6 +148,6 @@ def test_a_server_that_dies_while_starting_is_reported_with_its_log(tmp_path):
     from harness.config.manifest import Server
 
     dying = Server(name="dies", folder=tmp_path, port=0, routes=("id",), run=("sh", "-c", "echo boom; exit 3"))
-    port = PORTS["rust"] + 100
+    port = free_port()
     with pytest.raises(RuntimeFailure, match=r"dies exited with code 3 while starting; its log:\n\s+boom"):
         LocalRuntime().start(dying, [0], port, {})

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from ports import free_port
 
 from harness.basics.machine import port_owner
 from harness.basics.paths import REPO
@@ -24,7 +25,8 @@ from harness.runtime import State
 pytestmark = pytest.mark.integration  # real servers, load tools or the harness's command line on loopback
 
 LOADGEN = REPO / "loadgen"
-PORTS = "rust=19786 nginx=19787"  # nobody else's: a regression would start rust there
+RUST_PORT, NGINX_PORT = free_port(), free_port()  # the operating system's: a regression would start rust there
+PORTS = f"rust={RUST_PORT} nginx={NGINX_PORT}"
 BASE = {"RUNTIME": "local", "SERVERS": "rust", "PORTS": PORTS}
 COMMAND = ["run", "hello"]
 DEFAULT_SERVER_CPU = str(min(os.sched_getaffinity(0)))  # where the CPU plan puts the server on this machine
@@ -46,7 +48,7 @@ BAD: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("rust=70000", {}),
         ("nosuch=19788", {}),
         ("rust=65000", {}),
-        ("rust=19786 rust=19789", {}),
+        (f"rust={RUST_PORT} rust={RUST_PORT + 3}", {}),
     ],
     "REPEAT": [(BLANK, {}), ("abc", {}), ("-1", {}), ("0", {}), ("1.5", {}), ("99999999999", {})],
     "ORDER": [(BLANK, {}), ("random", {}), ("1", {})],
@@ -99,7 +101,8 @@ def clean_environment(**values: str) -> dict[str, str]:
 
 
 def listening() -> list[int]:
-    return [port for port in (19786, 19787, 20786, 20787) if port_owner("127.0.0.1", port)]
+    ports = (RUST_PORT, NGINX_PORT, RUST_PORT + 1000, NGINX_PORT + 1000)  # and their h2c ports
+    return [port for port in ports if port_owner("127.0.0.1", port)]
 
 
 def results_folders() -> set[str]:
