@@ -19,6 +19,7 @@ from harness.basics.http1 import Response
 from harness.basics.paths import RESULTS
 from harness.conformance import suite, verdicts
 from harness.conformance.h2c import cases as h2spec_cases
+from harness.conformance.h2c import reproduced
 from harness.conformance.requirements import REQUIREMENTS
 from harness.conformance.wire import Reply, Timing
 from harness.report.compliance import score_text
@@ -175,6 +176,25 @@ def test_h2spec_reports_become_cases():
         ("http2/6.5/2", "RFC 7540 §6.5", "pass"),
     ]
     assert "GOAWAY" in found[0]["got"]
+
+
+def test_an_h2spec_failure_that_passes_when_run_again_alone_is_a_skip_that_says_so():
+    """Matched by section and case, not by number: a case run alone is number 1 of its section in the second report."""
+    suite = """<testsuites><testsuite package="http2/6.9.1"><testcase package="http2/6.9.1" classname="Sends one">
+    </testcase><testcase package="http2/6.9.1" classname="Sends two"><failure>Timeout</failure></testcase>
+    <testcase package="http2/6.9.1" classname="Sends three"><failure>RST_STREAM Frame</failure></testcase>
+    </testsuite></testsuites>"""
+    alone = """<testsuites><testsuite package="http2/6.9.1"><testcase package="http2/6.9.1" classname="Sends three">
+    </testcase><testcase package="http2/6.9.1" classname="Sends two"><failure>Timeout</failure></testcase>
+    </testsuite></testsuites>"""
+    found = reproduced(h2spec_cases(suite), alone)
+    assert [(c["id"], c["verdict"]) for c in found] == [
+        ("http2/6.9.1/1", "pass"),
+        ("http2/6.9.1/2", "fail"),
+        ("http2/6.9.1/3", "skip"),
+    ]
+    assert found[2]["got"].startswith("not reproduced: failed within the whole suite (RST_STREAM Frame)")
+    assert reproduced(h2spec_cases(suite), None) == h2spec_cases(suite)  # no second report: as found
 
 
 def test_make_probe_writes_a_run_folder_and_its_report(tmp_path):
