@@ -35,7 +35,7 @@ class Response:
 
     def header(self, name: str) -> str | None:
         """Every value of field `name` (lower case) in one, joined by ", " as RFC 9110 §5.3 combines them; None."""
-        values = [v for n, v in self.headers if n == name]
+        values = self.fields(name)
         return ", ".join(values) if values else None
 
     def fields(self, name: str) -> list[str]:
@@ -54,9 +54,6 @@ class Problem:
 
     kind: str
     why: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.why}" if self.why else self.kind
 
 
 INCOMPLETE = Problem("incomplete")

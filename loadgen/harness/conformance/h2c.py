@@ -38,7 +38,8 @@ def run(host: str, port: int, scratch: Path) -> dict[str, Any]:
             "cases": [],
         }
     report = scratch / f"h2spec-{port}.xml"
-    command = [str(h2spec), "-h", host, "-p", str(port), "-o", "2", "-j", str(report)]
+    against = [str(h2spec), "-h", host, "-p", str(port), "-o", "2"]
+    command = [*against, "-j", str(report)]
     try:
         subprocess.run(command, capture_output=True, timeout=TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
@@ -50,15 +51,15 @@ def run(host: str, port: int, scratch: Path) -> dict[str, Any]:
     except ElementTree.ParseError as exc:
         return {"tool": "h2spec", "note": f"h2spec's report could not be read ({exc})", "cases": []}
     failed = [c["id"] for c in found if c["verdict"] == "fail"]
-    again = _alone(command[:-2] + ["-j", str(scratch / f"h2spec-{port}-again.xml")], failed) if failed else None
+    again = _alone(against, scratch / f"h2spec-{port}-again.xml", failed) if failed else None
     return {"tool": "h2spec", "command": " ".join(command), "report": str(report), "cases": reproduced(found, again)}
 
 
-def _alone(command: list[str], ids: list[str]) -> str | None:
-    """The JUnit report of h2spec run on the cases `ids` alone (`command` names its report); None where it wrote none."""
-    report = Path(command[-1])
+def _alone(against: list[str], report: Path, ids: list[str]) -> str | None:
+    """The JUnit report (written to `report`) of h2spec, as `against` runs it, on the cases `ids` alone; None where
+    it wrote none."""
     try:
-        subprocess.run([*command, *ids], capture_output=True, timeout=TIMEOUT_S, check=False)
+        subprocess.run([*against, "-j", str(report), *ids], capture_output=True, timeout=TIMEOUT_S, check=False)
         return report.read_text(errors="replace") if report.exists() else None
     except subprocess.TimeoutExpired:
         return None
@@ -68,14 +69,12 @@ def reproduced(found: list[dict[str, Any]], again: str | None) -> list[dict[str,
     """`found`, each failure that passed when run again alone (its case in the report `again`) made a skip that says
     so; as found where there is no report of the run again."""
     try:
-        passed = (
-            {(c["id"].rsplit("/", 1)[0], c["sent"]) for c in cases(again) if c["verdict"] == "pass"} if again else set()
-        )
+        passed = {_section_and_name(c) for c in cases(again) if c["verdict"] == "pass"} if again else set()
     except ElementTree.ParseError:
         passed = set()
     out = []
     for case in found:
-        if case["verdict"] == "fail" and (case["id"].rsplit("/", 1)[0], case["sent"]) in passed:
+        if case["verdict"] == "fail" and _section_and_name(case) in passed:
             got = f"not reproduced: failed within the whole suite ({case['got'][:200]}), passed when run again alone"
             case = {**case, "verdict": "skip", "got": got}
         out.append(case)
@@ -107,6 +106,11 @@ def cases(junit: str) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def _section_and_name(case: dict[str, Any]) -> tuple[str, str]:
+    """What names a case in both reports: its number within its section differs where it was run alone."""
+    return case["id"].rsplit("/", 1)[0], case["sent"]
 
 
 def _text(element: ElementTree.Element) -> str:

@@ -156,12 +156,13 @@ def measure(
     """Both sides started and verified, then every scenario run compared within its share of the budget."""
     both = (sides.base, sides.head)
     results: list[dict[str, Any]] = []
+    readiness = Readiness(session, store)
     for side in both:
         server = side.server
         if server.ready_path:  # an outside implementation (make twin's entry): its paths answer, no contract
             side.target = start_outside(session, store, server, [s.path_for(server) or "/" for s in scenarios])
         else:
-            side.target = Readiness(session, store).bring_up(server)
+            side.target = readiness.bring_up(server)
     if not all(side.target for side in both):
         return results
     targets = [side.target for side in both if side.target]  # updated in place at every start
@@ -182,7 +183,7 @@ def measure(
     finally:
         turns.wake_all()
         for side in both:
-            Readiness(session, store).memory_after(side.server.name)
+            readiness.memory_after(side.server.name)
     return results
 
 
