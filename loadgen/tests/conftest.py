@@ -1,6 +1,8 @@
 import atexit
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -8,6 +10,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ports import H2C_OFFSET, free_port  # noqa: E402
+
+from harness.basics.machine import port_owner, wait_until  # noqa: E402
+from harness.basics.paths import REPO  # noqa: E402
+
 # the runs the tests make go to a folder of their own (harness.basics.paths reads it), never results/; 0755: a
 # container's user writes the tools' side files under it
 os.environ["BENCH_RESULTS"] = tempfile.mkdtemp(prefix="bench-test-results-")
@@ -50,3 +58,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("integration") is None:
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    """The project's own nginx (nginx/run.sh: Debian's nginx with the repository's config, the upstream of /weather)
+    on a free port, its h2c listener H2C_OFFSET above it; yields the HTTP/1.1 port."""
+    port = free_port()
+    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "H2C_PORT": str(port + H2C_OFFSET)}
+    proc = subprocess.Popen(
+        ["bash", str(REPO / "nginx" / "run.sh")],
+        env=env | {"SERVER_CORES": "1", "RUN_DIR": str(tmp_path)},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        listening = [port, port + H2C_OFFSET]
+        assert wait_until(lambda: all(port_owner("127.0.0.1", p) is not None for p in listening), 10), (
+            "nginx did not listen"
+        )
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)

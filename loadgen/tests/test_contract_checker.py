@@ -6,8 +6,6 @@ served shows a server that caches the upstream's answer."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -97,26 +95,6 @@ def test_a_response_whose_framing_cannot_be_read_fails_the_contract(broken, fail
     a ValueError that ends the whole run."""
     report = check(broken)
     assert not report.ok and failure in report.failures, report.failures
-
-
-@pytest.fixture
-def upstream(tmp_path):
-    """The project's own upstream: nginx/run.sh (Debian's nginx with the repository's config) on a free port."""
-    port = free_port()
-    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "SERVER_CORES": "1", "RUN_DIR": str(tmp_path)}
-    proc = subprocess.Popen(
-        ["bash", str(REPO / "nginx" / "run.sh")],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert wait_until(lambda: port_owner("127.0.0.1", port) is not None, 10), "nginx did not listen"
-        yield port
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
 
 
 def check_weather(upstream_port: int, broken: str | None) -> contract.Report:

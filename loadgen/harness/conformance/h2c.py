@@ -4,7 +4,11 @@ report read into cases like the HTTP/1.1 suite's. Where it is not built, the h2c
 
 A case failed within the whole suite is run again alone, once: some of h2spec's verdicts turn on timing (two probes of
 the same builds disagreed on 4 of about 1,000 case runs), and a MUST failure is shown only where it reproduces. One that
-passes alone is a skip that says so, neither a pass nor a failure."""
+passes alone is a skip that says so, neither a pass nor a failure.
+
+A malformed request's case (RFC 7540 §8.1, §8.1.2) that fails is sent once more by h2c_replay.py, which reads the
+status h2spec does not report: answered with a refusal (a 4xx or 5xx other than 404 and 405) that ends the stream, it
+passes, as the section's MAY allows; otherwise it fails with what the server answered. Both sentences are quoted."""
 
 from __future__ import annotations
 
@@ -12,15 +16,34 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.basics.paths import REPO
+from harness.conformance import h2c_replay, verdicts
 
 H2SPEC = REPO / ".tools" / "go" / "bin" / "h2spec"
 SPECS = {"http2": "RFC 7540", "hpack": "RFC 7541", "generic": "RFC 7540"}
 CONTROL_BYTES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 TIMEOUT_S = 180  # the whole run; each of its ~146 cases waits at most 2 s
+MALFORMED = [
+    {
+        "section": "RFC 7540 §8.1.2.6",
+        "level": "MUST",
+        "quote": "Malformed requests or responses that are detected MUST be treated as a stream error (Section 5.4.2) "
+        "of type PROTOCOL_ERROR.",
+    },
+    {
+        "section": "RFC 7540 §8.1.2.6",
+        "level": "MAY",
+        "quote": "For malformed requests, a server MAY send an HTTP response prior to closing or resetting the stream.",
+    },
+]
+MALFORMED_EXPECTED = (
+    "a stream error (RST_STREAM or GOAWAY, PROTOCOL_ERROR, or the connection closed), or a refusal (4xx or 5xx, not "
+    "404 or 405) that ends the stream"
+)
 
 
 def binary() -> Path | None:
@@ -52,7 +75,8 @@ def run(host: str, port: int, scratch: Path) -> dict[str, Any]:
         return {"tool": "h2spec", "note": f"h2spec's report could not be read ({exc})", "cases": []}
     failed = [c["id"] for c in found if c["verdict"] == "fail"]
     again = _alone(against, scratch / f"h2spec-{port}-again.xml", failed) if failed else None
-    return {"tool": "h2spec", "command": " ".join(command), "report": str(report), "cases": reproduced(found, again)}
+    judged = answered(reproduced(found, again), lambda steps: h2c_replay.replay(host, port, steps), f"{host}:{port}")
+    return {"tool": "h2spec", "command": " ".join(command), "report": str(report), "cases": judged}
 
 
 def _alone(against: list[str], report: Path, ids: list[str]) -> str | None:
@@ -77,6 +101,31 @@ def reproduced(found: list[dict[str, Any]], again: str | None) -> list[dict[str,
         if case["verdict"] == "fail" and _section_and_name(case) in passed:
             got = f"not reproduced: failed within the whole suite ({case['got'][:200]}), passed when run again alone"
             case = {**case, "verdict": "skip", "got": got}
+        out.append(case)
+    return out
+
+
+def answered(
+    found: list[dict[str, Any]],
+    replay: Callable[[list[h2c_replay.Step]], h2c_replay.StreamAnswer | None],
+    authority: str,
+) -> list[dict[str, Any]]:
+    """`found`, each malformed request's case quoting §8.1.2.6, and each of them that failed judged by what `replay`
+    (h2c_replay.replay on the server) read of its answer: a refusal that ended the stream passes (see the module's
+    docstring), anything else fails saying what the server did."""
+    asked = h2c_replay.requests(authority)
+    out = []
+    for case in found:
+        steps = asked.get(_section_and_name(case))
+        if steps is None:
+            out.append(case)
+            continue
+        case = {**case, "requirement": MALFORMED, "expected": MALFORMED_EXPECTED}
+        answer = replay(steps) if case["verdict"] == "fail" else None
+        if answer is not None:
+            refusal = answer.status is not None and verdicts.refused(str(answer.status)) and answer.ended
+            seen = f"{answer.describe()} when sent again; h2spec: {case['got'][:200]}"
+            case |= {"verdict": "pass" if refusal else "fail", "got": seen}
         out.append(case)
     return out
 

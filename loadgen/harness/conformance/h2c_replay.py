@@ -1,0 +1,261 @@
+"""What a server answered to the malformed requests of h2spec's RFC 7540 §8.1 and §8.1.2 cases, read again.
+
+h2spec wants each of them treated as a stream error (RST_STREAM or GOAWAY with PROTOCOL_ERROR, or the connection
+closed), and where a server answered with a response instead it reports that frame but not its status. The RFC lets a
+server answer first (§8.1.2.6: "For malformed requests, a server MAY send an HTTP response prior to closing or
+resetting the stream"): a 400 that ends the stream refused the request as the RFC allows, while a 404 routed it as a
+valid one. So each such failure's request is sent again, frame for frame as h2spec's source sends it (host:port as
+the authority, path "/"), and the status of the answer is read (h2c.py turns it into the case's verdict)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+
+import hpack
+from hyperframe.frame import (
+    ContinuationFrame,
+    DataFrame,
+    Frame,
+    GoAwayFrame,
+    HeadersFrame,
+    RstStreamFrame,
+    SettingsFrame,
+)
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+WAIT_S = 2.0  # as h2spec's -o 2: how long an answer may take
+STREAM = 1
+
+Fields = list[tuple[str, str]]
+Step = tuple[str, Fields | bytes, bool]  # ("headers", fields, end_stream) or ("data", payload, end_stream)
+
+
+@dataclass(frozen=True)
+class StreamAnswer:
+    """What the server did on the request's stream: the final status it answered (None: none), whether its answer
+    ended the stream, and the error codes of a RST_STREAM or GOAWAY it sent (None: none)."""
+
+    status: int | None
+    ended: bool
+    reset: int | None
+    goaway: int | None
+
+    def describe(self) -> str:
+        parts = [f"answered {self.status}" if self.status is not None else "no response"]
+        parts += ["ended the stream"] if self.ended else []
+        parts += [f"RST_STREAM {self.reset}"] if self.reset is not None else []
+        parts += [f"GOAWAY {self.goaway}"] if self.goaway is not None else []
+        return ", ".join(parts)
+
+
+def _common(authority: str, method: str = "GET") -> Fields:
+    return [(":method", method), (":scheme", "http"), (":path", "/"), (":authority", authority)]
+
+
+def _posted(authority: str, *after: Step) -> list[Step]:
+    """A POST's headers (the stream left open) and the steps after them."""
+    return [("headers", _common(authority, "POST"), False), *after]
+
+
+def _alone(fields: Fields) -> list[Step]:
+    return [("headers", fields, True)]
+
+
+def _without(name: str, authority: str) -> list[Step]:
+    return _alone([f for f in _common(authority) if f[0] != name])
+
+
+def requests(authority: str) -> dict[tuple[str, str], list[Step]]:
+    """h2spec's malformed requests, by (section, case description) as its report names them."""
+    return {**_fields(authority), **_request_pseudo_headers(authority)}
+
+
+def _fields(authority: str) -> dict[tuple[str, str], list[Step]]:
+    """§8.1, §8.1.2, §8.1.2.1, §8.1.2.2 and §8.1.2.6's: extra, misplaced or forbidden fields, a wrong length."""
+    common = _common(authority)
+    trailer: Step = ("data", b"test", False)
+    return {
+        ("http2/8.1", "Sends a second HEADERS frame without the END_STREAM flag"): _posted(
+            authority, trailer, ("headers", [("x-test", "ok")], False)
+        ),
+        ("http2/8.1.2", "Sends a HEADERS frame that contains the header field name in uppercase letters"): _alone(
+            [*common, ("X-TEST", "ok")]
+        ),
+        ("http2/8.1.2.1", "Sends a HEADERS frame that contains a unknown pseudo-header field"): _alone(
+            [*common, (":test", "ok")]
+        ),
+        ("http2/8.1.2.1", "Sends a HEADERS frame that contains the pseudo-header field defined for response"): _alone(
+            [*common, (":status", "200")]
+        ),
+        ("http2/8.1.2.1", "Sends a HEADERS frame that contains a pseudo-header field as trailers"): _posted(
+            authority, trailer, ("headers", [(":method", "POST")], False)
+        ),
+        (
+            "http2/8.1.2.1",
+            "Sends a HEADERS frame that contains a pseudo-header field that appears in a header block after a regular "
+            "header field",
+        ): _alone([("x-test", "ok"), *common]),
+        ("http2/8.1.2.2", "Sends a HEADERS frame that contains the connection-specific header field"): _alone(
+            [*common, ("connection", "keep-alive")]
+        ),
+        (
+            "http2/8.1.2.2",
+            'Sends a HEADERS frame that contains the TE header field with any value other than "trailers"',
+        ): _alone([*common, ("trailers", "test"), ("te", "trailers, deflate")]),
+        (
+            "http2/8.1.2.6",
+            'Sends a HEADERS frame with the "content-length" header field which does not equal the DATA frame payload '
+            "length",
+        ): _with_length(authority, [b"test"]),
+        (
+            "http2/8.1.2.6",
+            'Sends a HEADERS frame with the "content-length" header field which does not equal the sum of the multiple '
+            "DATA frames payload length",
+        ): _with_length(authority, [b"test", b"test"]),
+    }
+
+
+def _request_pseudo_headers(authority: str) -> dict[tuple[str, str], list[Step]]:
+    """§8.1.2.3's: a request's pseudo-header fields empty, missing or repeated."""
+    common = _common(authority)
+    return {
+        ("http2/8.1.2.3", 'Sends a HEADERS frame with empty ":path" pseudo-header field'): _alone(
+            [(k, "" if k == ":path" else v) for k, v in common]
+        ),
+        ("http2/8.1.2.3", 'Sends a HEADERS frame that omits ":method" pseudo-header field'): _without(
+            ":method", authority
+        ),
+        ("http2/8.1.2.3", 'Sends a HEADERS frame that omits ":scheme" pseudo-header field'): _without(
+            ":scheme", authority
+        ),
+        ("http2/8.1.2.3", 'Sends a HEADERS frame that omits ":path" pseudo-header field'): _without(":path", authority),
+        ("http2/8.1.2.3", 'Sends a HEADERS frame with duplicated ":method" pseudo-header field'): _alone(
+            [*common, (":method", "GET")]
+        ),
+        ("http2/8.1.2.3", 'Sends a HEADERS frame with duplicated ":scheme" pseudo-header field'): _alone(
+            [*common, (":scheme", "http")]
+        ),
+        ("http2/8.1.2.3", 'Sends a HEADERS frame with duplicated ":path" pseudo-header field'): _alone(
+            [*common, (":path", "/")]
+        ),
+    }
+
+
+def _with_length(authority: str, payloads: list[bytes]) -> list[Step]:
+    """A POST saying content-length 1, then `payloads`, the last ending the stream."""
+    data: list[Step] = [("data", p, i == len(payloads) - 1) for i, p in enumerate(payloads)]
+    return [("headers", [*_common(authority, "POST"), ("content-length", "1")], False), *data]
+
+
+def replay(host: str, port: int, steps: list[Step], wait_s: float = WAIT_S) -> StreamAnswer | None:
+    """`steps` sent on stream 1 of a fresh h2c connection after the prefaces, and what the server did on it within
+    `wait_s` of the last frame sent; None where no connection could be made."""
+    try:
+        sock = socket.create_connection((host, port), timeout=wait_s)
+    except OSError:
+        return None
+    with sock:
+        deadline = time.monotonic() + wait_s
+        _send(sock, PREFACE + SettingsFrame(0).serialize())
+        buffer = _handshake(sock, deadline)
+        if buffer is None:
+            return StreamAnswer(None, False, None, None)
+        encoder, out = hpack.Encoder(), []
+        for kind, content, end in steps:
+            frame: Frame
+            if kind == "headers":
+                assert isinstance(content, list)
+                frame = HeadersFrame(STREAM, data=encoder.encode(content), flags=["END_HEADERS"])
+            else:
+                assert isinstance(content, bytes)
+                frame = DataFrame(STREAM, data=content)
+            if end:
+                frame.flags.add("END_STREAM")
+            out.append(frame.serialize())
+        _send(sock, b"".join(out))
+        return _read(sock, buffer, time.monotonic() + wait_s)
+
+
+def _handshake(sock: socket.socket, deadline: float) -> bytes | None:
+    """As h2spec's handshake: the server's SETTINGS acknowledged and ours acknowledged by it; what was read beyond
+    them, or None where the server closed or fell silent first."""
+    buffer, theirs, ours = b"", False, False
+    while not (theirs and ours):
+        frame, buffer = _next_frame(sock, buffer, deadline)
+        if frame is None:
+            return None
+        if isinstance(frame, SettingsFrame):
+            if "ACK" in frame.flags:
+                ours = True
+            else:
+                theirs = True
+                _send(sock, SettingsFrame(0, flags=["ACK"]).serialize())
+    return buffer
+
+
+def _read(sock: socket.socket, buffer: bytes, deadline: float) -> StreamAnswer:
+    """The server's frames until stream 1 ends or is reset, a GOAWAY, the connection's close, or `deadline`."""
+    decoder, block = hpack.Decoder(), b""
+    status: int | None = None
+    ended, reset, goaway = False, None, None
+    while not (ended or reset is not None or goaway is not None):
+        frame, buffer = _next_frame(sock, buffer, deadline)
+        if frame is None:
+            break
+        if isinstance(frame, SettingsFrame) and "ACK" not in frame.flags:
+            _send(sock, SettingsFrame(0, flags=["ACK"]).serialize())
+        elif isinstance(frame, GoAwayFrame):
+            goaway = frame.error_code
+        elif frame.stream_id != STREAM:
+            continue
+        elif isinstance(frame, RstStreamFrame):
+            reset = frame.error_code
+        elif isinstance(frame, HeadersFrame | ContinuationFrame):
+            block += frame.data
+            if "END_HEADERS" in frame.flags:
+                code, block = _status(decoder, block), b""
+                if code:
+                    status = code if code >= 200 or status is None else status
+        if isinstance(frame, HeadersFrame | DataFrame) and "END_STREAM" in frame.flags:
+            ended = True
+    return StreamAnswer(status, ended, reset, goaway)
+
+
+def _status(decoder: hpack.Decoder, block: bytes) -> int:
+    """The :status of a header block (decoded in order: the decoder's table is the connection's), 0 where none."""
+    try:
+        fields = dict(decoder.decode(block, raw=True))
+    except hpack.HPACKError:
+        return 0
+    status = fields.get(b":status", b"")
+    return int(status) if isinstance(status, bytes) and status.isdigit() else 0
+
+
+def _next_frame(sock: socket.socket, buffer: bytes, deadline: float) -> tuple[Frame | None, bytes]:
+    """The next whole frame from `buffer` and the socket, with what is left; None at the close or the deadline."""
+    while True:
+        if len(buffer) >= 9:
+            frame, length = Frame.parse_frame_header(memoryview(buffer[:9]))
+            if len(buffer) >= 9 + length:
+                frame.parse_body(memoryview(buffer[9 : 9 + length]))
+                return frame, buffer[9 + length :]
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, buffer
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            return None, buffer
+        if not chunk:
+            return None, buffer
+        buffer += chunk
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    try:
+        sock.sendall(data)
+    except OSError:
+        pass

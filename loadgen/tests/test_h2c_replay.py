@@ -1,0 +1,84 @@
+"""h2spec's malformed-request failures read again (harness.conformance.h2c_replay): the status h2spec does not report
+decides between RFC 7540 §8.1.2.6's permitted answer (a refusal that ends the stream) and a request routed as valid."""
+
+from __future__ import annotations
+
+import pytest
+from ports import H2C_OFFSET
+
+from harness.conformance.h2c import MALFORMED, answered
+from harness.conformance.h2c import cases as h2spec_cases
+from harness.conformance.h2c_replay import StreamAnswer, replay, requests
+
+UNKNOWN_PSEUDO = "Sends a HEADERS frame that contains a unknown pseudo-header field"
+CONNECTION_HEADER = "Sends a HEADERS frame that contains the connection-specific header field"
+UPPERCASE = "Sends a HEADERS frame that contains the header field name in uppercase letters"
+FAILED = "<failure>Expected: RST_STREAM Frame Actual: DATA Frame (length:157, flags:0x01, stream_id:1)</failure>"
+
+
+def report(*cases: tuple[str, str, bool]) -> str:
+    """An h2spec JUnit report of (section, case, failed) cases."""
+    rows = "".join(
+        f'<testsuite package="{section}"><testcase package="{section}" classname=\'{name}\'>'
+        f"{FAILED if failed else ''}</testcase></testsuite>"
+        for section, name, failed in cases
+    )
+    return f"<testsuites>{rows}</testsuites>"
+
+
+def test_a_refusal_that_ends_the_stream_passes_and_a_routed_request_fails_saying_its_status():
+    found = h2spec_cases(
+        report(
+            ("http2/8.1.2.1", UNKNOWN_PSEUDO, True),
+            ("http2/8.1.2.2", CONNECTION_HEADER, True),
+            ("http2/8.1.2", UPPERCASE, False),
+            ("http2/6.5", "Sends a SETTINGS frame with ACK", True),
+        )
+    )
+    answers = {":test": StreamAnswer(400, True, None, None), "connection": StreamAnswer(404, True, None, None)}
+    asked: list[str] = []
+
+    def fake(steps):
+        named = next(name for kind, fields, _ in steps if kind == "headers" for name, _ in fields if name in answers)
+        asked.append(named)
+        return answers[named]
+
+    judged = answered(found, fake, "127.0.0.1:1")
+    assert asked == [":test", "connection"]  # the failures of malformed requests only
+    assert [c["verdict"] for c in judged] == ["pass", "fail", "pass", "fail"]
+    assert judged[0]["got"].startswith("answered 400, ended the stream when sent again; h2spec: Expected: RST_STREAM")
+    assert judged[1]["got"].startswith("answered 404, ended the stream")
+    assert judged[2]["requirement"] == MALFORMED and judged[2]["got"] == "as expected"  # passed: not sent again
+    assert "requirement" not in judged[3] and judged[3] == found[3]  # not a malformed request's case
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [StreamAnswer(400, False, None, None), StreamAnswer(None, False, None, None), StreamAnswer(200, True, None, None)],
+    ids=["400-stream-left-open", "no-answer", "200"],
+)
+def test_anything_but_a_refusal_that_ends_the_stream_stays_failed(answer):
+    found = h2spec_cases(report(("http2/8.1.2.1", UNKNOWN_PSEUDO, True)))
+    assert answered(found, lambda steps: answer, "127.0.0.1:1")[0]["verdict"] == "fail"
+
+
+def test_every_malformed_request_of_h2spec_is_known_by_its_section_and_name():
+    """The 17 cases of h2spec v2.2.1's RFC 7540 §8.1 and §8.1.2 groups, as its report names them."""
+    asked = requests("127.0.0.1:1")
+    assert len(asked) == 17
+    assert {section for section, _ in asked} == {f"http2/8.1{s}" for s in ("", ".2", ".2.1", ".2.2", ".2.3", ".2.6")}
+
+
+@pytest.mark.integration
+def test_the_projects_nginx_refuses_some_malformed_requests_and_routes_others(upstream):
+    """nginx 1.22 answers a malformed pseudo-header with 400 (ending the stream), routes a request carrying a
+    connection-specific field (404: no such file at /), and resets the stream of an uppercase field name."""
+    asked = requests(f"127.0.0.1:{upstream + H2C_OFFSET}")
+    got = {
+        name: replay("127.0.0.1", upstream + H2C_OFFSET, steps)
+        for (_, name), steps in asked.items()
+        if name in (UNKNOWN_PSEUDO, CONNECTION_HEADER, UPPERCASE)
+    }
+    assert got[UNKNOWN_PSEUDO] == StreamAnswer(400, True, None, None)
+    assert got[CONNECTION_HEADER] == StreamAnswer(404, True, None, None)
+    assert got[UPPERCASE] == StreamAnswer(None, False, 1, None)  # RST_STREAM PROTOCOL_ERROR
