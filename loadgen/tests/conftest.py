@@ -11,17 +11,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ports import H2C_OFFSET, free_port  # noqa: E402
-
-from harness.basics.machine import port_owner, wait_until  # noqa: E402
-from harness.basics.paths import REPO  # noqa: E402
-
-# the runs the tests make go to a folder of their own (harness.basics.paths reads it), never results/; 0755: a
-# container's user writes the tools' side files under it
+# the runs the tests make go to a folder of their own (harness.basics.paths reads it on import: so before any harness
+# import), never results/; 0755: a container's user writes the tools' side files under it
 os.environ["BENCH_RESULTS"] = tempfile.mkdtemp(prefix="bench-test-results-")
 os.chmod(os.environ["BENCH_RESULTS"], 0o755)
 atexit.register(shutil.rmtree, os.environ["BENCH_RESULTS"], True)
 
+from ports import H2C_OFFSET, free_port  # noqa: E402
+
+from harness.basics.machine import port_owner, wait_until  # noqa: E402
+from harness.basics.paths import REPO  # noqa: E402
 
 # `make bench` in seconds: the command line of the harness with a scenario file of one short wrk scenario, for the tests
 # of what a whole bench does (its A/A twin) under each runtime

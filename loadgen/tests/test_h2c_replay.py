@@ -62,6 +62,23 @@ def test_anything_but_a_refusal_that_ends_the_stream_stays_failed(answer):
     assert answered(found, lambda steps: answer, "127.0.0.1:1")[0]["verdict"] == "fail"
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        StreamAnswer(None, False, 1, None),
+        StreamAnswer(404, True, None, 1),
+        StreamAnswer(None, False, None, None, closed=True),
+    ],
+    ids=["reset-protocol-error", "answered-then-goaway", "connection-closed"],
+)
+def test_the_stream_error_h2spec_wants_when_sent_again_is_a_failure_not_reproduced(answer):
+    """The server's answer raced the malformed part of the request within the suite (rust's hyper answers a POST
+    before its bad trailers arrive); sent again, it did what h2spec wants: a skip, as a case that passes alone."""
+    found = h2spec_cases(report(("http2/8.1.2.1", UNKNOWN_PSEUDO, True)))
+    judged = answered(found, lambda steps: answer, "127.0.0.1:1")[0]
+    assert judged["verdict"] == "skip" and judged["got"].startswith(f"not reproduced: {answer.describe()} when sent")
+
+
 def test_every_malformed_request_of_h2spec_is_known_by_its_section_and_name():
     """The 17 cases of h2spec v2.2.1's RFC 7540 §8.1 and §8.1.2 groups, as its report names them."""
     asked = requests("127.0.0.1:1")

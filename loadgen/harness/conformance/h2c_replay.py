@@ -26,6 +26,8 @@ from hyperframe.frame import (
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 WAIT_S = 2.0  # as h2spec's -o 2: how long an answer may take
+GRACE_S = 0.5  # after a response ends the stream: time for the reset or GOAWAY h2spec would also have taken
+PROTOCOL_ERROR = 0x1
 STREAM = 1
 
 Fields = list[tuple[str, str]]
@@ -35,18 +37,26 @@ Step = tuple[str, Fields | bytes, bool]  # ("headers", fields, end_stream) or ("
 @dataclass(frozen=True)
 class StreamAnswer:
     """What the server did on the request's stream: the final status it answered (None: none), whether its answer
-    ended the stream, and the error codes of a RST_STREAM or GOAWAY it sent (None: none)."""
+    ended the stream, the error codes of a RST_STREAM or GOAWAY it sent (None: none), and whether it closed the
+    connection."""
 
     status: int | None
     ended: bool
     reset: int | None
     goaway: int | None
+    closed: bool = False
+
+    @property
+    def stream_error(self) -> bool:
+        """What h2spec wants: a RST_STREAM or GOAWAY with PROTOCOL_ERROR, or the connection closed."""
+        return PROTOCOL_ERROR in (self.reset, self.goaway) or self.closed
 
     def describe(self) -> str:
         parts = [f"answered {self.status}" if self.status is not None else "no response"]
         parts += ["ended the stream"] if self.ended else []
         parts += [f"RST_STREAM {self.reset}"] if self.reset is not None else []
         parts += [f"GOAWAY {self.goaway}"] if self.goaway is not None else []
+        parts += ["closed the connection"] if self.closed else []
         return ", ".join(parts)
 
 
@@ -162,8 +172,8 @@ def replay(host: str, port: int, steps: list[Step], wait_s: float = WAIT_S) -> S
         buffer = _handshake(sock, deadline)
         if buffer is None:
             return StreamAnswer(None, False, None, None)
-        encoder, out = hpack.Encoder(), []
-        for kind, content, end in steps:
+        encoder = hpack.Encoder()
+        for kind, content, end in steps:  # a write per frame, as h2spec writes them
             frame: Frame
             if kind == "headers":
                 assert isinstance(content, list)
@@ -173,8 +183,7 @@ def replay(host: str, port: int, steps: list[Step], wait_s: float = WAIT_S) -> S
                 frame = DataFrame(STREAM, data=content)
             if end:
                 frame.flags.add("END_STREAM")
-            out.append(frame.serialize())
-        _send(sock, b"".join(out))
+            _send(sock, frame.serialize())
         return _read(sock, buffer, time.monotonic() + wait_s)
 
 
@@ -196,13 +205,15 @@ def _handshake(sock: socket.socket, deadline: float) -> bytes | None:
 
 
 def _read(sock: socket.socket, buffer: bytes, deadline: float) -> StreamAnswer:
-    """The server's frames until stream 1 ends or is reset, a GOAWAY, the connection's close, or `deadline`."""
+    """The server's frames until stream 1 is reset, a GOAWAY, the connection's close, or `deadline` (GRACE_S after
+    a response ends the stream, where that comes first)."""
     decoder, block = hpack.Decoder(), b""
     status: int | None = None
-    ended, reset, goaway = False, None, None
-    while not (ended or reset is not None or goaway is not None):
+    ended, reset, goaway, closed = False, None, None, False
+    while reset is None and goaway is None:
         frame, buffer = _next_frame(sock, buffer, deadline)
         if frame is None:
+            closed = time.monotonic() < deadline
             break
         if isinstance(frame, SettingsFrame) and "ACK" not in frame.flags:
             _send(sock, SettingsFrame(0, flags=["ACK"]).serialize())
@@ -218,9 +229,9 @@ def _read(sock: socket.socket, buffer: bytes, deadline: float) -> StreamAnswer:
                 code, block = _status(decoder, block), b""
                 if code:
                     status = code if code >= 200 or status is None else status
-        if isinstance(frame, HeadersFrame | DataFrame) and "END_STREAM" in frame.flags:
-            ended = True
-    return StreamAnswer(status, ended, reset, goaway)
+        if isinstance(frame, HeadersFrame | DataFrame) and "END_STREAM" in frame.flags and not ended:
+            ended, deadline = True, min(deadline, time.monotonic() + GRACE_S)
+    return StreamAnswer(status, ended, reset, goaway, closed)
 
 
 def _status(decoder: hpack.Decoder, block: bytes) -> int:
