@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from ports import H2C_OFFSET
 
-from harness.conformance.h2c import MALFORMED, answered
 from harness.conformance.h2c import cases as h2spec_cases
-from harness.conformance.h2c_replay import StreamAnswer, replay, requests
+from harness.conformance.h2c_replay import MALFORMED, StreamAnswer, answered, replay, requests
 
 UNKNOWN_PSEUDO = "Sends a HEADERS frame that contains a unknown pseudo-header field"
 CONNECTION_HEADER = "Sends a HEADERS frame that contains the connection-specific header field"
@@ -77,6 +76,23 @@ def test_the_stream_error_h2spec_wants_when_sent_again_is_a_failure_not_reproduc
     found = h2spec_cases(report(("http2/8.1.2.1", UNKNOWN_PSEUDO, True)))
     judged = answered(found, lambda steps: answer, "127.0.0.1:1")[0]
     assert judged["verdict"] == "skip" and judged["got"].startswith(f"not reproduced: {answer.describe()} when sent")
+
+
+SECOND_HEADERS = "Sends a second HEADERS frame without the END_STREAM flag"
+
+
+@pytest.mark.parametrize(
+    ("section", "name", "verdict"),
+    [("http2/8.1", SECOND_HEADERS, "pass"), ("http2/8.1.2.1", UNKNOWN_PSEUDO, "fail")],
+    ids=["malformed-after-the-headers", "malformed-headers"],
+)
+def test_a_response_then_rst_stream_no_error_passes_only_where_the_malformed_part_came_after_it(section, name, verdict):
+    """§8.1: answered (404) from valid headers before the request's malformed part came, then asked the client to
+    stop sending (RST_STREAM NO_ERROR): nginx's answer to a POST whose DATA belies its content-length."""
+    found = h2spec_cases(report((section, name, True)))
+    judged = answered(found, lambda steps: StreamAnswer(404, True, 0, None), "127.0.0.1:1")[0]
+    assert judged["verdict"] == verdict
+    assert (judged["requirement"][-1]["section"] == "RFC 7540 §8.1") == (verdict == "pass")
 
 
 def test_every_malformed_request_of_h2spec_is_known_by_its_section_and_name():

@@ -6,11 +6,9 @@ A case failed within the whole suite is run again alone, once: some of h2spec's 
 the same builds disagreed on 4 of about 1,000 case runs), and a MUST failure is shown only where it reproduces. One that
 passes alone is a skip that says so, neither a pass nor a failure.
 
-A malformed request's case (RFC 7540 §8.1, §8.1.2) that fails is sent once more by h2c_replay.py, which reads the
-status h2spec does not report: answered with a refusal (a 4xx or 5xx other than 404 and 405) that ends the stream, it
-passes, as the section's MAY allows; reset as h2spec wants, it is a skip that says "not reproduced" (the server's
-answer raced the request's malformed part); otherwise it fails with what the server answered. Both sentences are
-quoted."""
+A malformed request's case (RFC 7540 §8.1, §8.1.2) that fails is judged again by what the server answers when its
+request is sent once more (h2c_replay.py): h2spec does not report a response's status, and the RFC lets a server
+answer such a request before closing or resetting its stream."""
 
 from __future__ import annotations
 
@@ -18,34 +16,16 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.basics.paths import REPO
-from harness.conformance import h2c_replay, verdicts
+from harness.conformance import h2c_replay
 
 H2SPEC = REPO / ".tools" / "go" / "bin" / "h2spec"
 SPECS = {"http2": "RFC 7540", "hpack": "RFC 7541", "generic": "RFC 7540"}
 CONTROL_BYTES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 TIMEOUT_S = 180  # the whole run; each of its ~146 cases waits at most 2 s
-MALFORMED = [
-    {
-        "section": "RFC 7540 §8.1.2.6",
-        "level": "MUST",
-        "quote": "Malformed requests or responses that are detected MUST be treated as a stream error (Section 5.4.2) "
-        "of type PROTOCOL_ERROR.",
-    },
-    {
-        "section": "RFC 7540 §8.1.2.6",
-        "level": "MAY",
-        "quote": "For malformed requests, a server MAY send an HTTP response prior to closing or resetting the stream.",
-    },
-]
-MALFORMED_EXPECTED = (
-    "a stream error (RST_STREAM or GOAWAY, PROTOCOL_ERROR, or the connection closed), or a refusal (4xx or 5xx, not "
-    "404 or 405) that ends the stream"
-)
 
 
 def binary() -> Path | None:
@@ -77,7 +57,9 @@ def run(host: str, port: int, scratch: Path) -> dict[str, Any]:
         return {"tool": "h2spec", "note": f"h2spec's report could not be read ({exc})", "cases": []}
     failed = [c["id"] for c in found if c["verdict"] == "fail"]
     again = _alone(against, scratch / f"h2spec-{port}-again.xml", failed) if failed else None
-    judged = answered(reproduced(found, again), lambda steps: h2c_replay.replay(host, port, steps), f"{host}:{port}")
+    judged = h2c_replay.answered(
+        reproduced(found, again), lambda steps: h2c_replay.replay(host, port, steps), f"{host}:{port}"
+    )
     return {"tool": "h2spec", "command": " ".join(command), "report": str(report), "cases": judged}
 
 
@@ -95,50 +77,16 @@ def reproduced(found: list[dict[str, Any]], again: str | None) -> list[dict[str,
     """`found`, each failure that passed when run again alone (its case in the report `again`) made a skip that says
     so; as found where there is no report of the run again."""
     try:
-        passed = {_section_and_name(c) for c in cases(again) if c["verdict"] == "pass"} if again else set()
+        passed = {h2c_replay.section_and_name(c) for c in cases(again) if c["verdict"] == "pass"} if again else set()
     except ElementTree.ParseError:
         passed = set()
     out = []
     for case in found:
-        if case["verdict"] == "fail" and _section_and_name(case) in passed:
+        if case["verdict"] == "fail" and h2c_replay.section_and_name(case) in passed:
             got = f"not reproduced: failed within the whole suite ({case['got'][:200]}), passed when run again alone"
             case = {**case, "verdict": "skip", "got": got}
         out.append(case)
     return out
-
-
-def answered(
-    found: list[dict[str, Any]],
-    replay: Callable[[list[h2c_replay.Step]], h2c_replay.StreamAnswer | None],
-    authority: str,
-) -> list[dict[str, Any]]:
-    """`found`, each malformed request's case quoting §8.1.2.6, and each of them that failed judged by what `replay`
-    (h2c_replay.replay on the server) read of its answer: a refusal that ended the stream passes (see the module's
-    docstring), anything else fails saying what the server did."""
-    asked = h2c_replay.requests(authority)
-    out = []
-    for case in found:
-        steps = asked.get(_section_and_name(case))
-        if steps is None:
-            out.append(case)
-            continue
-        case = {**case, "requirement": MALFORMED, "expected": MALFORMED_EXPECTED}
-        answer = replay(steps) if case["verdict"] == "fail" else None
-        if answer is not None:
-            case |= _judged(answer, case["got"])
-        out.append(case)
-    return out
-
-
-def _judged(answer: h2c_replay.StreamAnswer, h2spec_got: str) -> dict[str, str]:
-    """A failed malformed request's verdict and outcome by what the server did when it was sent again: the stream
-    error h2spec wants (its failure not reproduced: a skip, as a case that passes alone); a refusal that ended the
-    stream (§8.1.2.6's MAY: a pass); anything else a failure."""
-    seen = f"{answer.describe()} when sent again; h2spec: {h2spec_got[:200]}"
-    if answer.stream_error:
-        return {"verdict": "skip", "got": f"not reproduced: {seen}"}
-    refusal = answer.status is not None and verdicts.refused(str(answer.status)) and answer.ended
-    return {"verdict": "pass" if refusal else "fail", "got": seen}
 
 
 def cases(junit: str) -> list[dict[str, Any]]:
@@ -166,11 +114,6 @@ def cases(junit: str) -> list[dict[str, Any]]:
                 }
             )
     return out
-
-
-def _section_and_name(case: dict[str, Any]) -> tuple[str, str]:
-    """What names a case in both reports: its number within its section differs where it was run alone."""
-    return case["id"].rsplit("/", 1)[0], case["sent"]
 
 
 def _text(element: ElementTree.Element) -> str:

@@ -1,17 +1,21 @@
-"""What a server answered to the malformed requests of h2spec's RFC 7540 §8.1 and §8.1.2 cases, read again.
+"""h2spec's failed malformed requests (its RFC 7540 §8.1 and §8.1.2 cases) sent again, and judged by the answer.
 
 h2spec wants each of them treated as a stream error (RST_STREAM or GOAWAY with PROTOCOL_ERROR, or the connection
-closed), and where a server answered with a response instead it reports that frame but not its status. The RFC lets a
-server answer first (§8.1.2.6: "For malformed requests, a server MAY send an HTTP response prior to closing or
-resetting the stream"): a 400 that ends the stream refused the request as the RFC allows, while a 404 routed it as a
-valid one. So each such failure's request is sent again, frame for frame as h2spec's source sends it (host:port as
-the authority, path "/"), and the status of the answer is read (h2c.py turns it into the case's verdict)."""
+closed); where a server answered with a response instead, it reports that frame but not its status. The RFC lets a
+server answer first: §8.1.2.6, "For malformed requests, a server MAY send an HTTP response prior to closing or
+resetting the stream"; and §8.1, where the malformed part comes after valid headers, a complete response sent before
+it came, then RST_STREAM NO_ERROR. So each such failure's request is sent again, frame for frame as h2spec's source
+sends it (host:port as the authority, path "/"), and the answer read (`judged`): a refusal (400) that ends the stream
+passes, a request routed as a valid one (404) fails, and the stream error h2spec wants, seen this time, makes the
+failure one not reproduced (the server's answer raced the malformed part)"""
 
 from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import hpack
 from hyperframe.frame import (
@@ -24,11 +28,42 @@ from hyperframe.frame import (
     SettingsFrame,
 )
 
+from harness.conformance import verdicts
+
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 WAIT_S = 2.0  # as h2spec's -o 2: how long an answer may take
 GRACE_S = 0.5  # after a response ends the stream: time for the reset or GOAWAY h2spec would also have taken
 PROTOCOL_ERROR = 0x1
 STREAM = 1
+
+MALFORMED = [
+    {
+        "section": "RFC 7540 §8.1.2.6",
+        "level": "MUST",
+        "quote": "Malformed requests or responses that are detected MUST be treated as a stream error (Section 5.4.2) "
+        "of type PROTOCOL_ERROR.",
+    },
+    {
+        "section": "RFC 7540 §8.1.2.6",
+        "level": "MAY",
+        "quote": "For malformed requests, a server MAY send an HTTP response prior to closing or resetting the stream.",
+    },
+]
+# where the malformed part comes after a request's (valid) headers: the server may have answered before it came
+EARLY_ANSWER = {
+    "section": "RFC 7540 §8.1",
+    "level": "MAY",
+    "quote": "A server can send a complete response prior to the client sending an entire request if the response does "
+    "not depend on any portion of the request that has not been sent and received. When this is true, a server MAY "
+    "request that the client abort transmission of a request without error by sending a RST_STREAM with an error code "
+    "of NO_ERROR after sending a complete response (i.e., a frame with the END_STREAM flag).",
+}
+EXPECTED = (
+    "a stream error (RST_STREAM or GOAWAY, PROTOCOL_ERROR, or the connection closed), or a refusal (4xx or 5xx, not "
+    "404 or 405) that ends the stream"
+)
+EXPECTED_LATE = EXPECTED + "; or, answered before the malformed part came, a complete response then RST_STREAM NO_ERROR"
+NO_ERROR = 0x0
 
 Fields = list[tuple[str, str]]
 Step = tuple[str, Fields | bytes, bool]  # ("headers", fields, end_stream) or ("data", payload, end_stream)
@@ -270,3 +305,43 @@ def _send(sock: socket.socket, data: bytes) -> None:
         sock.sendall(data)
     except OSError:
         pass
+
+
+def section_and_name(case: dict[str, Any]) -> tuple[str, str]:
+    """What names an h2spec case in every report: its number within its section differs where it was run alone."""
+    return case["id"].rsplit("/", 1)[0], case["sent"]
+
+
+def answered(
+    found: list[dict[str, Any]], replay: Callable[[list[Step]], StreamAnswer | None], authority: str
+) -> list[dict[str, Any]]:
+    """`found` (h2spec's cases), each malformed request's case quoting the sentences that judge it, and each of them
+    that failed judged again by what `replay` (replay() on the server) read of the answer (see `judged`)."""
+    asked = requests(authority)
+    out = []
+    for case in found:
+        steps = asked.get(section_and_name(case))
+        if steps is None:
+            out.append(case)
+            continue
+        late = len(steps) > 1  # the malformed part is a frame after the headers
+        requirement = [*MALFORMED, EARLY_ANSWER] if late else MALFORMED
+        case = {**case, "requirement": requirement, "expected": EXPECTED_LATE if late else EXPECTED}
+        answer = replay(steps) if case["verdict"] == "fail" else None
+        if answer is not None:
+            case |= judged(answer, case["got"], late)
+        out.append(case)
+    return out
+
+
+def judged(answer: StreamAnswer, h2spec_got: str, late: bool) -> dict[str, str]:
+    """A failed malformed request's verdict and outcome by what the server did when it was sent again: the stream
+    error h2spec wants is its failure not reproduced (a skip, as a case that passes alone); a refusal that ended the
+    stream passes (§8.1.2.6's MAY), and so does, where the malformed part came after the headers (`late`), a complete
+    response followed by RST_STREAM NO_ERROR (§8.1's MAY); anything else fails."""
+    seen = f"{answer.describe()} when sent again; h2spec: {h2spec_got[:200]}"
+    if answer.stream_error:
+        return {"verdict": "skip", "got": f"not reproduced: {seen}"}
+    refusal = answer.status is not None and verdicts.refused(str(answer.status)) and answer.ended
+    early = late and answer.ended and answer.reset == NO_ERROR
+    return {"verdict": "pass" if refusal or early else "fail", "got": seen}
