@@ -3,6 +3,9 @@ decides between RFC 7540 §8.1.2.6's permitted answer (a refusal that ends the s
 
 from __future__ import annotations
 
+import socket
+import threading
+
 import pytest
 from ports import H2C_OFFSET
 
@@ -115,3 +118,24 @@ def test_the_projects_nginx_refuses_some_malformed_requests_and_routes_others(up
     assert got[UNKNOWN_PSEUDO] == StreamAnswer(400, True, None, None)
     assert got[CONNECTION_HEADER] == StreamAnswer(404, True, None, None)
     assert got[UPPERCASE] == StreamAnswer(None, False, 1, None)  # RST_STREAM PROTOCOL_ERROR
+
+
+def test_a_server_that_closes_before_the_handshake_teaches_nothing_and_the_case_keeps_h2specs_words():
+    """No SETTINGS came back: replay() says nothing (None), and the failure stays h2spec's, not "no response"."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def close_each() -> None:
+        conn, _ = listener.accept()
+        conn.close()
+
+    threading.Thread(target=close_each, daemon=True).start()
+    try:
+        asked = requests(f"127.0.0.1:{port}")
+        steps = next(s for (_, name), s in asked.items() if name == UNKNOWN_PSEUDO)
+        assert replay("127.0.0.1", port, steps, wait_s=1.0) is None
+    finally:
+        listener.close()
+    found = h2spec_cases(report(("http2/8.1.2.1", UNKNOWN_PSEUDO, True)))
+    judged = answered(found, lambda steps: None, "127.0.0.1:1")[0]
+    assert judged["verdict"] == "fail" and judged["got"] == found[0]["got"]
